@@ -1,0 +1,153 @@
+"""A small MCP server on the official Python SDK, for kaged-mcp's integration tests.
+
+One file for both pinned SDK lines (installed by .ci/install-peers):
+  mcp 1.30.0  ->  from mcp.server.fastmcp import FastMCP, Context
+  mcp 2.3.0   ->  from mcp.server.mcpserver import MCPServer, Context
+
+Usage:
+  python py_server.py stdio
+  python py_server.py sse --port N        (listens on 127.0.0.1; GET /sse, POST /messages/?session_id=...)
+
+Tools:
+  echo(message)  -> "Echo: <message>"                   (text only, no structuredContent)
+  big(n)         -> a text of n bytes, "x" repeated       (text only)
+  slow(ms)       -> sleeps ms milliseconds, then "slept <ms>"
+  fail()         -> raises, so the result has isError: true
+  sample()       -> sends sampling/createMessage to the client; returns the answer's text or
+                    "sampling error: <error>" (the refusal is caught, so the call itself succeeds)
+  sample_raw()   -> the same request, the error not caught: 1.x turns it into an isError result,
+                    2.x fails the whole tools/call with the client's JSON-RPC error
+  idem()         -> readOnlyHint + idempotentHint; returns how many times it was called ("1", "2", ...)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import anyio
+import mcp.types as types
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import Context, MCPServer as _Server
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    SDK_LINE = 2
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import Context, FastMCP as _Server
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    SDK_LINE = 1
+
+try:
+    from importlib.metadata import version as _pkg_version
+
+    SDK_VERSION = _pkg_version("mcp")
+except Exception:  # pragma: no cover - metadata missing in odd installs
+    SDK_VERSION = "unknown"
+
+server = _Server("kaged-py-test-server")
+
+# Text only: a tool returning str would otherwise also fill structuredContent {"result": ...}.
+TEXT_ONLY = {"structured_output": False}
+
+_idem_calls = 0
+
+
+@server.tool(**TEXT_ONLY)
+def echo(message: str) -> str:
+    """Echo the message back, prefixed with 'Echo: '."""
+    return f"Echo: {message}"
+
+
+@server.tool(**TEXT_ONLY)
+def big(n: int) -> str:
+    """Return a text of n bytes ('x' repeated)."""
+    return "x" * n
+
+
+@server.tool(**TEXT_ONLY)
+async def slow(ms: int) -> str:
+    """Sleep ms milliseconds, then answer."""
+    await anyio.sleep(ms / 1000)
+    return f"slept {ms}"
+
+
+@server.tool(**TEXT_ONLY)
+def fail() -> str:
+    """Always fails; the result comes back with isError: true."""
+    raise ToolError("fail tool failed on purpose")
+
+
+def _sampling_request() -> dict:
+    return dict(
+        messages=[
+            types.SamplingMessage(
+                role="user", content=types.TextContent(type="text", text="Say hello")
+            )
+        ],
+        max_tokens=16,
+    )
+
+
+def _sampling_text(result) -> str:
+    content = getattr(result, "content", None)
+    text = getattr(content, "text", None)
+    return f"sampled: {text}" if text is not None else f"sampled: {result!r}"
+
+
+@server.tool(**TEXT_ONLY)
+async def sample(ctx: Context) -> str:
+    """Ask the client for a sampling/createMessage; report its answer or its error."""
+    try:
+        result = await ctx.session.create_message(**_sampling_request())
+    except Exception as exc:  # the client's refusal arrives as an exception
+        return f"sampling error: {exc}"
+    return _sampling_text(result)
+
+
+@server.tool(**TEXT_ONLY)
+async def sample_raw(ctx: Context) -> str:
+    """Like sample, but a refusal is not caught (1.x: isError result; 2.x: JSON-RPC error)."""
+    result = await ctx.session.create_message(**_sampling_request())
+    return _sampling_text(result)
+
+
+@server.tool(
+    annotations=types.ToolAnnotations.model_validate(
+        {"readOnlyHint": True, "idempotentHint": True}
+    ),
+    **TEXT_ONLY,
+)
+def idem() -> str:
+    """Read-only and idempotent; returns how many times it has been called."""
+    global _idem_calls
+    _idem_calls += 1
+    return str(_idem_calls)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("transport", choices=["stdio", "sse"])
+    parser.add_argument("--port", type=int, default=0, help="SSE port on 127.0.0.1 (required for sse)")
+    args = parser.parse_args()
+    if args.transport == "sse" and args.port <= 0:
+        parser.error("sse needs --port N (a free port, N > 0)")
+    print(
+        f"py_server: mcp {SDK_VERSION} (line {SDK_LINE}) starting, transport={args.transport}"
+        + (f" port={args.port}" if args.transport == "sse" else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+    if args.transport == "stdio":
+        server.run()
+    elif SDK_LINE == 2:
+        server.run("sse", host="127.0.0.1", port=args.port)
+    else:
+        server.settings.host = "127.0.0.1"
+        server.settings.port = args.port
+        server.run("sse")
+
+
+if __name__ == "__main__":
+    main()
