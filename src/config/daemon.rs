@@ -1,0 +1,103 @@
+//! `config.toml`: the daemon-level knobs of the MCP subsystem, `[mcp]`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use toml::de::DeValue;
+
+use super::error::ConfigError;
+use super::toml_doc::{integer, type_name, TomlDoc};
+
+/// The daemon-level `[mcp]` knobs, one set for all servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonConfig {
+    /// `result_max_bytes`: the cap on a tool result as the agent receives it (default 65536).
+    pub result_max_bytes: usize,
+    /// `default_timeout_ms`: per-call timeout when a server has no `timeout_ms` (default 30000).
+    pub default_timeout: Duration,
+    /// `startup_timeout_ms`: how long session start waits for one server to spawn, initialize
+    /// and list its tools (default 30000).
+    pub startup_timeout: Duration,
+    /// `frame_limit_bytes`: the largest single message accepted from a server, a stdio line or
+    /// an SSE event (default 16 MiB). Longer ones fail the affected call; memory stays bounded.
+    pub frame_limit_bytes: usize,
+    /// `max_in_flight`: calls in flight per server before further calls wait (default 64).
+    pub max_in_flight: usize,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        Self {
+            result_max_bytes: 65_536,
+            default_timeout: Duration::from_millis(30_000),
+            startup_timeout: Duration::from_millis(30_000),
+            frame_limit_bytes: 16 * 1024 * 1024,
+            max_in_flight: 64,
+        }
+    }
+}
+
+/// Parses `config.toml`; tables other than `[mcp]` belong to the rest of the daemon.
+pub(crate) fn parse(text: &str, file: &Path, errors: &mut Vec<ConfigError>) -> DaemonConfig {
+    let mut out = DaemonConfig::default();
+    let doc = match TomlDoc::parse(text, file) {
+        Ok(d) => d,
+        Err(e) => {
+            errors.push(e);
+            return out;
+        }
+    };
+    let Some(mcp) = doc.root.get_ref().get("mcp") else {
+        return out;
+    };
+    let DeValue::Table(t) = mcp.get_ref() else {
+        errors.push(doc.err(
+            mcp.span(),
+            "mcp",
+            format!("expected a table, found {}", type_name(mcp.get_ref())),
+        ));
+        return out;
+    };
+    for (k, v) in t.iter() {
+        let key = k.get_ref().as_ref();
+        let p = format!("mcp.{key}");
+        let (min, max): (i64, i64) = match key {
+            "result_max_bytes" => (1, 1 << 30),
+            "default_timeout_ms" | "startup_timeout_ms" => (1, 24 * 3600 * 1000),
+            "frame_limit_bytes" => (1024, 1 << 32),
+            "max_in_flight" => (1, 65_536),
+            other => {
+                errors.push(doc.err(
+                    k.span(),
+                    p,
+                    format!("unknown key `{other}`; [mcp] has result_max_bytes, default_timeout_ms, startup_timeout_ms, frame_limit_bytes, max_in_flight"),
+                ));
+                continue;
+            }
+        };
+        let n = match integer(v.get_ref()) {
+            Some(n) if (min..=max).contains(&n) => n,
+            Some(n) => {
+                errors.push(doc.err(v.span(), p, format!("{n} is out of range {min}..={max}")));
+                continue;
+            }
+            None => {
+                errors.push(doc.err(
+                    v.span(),
+                    p,
+                    format!("expected an integer, found {}", type_name(v.get_ref())),
+                ));
+                continue;
+            }
+        };
+        let n = n as u64;
+        match key {
+            "result_max_bytes" => out.result_max_bytes = n as usize,
+            "default_timeout_ms" => out.default_timeout = Duration::from_millis(n),
+            "startup_timeout_ms" => out.startup_timeout = Duration::from_millis(n),
+            "frame_limit_bytes" => out.frame_limit_bytes = n as usize,
+            _ => out.max_in_flight = n as usize,
+        }
+    }
+    out
+}

@@ -1,0 +1,187 @@
+//! `local.toml`: the operator's overrides (`[mcp.<key>]`) and secrets (`[secrets.<path>]`),
+//! ADR-0043 §7. Never part of the project; never printed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use toml::de::{DeTable, DeValue};
+
+use super::error::ConfigError;
+use super::secret::{Secret, SecretRef};
+use super::toml_doc::{integer, type_name, TomlDoc};
+
+/// `[mcp.<key>]`: one server's operator overrides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerOverrides {
+    /// `disabled = true`: the server is never contacted and none of its tools registered.
+    pub disabled: bool,
+    /// `timeout_ms`: per-call timeout for this server (else the daemon default).
+    pub timeout: Option<Duration>,
+    /// `trust_annotations = true`: retry calls of tools this server declares idempotent or
+    /// read-only (`annotations.idempotentHint` / `readOnlyHint`). Default `false`: a server's
+    /// own claims are not trusted to make a repeated call safe.
+    pub trust_annotations: bool,
+}
+
+/// The parsed `local.toml`.
+#[derive(Clone, Default)]
+pub struct LocalConfig {
+    /// Overrides by server key.
+    pub servers: BTreeMap<String, ServerOverrides>,
+    secrets: BTreeMap<String, Secret>,
+}
+
+impl std::fmt::Debug for LocalConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalConfig")
+            .field("servers", &self.servers)
+            .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl LocalConfig {
+    /// The overrides of `server`, or the defaults.
+    pub fn overrides(&self, server: &str) -> ServerOverrides {
+        self.servers.get(server).cloned().unwrap_or_default()
+    }
+
+    /// The secret a reference points to: `a.b.c` is `[secrets.a.b] c`.
+    pub fn secret(&self, r: &SecretRef) -> Option<&Secret> {
+        self.secrets.get(r.as_str())
+    }
+
+    /// Adds a secret, as if `[secrets]` held it (for embedders and tests).
+    pub fn insert_secret(&mut self, r: &SecretRef, value: Secret) {
+        self.secrets.insert(r.as_str().to_owned(), value);
+    }
+}
+
+/// Parses `local.toml`. Tables other than `[mcp]` and `[secrets]` belong to the rest of kaged.
+pub(crate) fn parse(text: &str, file: &Path, errors: &mut Vec<ConfigError>) -> LocalConfig {
+    let doc = match TomlDoc::parse(text, file) {
+        Ok(d) => d,
+        Err(e) => {
+            errors.push(e);
+            return LocalConfig::default();
+        }
+    };
+    let mut out = LocalConfig::default();
+    let root = doc.root.get_ref();
+    if let Some(mcp) = root.get("mcp") {
+        match mcp.get_ref() {
+            DeValue::Table(t) => {
+                for (k, v) in t.iter() {
+                    let path = format!("mcp.{}", k.get_ref());
+                    match v.get_ref() {
+                        DeValue::Table(fields) => {
+                            if let Some(o) = overrides(&doc, fields, &path, errors) {
+                                out.servers.insert(k.get_ref().to_string(), o);
+                            }
+                        }
+                        other => errors.push(doc.err(
+                            v.span(),
+                            path,
+                            format!("expected a table, found {}", type_name(other)),
+                        )),
+                    }
+                }
+            }
+            other => errors.push(doc.err(
+                mcp.span(),
+                "mcp",
+                format!("expected a table, found {}", type_name(other)),
+            )),
+        }
+    }
+    if let Some(s) = root.get("secrets") {
+        match s.get_ref() {
+            DeValue::Table(t) => secrets(&doc, t, "secrets", "", &mut out.secrets, errors),
+            other => errors.push(doc.err(
+                s.span(),
+                "secrets",
+                format!("expected a table, found {}", type_name(other)),
+            )),
+        }
+    }
+    out
+}
+
+fn overrides(
+    doc: &TomlDoc<'_>,
+    fields: &DeTable<'_>,
+    path: &str,
+    errors: &mut Vec<ConfigError>,
+) -> Option<ServerOverrides> {
+    let mut o = ServerOverrides::default();
+    let before = errors.len();
+    for (k, v) in fields.iter() {
+        let key = k.get_ref().as_ref();
+        let p = format!("{path}.{key}");
+        match (key, v.get_ref()) {
+            ("disabled", DeValue::Boolean(b)) => o.disabled = *b,
+            ("trust_annotations", DeValue::Boolean(b)) => o.trust_annotations = *b,
+            ("disabled" | "trust_annotations", other) => errors.push(doc.err(
+                v.span(),
+                p,
+                format!("expected true or false, found {}", type_name(other)),
+            )),
+            ("timeout_ms", value) => match integer(value) {
+                Some(ms) if ms > 0 => o.timeout = Some(Duration::from_millis(ms as u64)),
+                Some(ms) => errors.push(doc.err(
+                    v.span(),
+                    p,
+                    format!("must be a positive number of milliseconds, found {ms}"),
+                )),
+                None => errors.push(doc.err(
+                    v.span(),
+                    p,
+                    format!(
+                        "expected a positive integer (milliseconds), found {}",
+                        type_name(value)
+                    ),
+                )),
+            },
+            (other, _) => errors.push(doc.err(
+                k.span(),
+                p,
+                format!(
+                    "unknown key `{other}`; [mcp.<server>] has disabled, timeout_ms, trust_annotations"
+                ),
+            )),
+        }
+    }
+    (errors.len() == before).then_some(o)
+}
+
+fn secrets(
+    doc: &TomlDoc<'_>,
+    table: &DeTable<'_>,
+    path: &str,
+    prefix: &str,
+    out: &mut BTreeMap<String, Secret>,
+    errors: &mut Vec<ConfigError>,
+) {
+    for (k, v) in table.iter() {
+        let key = k.get_ref().as_ref();
+        let full = if prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        let p = format!("{path}.{key}");
+        match v.get_ref() {
+            DeValue::String(s) => {
+                out.insert(full, Secret::new(s.as_ref()));
+            }
+            DeValue::Table(t) => secrets(doc, t, &p, &full, out, errors),
+            // The value is never shown: only its type.
+            other => errors.push(doc.err(
+                v.span(),
+                p,
+                format!("a secret must be a string, found {}", type_name(other)),
+            )),
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! Configuration: the project DSL, its local overlay, the operator's `local.toml` and the
+//! daemon's `config.toml`.
+//!
+//! [`load`] reads the four files of [`ConfigPaths`]: `project.yaml` (the `mcp:` block of
+//! ADR-0043 §1 and the agents' `tools:` grants; every other block belongs to the rest of kaged
+//! and is left alone), `project.local.yaml` deep-merged over it before validation (`null`
+//! removes a key), `local.toml` (`[mcp.<key>]` overrides and `[secrets]`) and `config.toml`
+//! (`[mcp]` daemon knobs). Every problem found is reported, each naming its file, key path and,
+//! for YAML and TOML, line and column; nothing panics on bad input, and files are bounded in
+//! size, nesting and alias expansion.
+//!
+//! # Example
+//! ```
+//! use kaged_mcp::config::Sources;
+//! let config = Sources::new(
+//!     "mcp:\n  db:\n    transport: stdio\n    command: [\"node\", \"db.js\"]\n",
+//! )
+//! .load()
+//! .unwrap();
+//! assert_eq!(config.project.servers[0].key, "db");
+//! assert_eq!(config.daemon.result_max_bytes, 65536);
+//! ```
+
+mod daemon;
+mod error;
+mod local;
+mod overlay;
+mod project;
+mod secret;
+mod toml_doc;
+mod yaml;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use daemon::DaemonConfig;
+pub use error::{ConfigError, ConfigErrors, Location};
+pub use local::{LocalConfig, ServerOverrides};
+pub use project::{
+    is_valid_server_key, AgentGrants, AuthConfig, AuthKind, GrantPattern, McpServerConfig,
+    ProjectConfig, SseServerConfig, StdioServerConfig, ToolFilter, ToolGrant, ToolGrants,
+    TransportConfig, MAX_SERVERS,
+};
+pub use secret::{Secret, SecretRef};
+
+/// The largest configuration file read, in bytes; larger ones are refused unread.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Where the configuration files are.
+#[derive(Debug, Clone)]
+pub struct ConfigPaths {
+    /// The project directory: `project.yaml`, and `project.local.yaml` when it exists.
+    pub project_dir: PathBuf,
+    /// `local.toml`; `None` reads `<project_dir>/local.toml` when it exists.
+    pub local: Option<PathBuf>,
+    /// `config.toml`; `None` uses the built-in defaults.
+    pub config: Option<PathBuf>,
+}
+
+impl ConfigPaths {
+    /// The files of the project in `dir`, with the default `local.toml` and no `config.toml`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            project_dir: dir.into(),
+            local: None,
+            config: None,
+        }
+    }
+
+    /// Reads `local.toml` from `path` (it must exist).
+    pub fn local(mut self, path: impl Into<PathBuf>) -> Self {
+        self.local = Some(path.into());
+        self
+    }
+
+    /// Reads `config.toml` from `path` (it must exist).
+    pub fn config(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config = Some(path.into());
+        self
+    }
+}
+
+/// The texts of the configuration files, for loading without a file system.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    /// The project root the paths in the project are relative to.
+    pub project_root: PathBuf,
+    /// `(file name, text)` of `project.yaml`.
+    pub project: (PathBuf, String),
+    /// `project.local.yaml`, if any.
+    pub overlay: Option<(PathBuf, String)>,
+    /// `local.toml`, if any.
+    pub local: Option<(PathBuf, String)>,
+    /// `config.toml`, if any.
+    pub config: Option<(PathBuf, String)>,
+}
+
+impl Sources {
+    /// A project with just `project.yaml`, rooted at the current directory.
+    pub fn new(project_yaml: impl Into<String>) -> Self {
+        Self {
+            project_root: PathBuf::from("."),
+            project: ("project.yaml".into(), project_yaml.into()),
+            overlay: None,
+            local: None,
+            config: None,
+        }
+    }
+
+    /// Adds `project.local.yaml`.
+    pub fn overlay(mut self, text: impl Into<String>) -> Self {
+        self.overlay = Some(("project.local.yaml".into(), text.into()));
+        self
+    }
+
+    /// Adds `local.toml`.
+    pub fn local(mut self, text: impl Into<String>) -> Self {
+        self.local = Some(("local.toml".into(), text.into()));
+        self
+    }
+
+    /// Adds `config.toml`.
+    pub fn config(mut self, text: impl Into<String>) -> Self {
+        self.config = Some(("config.toml".into(), text.into()));
+        self
+    }
+
+    /// Parses and validates everything; see [`load`].
+    pub fn load(&self) -> Result<Config, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        let tree = match yaml::parse(&self.project.1, &self.project.0) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let tree = match (&self.overlay, tree) {
+            (Some((file, text)), Some(base)) => match yaml::parse(text, file) {
+                Ok(over) => Some(overlay::merge(base, over)),
+                Err(e) => {
+                    errors.push(e);
+                    None
+                }
+            },
+            (Some((file, text)), None) => {
+                if let Err(e) = yaml::parse(text, file) {
+                    errors.push(e);
+                }
+                None
+            }
+            (None, tree) => tree,
+        };
+        let project = tree
+            .map(|t| project::from_tree(&t, &mut errors))
+            .unwrap_or_default();
+        let local = match &self.local {
+            Some((file, text)) => local::parse(text, file, &mut errors),
+            None => LocalConfig::default(),
+        };
+        if let Some((file, _)) = &self.local {
+            for key in local.servers.keys() {
+                if project.server(key).is_none() {
+                    warnings.push(ConfigError::new(
+                        file.clone(),
+                        format!("mcp.{key}"),
+                        None,
+                        format!(
+                            "overrides a server `{key}` that the project does not declare; ignored"
+                        ),
+                    ));
+                }
+            }
+        }
+        let daemon = match &self.config {
+            Some((file, text)) => daemon::parse(text, file, &mut errors),
+            None => DaemonConfig::default(),
+        };
+        if let Some(errs) = ConfigErrors::from_vec(errors) {
+            return Err(errs);
+        }
+        Ok(Config {
+            project_root: self.project_root.clone(),
+            project,
+            local,
+            daemon,
+            warnings,
+            local_file: self.local.as_ref().map(|(f, _)| f.clone()),
+        })
+    }
+}
+
+/// The whole validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The project directory; `cwd` of stdio servers is relative to it.
+    pub project_root: PathBuf,
+    /// The `mcp:` block and agents' grants, after the overlay.
+    pub project: ProjectConfig,
+    /// Operator overrides and secrets.
+    pub local: LocalConfig,
+    /// Daemon-level knobs.
+    pub daemon: DaemonConfig,
+    /// Things worth telling the operator that do not stop the session.
+    pub warnings: Vec<ConfigError>,
+    local_file: Option<PathBuf>,
+}
+
+impl Config {
+    /// The per-call timeout of `server`: its `timeout_ms`, else the daemon default.
+    pub fn timeout_for(&self, server: &str) -> Duration {
+        self.local
+            .overrides(server)
+            .timeout
+            .unwrap_or(self.daemon.default_timeout)
+    }
+
+    /// Resolves the `secret_ref` of every server that is not disabled.
+    ///
+    /// A missing secret is an error naming the server and the ref, as ADR-0043 §4 says the
+    /// session must refuse to start.
+    pub fn resolve_secrets(&self) -> Result<BTreeMap<String, Secret>, ConfigErrors> {
+        let mut out = BTreeMap::new();
+        let mut errors = Vec::new();
+        let local_file = self
+            .local_file
+            .clone()
+            .unwrap_or_else(|| self.project_root.join("local.toml"));
+        for s in &self.project.servers {
+            if self.local.overrides(&s.key).disabled {
+                continue;
+            }
+            let Some(auth) = &s.auth else { continue };
+            match self.local.secret(&auth.secret_ref) {
+                Some(secret) => {
+                    out.insert(s.key.clone(), secret.clone());
+                }
+                None => {
+                    let r = &auth.secret_ref;
+                    let (table, leaf) = match r.as_str().rsplit_once('.') {
+                        Some((t, l)) => (format!("[secrets.{t}]"), l.to_owned()),
+                        None => ("[secrets]".to_owned(), r.as_str().to_owned()),
+                    };
+                    errors.push(ConfigError::new(
+                        local_file.clone(),
+                        format!("secrets.{r}"),
+                        None,
+                        format!(
+                            "server `{}` needs secret `{r}` (mcp.{}.auth.secret_ref), which is not set: add `{leaf} = \"…\"` under {table}",
+                            s.key, s.key
+                        ),
+                    ));
+                }
+            }
+        }
+        match ConfigErrors::from_vec(errors) {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+}
+
+/// Loads and validates the configuration files of `paths`.
+///
+/// `project.yaml` must exist; `project.local.yaml` and the default `local.toml` are read when
+/// they exist; an explicit `local` or `config` path must exist. All problems come back
+/// together.
+pub fn load(paths: &ConfigPaths) -> Result<Config, ConfigErrors> {
+    let mut errors = Vec::new();
+    let dir = &paths.project_dir;
+    let project_file = dir.join("project.yaml");
+    let project = read_file(&project_file, &mut errors);
+    let overlay_file = dir.join("project.local.yaml");
+    let overlay = if overlay_file.exists() {
+        read_file(&overlay_file, &mut errors).map(|t| (overlay_file, t))
+    } else {
+        None
+    };
+    let local = match &paths.local {
+        Some(p) => read_file(p, &mut errors).map(|t| (p.clone(), t)),
+        None => {
+            let p = dir.join("local.toml");
+            if p.exists() {
+                read_file(&p, &mut errors).map(|t| (p, t))
+            } else {
+                None
+            }
+        }
+    };
+    let config = match &paths.config {
+        Some(p) => read_file(p, &mut errors).map(|t| (p.clone(), t)),
+        None => None,
+    };
+    if let Some(errs) = ConfigErrors::from_vec(errors) {
+        return Err(errs);
+    }
+    let Some(project) = project else {
+        // read_file records an error whenever it returns None; this is defensive.
+        return Err(ConfigError::new(&project_file, "", None, "cannot read").into());
+    };
+    Sources {
+        project_root: dir.clone(),
+        project: (project_file, project),
+        overlay,
+        local,
+        config,
+    }
+    .load()
+}
+
+fn read_file(path: &Path, errors: &mut Vec<ConfigError>) -> Option<String> {
+    let fail = |errors: &mut Vec<ConfigError>, msg: String| {
+        errors.push(ConfigError::new(path, "", None, msg));
+        None
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => return fail(errors, format!("cannot read: {e}")),
+    };
+    match file.metadata() {
+        Ok(m) if m.is_dir() => return fail(errors, "is a directory, not a file".into()),
+        Ok(m) if m.len() > MAX_FILE_BYTES => {
+            return fail(
+                errors,
+                format!(
+                    "is {} bytes; configuration files are limited to {MAX_FILE_BYTES} bytes",
+                    m.len()
+                ),
+            )
+        }
+        _ => {}
+    }
+    let mut bytes = Vec::new();
+    if let Err(e) = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
+        return fail(errors, format!("cannot read: {e}"));
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return fail(
+            errors,
+            format!("is larger than the limit of {MAX_FILE_BYTES} bytes"),
+        );
+    }
+    match String::from_utf8(bytes) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let loc = toml_doc::location(&String::from_utf8_lossy(&e.as_bytes()[..at]), at);
+            errors.push(ConfigError::new(path, "", Some(loc), "is not valid UTF-8"));
+            None
+        }
+    }
+}
+
+/// Resolves a stdio server's `cwd` against the project root, following symlinks, and checks
+/// the result is still inside the project.
+pub fn resolve_cwd(project_root: &Path, cwd: &Path) -> Result<PathBuf, String> {
+    let root = project_root
+        .canonicalize()
+        .map_err(|e| format!("project root {}: {e}", project_root.display()))?;
+    let joined = root.join(cwd);
+    let real = joined
+        .canonicalize()
+        .map_err(|e| format!("cwd {}: {e}", joined.display()))?;
+    if !real.starts_with(&root) {
+        return Err(format!(
+            "cwd `{}` resolves to {}, outside the project root {}",
+            cwd.display(),
+            real.display(),
+            root.display()
+        ));
+    }
+    if !real.is_dir() {
+        return Err(format!("cwd `{}` is not a directory", cwd.display()));
+    }
+    Ok(real)
+}

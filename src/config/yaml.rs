@@ -1,0 +1,411 @@
+//! A YAML reader that keeps where every value came from.
+//!
+//! `serde_yaml` reports a line for syntax errors only; an operator also needs one for "this
+//! `transport` is not supported" and for values that came from the overlay file. So the YAML
+//! event stream of `yaml-rust2` is turned into a small tree of [`Node`]s, each with its file
+//! and its line and column. The reader is strict and bounded: duplicate keys, non-string keys
+//! and several documents are errors; aliases are expanded against a node budget, so an alias
+//! bomb ("billion laughs") fails in microseconds; nesting depth is capped.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+use super::error::{ConfigError, Location};
+
+/// Most nodes one file may expand to, aliases included.
+pub(crate) const MAX_NODES: usize = 100_000;
+/// Deepest nesting of sequences and mappings.
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// A YAML value with its origin.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Node {
+    pub(crate) value: Value,
+    pub(crate) loc: Location,
+    pub(crate) file: Arc<Path>,
+}
+
+/// One key of a mapping, with where the key itself was written.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Entry {
+    pub(crate) key: String,
+    pub(crate) key_loc: Location,
+    pub(crate) value: Node,
+}
+
+/// The value of a [`Node`], after YAML 1.2 core-schema resolution of plain scalars.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<Entry>),
+}
+
+impl Node {
+    /// A short name of the value's type, for "expected a string, found a list".
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    /// The entries when this is a mapping.
+    pub(crate) fn as_map(&self) -> Option<&[Entry]> {
+        match &self.value {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// The value under `key` when this is a mapping that has it.
+    pub(crate) fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| &e.value)
+    }
+}
+
+fn loc(m: &Marker) -> Location {
+    // yaml-rust2 markers: line is 1-based, column 0-based.
+    Location {
+        line: m.line(),
+        column: m.col() + 1,
+    }
+}
+
+enum Frame {
+    Seq {
+        items: Vec<Node>,
+        loc: Location,
+        anchor: usize,
+    },
+    Map {
+        entries: Vec<Entry>,
+        loc: Location,
+        anchor: usize,
+        key: Option<(String, Location)>,
+    },
+}
+
+fn count_nodes(node: &Node) -> usize {
+    1 + match &node.value {
+        Value::Seq(items) => items.iter().map(count_nodes).sum(),
+        Value::Map(entries) => entries.iter().map(|e| count_nodes(&e.value)).sum(),
+        _ => 0,
+    }
+}
+
+fn resolve_plain(s: &str) -> Value {
+    match s {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Value::Float(f64::INFINITY)
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
+        _ => {}
+    }
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = s.parse::<i64>() {
+            return Value::Int(i);
+        }
+        return Value::Float(s.parse::<f64>().unwrap_or(f64::NAN));
+    }
+    if let Some(hex) = s.strip_prefix("0x") {
+        if let Ok(i) = i64::from_str_radix(hex, 16) {
+            return Value::Int(i);
+        }
+    }
+    if let Some(oct) = s.strip_prefix("0o") {
+        if let Ok(i) = i64::from_str_radix(oct, 8) {
+            return Value::Int(i);
+        }
+    }
+    let looks_numeric = digits
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_digit() || b == b'.')
+        && digits
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'));
+    if looks_numeric {
+        if let Ok(f) = s.parse::<f64>() {
+            return Value::Float(f);
+        }
+    }
+    Value::Str(s.to_owned())
+}
+
+/// Parses one YAML document into a [`Node`] tree; an empty document is `Null`.
+pub(crate) fn parse(text: &str, file: &Path) -> Result<Node, ConfigError> {
+    let file: Arc<Path> = Arc::from(file);
+    let err = |l: Option<Location>, msg: String| ConfigError::new(file.to_path_buf(), "", l, msg);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, (Node, usize)> = HashMap::new();
+    let mut total = 0usize;
+    let mut root: Option<Node> = None;
+    let mut documents = 0usize;
+
+    loop {
+        let (event, mark) = parser
+            .next_token()
+            .map_err(|e| err(Some(loc(e.marker())), format!("invalid YAML: {}", e.info())))?;
+        let here = loc(&mark);
+        // A finished node (scalar, alias, or a closed collection) and its anchor.
+        let finished: Option<(Node, usize, usize)> = match event {
+            Event::StreamStart | Event::Nothing | Event::DocumentEnd => None,
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(err(
+                        Some(here),
+                        "more than one YAML document in the file; keep one".into(),
+                    ));
+                }
+                None
+            }
+            Event::Alias(id) => {
+                let Some((node, count)) = anchors.get(&id) else {
+                    return Err(err(Some(here), "alias to an unknown anchor".into()));
+                };
+                Some((node.clone(), 0, *count))
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                if let Some(Frame::Map {
+                    key: key @ None, ..
+                }) = stack.last_mut()
+                {
+                    // A mapping key: kept as written, never resolved.
+                    *key = Some((text, here));
+                    None
+                } else {
+                    let forced_str = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                    let value = if style == TScalarStyle::Plain && !forced_str {
+                        resolve_plain(&text)
+                    } else {
+                        Value::Str(text)
+                    };
+                    let node = Node {
+                        value,
+                        loc: here,
+                        file: file.clone(),
+                    };
+                    Some((node, anchor, 1))
+                }
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                if let Some(Frame::Map { key: None, .. }) = stack.last() {
+                    return Err(err(
+                        Some(here),
+                        "mapping keys must be plain strings, not lists or mappings".into(),
+                    ));
+                }
+                if stack.len() >= MAX_DEPTH {
+                    return Err(err(
+                        Some(here),
+                        format!("nesting deeper than {MAX_DEPTH} levels"),
+                    ));
+                }
+                stack.push(if matches!(event, Event::SequenceStart(..)) {
+                    Frame::Seq {
+                        items: Vec::new(),
+                        loc: here,
+                        anchor,
+                    }
+                } else {
+                    Frame::Map {
+                        entries: Vec::new(),
+                        loc: here,
+                        anchor,
+                        key: None,
+                    }
+                });
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Frame::Seq { items, loc, anchor }) => {
+                    let node = Node {
+                        value: Value::Seq(items),
+                        loc,
+                        file: file.clone(),
+                    };
+                    // Its children were counted as they finished.
+                    Some((node, anchor, 1))
+                }
+                Some(Frame::Map {
+                    entries,
+                    loc,
+                    anchor,
+                    ..
+                }) => {
+                    let node = Node {
+                        value: Value::Map(entries),
+                        loc,
+                        file: file.clone(),
+                    };
+                    // Its children were counted as they finished.
+                    Some((node, anchor, 1))
+                }
+                None => return Err(err(Some(here), "unbalanced YAML structure".into())),
+            },
+        };
+        let Some((node, anchor, added)) = finished else {
+            continue;
+        };
+        total = total.saturating_add(added);
+        if total > MAX_NODES {
+            return Err(err(
+                Some(here),
+                format!(
+                    "the document expands to more than {MAX_NODES} values (an alias bomb?); refused"
+                ),
+            ));
+        }
+        if anchor != 0 {
+            let size = count_nodes(&node);
+            anchors.insert(anchor, (node.clone(), size));
+        }
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map { entries, key, .. }) => {
+                let Some((k, key_loc)) = key.take() else {
+                    return Err(err(
+                        Some(node.loc),
+                        "mapping keys must be plain strings".into(),
+                    ));
+                };
+                if let Some(prev) = entries.iter().find(|e| e.key == k) {
+                    return Err(err(
+                        Some(key_loc),
+                        format!(
+                            "duplicate key `{k}` (first defined at line {})",
+                            prev.key_loc.line
+                        ),
+                    ));
+                }
+                entries.push(Entry {
+                    key: k,
+                    key_loc,
+                    value: node,
+                });
+            }
+        }
+    }
+    Ok(root.unwrap_or(Node {
+        value: Value::Null,
+        loc: Location { line: 1, column: 1 },
+        file,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Node, ConfigError> {
+        parse(s, Path::new("t.yaml"))
+    }
+
+    #[test]
+    fn resolves_core_schema_scalars() {
+        let n = p("a: 1\nb: true\nc: ~\nd: '1'\ne: 1.5\nf: hello\ng: \"\"\n").unwrap();
+        assert_eq!(n.get("a").unwrap().value, Value::Int(1));
+        assert_eq!(n.get("b").unwrap().value, Value::Bool(true));
+        assert_eq!(n.get("c").unwrap().value, Value::Null);
+        assert_eq!(n.get("d").unwrap().value, Value::Str("1".into()));
+        assert_eq!(n.get("e").unwrap().value, Value::Float(1.5));
+        assert_eq!(n.get("f").unwrap().value, Value::Str("hello".into()));
+        assert_eq!(n.get("g").unwrap().value, Value::Str(String::new()));
+    }
+
+    #[test]
+    fn records_one_based_lines_and_columns() {
+        let n = p("top:\n  inner: value\n").unwrap();
+        let inner = n.get("top").unwrap().get("inner").unwrap();
+        assert_eq!(
+            inner.loc,
+            Location {
+                line: 2,
+                column: 10
+            }
+        );
+        let entry = &n.get("top").unwrap().as_map().unwrap()[0];
+        assert_eq!(entry.key_loc, Location { line: 2, column: 3 });
+    }
+
+    #[test]
+    fn refuses_duplicate_keys_with_the_line_of_the_second() {
+        let e = p("a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert!(e.message.contains("duplicate key `a`"), "{e}");
+        assert_eq!(e.location.unwrap().line, 3);
+    }
+
+    #[test]
+    fn expands_small_aliases() {
+        let n = p("x: &a [1, 2]\ny: *a\n").unwrap();
+        assert_eq!(n.get("x").unwrap().value, n.get("y").unwrap().value);
+    }
+
+    #[test]
+    fn refuses_an_alias_bomb_fast() {
+        let mut s = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let prev = i - 1;
+            s.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        let start = std::time::Instant::now();
+        let e = p(&s).unwrap_err();
+        assert!(e.message.contains("alias bomb"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn refuses_deep_nesting() {
+        let s = "[".repeat(200) + &"]".repeat(200);
+        let e = p(&s).unwrap_err();
+        assert!(e.message.contains("nesting deeper"), "{e}");
+    }
+
+    #[test]
+    fn refuses_two_documents() {
+        let e = p("a: 1\n---\nb: 2\n").unwrap_err();
+        assert!(e.message.contains("more than one YAML document"), "{e}");
+    }
+
+    #[test]
+    fn reports_syntax_errors_with_a_line() {
+        let e = p("a: [1, 2\nb: 3\n").unwrap_err();
+        assert!(e.message.starts_with("invalid YAML"), "{e}");
+        assert!(e.location.is_some());
+    }
+
+    #[test]
+    fn empty_document_is_null() {
+        assert_eq!(p("").unwrap().value, Value::Null);
+        assert_eq!(p("# only a comment\n").unwrap().value, Value::Null);
+    }
+}
