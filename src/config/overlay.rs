@@ -19,6 +19,7 @@ pub(crate) fn merge(base: Node, overlay: Node) -> Node {
             for Entry {
                 key,
                 key_loc,
+                file,
                 value,
             } in over
             {
@@ -35,6 +36,7 @@ pub(crate) fn merge(base: Node, overlay: Node) -> Node {
                             Entry {
                                 key,
                                 key_loc: old.key_loc,
+                                file: old.file,
                                 value: merge(old.value, value),
                             },
                         );
@@ -42,6 +44,7 @@ pub(crate) fn merge(base: Node, overlay: Node) -> Node {
                     (None, _) => entries.push(Entry {
                         key,
                         key_loc,
+                        file,
                         value,
                     }),
                 }

@@ -213,9 +213,9 @@ impl Walk<'_> {
         ));
     }
 
-    fn err_key(&mut self, node: &Node, entry: &Entry, path: &str, msg: impl Into<String>) {
+    fn err_key(&mut self, _parent: &Node, entry: &Entry, path: &str, msg: impl Into<String>) {
         self.errors.push(ConfigError::new(
-            node.file.to_path_buf(),
+            entry.file.to_path_buf(),
             path,
             Some(entry.key_loc),
             msg,

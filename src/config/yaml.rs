@@ -34,6 +34,8 @@ pub(crate) struct Node {
 pub(crate) struct Entry {
     pub(crate) key: String,
     pub(crate) key_loc: Location,
+    /// The file the key was written in (the overlay adds keys of its own).
+    pub(crate) file: Arc<Path>,
     pub(crate) value: Node,
 }
 
@@ -305,9 +307,18 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Node, ConfigError> {
                         ),
                     ));
                 }
+                let mut node = node;
+                // A block collection or an empty value starts on a later line than its key;
+                // errors about it read best at the key.
+                if node.loc.line != key_loc.line
+                    && matches!(node.value, Value::Map(_) | Value::Seq(_) | Value::Null)
+                {
+                    node.loc = key_loc;
+                }
                 entries.push(Entry {
                     key: k,
                     key_loc,
+                    file: file.clone(),
                     value: node,
                 });
             }

@@ -1,0 +1,304 @@
+//! Table-driven suite of bad configurations: each must fail with an error that names the right
+//! file, key path and (for YAML and TOML) line.
+
+use kaged_mcp::config::{ConfigError, Sources};
+
+struct Case {
+    name: &'static str,
+    project: &'static str,
+    overlay: Option<&'static str>,
+    local: Option<&'static str>,
+    config: Option<&'static str>,
+    file: &'static str,
+    key: &'static str,
+    line: Option<usize>,
+    says: &'static str,
+}
+
+const fn p(
+    name: &'static str,
+    project: &'static str,
+    key: &'static str,
+    line: usize,
+    says: &'static str,
+) -> Case {
+    Case {
+        name,
+        project,
+        overlay: None,
+        local: None,
+        config: None,
+        file: "project.yaml",
+        key,
+        line: Some(line),
+        says,
+    }
+}
+
+const STDIO: &str = "mcp:\n  db:\n    transport: stdio\n    command: [node, db.js]\n";
+
+fn cases() -> Vec<Case> {
+    vec![
+        // --- the mcp block and server keys
+        p("mcp is a list", "mcp: [a, b]\n", "mcp", 1, "expected a mapping"),
+        p("mcp is a string", "mcp: nope\n", "mcp", 1, "expected a mapping"),
+        p("server key with uppercase", "mcp:\n  GitHub:\n    transport: stdio\n    command: [x]\n", "mcp.GitHub", 2, "not a valid server key"),
+        p("server key of one char", "mcp:\n  a:\n    transport: stdio\n    command: [x]\n", "mcp.a", 2, "not a valid server key"),
+        p("server key starting with a digit", "mcp:\n  1db:\n    transport: stdio\n    command: [x]\n", "mcp.1db", 2, "not a valid server key"),
+        p("server key ending with a dash", "mcp:\n  db-:\n    transport: stdio\n    command: [x]\n", "mcp.db-", 2, "not a valid server key"),
+        p("server key of 33 chars", "mcp:\n  abcdefghijklmnopqrstuvwxyzabcdefg:\n    transport: stdio\n    command: [x]\n", "mcp.abcdefghijklmnopqrstuvwxyzabcdefg", 2, "not a valid server key"),
+        p("server key with a dot", "mcp:\n  my.db:\n    transport: stdio\n    command: [x]\n", "mcp.my.db", 2, "not a valid server key"),
+        p("server is a list", "mcp:\n  db: [1]\n", "mcp.db", 2, "expected a mapping"),
+        p("server is null in the base file", "mcp:\n  db:\n", "mcp.db", 2, "expected a mapping"),
+        // --- transport
+        p("transport missing", "mcp:\n  db:\n    command: [x]\n", "mcp.db.transport", 2, "transport` is required"),
+        p("transport streamable-http", "mcp:\n  db:\n    transport: streamable-http\n    url: http://x\n", "mcp.db.transport", 3, "supported transports are `stdio` and `sse`"),
+        p("transport websocket", "mcp:\n  db:\n    transport: websocket\n", "mcp.db.transport", 3, "unsupported transport `websocket`"),
+        p("transport is a number", "mcp:\n  db:\n    transport: 3\n", "mcp.db.transport", 3, "expected `stdio` or `sse`"),
+        // --- stdio fields
+        p("command missing", "mcp:\n  db:\n    transport: stdio\n", "mcp.db.command", 2, "needs `command`"),
+        p("command is a string", "mcp:\n  db:\n    transport: stdio\n    command: node db.js\n", "mcp.db.command", 4, "found a string"),
+        p("command empty", "mcp:\n  db:\n    transport: stdio\n    command: []\n", "mcp.db.command", 4, "must not be empty"),
+        p("command with an empty string", "mcp:\n  db:\n    transport: stdio\n    command: [node, '']\n", "mcp.db.command[1]", 4, "must not be empty"),
+        p("command with a number", "mcp:\n  db:\n    transport: stdio\n    command: [node, 3]\n", "mcp.db.command[1]", 4, "expected a string"),
+        p("command with a map", "mcp:\n  db:\n    transport: stdio\n    command:\n      - node\n      - {a: 1}\n", "mcp.db.command[1]", 6, "expected a string"),
+        p("cwd absolute", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    cwd: /etc\n", "mcp.db.cwd", 5, "is absolute"),
+        p("cwd escaping", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    cwd: tools/../../etc\n", "mcp.db.cwd", 5, "escapes the project root"),
+        p("cwd parent", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    cwd: ..\n", "mcp.db.cwd", 5, "escapes the project root"),
+        p("cwd empty", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    cwd: ''\n", "mcp.db.cwd", 5, "must not be empty"),
+        p("cwd a list", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    cwd: [a]\n", "mcp.db.cwd", 5, "expected a string"),
+        p("env a list", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env: [A=1]\n", "mcp.db.env", 5, "expected a mapping"),
+        p("env value a list", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      A: [1]\n", "mcp.db.env.A", 6, "expected a string"),
+        p("env name with =", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      'A=B': x\n", "mcp.db.env.A=B", 6, "not a valid environment variable name"),
+        p("url on a stdio server", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    url: http://x\n", "mcp.db.url", 5, "belongs to `transport: sse`"),
+        p("headers on a stdio server", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    headers: {A: b}\n", "mcp.db.headers", 5, "belongs to `transport: sse`"),
+        // --- sse fields
+        p("url missing", "mcp:\n  gh:\n    transport: sse\n", "mcp.gh.url", 2, "needs `url`"),
+        p("url relative", "mcp:\n  gh:\n    transport: sse\n    url: /mcp\n", "mcp.gh.url", 4, "not an absolute URL"),
+        p("url ftp", "mcp:\n  gh:\n    transport: sse\n    url: ftp://example.com/x\n", "mcp.gh.url", 4, "http or https"),
+        p("url a number", "mcp:\n  gh:\n    transport: sse\n    url: 3\n", "mcp.gh.url", 4, "expected a string"),
+        p("command on an sse server", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    command: [x]\n", "mcp.gh.command", 5, "belongs to `transport: stdio`"),
+        p("cwd on an sse server", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    cwd: tools\n", "mcp.gh.cwd", 5, "belongs to `transport: stdio`"),
+        p("header name with a space", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers:\n      'X Flag': a\n", "mcp.gh.headers.X Flag", 6, "not a valid HTTP header name"),
+        p("header value with LF", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers:\n      X-Flag: \"a\\nInjected: b\"\n", "mcp.gh.headers.X-Flag", 6, "CR or LF"),
+        p("header value with CR", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers:\n      X-Flag: \"a\\rb\"\n", "mcp.gh.headers.X-Flag", 6, "CR or LF"),
+        p("headers a list", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers: [a]\n", "mcp.gh.headers", 5, "expected a mapping"),
+        // --- unknown keys
+        p("unknown server key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    comand: [y]\n", "mcp.db.comand", 5, "unknown key `comand`"),
+        p("unknown tools key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      allowed: [a]\n", "mcp.db.tools.allowed", 6, "unknown key `allowed`"),
+        p("unknown auth key", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: bearer\n      secret_ref: a.b\n      token: x\n", "mcp.gh.auth.token", 8, "unknown key `token`"),
+        // --- auth
+        p("auth type missing", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      secret_ref: a.b\n", "mcp.gh.auth.type", 5, "`type` is `bearer` or `header`"),
+        p("auth oauth", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: oauth\n      provider: github\n      scopes: [repo, 'read:org']\n", "mcp.gh.auth.type", 6, "OAuth is not supported yet"),
+        p("auth basic", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: basic\n      secret_ref: a.b\n", "mcp.gh.auth.type", 6, "unknown auth type `basic`"),
+        p("auth secret_ref missing", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: bearer\n", "mcp.gh.auth.secret_ref", 5, "missing"),
+        p("auth secret_ref not dotted", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: bearer\n      secret_ref: 'a..b'\n", "mcp.gh.auth.secret_ref", 7, "not a dotted path"),
+        p("auth secret_ref empty", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: bearer\n      secret_ref: ''\n", "mcp.gh.auth.secret_ref", 7, "must not be empty"),
+        p("auth header_name invalid", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: header\n      header_name: 'X API'\n      secret_ref: a.b\n", "mcp.gh.auth.header_name", 7, "not a valid HTTP header name"),
+        p("auth bearer with another header", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: bearer\n      header_name: X-Key\n      secret_ref: a.b\n", "mcp.gh.auth.header_name", 7, "always uses `Authorization`"),
+        p("auth a string", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth: bearer\n", "mcp.gh.auth", 5, "expected a mapping"),
+        // --- tools filter
+        p("tools enabled a string", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      enabled: 'yes'\n", "mcp.db.tools.enabled", 6, "expected true or false"),
+        p("tools allow a string", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      allow: 'a*'\n", "mcp.db.tools.allow", 6, "expected a list of strings"),
+        p("tools allow bad glob", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      allow: ['repo.[']\n", "mcp.db.tools.allow[0]", 6, "not a valid glob"),
+        p("tools deny bad glob", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      deny:\n        - ok\n        - 'a{b'\n", "mcp.db.tools.deny[1]", 8, "not a valid glob"),
+        p("tools a list", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools: [a]\n", "mcp.db.tools", 5, "expected a mapping"),
+        // --- agents' grants
+        p("grant not a map", "primary:\n  tools:\n    'mcp.db.query': true\n", "primary.tools.\"mcp.db.query\"", 3, "expected { enabled"),
+        p("grant enabled a string", "primary:\n  tools:\n    'mcp.db.query': { enabled: 'on' }\n", "primary.tools.\"mcp.db.query\".enabled", 3, "expected true or false"),
+        p("grant unknown key", "primary:\n  tools:\n    'mcp.db.query': { enable: true }\n", "primary.tools.\"mcp.db.query\".enable", 3, "unknown key `enable`"),
+        p("grant bad glob", "primary:\n  tools:\n    'mcp.db.[q': { enabled: true }\n", "primary.tools.\"mcp.db.[q\"", 3, "not a valid glob"),
+        p("grant with a space", "primary:\n  tools:\n    'mcp.db query': { enabled: true }\n", "primary.tools.\"mcp.db query\"", 3, "cannot appear"),
+        p("grant with an empty segment", "primary:\n  tools:\n    'mcp..db': { enabled: true }\n", "primary.tools.\"mcp..db\"", 3, "empty name segment"),
+        p("subagent grant not a map", "primary:\n  subagents:\n    researcher:\n      tools:\n        'mcp.gh.issue.list': yes\n", "primary.subagents.researcher.tools.\"mcp.gh.issue.list\"", 5, "expected { enabled"),
+        p("tools block a list", "primary:\n  tools: [a]\n", "primary.tools", 2, "expected a mapping"),
+        // --- YAML itself
+        p("duplicate server key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n  db:\n    transport: stdio\n    command: [y]\n", "", 5, "duplicate key `db`"),
+        p("syntax error", "mcp:\n  db: [x\n", "", 3, "invalid YAML"),
+        p("tab indentation", "mcp:\n\tdb: {}\n", "", 2, "invalid YAML"),
+        p("two documents", "mcp: {}\n---\nmcp: {}\n", "", 2, "more than one YAML document"),
+        p("a list as a key", "mcp:\n  ? [a, b]\n  : x\n", "", 2, "mapping keys must be plain strings"),
+        p("root is a list", "- a\n- b\n", "", 1, "expected a mapping"),
+        p("alias to unknown anchor", "mcp: *nowhere\n", "", 1, "invalid YAML"),
+        // --- the overlay
+        Case {
+            overlay: Some("mcp:\n  db:\n    transport: carrier-pigeon\n"),
+            file: "project.local.yaml",
+            ..p("overlay sets a bad transport", STDIO, "mcp.db.transport", 3, "unsupported transport")
+        },
+        Case {
+            overlay: Some("mcp:\n  db:\n    url: https://x.test/sse\n"),
+            file: "project.local.yaml",
+            ..p("overlay adds url to a stdio server", STDIO, "mcp.db.url", 3, "belongs to `transport: sse`")
+        },
+        Case {
+            overlay: Some("mcp:\n  db:\n    command: [x\n"),
+            file: "project.local.yaml",
+            ..p("overlay syntax error", STDIO, "", 4, "invalid YAML")
+        },
+        // --- local.toml
+        Case {
+            local: Some("[mcp.db]\ndisabled = \"yes\"\n"),
+            file: "local.toml",
+            ..p("local disabled a string", STDIO, "mcp.db.disabled", 2, "expected true or false")
+        },
+        Case {
+            local: Some("[mcp.db]\ntimeout_ms = 0\n"),
+            file: "local.toml",
+            ..p("local timeout zero", STDIO, "mcp.db.timeout_ms", 2, "positive")
+        },
+        Case {
+            local: Some("[mcp.db]\ntimeout_ms = -5\n"),
+            file: "local.toml",
+            ..p("local timeout negative", STDIO, "mcp.db.timeout_ms", 2, "positive")
+        },
+        Case {
+            local: Some("[mcp.db]\ntimeout_ms = \"30s\"\n"),
+            file: "local.toml",
+            ..p("local timeout a string", STDIO, "mcp.db.timeout_ms", 2, "expected a positive integer")
+        },
+        Case {
+            local: Some("[mcp.db]\ntimeout = 30\n"),
+            file: "local.toml",
+            ..p("local unknown key", STDIO, "mcp.db.timeout", 2, "unknown key `timeout`")
+        },
+        Case {
+            local: Some("[secrets.api_keys]\nexample = 42\n"),
+            file: "local.toml",
+            ..p("local secret a number", STDIO, "secrets.api_keys.example", 2, "a secret must be a string")
+        },
+        Case {
+            local: Some("[mcp.db]\ndisabled = true\ndisabled = false\n"),
+            file: "local.toml",
+            ..p("local duplicate key", STDIO, "", 3, "invalid TOML")
+        },
+        Case {
+            local: Some("mcp = 3\n"),
+            file: "local.toml",
+            ..p("local mcp not a table", STDIO, "mcp", 1, "expected a table")
+        },
+        // --- config.toml
+        Case {
+            config: Some("[mcp]\nresult_max_bytes = 0\n"),
+            file: "config.toml",
+            ..p("config cap zero", STDIO, "mcp.result_max_bytes", 2, "out of range")
+        },
+        Case {
+            config: Some("[mcp]\ndefault_timeout_ms = \"30\"\n"),
+            file: "config.toml",
+            ..p("config timeout a string", STDIO, "mcp.default_timeout_ms", 2, "expected an integer")
+        },
+        Case {
+            config: Some("[mcp]\nresult_cap = 10\n"),
+            file: "config.toml",
+            ..p("config unknown key", STDIO, "mcp.result_cap", 2, "unknown key `result_cap`")
+        },
+        Case {
+            config: Some("[mcp\n"),
+            file: "config.toml",
+            ..p("config syntax error", STDIO, "", 1, "invalid TOML")
+        },
+    ]
+}
+
+fn load(c: &Case) -> Result<kaged_mcp::config::Config, kaged_mcp::config::ConfigErrors> {
+    let mut s = Sources::new(c.project);
+    if let Some(o) = c.overlay {
+        s = s.overlay(o);
+    }
+    if let Some(l) = c.local {
+        s = s.local(l);
+    }
+    if let Some(k) = c.config {
+        s = s.config(k);
+    }
+    s.load()
+}
+
+#[test]
+fn every_bad_configuration_names_file_key_and_line() {
+    let cases = cases();
+    assert!(cases.len() >= 50, "only {} cases", cases.len());
+    let mut failures = Vec::new();
+    for c in &cases {
+        let errs = match load(c) {
+            Ok(_) => {
+                failures.push(format!("{}: loaded without error", c.name));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let hit = errs.iter().any(|e: &ConfigError| {
+            e.file.to_str() == Some(c.file)
+                && e.key_path == c.key
+                && e.location.map(|l| l.line) == c.line
+                && e.message.contains(c.says)
+        });
+        if !hit {
+            failures.push(format!(
+                "{}: wanted {}:{:?}: {}: …{}…, got:\n    {}",
+                c.name,
+                c.file,
+                c.line,
+                c.key,
+                c.says,
+                errs.to_string().replace('\n', "\n    ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn several_errors_in_one_file_are_reported_together() {
+    let errs = Sources::new(
+        "mcp:\n  Bad:\n    transport: stdio\n  db:\n    transport: ftp\n  gh:\n    transport: sse\n    url: nope\n",
+    )
+    .load()
+    .unwrap_err();
+    let keys: Vec<&str> = errs.iter().map(|e| e.key_path.as_str()).collect();
+    assert!(keys.contains(&"mcp.Bad"), "{keys:?}");
+    assert!(keys.contains(&"mcp.db.transport"), "{keys:?}");
+    assert!(keys.contains(&"mcp.gh.url"), "{keys:?}");
+}
+
+#[test]
+fn seventeen_servers_are_too_many() {
+    let mut y = String::from("mcp:\n");
+    for i in 0..17 {
+        y.push_str(&format!(
+            "  s{i:02}:\n    transport: stdio\n    command: [x]\n"
+        ));
+    }
+    let errs = Sources::new(y).load().unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.key_path == "mcp" && e.message.contains("at most 16")),
+        "{errs}"
+    );
+}
+
+#[test]
+fn a_missing_secret_names_the_server_and_the_ref() {
+    let c = Sources::new(
+        "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: bearer\n      secret_ref: api_keys.github\n",
+    )
+    .local("[secrets.api_keys]\nother = \"x\"\n")
+    .load()
+    .unwrap();
+    let errs = c.resolve_secrets().unwrap_err();
+    let e = &errs.errors()[0];
+    assert_eq!(e.key_path, "secrets.api_keys.github");
+    assert!(e.message.contains("server `gh`"), "{e}");
+    assert!(e.message.contains("api_keys.github"), "{e}");
+}
+
+#[test]
+fn errors_never_contain_a_secret_value() {
+    let r = Sources::new(STDIO)
+        .local("[secrets.api_keys]\nexample = [\"sk-live-VERYSECRET\"]\n")
+        .load();
+    let errs = r.unwrap_err();
+    let shown = format!("{errs} {errs:?}");
+    assert!(!shown.contains("VERYSECRET"), "{shown}");
+}

@@ -1,0 +1,275 @@
+//! Good configurations: every field of the `mcp:` block, the overlay rules, local.toml and
+//! config.toml; and the file-level bounds (size, alias bombs, UTF-8) on real files.
+
+use std::time::{Duration, Instant};
+
+use kaged_mcp::config::{
+    load, resolve_cwd, AuthKind, ConfigPaths, GrantPattern, Sources, TransportConfig,
+};
+
+const FULL: &str = r#"
+name: my-project          # belongs to the rest of kaged: left alone
+cage: { net: { allow: [api.example.com] } }
+mcp:
+  github:
+    transport: sse
+    url: https://api.example.com/mcp
+    auth:
+      type: bearer
+      secret_ref: api_keys.example
+    headers:
+      X-Feature-Flag: mcp-beta
+    tools:
+      allow: [repo.*, issue.*]
+      deny: [repo.delete]
+  database:
+    transport: stdio
+    command: ["bun", "run", "tools/mcp-db-server.ts"]
+    cwd: ./tools
+    env:
+      DB_PATH: ./data/app.db
+      PORT: 5432
+    tools:
+      enabled: true
+  keyed:
+    transport: sse
+    url: http://127.0.0.1:8080/sse
+    auth:
+      type: header
+      header_name: X-API-Key
+      secret_ref: deep.nested.path.key
+  off-tools:
+    transport: stdio
+    command: [x]
+    tools: { enabled: false }
+primary:
+  model: whatever         # not ours
+  tools:
+    "mcp.github.issue.*": { enabled: true }
+    "mcp.database": { enabled: true }
+    "mcp.github.repo.delete": { enabled: false }
+  subagents:
+    researcher:
+      tools:
+        "mcp.github.issue.list": { enabled: true }
+    writer:
+      prompt: not ours
+"#;
+
+const LOCAL: &str = r#"
+[mcp.github]
+disabled = false
+timeout_ms = 15000
+trust_annotations = true
+
+[mcp.database]
+disabled = true
+
+[mcp.ghost]
+disabled = true
+
+[secrets.api_keys]
+example = "sk-live-abc123"
+
+[secrets.deep.nested.path]
+key = "k-123"
+
+[providers]   # the rest of kaged's
+anything = 1
+"#;
+
+#[test]
+fn every_field_of_the_mcp_block_is_read() {
+    let c = Sources::new(FULL).local(LOCAL).load().unwrap();
+    let servers = &c.project.servers;
+    assert_eq!(
+        servers.iter().map(|s| s.key.as_str()).collect::<Vec<_>>(),
+        ["github", "database", "keyed", "off-tools"]
+    );
+
+    let gh = c.project.server("github").unwrap();
+    let TransportConfig::Sse(sse) = &gh.transport else {
+        panic!("github is not sse")
+    };
+    assert_eq!(sse.url.as_str(), "https://api.example.com/mcp");
+    assert_eq!(sse.headers.len(), 1);
+    assert_eq!(sse.headers[0].0.as_str(), "x-feature-flag");
+    assert_eq!(sse.headers[0].1, "mcp-beta");
+    let auth = gh.auth.as_ref().unwrap();
+    assert_eq!(auth.kind, AuthKind::Bearer);
+    assert_eq!(auth.header_name, http::header::AUTHORIZATION);
+    assert_eq!(auth.secret_ref.as_str(), "api_keys.example");
+    assert!(gh.tools.permits("repo.list"));
+    assert!(gh.tools.permits("issue.create"));
+    assert!(!gh.tools.permits("repo.delete"), "deny wins over allow");
+    assert!(!gh.tools.permits("gist.create"), "not allowed");
+
+    let db = c.project.server("database").unwrap();
+    let TransportConfig::Stdio(stdio) = &db.transport else {
+        panic!("database is not stdio")
+    };
+    assert_eq!(stdio.command, ["bun", "run", "tools/mcp-db-server.ts"]);
+    assert_eq!(stdio.cwd.as_deref(), Some(std::path::Path::new("./tools")));
+    assert_eq!(stdio.env["DB_PATH"], "./data/app.db");
+    assert_eq!(stdio.env["PORT"], "5432");
+    assert!(db.tools.permits("anything"), "no allow list means all");
+
+    let keyed = c.project.server("keyed").unwrap();
+    let auth = keyed.auth.as_ref().unwrap();
+    assert_eq!(auth.kind, AuthKind::Header);
+    assert_eq!(auth.header_name.as_str(), "x-api-key");
+
+    assert!(!c.project.server("off-tools").unwrap().tools.permits("x"));
+
+    // local.toml
+    let o = c.local.overrides("github");
+    assert!(!o.disabled && o.trust_annotations);
+    assert_eq!(o.timeout, Some(Duration::from_millis(15000)));
+    assert!(c.local.overrides("database").disabled);
+    assert_eq!(c.timeout_for("github"), Duration::from_millis(15000));
+    assert_eq!(c.timeout_for("keyed"), Duration::from_millis(30000));
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].key_path, "mcp.ghost");
+
+    // secrets: the disabled server's are not needed
+    let secrets = c.resolve_secrets().unwrap();
+    assert_eq!(secrets["github"].expose(), "sk-live-abc123");
+    assert_eq!(secrets["keyed"].expose(), "k-123");
+    assert!(
+        !format!("{c:?}").contains("sk-live"),
+        "Debug leaks a secret"
+    );
+
+    // agents
+    let primary = c.project.agents.for_agent("primary").unwrap();
+    assert_eq!(primary.grants.len(), 3);
+    assert!(matches!(primary.grants[0].kind, GrantPattern::Glob(_)));
+    assert!(matches!(primary.grants[1].kind, GrantPattern::Name));
+    assert!(!primary.grants[2].enabled);
+    let researcher = c.project.agents.for_agent("researcher").unwrap();
+    assert_eq!(researcher.grants[0].pattern, "mcp.github.issue.list");
+    assert!(c.project.agents.for_agent("writer").is_none());
+}
+
+#[test]
+fn config_toml_sets_the_daemon_knobs() {
+    let c = Sources::new("mcp: {}\n")
+        .config("[mcp]\nresult_max_bytes = 1024\ndefault_timeout_ms = 5000\nstartup_timeout_ms = 7000\nframe_limit_bytes = 2048\nmax_in_flight = 8\n[other]\nx = 1\n")
+        .load()
+        .unwrap();
+    assert_eq!(c.daemon.result_max_bytes, 1024);
+    assert_eq!(c.daemon.default_timeout, Duration::from_secs(5));
+    assert_eq!(c.daemon.startup_timeout, Duration::from_secs(7));
+    assert_eq!(c.daemon.frame_limit_bytes, 2048);
+    assert_eq!(c.daemon.max_in_flight, 8);
+}
+
+#[test]
+fn defaults_apply_without_config_files() {
+    let c = Sources::new("").load().unwrap();
+    assert!(c.project.servers.is_empty());
+    assert_eq!(c.daemon.result_max_bytes, 65536);
+    assert_eq!(c.daemon.default_timeout, Duration::from_secs(30));
+    assert_eq!(c.daemon.frame_limit_bytes, 16 * 1024 * 1024);
+}
+
+#[test]
+fn overlay_null_removes_a_server_and_maps_merge() {
+    let c = Sources::new(FULL)
+        .overlay(
+            "mcp:\n  github: null\n  database:\n    env:\n      EXTRA: '1'\n    command: [node, other.js]\n",
+        )
+        .local("[secrets.deep.nested.path]\nkey = \"k\"\n")
+        .load()
+        .unwrap();
+    assert!(c.project.server("github").is_none());
+    let TransportConfig::Stdio(db) = &c.project.server("database").unwrap().transport else {
+        panic!()
+    };
+    assert_eq!(db.command, ["node", "other.js"], "lists replace");
+    assert_eq!(db.env.len(), 3, "maps merge: {:?}", db.env);
+}
+
+#[test]
+fn overlay_can_switch_a_server_to_sse_by_removing_stdio_fields() {
+    let c = Sources::new("mcp:\n  db:\n    transport: stdio\n    command: [x]\n")
+        .overlay(
+            "mcp:\n  db:\n    transport: sse\n    command: null\n    url: http://127.0.0.1:1/sse\n",
+        )
+        .load()
+        .unwrap();
+    assert_eq!(c.project.servers[0].transport.name(), "sse");
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &[u8]) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+#[test]
+fn loads_from_a_directory_with_default_local_toml() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "project.yaml", FULL.as_bytes());
+    write(d.path(), "local.toml", LOCAL.as_bytes());
+    let c = load(&ConfigPaths::new(d.path())).unwrap();
+    assert_eq!(c.project.servers.len(), 4);
+    assert!(c.local.overrides("database").disabled);
+}
+
+#[test]
+fn a_missing_project_file_is_an_error_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let e = load(&ConfigPaths::new(d.path())).unwrap_err();
+    assert!(e.to_string().contains("project.yaml"), "{e}");
+}
+
+#[test]
+fn a_huge_file_is_refused_within_a_second() {
+    let d = tempfile::tempdir().unwrap();
+    let f = std::fs::File::create(d.path().join("project.yaml")).unwrap();
+    f.set_len(100 * 1024 * 1024).unwrap();
+    let start = Instant::now();
+    let e = load(&ConfigPaths::new(d.path())).unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(e.to_string().contains("limited to"), "{e}");
+}
+
+#[test]
+fn an_alias_bomb_file_is_refused_within_a_second() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    let mut prev = 'a';
+    for c in 'b'..='i' {
+        s.push_str(&format!(
+            "{c}: &{c} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"
+        ));
+        prev = c;
+    }
+    write(d.path(), "project.yaml", s.as_bytes());
+    let start = Instant::now();
+    let e = load(&ConfigPaths::new(d.path())).unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(e.to_string().contains("alias bomb"), "{e}");
+}
+
+#[test]
+fn invalid_utf8_is_an_error_with_a_line() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "project.yaml", b"mcp:\n  db: \xff\xfe\n");
+    let e = load(&ConfigPaths::new(d.path())).unwrap_err();
+    let err = &e.errors()[0];
+    assert!(err.message.contains("UTF-8"), "{e}");
+    assert_eq!(err.location.unwrap().line, 2);
+}
+
+#[test]
+fn cwd_through_a_symlink_out_of_the_project_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("tools")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), d.path().join("escape")).unwrap();
+    assert!(resolve_cwd(d.path(), std::path::Path::new("tools")).is_ok());
+    let e = resolve_cwd(d.path(), std::path::Path::new("escape")).unwrap_err();
+    assert!(e.contains("outside the project root"), "{e}");
+}
