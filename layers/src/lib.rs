@@ -1,5 +1,7 @@
 //! Generic `tower` layers of kaged-mcp.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "auth")]
+pub mod auth;
 pub mod reject_sampling;
 pub mod truncate;
