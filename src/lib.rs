@@ -5,4 +5,5 @@
 //! layers. See the README for the picture and the configuration reference.
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod config;

@@ -1,0 +1,132 @@
+//! `kaged-mcp check`: validate the configuration and print the resolved servers.
+
+use std::fmt::Write as _;
+
+use crate::config::{AuthKind, Config, TransportConfig};
+
+use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_OK};
+
+pub(super) fn run(args: &ProjectArgs) -> u8 {
+    let config = match load_config(args) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let secrets_ok = match config.resolve_secrets() {
+        Ok(_) => true,
+        Err(errs) => {
+            for e in &errs {
+                eprintln!("error: {e}");
+            }
+            false
+        }
+    };
+    print!("{}", describe(&config));
+    if secrets_ok {
+        EXIT_OK
+    } else {
+        EXIT_CONFIG
+    }
+}
+
+/// The human-readable description of the resolved servers. Never contains a secret value.
+pub(crate) fn describe(config: &Config) -> String {
+    let mut out = String::new();
+    let d = &config.daemon;
+    let _ = writeln!(
+        out,
+        "project {}: {} server(s); result cap {} bytes, default timeout {} ms",
+        config.project_root.display(),
+        config.project.servers.len(),
+        d.result_max_bytes,
+        d.default_timeout.as_millis()
+    );
+    for s in &config.project.servers {
+        let o = config.local.overrides(&s.key);
+        let _ = writeln!(out, "\n{} ({})", s.key, s.transport.name());
+        match &s.transport {
+            TransportConfig::Stdio(st) => {
+                let _ = writeln!(out, "  command: {}", shell_words(&st.command));
+                if let Some(cwd) = &st.cwd {
+                    let _ = writeln!(out, "  cwd: {}", cwd.display());
+                }
+                if !st.env.is_empty() {
+                    let env: Vec<String> = st.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let _ = writeln!(out, "  env: {}", env.join(" "));
+                }
+            }
+            TransportConfig::Sse(sse) => {
+                let _ = writeln!(out, "  url: {}", sse.url);
+                if !sse.headers.is_empty() {
+                    let names: Vec<&str> = sse.headers.iter().map(|(n, _)| n.as_str()).collect();
+                    let _ = writeln!(out, "  headers: {}", names.join(", "));
+                }
+            }
+        }
+        match &s.auth {
+            None => {
+                let _ = writeln!(out, "  auth: none");
+            }
+            Some(a) => {
+                let kind = match a.kind {
+                    AuthKind::Bearer => "bearer".to_owned(),
+                    AuthKind::Header => format!("header {}", a.header_name),
+                };
+                let state = if config.local.secret(&a.secret_ref).is_some() {
+                    "set"
+                } else {
+                    "MISSING"
+                };
+                let _ = writeln!(out, "  auth: {kind}, secret_ref {} ({state})", a.secret_ref);
+            }
+        }
+        let t = &s.tools;
+        let mut filter = String::from(if t.enabled { "enabled" } else { "disabled" });
+        if !t.allow.is_empty() {
+            let _ = write!(filter, ", allow [{}]", t.allow.join(", "));
+        }
+        if !t.deny.is_empty() {
+            let _ = write!(filter, ", deny [{}]", t.deny.join(", "));
+        }
+        let _ = writeln!(out, "  tools: {filter}");
+        let _ = writeln!(
+            out,
+            "  disabled: {}",
+            if o.disabled { "yes (local.toml)" } else { "no" }
+        );
+        let _ = writeln!(
+            out,
+            "  timeout: {} ms{}",
+            config.timeout_for(&s.key).as_millis(),
+            if o.timeout.is_some() {
+                " (local.toml)"
+            } else {
+                ""
+            }
+        );
+        if o.trust_annotations {
+            let _ = writeln!(out, "  trust_annotations: yes");
+        }
+    }
+    let agents = config.project.agents.agent_names();
+    if !agents.is_empty() {
+        let _ = writeln!(out, "\nagents with tool grants: {}", agents.join(", "));
+    }
+    out
+}
+
+fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

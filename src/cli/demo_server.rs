@@ -1,0 +1,194 @@
+//! `kaged-mcp demo-server`: a small, fast MCP server on stdin/stdout.
+//!
+//! The bundled example project (`examples/demo/`) spawns it, so the quickstart needs nothing
+//! beyond the Rust toolchain; the benchmarks use it as their echo server. Tools: `echo`
+//! (`{"message", "pad"?}`: `Echo: <message>` plus `pad` bytes), `add` (`{"a", "b"}`),
+//! `lorem` (`{"bytes"}`: that many bytes of text, to see the result cap at work) and
+//! `slow` (`{"ms"}`: answers after a delay; requests are served one at a time).
+
+use std::io::{BufRead, BufWriter, Write};
+
+use serde_json::{json, Value};
+
+const VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+pub(super) fn run() -> u8 {
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut line = String::new();
+    let mut input = std::io::BufReader::with_capacity(64 * 1024, stdin.lock());
+    loop {
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) => return 0,
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("demo-server: stdin: {e}");
+                return 1;
+            }
+        }
+        let Some(reply) = handle(line.trim()) else {
+            continue;
+        };
+        let written = serde_json::to_writer(&mut out, &reply)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"));
+        // Flush only when no further request is already waiting: bursts coalesce.
+        let flushed = if input.buffer().is_empty() {
+            out.flush()
+        } else {
+            Ok(())
+        };
+        if written.and(flushed).is_err() {
+            return 0;
+        }
+    }
+}
+
+fn handle(line: &str) -> Option<Value> {
+    if line.is_empty() {
+        return None;
+    }
+    let msg: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32700, "message": format!("parse error: {e}")}}))
+        }
+    };
+    let id = msg.get("id")?.clone();
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    let result = match method {
+        "initialize" => {
+            let asked = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let version = if VERSIONS.contains(&asked) {
+                asked
+            } else {
+                "2025-11-25"
+            };
+            Ok(json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": false}},
+                "serverInfo": {"name": "kaged-mcp-demo", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": "A demo server bundled with kaged-mcp."
+            }))
+        }
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({"tools": tools()})),
+        "tools/call" => Ok(call(&params)),
+        other => Err(json!({"code": -32601, "message": format!("method not found: {other}")})),
+    };
+    Some(match result {
+        Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
+        Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
+    })
+}
+
+fn tools() -> Value {
+    json!([
+        {"name": "echo", "description": "Echoes a message back, optionally padded with `pad` bytes.",
+         "inputSchema": {"type": "object", "properties": {
+             "message": {"type": "string"}, "pad": {"type": "integer", "minimum": 0}},
+             "required": ["message"]},
+         "annotations": {"readOnlyHint": true, "idempotentHint": true}},
+        {"name": "add", "description": "Adds two numbers.",
+         "inputSchema": {"type": "object", "properties": {
+             "a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
+         "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}},
+         "annotations": {"readOnlyHint": true}},
+        {"name": "lorem", "description": "Returns `bytes` bytes of lorem ipsum.",
+         "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}},
+             "required": ["bytes"]}},
+        {"name": "slow", "description": "Answers after `ms` milliseconds.",
+         "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}},
+             "required": ["ms"]}}
+    ])
+}
+
+fn text(t: String) -> Value {
+    json!({"content": [{"type": "text", "text": t}], "isError": false})
+}
+
+fn error(t: String) -> Value {
+    json!({"content": [{"type": "text", "text": t}], "isError": true})
+}
+
+fn call(params: &Value) -> Value {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+    match name {
+        "echo" => match args.get("message").and_then(Value::as_str) {
+            Some(m) => {
+                let pad = args
+                    .get("pad")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+                    .min(1 << 26);
+                let mut t = format!("Echo: {m}");
+                t.extend(std::iter::repeat_n('.', pad as usize));
+                text(t)
+            }
+            None => error("echo: `message` (a string) is required".into()),
+        },
+        "add" => match (
+            args.get("a").and_then(Value::as_f64),
+            args.get("b").and_then(Value::as_f64),
+        ) {
+            (Some(a), Some(b)) => {
+                let sum = a + b;
+                json!({"content": [{"type": "text", "text": format!("{sum}")}],
+                       "structuredContent": {"sum": sum}, "isError": false})
+            }
+            _ => error("add: `a` and `b` (numbers) are required".into()),
+        },
+        "lorem" => match args.get("bytes").and_then(Value::as_u64) {
+            Some(n) => {
+                const WORDS: &str = "lorem ipsum dolor sit amet consectetur adipiscing elit ";
+                let n = n.min(1 << 26) as usize;
+                let t: String = WORDS.chars().cycle().take(n).collect();
+                text(t)
+            }
+            None => error("lorem: `bytes` (an integer) is required".into()),
+        },
+        "slow" => match args.get("ms").and_then(Value::as_u64) {
+            Some(ms) => {
+                std::thread::sleep(std::time::Duration::from_millis(ms.min(600_000)));
+                text(format!("slept {ms} ms"))
+            }
+            None => error("slow: `ms` (an integer) is required".into()),
+        },
+        other => error(format!("unknown tool: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_initialize_with_the_asked_version_when_known() {
+        let r = handle(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#).unwrap();
+        assert_eq!(r["result"]["protocolVersion"], "2025-06-18");
+        let r = handle(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}"#).unwrap();
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    }
+
+    #[test]
+    fn echoes_with_padding_and_ignores_notifications() {
+        let r = handle(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi","pad":3}}}"#).unwrap();
+        assert_eq!(r["id"], "a");
+        assert_eq!(r["result"]["content"][0]["text"], "Echo: hi...");
+        assert!(handle(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_none());
+    }
+
+    #[test]
+    fn unknown_methods_get_method_not_found() {
+        let r = handle(r#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#).unwrap();
+        assert_eq!(r["error"]["code"], -32601);
+    }
+}

@@ -1,0 +1,120 @@
+//! `kaged-mcp check` run as the built binary: exit codes and what it prints.
+
+use std::process::Command;
+
+fn kaged() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
+}
+
+#[test]
+fn check_accepts_the_bundled_demo_project() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
+    let out = kaged().args(["check", "--project", dir]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("demo (stdio)"), "{stdout}");
+    assert!(stdout.contains("deny [slow]"), "{stdout}");
+}
+
+#[test]
+fn check_exits_2_naming_file_key_and_line_on_a_broken_copy() {
+    let d = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/demo/project.yaml"
+    ))
+    .unwrap();
+    let broken = good.replace("transport: stdio", "transport: streamable-http");
+    std::fs::write(d.path().join("project.yaml"), &broken).unwrap();
+    let line = broken
+        .lines()
+        .position(|l| l.contains("streamable-http"))
+        .unwrap()
+        + 1;
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let want = format!(
+        "project.yaml:{line}:16: mcp.demo.transport: unsupported transport `streamable-http`"
+    );
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(&want), "wanted {want}\n{stderr}");
+}
+
+#[test]
+fn check_exits_2_on_a_missing_secret_and_never_prints_secrets() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        "mcp:\n  gh:\n    transport: sse\n    url: https://example.test/sse\n    auth:\n      type: bearer\n      secret_ref: api_keys.gh\n  kv:\n    transport: sse\n    url: https://example.test/sse\n    auth:\n      type: header\n      header_name: X-Key\n      secret_ref: api_keys.kv\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("local.toml"),
+        "[secrets.api_keys]\nkv = \"TOPSECRET-1\"\n",
+    )
+    .unwrap();
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr.contains("server `gh` needs secret `api_keys.gh`"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("secret_ref api_keys.kv (set)"), "{stdout}");
+    assert!(!stdout.contains("TOPSECRET") && !stderr.contains("TOPSECRET"));
+}
+
+#[test]
+fn check_honours_local_and_config_flags() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        "mcp:\n  db:\n    transport: stdio\n    command: [x]\n",
+    )
+    .unwrap();
+    let local = d.path().join("ops.toml");
+    std::fs::write(&local, "[mcp.db]\ndisabled = true\ntimeout_ms = 1234\n").unwrap();
+    let cfg = d.path().join("config.toml");
+    std::fs::write(&cfg, "[mcp]\nresult_max_bytes = 99\n").unwrap();
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(d.path())
+        .arg("--local")
+        .arg(&local)
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout.contains("disabled: yes"), "{stdout}");
+    assert!(stdout.contains("timeout: 1234 ms"), "{stdout}");
+    assert!(stdout.contains("result cap 99 bytes"), "{stdout}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = kaged().args(["check"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = kaged()
+        .args(["check", "--project", "/nonexistent/dir"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error: /nonexistent/dir/project.yaml"));
+}
