@@ -7,3 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod error;
+pub mod protocol;
+
+pub use error::Error;

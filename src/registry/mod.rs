@@ -1,0 +1,243 @@
+//! The tool registry: tools of all three sources (builtin, plugin, MCP) under one catalog,
+//! per-agent views, and dispatch by name.
+//!
+//! The `mcp` namespace is reserved (ADR-0033 as amended by ADR-0043): a builtin or plugin
+//! registration under `mcp.` is refused. MCP tools are registered per server, as a whole
+//! catalog that is swapped atomically when the server's tools change. A call by an agent is
+//! checked against its grants before any server is contacted.
+
+mod definition;
+pub mod grants;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::{Map, Value};
+use tower::ServiceExt;
+
+pub use definition::{check_tool_name, ToolDefinition, ToolRequirement, ToolSource, MAX_TOOL_NAME};
+
+use crate::client::ToolCall;
+use crate::config::ToolGrants;
+use crate::protocol::ToolResult;
+use crate::stack::ToolService;
+use crate::Error;
+
+/// One MCP tool as registered: its definition and how to call it.
+#[derive(Debug, Clone)]
+pub struct McpTool {
+    /// The catalog entry.
+    pub definition: ToolDefinition,
+    /// Whether a failed call may be sent again: the tool declares `idempotentHint` or
+    /// `readOnlyHint` and the operator trusts the server's annotations.
+    pub retry_safe: bool,
+}
+
+/// One server's registered tools, by full name.
+#[derive(Debug, Clone, Default)]
+pub struct ServerCatalog {
+    /// Full name → tool.
+    pub tools: BTreeMap<String, McpTool>,
+}
+
+struct McpEntry {
+    stack: ToolService,
+    catalog: Arc<ServerCatalog>,
+}
+
+struct LocalEntry {
+    definition: ToolDefinition,
+    handler: ToolService,
+}
+
+/// All registered tools, and the way to call each. Cheap to share behind an `Arc`.
+#[derive(Default)]
+pub struct ToolRegistry {
+    local: RwLock<BTreeMap<String, LocalEntry>>,
+    mcp: RwLock<BTreeMap<String, McpEntry>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.catalog().len())
+            .finish()
+    }
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a builtin or plugin tool with the service that runs it.
+    ///
+    /// Refused when the source is `mcp`, when the name is under the reserved `mcp` namespace,
+    /// when the namespace does not match the name's first segment, or when the name is taken.
+    pub fn register(&self, definition: ToolDefinition, handler: ToolService) -> Result<(), Error> {
+        let refuse = |reason: &str| Error::Registration {
+            tool: definition.name.clone(),
+            reason: reason.to_owned(),
+        };
+        if definition.source == ToolSource::Mcp {
+            return Err(refuse("MCP tools are registered by their server, not one by one"));
+        }
+        let first = definition.name.split('.').next().unwrap_or_default();
+        if first == "mcp" || definition.namespace == "mcp" {
+            return Err(refuse("the `mcp` namespace is reserved for MCP servers"));
+        }
+        if first != definition.namespace {
+            return Err(refuse("the name must start with its namespace"));
+        }
+        let mut local = write(&self.local);
+        if local.contains_key(&definition.name) {
+            return Err(refuse("a tool of that name is already registered"));
+        }
+        local.insert(
+            definition.name.clone(),
+            LocalEntry {
+                definition,
+                handler,
+            },
+        );
+        Ok(())
+    }
+
+    /// Puts a server's catalog in place, replacing the previous one atomically.
+    pub fn set_server(&self, server: &str, stack: ToolService, catalog: ServerCatalog) {
+        write(&self.mcp).insert(
+            server.to_owned(),
+            McpEntry {
+                stack,
+                catalog: Arc::new(catalog),
+            },
+        );
+    }
+
+    /// Swaps in a new catalog for a server already registered; its stack stays.
+    pub fn replace_catalog(&self, server: &str, catalog: ServerCatalog) -> bool {
+        match write(&self.mcp).get_mut(server) {
+            Some(e) => {
+                e.catalog = Arc::new(catalog);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes a server and all its tools.
+    pub fn remove_server(&self, server: &str) {
+        write(&self.mcp).remove(server);
+    }
+
+    /// The number of tools a server has registered.
+    pub fn server_tool_count(&self, server: &str) -> usize {
+        read(&self.mcp)
+            .get(server)
+            .map_or(0, |e| e.catalog.tools.len())
+    }
+
+    /// Every registered tool, sorted by name.
+    pub fn catalog(&self) -> Vec<ToolDefinition> {
+        let mut out: Vec<ToolDefinition> = read(&self.local)
+            .values()
+            .map(|e| e.definition.clone())
+            .collect();
+        for e in read(&self.mcp).values() {
+            out.extend(e.catalog.tools.values().map(|t| t.definition.clone()));
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// The tools `grants` enable, sorted by name.
+    pub fn catalog_for(&self, grants: &ToolGrants) -> Vec<ToolDefinition> {
+        self.catalog()
+            .into_iter()
+            .filter(|d| grants::is_granted(grants, &d.name))
+            .collect()
+    }
+
+    /// Calls a tool by its full name, with no agent restriction (the daemon's own use).
+    pub async fn call(&self, tool: &str, arguments: Option<Map<String, Value>>) -> Result<ToolResult, Error> {
+        self.dispatch(tool, arguments).await
+    }
+
+    /// Calls a tool on behalf of an agent: refused, without contacting any server, unless the
+    /// agent's grants enable it.
+    pub async fn call_as(
+        &self,
+        agent: &str,
+        grants: &ToolGrants,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<ToolResult, Error> {
+        if !grants::is_granted(grants, tool) {
+            return Err(Error::NotGranted {
+                agent: agent.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        self.dispatch(tool, arguments).await
+    }
+
+    async fn dispatch(&self, tool: &str, arguments: Option<Map<String, Value>>) -> Result<ToolResult, Error> {
+        if let Some(rest) = tool.strip_prefix("mcp.") {
+            let (server, _) = rest.split_once('.').ok_or_else(|| Error::UnknownTool {
+                tool: tool.to_owned(),
+            })?;
+            let (stack, mcp_tool) = {
+                let mcp = read(&self.mcp);
+                let entry = mcp.get(server).ok_or_else(|| Error::UnknownTool {
+                    tool: tool.to_owned(),
+                })?;
+                let t = entry.catalog.tools.get(tool).ok_or_else(|| Error::UnknownTool {
+                    tool: tool.to_owned(),
+                })?;
+                (entry.stack.clone(), t.clone())
+            };
+            let name = mcp_tool
+                .definition
+                .mcp_tool_name
+                .clone()
+                .unwrap_or_default();
+            let call = ToolCall {
+                name: name.clone(),
+                arguments,
+                retry_safe: mcp_tool.retry_safe,
+                progress: None,
+            };
+            stack
+                .oneshot(call)
+                .await
+                .map_err(|e| crate::stack::into_error(server, &name, e))
+        } else {
+            let handler = {
+                let local = read(&self.local);
+                let e = local.get(tool).ok_or_else(|| Error::UnknownTool {
+                    tool: tool.to_owned(),
+                })?;
+                e.handler.clone()
+            };
+            let call = ToolCall {
+                name: tool.to_owned(),
+                arguments,
+                retry_safe: false,
+                progress: None,
+            };
+            handler.oneshot(call).await.map_err(|source| Error::Handler {
+                tool: tool.to_owned(),
+                source,
+            })
+        }
+    }
+}
