@@ -1,0 +1,482 @@
+//! The content blocks of a tool result: text, image, audio, resource link, embedded resource,
+//! and a fallback that keeps any other kind as sent.
+//!
+//! Decoding is one pass and needs no buffering in the common case where `"type"` is the first
+//! key (every SDK we know writes it first): the kind is read, then the rest of the object goes
+//! straight into the struct of that kind. When `"type"` comes later, the block is read into a
+//! JSON map first and converted after. A block of an unknown kind is kept as
+//! [`ContentBlock::Unknown`] with its raw value, so a newer server never breaks the client.
+
+use std::fmt;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One block of a tool result's `content`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    /// `{"type":"text","text":…}`
+    Text(TextContent),
+    /// `{"type":"image","data":<base64>,"mimeType":…}`
+    Image(ImageContent),
+    /// `{"type":"audio","data":<base64>,"mimeType":…}`
+    Audio(AudioContent),
+    /// `{"type":"resource_link","uri":…,"name":…}`
+    ResourceLink(ResourceLink),
+    /// `{"type":"resource","resource":{"uri":…,"text"|"blob":…}}`
+    Resource(EmbeddedResource),
+    /// Any other kind, kept as the server sent it (including its `"type"`).
+    Unknown(Value),
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text(TextContent::new(text))
+    }
+
+    /// The `"type"` of this block.
+    pub fn kind(&self) -> &str {
+        match self {
+            Self::Text(_) => "text",
+            Self::Image(_) => "image",
+            Self::Audio(_) => "audio",
+            Self::ResourceLink(_) => "resource_link",
+            Self::Resource(_) => "resource",
+            Self::Unknown(v) => v.get("type").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text(t) => Some(&t.text),
+            _ => None,
+        }
+    }
+}
+
+/// A text block.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Audience, priority and such, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+impl TextContent {
+    /// A text block without annotations.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+/// An image block: base64 data and its MIME type.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageContent {
+    /// Base64-encoded image data.
+    pub data: String,
+    /// For instance `image/png`.
+    #[serde(default)]
+    pub mime_type: String,
+    /// As sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// An audio block: base64 data and its MIME type.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AudioContent {
+    /// Base64-encoded audio data.
+    pub data: String,
+    /// For instance `audio/wav`.
+    #[serde(default)]
+    pub mime_type: String,
+    /// As sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// A link to a resource the client may fetch.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceLink {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its name.
+    #[serde(default)]
+    pub name: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// As sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// A resource embedded in the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedResource {
+    /// The resource, with its text or its base64 blob.
+    pub resource: ResourceContents,
+    /// As sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// The contents of an embedded resource: text or a base64 blob.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ResourceContents {
+    /// A text resource.
+    Text(TextResourceContents),
+    /// A binary resource.
+    Blob(BlobResourceContents),
+}
+
+/// A text resource.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextResourceContents {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its MIME type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its text.
+    pub text: String,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// A binary resource.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlobResourceContents {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its MIME type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Base64-encoded data.
+    pub blob: String,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// Every field either kind of resource contents may carry, read in one pass.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnyResourceContents {
+    #[serde(default)]
+    uri: String,
+    #[serde(default)]
+    mime_type: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    blob: Option<String>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Value>,
+}
+
+impl<'de> Deserialize<'de> for ResourceContents {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let any = AnyResourceContents::deserialize(deserializer)?;
+        match (any.text, any.blob) {
+            (Some(text), _) => Ok(Self::Text(TextResourceContents {
+                uri: any.uri,
+                mime_type: any.mime_type,
+                text,
+                meta: any.meta,
+            })),
+            (None, Some(blob)) => Ok(Self::Blob(BlobResourceContents {
+                uri: any.uri,
+                mime_type: any.mime_type,
+                blob,
+                meta: any.meta,
+            })),
+            (None, None) => Err(de::Error::custom(
+                "embedded resource has neither `text` nor `blob`",
+            )),
+        }
+    }
+}
+
+// --- ContentBlock (de)serialization ------------------------------------------------------
+
+/// Serializes `{"type": kind, ...fields of inner}`.
+#[derive(Serialize)]
+struct Tagged<'a, T> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(flatten)]
+    inner: &'a T,
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(c) => Tagged {
+                kind: "text",
+                inner: c,
+            }
+            .serialize(serializer),
+            Self::Image(c) => Tagged {
+                kind: "image",
+                inner: c,
+            }
+            .serialize(serializer),
+            Self::Audio(c) => Tagged {
+                kind: "audio",
+                inner: c,
+            }
+            .serialize(serializer),
+            Self::ResourceLink(c) => Tagged {
+                kind: "resource_link",
+                inner: c,
+            }
+            .serialize(serializer),
+            Self::Resource(c) => Tagged {
+                kind: "resource",
+                inner: c,
+            }
+            .serialize(serializer),
+            Self::Unknown(Value::Object(map)) => {
+                let mut m = serializer.serialize_map(Some(map.len()))?;
+                for (k, v) in map {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
+            Self::Unknown(other) => other.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(BlockVisitor)
+    }
+}
+
+struct BlockVisitor;
+
+/// A map key, borrowed when the input allows it.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        let Some(first) = map.next_key::<Key<'de>>()? else {
+            return Ok(ContentBlock::Unknown(Value::Object(Map::new())));
+        };
+        if first.0 == "type" {
+            // The fast path: the kind first, the rest straight into its struct.
+            let kind: Key<'de> = map.next_value()?;
+            let rest = MapAccessDeserializer::new(map);
+            return Ok(match &*kind.0 {
+                "text" => ContentBlock::Text(TextContent::deserialize(rest)?),
+                "image" => ContentBlock::Image(ImageContent::deserialize(rest)?),
+                "audio" => ContentBlock::Audio(AudioContent::deserialize(rest)?),
+                "resource_link" => ContentBlock::ResourceLink(ResourceLink::deserialize(rest)?),
+                "resource" => ContentBlock::Resource(EmbeddedResource::deserialize(rest)?),
+                other => {
+                    let mut obj = Map::<String, Value>::deserialize(rest)?;
+                    obj.insert("type".to_owned(), Value::String(other.to_owned()));
+                    ContentBlock::Unknown(Value::Object(obj))
+                }
+            });
+        }
+        // `type` is not first: read the whole object, then convert.
+        let mut obj = Map::new();
+        let value: Value = map.next_value()?;
+        obj.insert(first.0.into_owned(), value);
+        while let Some((k, v)) = map.next_entry::<String, Value>()? {
+            obj.insert(k, v);
+        }
+        ContentBlock::from_object(obj).map_err(de::Error::custom)
+    }
+}
+
+impl ContentBlock {
+    /// Builds a block from a JSON object whose `"type"` may be anywhere.
+    fn from_object(mut obj: Map<String, Value>) -> Result<Self, serde_json::Error> {
+        let kind = match obj.get("type") {
+            Some(Value::String(kind)) => kind.clone(),
+            _ => return Ok(Self::Unknown(Value::Object(obj))),
+        };
+        let known = matches!(
+            kind.as_str(),
+            "text" | "image" | "audio" | "resource_link" | "resource"
+        );
+        if !known {
+            return Ok(Self::Unknown(Value::Object(obj)));
+        }
+        obj.remove("type");
+        let value = Value::Object(obj);
+        Ok(match kind.as_str() {
+            "text" => Self::Text(serde_json::from_value(value)?),
+            "image" => Self::Image(serde_json::from_value(value)?),
+            "audio" => Self::Audio(serde_json::from_value(value)?),
+            "resource_link" => Self::ResourceLink(serde_json::from_value(value)?),
+            _ => Self::Resource(serde_json::from_value(value)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn roundtrip(v: Value) -> ContentBlock {
+        let block: ContentBlock = serde_json::from_value(v.clone()).unwrap();
+        let from_str: ContentBlock = serde_json::from_str(&v.to_string()).unwrap();
+        assert_eq!(block, from_str);
+        assert_eq!(
+            serde_json::to_value(&block).unwrap(),
+            v,
+            "serializes back as read"
+        );
+        block
+    }
+
+    #[test]
+    fn reads_every_kind_of_the_newest_spec() {
+        assert!(
+            matches!(roundtrip(json!({"type":"text","text":"hi"})), ContentBlock::Text(t) if t.text == "hi")
+        );
+        assert!(matches!(
+            roundtrip(json!({"type":"image","data":"iVBO","mimeType":"image/png","annotations":{"priority":0.9}})),
+            ContentBlock::Image(i) if i.mime_type == "image/png" && i.annotations.is_some()
+        ));
+        assert!(matches!(
+            roundtrip(json!({"type":"audio","data":"UklG","mimeType":"audio/wav"})),
+            ContentBlock::Audio(a) if a.data == "UklG"
+        ));
+        assert!(matches!(
+            roundtrip(json!({"type":"resource_link","uri":"file:///a.rs","name":"a.rs","mimeType":"text/x-rust","size":3})),
+            ContentBlock::ResourceLink(l) if l.size == Some(3)
+        ));
+        assert!(matches!(
+            roundtrip(json!({"type":"resource","resource":{"uri":"file:///a","mimeType":"text/plain","text":"fn"}})),
+            ContentBlock::Resource(EmbeddedResource { resource: ResourceContents::Text(t), .. }) if t.text == "fn"
+        ));
+        assert!(matches!(
+            roundtrip(json!({"type":"resource","resource":{"uri":"file:///b","blob":"AAEC"}})),
+            ContentBlock::Resource(EmbeddedResource { resource: ResourceContents::Blob(b), .. }) if b.blob == "AAEC"
+        ));
+    }
+
+    #[test]
+    fn keeps_an_unknown_kind_as_sent() {
+        let v = json!({"type":"hologram","frames":[1,2],"depth":3});
+        let block = roundtrip(v);
+        assert_eq!(block.kind(), "hologram");
+        assert!(matches!(block, ContentBlock::Unknown(_)));
+    }
+
+    #[test]
+    fn reads_a_block_whose_type_comes_last() {
+        let block: ContentBlock =
+            serde_json::from_str(r#"{"text":"late","_meta":{"a":1},"type":"text"}"#).unwrap();
+        assert!(matches!(&block, ContentBlock::Text(t) if t.text == "late" && t.meta.is_some()));
+        let block: ContentBlock = serde_json::from_str(r#"{"x":1,"type":"widget"}"#).unwrap();
+        assert_eq!(block.kind(), "widget");
+    }
+
+    #[test]
+    fn ignores_unknown_fields_of_a_known_kind() {
+        let block: ContentBlock =
+            serde_json::from_str(r#"{"type":"text","text":"a","future":{"x":[1]}}"#).unwrap();
+        assert_eq!(block, ContentBlock::text("a"));
+    }
+
+    #[test]
+    fn refuses_a_resource_without_text_or_blob() {
+        let err =
+            serde_json::from_str::<ContentBlock>(r#"{"type":"resource","resource":{"uri":"x"}}"#)
+                .unwrap_err();
+        assert!(
+            err.to_string().contains("neither `text` nor `blob`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn refuses_a_text_block_without_text() {
+        assert!(serde_json::from_str::<ContentBlock>(r#"{"type":"text"}"#).is_err());
+    }
+
+    #[test]
+    fn reads_escaped_keys_and_kinds() {
+        let block: ContentBlock =
+            serde_json::from_str(r#"{"typ\u0065":"t\u0065xt","text":"e"}"#).unwrap();
+        assert_eq!(block, ContentBlock::text("e"));
+    }
+}

@@ -1,0 +1,126 @@
+//! The `initialize` handshake: protocol versions, client and server descriptions.
+//!
+//! The client offers [`LATEST_PROTOCOL_VERSION`] and accepts a server that answers any of
+//! [`SUPPORTED_PROTOCOL_VERSIONS`]; any other answer ends the session with an error naming the
+//! server and the version. It advertises no capability at all: no `sampling` (ADR-0043 §5), no
+//! `roots`, no `elicitation`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The protocol revision the client offers in `initialize`.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Every protocol revision the client accepts in a server's `initialize` answer, oldest first.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// Whether the client accepts the protocol revision a server answered with.
+pub fn is_supported_version(version: &str) -> bool {
+    SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
+}
+
+/// The name and version of an MCP implementation (`clientInfo`, `serverInfo`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implementation {
+    /// The implementation's name.
+    #[serde(default)]
+    pub name: String,
+    /// Its version.
+    #[serde(default)]
+    pub version: String,
+    /// A display name, if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Fields this client does not interpret (`description`, `icons`, `websiteUrl`, …), kept.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Implementation {
+    /// `clientInfo`: this crate's name and version.
+    pub fn this_client() -> Self {
+        Self {
+            name: env!("CARGO_PKG_NAME").to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            title: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The parameters of `initialize` as the client sends them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InitializeParams<'a> {
+    pub(crate) protocol_version: &'a str,
+    /// Always `{}`: the client offers no optional capability.
+    pub(crate) capabilities: Map<String, Value>,
+    pub(crate) client_info: &'a Implementation,
+}
+
+/// A server's answer to `initialize`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The protocol revision the server chose.
+    pub protocol_version: String,
+    /// The server's capabilities, as sent (`tools`, `logging`, …).
+    #[serde(default)]
+    pub capabilities: Value,
+    /// The server's name and version.
+    #[serde(default = "unnamed_server")]
+    pub server_info: Implementation,
+    /// Optional instructions for the client.
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+fn unnamed_server() -> Implementation {
+    Implementation {
+        name: String::new(),
+        version: String::new(),
+        title: None,
+        extra: Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_params_offer_the_latest_version_and_no_capability() {
+        let info = Implementation::this_client();
+        let params = InitializeParams {
+            protocol_version: LATEST_PROTOCOL_VERSION,
+            capabilities: Map::new(),
+            client_info: &info,
+        };
+        let json = serde_json::to_value(&params).unwrap();
+        assert_eq!(json["protocolVersion"], "2025-11-25");
+        assert_eq!(json["capabilities"], serde_json::json!({}));
+        assert_eq!(json["clientInfo"]["name"], "kaged-mcp");
+        assert_eq!(json["clientInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn initialize_result_keeps_unknown_server_info_fields() {
+        let json = r#"{"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1",
+            "websiteUrl":"https://x"},"protocolVersion":"2025-06-18","extra":1}"#;
+        let r: InitializeResult = serde_json::from_str(json).unwrap();
+        assert_eq!(r.protocol_version, "2025-06-18");
+        assert_eq!(r.server_info.name, "s");
+        assert_eq!(r.server_info.extra["websiteUrl"], "https://x");
+    }
+
+    #[test]
+    fn only_the_four_known_revisions_are_supported() {
+        for v in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+            assert!(is_supported_version(v), "{v}");
+        }
+        for v in ["2024-10-07", "1999-01-01", "2026-07-28", ""] {
+            assert!(!is_supported_version(v), "{v}");
+        }
+    }
+}

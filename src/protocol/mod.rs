@@ -1,0 +1,48 @@
+//! JSON-RPC 2.0 and the MCP messages the client speaks.
+//!
+//! The types here follow the MCP specification, revision `2025-11-25`, and read every older
+//! revision the client accepts (`2024-11-05`, `2025-03-26`, `2025-06-18`). They are lenient the
+//! way a client must be: unknown fields are ignored (or kept, where an embedder may want them),
+//! JSON key order is free, request ids may be numbers or strings and may start at 0.
+//!
+//! - [`jsonrpc`]: [`RequestId`], [`JsonRpcError`] and the error codes.
+//! - [`lifecycle`]: `initialize`, the protocol versions, [`Implementation`].
+//! - [`tools`]: [`ToolInfo`], [`ToolAnnotations`] and the `tools/list` page.
+//! - [`content`]: the content blocks of a tool result ([`ContentBlock`]).
+//! - [`result`]: [`ToolResult`], with its [`Truncatable`](kaged_mcp_layers::truncate::Truncatable)
+//!   implementation (see "Truncation, precisely" in the design).
+//! - [`notifications`]: progress, logging, cancellation.
+//! - [`server_request`]: requests a server sends to the client, as seen by the server→client
+//!   request stack ([`ServerRequest`]).
+//!
+//! # Example
+//! ```
+//! use kaged_mcp::protocol::{ContentBlock, ToolResult};
+//!
+//! let json = r#"{"content":[{"type":"text","text":"Echo: hi"}],"isError":false}"#;
+//! let result: ToolResult = serde_json::from_str(json)?;
+//! assert!(matches!(&result.content[0], ContentBlock::Text(t) if t.text == "Echo: hi"));
+//! assert!(!result.is_error);
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+pub mod content;
+pub mod jsonrpc;
+pub mod lifecycle;
+pub mod notifications;
+pub mod result;
+pub mod server_request;
+pub mod tools;
+
+pub use self::content::{
+    AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
+    ResourceContents, ResourceLink, TextContent, TextResourceContents,
+};
+pub use self::jsonrpc::{JsonRpcError, RequestId};
+pub use self::lifecycle::{
+    Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+};
+pub use self::notifications::{LoggingLevel, ProgressParams};
+pub use self::result::ToolResult;
+pub use self::server_request::ServerRequest;
+pub use self::tools::{ListToolsResult, ToolAnnotations, ToolInfo};

@@ -1,0 +1,122 @@
+//! The notifications the client reads (`progress`, `message`, `tools/list_changed`) and writes
+//! (`initialized`, `cancelled`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::jsonrpc::RequestId;
+
+/// `notifications/initialized`, sent once after a successful `initialize`.
+pub const INITIALIZED: &str = "notifications/initialized";
+/// `notifications/cancelled`, sent when a caller stops waiting for a request.
+pub const CANCELLED: &str = "notifications/cancelled";
+/// `notifications/progress`.
+pub const PROGRESS: &str = "notifications/progress";
+/// `notifications/message`, a log message from the server.
+pub const MESSAGE: &str = "notifications/message";
+/// `notifications/tools/list_changed`.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+/// The parameters of `notifications/progress`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressParams {
+    /// The token the client put in the request's `_meta.progressToken` (the request id).
+    pub progress_token: RequestId,
+    /// Progress so far; increases with each notification.
+    #[serde(default)]
+    pub progress: f64,
+    /// The total, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// A human-readable message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The parameters of `notifications/cancelled` as the client writes them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CancelledParams<'a> {
+    pub(crate) request_id: u64,
+    pub(crate) reason: &'a str,
+}
+
+/// The severity of a server's log message (RFC 5424 levels, as MCP names them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoggingLevel {
+    /// `debug`
+    Debug,
+    /// `info`
+    Info,
+    /// `notice`
+    Notice,
+    /// `warning`
+    Warning,
+    /// `error`
+    Error,
+    /// `critical`
+    Critical,
+    /// `alert`
+    Alert,
+    /// `emergency`
+    Emergency,
+}
+
+/// The parameters of `notifications/message`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct LoggingMessageParams {
+    /// The severity; an unknown level reads as `None` and is logged at INFO.
+    #[serde(default, deserialize_with = "lenient_level")]
+    pub level: Option<LoggingLevel>,
+    /// The logger's name, if given.
+    #[serde(default)]
+    pub logger: Option<String>,
+    /// The message: any JSON value.
+    #[serde(default)]
+    pub data: Value,
+}
+
+fn lenient_level<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<LoggingLevel>, D::Error> {
+    let value = Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_reads_integer_and_float_values() {
+        let p: ProgressParams =
+            serde_json::from_str(r#"{"progressToken":3,"progress":1,"total":2.5,"message":"m"}"#)
+                .unwrap();
+        assert_eq!(p.progress_token, RequestId::Number(3));
+        assert!((p.total.unwrap() - 2.5).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn logging_message_with_an_unknown_level_still_reads() {
+        let m: LoggingMessageParams =
+            serde_json::from_str(r#"{"level":"chatty","data":{"a":1}}"#).unwrap();
+        assert_eq!(m.level, None);
+        let m: LoggingMessageParams =
+            serde_json::from_str(r#"{"level":"warning","logger":"db","data":"x"}"#).unwrap();
+        assert_eq!(m.level, Some(LoggingLevel::Warning));
+    }
+
+    #[test]
+    fn cancelled_names_the_request() {
+        let p = CancelledParams {
+            request_id: 9,
+            reason: "caller stopped waiting",
+        };
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"requestId":9,"reason":"caller stopped waiting"}"#
+        );
+    }
+}

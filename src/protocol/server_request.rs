@@ -1,0 +1,38 @@
+//! Requests a server sends to the client (`ping`, `sampling/createMessage`, `roots/list`, …).
+//!
+//! The client passes each one through its server→client request stack (see
+//! [`crate::client::server_requests`]) and writes the answer back.
+
+use serde_json::Value;
+
+use super::jsonrpc::RequestId;
+
+/// `ping`, answered `{}`.
+pub const PING: &str = "ping";
+/// `sampling/createMessage`, always refused (ADR-0043 §5).
+pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+/// `roots/list`, answered "method not found": the client offers no roots.
+pub const ROOTS_LIST: &str = "roots/list";
+/// `elicitation/create`, answered "method not found": the client offers no elicitation.
+pub const ELICITATION_CREATE: &str = "elicitation/create";
+
+/// A request from the server, as the server→client request stack sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerRequest {
+    /// The server's id for the request (its own numbering; often starts at 0).
+    pub id: RequestId,
+    /// The JSON-RPC method.
+    pub method: String,
+    /// The parameters, as sent.
+    pub params: Option<Value>,
+}
+
+impl kaged_mcp_layers::reject_sampling::JsonRpcMethod for ServerRequest {
+    fn method(&self) -> &str {
+        &self.method
+    }
+
+    fn request_id(&self) -> Option<String> {
+        Some(self.id.to_string())
+    }
+}

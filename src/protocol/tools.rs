@@ -1,0 +1,173 @@
+//! `tools/list` and `tools/call`: tool descriptions and the call parameters.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One tool as a server describes it in `tools/list`.
+///
+/// Fields this client does not interpret (`icons`, `execution`, `_meta`, …) are kept in
+/// [`extra`](Self::extra); an unknown field is never an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInfo {
+    /// The tool's name as the server knows it.
+    pub name: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The JSON Schema of the arguments. A server that leaves it out gets `{"type":"object"}`.
+    #[serde(default = "object_schema")]
+    pub input_schema: Value,
+    /// The JSON Schema of `structuredContent`, if the tool declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints. Untrusted unless the server is (MCP spec, tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Every other field, as sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+impl ToolInfo {
+    /// Whether a repeated call is harmless by the tool's own word: `readOnlyHint` or
+    /// `idempotentHint` is `true`. The retry policy uses this (DESIGN.md, "Retry is only where
+    /// it is safe").
+    pub fn is_retry_safe(&self) -> bool {
+        self.annotations
+            .as_ref()
+            .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true))
+    }
+}
+
+/// The `annotations` of a tool. Absent hints keep the spec's defaults, which the accessor
+/// methods apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates (default `true`; meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Repeating a call with the same arguments has no further effect (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool talks to an open world of external entities (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// `readOnlyHint`, default `false`.
+    pub fn read_only(&self) -> bool {
+        self.read_only_hint.unwrap_or(false)
+    }
+    /// `destructiveHint`, default `true`.
+    pub fn destructive(&self) -> bool {
+        self.destructive_hint.unwrap_or(true)
+    }
+    /// `idempotentHint`, default `false`.
+    pub fn idempotent(&self) -> bool {
+        self.idempotent_hint.unwrap_or(false)
+    }
+    /// `openWorldHint`, default `true`.
+    pub fn open_world(&self) -> bool {
+        self.open_world_hint.unwrap_or(true)
+    }
+}
+
+/// One page of `tools/list`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// The tools of this page.
+    #[serde(default)]
+    pub tools: Vec<ToolInfo>,
+    /// The cursor of the next page; `None` (or an empty string) on the last one.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// `tools/list` parameters.
+#[derive(Debug, Serialize)]
+pub(crate) struct ListToolsParams<'a> {
+    pub(crate) cursor: &'a str,
+}
+
+/// `tools/call` parameters: the progress token rides in `_meta` when the caller wants progress.
+#[derive(Debug, Serialize)]
+pub(crate) struct CallToolParams<'a> {
+    pub(crate) name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<&'a Map<String, Value>>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(crate) meta: Option<ProgressMeta>,
+}
+
+/// `{"progressToken": N}`; the client uses the request id as the token.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ProgressMeta {
+    pub(crate) progress_token: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_with_unknown_fields_reads_and_keeps_them() {
+        let json = r#"{"name":"echo","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"},
+            "icons":[],"annotations":{"readOnlyHint":true,"futureHint":1},"outputSchema":{"type":"object"}}"#;
+        let t: ToolInfo = serde_json::from_str(json).unwrap();
+        assert_eq!(t.name, "echo");
+        assert!(t.extra.contains_key("execution"));
+        assert!(t.extra.contains_key("icons"));
+        assert!(t.annotations.as_ref().unwrap().read_only());
+        assert!(t.output_schema.is_some());
+        assert!(t.is_retry_safe());
+    }
+
+    #[test]
+    fn a_tool_without_input_schema_gets_an_object_schema() {
+        let t: ToolInfo = serde_json::from_str(r#"{"name":"x"}"#).unwrap();
+        assert_eq!(t.input_schema, serde_json::json!({"type":"object"}));
+        assert!(!t.is_retry_safe());
+    }
+
+    #[test]
+    fn annotation_defaults_follow_the_spec() {
+        let a = ToolAnnotations::default();
+        assert!(!a.read_only());
+        assert!(a.destructive());
+        assert!(!a.idempotent());
+        assert!(a.open_world());
+    }
+
+    #[test]
+    fn call_params_carry_the_progress_token_in_meta() {
+        let mut args = Map::new();
+        args.insert("message".into(), "hi".into());
+        let p = CallToolParams {
+            name: "echo",
+            arguments: Some(&args),
+            meta: Some(ProgressMeta { progress_token: 4 }),
+        };
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"name":"echo","arguments":{"message":"hi"},"_meta":{"progressToken":4}}"#
+        );
+    }
+}
