@@ -4,4 +4,5 @@
 #[cfg(feature = "auth")]
 pub mod auth;
 pub mod reject_sampling;
+pub mod retry;
 pub mod truncate;
