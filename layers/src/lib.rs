@@ -5,4 +5,5 @@
 pub mod auth;
 pub mod reject_sampling;
 pub mod retry;
+pub mod timeout;
 pub mod truncate;

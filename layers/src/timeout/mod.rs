@@ -1,0 +1,267 @@
+//! Timeouts: tower's plain [`Timeout`], and [`ProgressTimeout`] for calls that report progress.
+//!
+//! The plain case is tower's own [`Timeout`] / [`TimeoutLayer`] (re-exported here, and
+//! `ServiceBuilder::timeout`); its error is `tower::timeout::error::Elapsed`.
+//!
+//! [`ProgressTimeout`] is for calls that opt into "reset on progress, with a total cap": the
+//! request exposes a [`ProgressHandle`] through [`ProgressAware`], its owner calls
+//! [`ProgressHandle::notify`] on each progress report, and the call fails only after `idle`
+//! without progress or, in any case, once `total` has passed. A request without a handle gets a
+//! plain timeout of `min(idle, total)`. The error is a leaf [`error::Elapsed`] saying which limit
+//! was hit. tower's `Timeout` has a single fixed deadline, hence this layer.
+//!
+//! Both start their clock in `call`, and pass readiness through untimed. [`ProgressTimeout`]
+//! uses one timer per call, moved at most once per idle period, and no extra task; see
+//! [`ProgressHandle`]. A timeout emits a DEBUG event with `kind` and `timeout_ms`.
+//!
+//! # Example
+//! ```
+//! # use kaged_mcp_layers::timeout::{error::{Elapsed, ElapsedKind}, ProgressAware, ProgressHandle, ProgressTimeoutLayer};
+//! # use std::time::Duration;
+//! # use tower::{service_fn, BoxError, ServiceBuilder, ServiceExt};
+//! struct Call { progress: ProgressHandle }
+//! impl ProgressAware for Call {
+//!     fn progress(&self) -> Option<&ProgressHandle> { Some(&self.progress) }
+//! }
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), BoxError> {
+//! // A server that reports progress every second and never finishes.
+//! let server = service_fn(|call: Call| async move {
+//!     loop {
+//!         tokio::time::sleep(Duration::from_secs(1)).await;
+//!         call.progress.notify();
+//!     }
+//!     #[allow(unreachable_code)]
+//!     Ok::<(), BoxError>(())
+//! });
+//! let svc = ServiceBuilder::new()
+//!     .layer(ProgressTimeoutLayer::new(Duration::from_secs(5), Duration::from_secs(60)))
+//!     .service(server);
+//! let err = svc.oneshot(Call { progress: ProgressHandle::new() }).await.unwrap_err();
+//! let elapsed = err.downcast_ref::<Elapsed>().unwrap();
+//! assert_eq!(elapsed.kind(), ElapsedKind::Total);
+//! assert_eq!(err.to_string(), "total cap of 60s reached");
+//! # Ok(()) }
+//! ```
+
+pub mod error;
+pub mod future;
+mod layer;
+pub mod progress;
+
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tower::{BoxError, Service};
+
+pub use tower::timeout::{Timeout, TimeoutLayer};
+
+pub use self::error::{Elapsed, ElapsedKind};
+pub use self::layer::ProgressTimeoutLayer;
+pub use self::progress::ProgressHandle;
+
+/// A request that may carry a [`ProgressHandle`].
+pub trait ProgressAware {
+    /// The handle the call's owner notifies on progress; `None` for a plain timeout.
+    fn progress(&self) -> Option<&ProgressHandle>;
+}
+
+/// Fails a call after `idle` without progress, and in any case after `total`.
+/// See the [module docs](self) for an example.
+///
+/// # Clone
+/// Cloning clones the inner service; readiness is the inner service's.
+#[derive(Debug, Clone)]
+pub struct ProgressTimeout<S> {
+    inner: S,
+    idle: Duration,
+    total: Duration,
+}
+
+impl<S> ProgressTimeout<S> {
+    /// Wraps `inner` with an `idle` timeout reset by progress and a `total` cap.
+    pub const fn new(inner: S, idle: Duration, total: Duration) -> Self {
+        Self { inner, idle, total }
+    }
+
+    /// A [`ProgressTimeoutLayer`] with these durations.
+    pub const fn layer(idle: Duration, total: Duration) -> ProgressTimeoutLayer {
+        ProgressTimeoutLayer::new(idle, total)
+    }
+
+    /// A reference to the inner service.
+    pub const fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// A mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes `self`, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, Req> Service<Req> for ProgressTimeout<S>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError>,
+    Req: ProgressAware,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = future::ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        let progress = req.progress().cloned();
+        future::ResponseFuture::new(self.inner.call(req), progress, self.idle, self.total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::pending;
+    use tokio_test::{assert_pending, assert_ready_err, assert_ready_ok};
+    use tower::{service_fn, ServiceExt};
+
+    struct Call(Option<ProgressHandle>);
+
+    impl ProgressAware for Call {
+        fn progress(&self) -> Option<&ProgressHandle> {
+            self.0.as_ref()
+        }
+    }
+
+    const IDLE: Duration = Duration::from_secs(5);
+    const TOTAL: Duration = Duration::from_secs(12);
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    fn hanging() -> ProgressTimeout<impl Service<Call, Response = (), Error = BoxError> + Clone> {
+        ProgressTimeout::new(
+            service_fn(|_: Call| pending::<Result<(), BoxError>>()),
+            IDLE,
+            TOTAL,
+        )
+    }
+
+    fn kind(err: &BoxError) -> ElapsedKind {
+        err.downcast_ref::<Elapsed>().expect("an Elapsed").kind()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_handle_times_out_after_idle() {
+        let mut call = tokio_test::task::spawn(hanging().oneshot(Call(None)));
+        assert_pending!(call.poll());
+        tokio::time::advance(IDLE - Duration::from_millis(1)).await;
+        assert_pending!(call.poll());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        let err = assert_ready_err!(call.poll());
+        assert_eq!(kind(&err), ElapsedKind::Idle);
+        assert_eq!(err.to_string(), "no progress for 5s");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_handle_that_never_fires_times_out_after_idle() {
+        let mut call =
+            tokio_test::task::spawn(hanging().oneshot(Call(Some(ProgressHandle::new()))));
+        assert_pending!(call.poll());
+        tokio::time::advance(IDLE).await;
+        assert_eq!(kind(&assert_ready_err!(call.poll())), ElapsedKind::Idle);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_moves_the_idle_deadline() {
+        let progress = ProgressHandle::new();
+        let mut call = tokio_test::task::spawn(hanging().oneshot(Call(Some(progress.clone()))));
+        assert_pending!(call.poll());
+        tokio::time::advance(secs(3)).await;
+        progress.notify(); // idle deadline now 3 + 5 = 8
+        tokio::time::advance(secs(2)).await; // t = 5, the first deadline
+        assert_pending!(call.poll());
+        tokio::time::advance(secs(3) - Duration::from_millis(1)).await;
+        assert_pending!(call.poll());
+        tokio::time::advance(Duration::from_millis(1)).await; // t = 8
+        let err = assert_ready_err!(call.poll());
+        assert_eq!(kind(&err), ElapsedKind::Idle);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn steady_progress_stops_at_the_total_cap() {
+        let progress = ProgressHandle::new();
+        let mut call = tokio_test::task::spawn(hanging().oneshot(Call(Some(progress.clone()))));
+        assert_pending!(call.poll());
+        for _ in 0..3 {
+            tokio::time::advance(secs(3)).await;
+            progress.notify();
+            assert_pending!(call.poll());
+        }
+        // t = 9, last progress at 9: idle would allow 14, the cap is 12.
+        tokio::time::advance(secs(3) - Duration::from_millis(1)).await;
+        progress.notify();
+        assert_pending!(call.poll());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        let err = assert_ready_err!(call.poll());
+        assert_eq!(kind(&err), ElapsedKind::Total);
+        assert_eq!(err.to_string(), "total cap of 12s reached");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cap_below_idle_wins() {
+        let svc = ProgressTimeout::new(
+            service_fn(|_: Call| pending::<Result<(), BoxError>>()),
+            secs(10),
+            secs(4),
+        );
+        let mut call = tokio_test::task::spawn(svc.oneshot(Call(None)));
+        assert_pending!(call.poll());
+        tokio::time::advance(secs(4)).await;
+        let err = assert_ready_err!(call.poll());
+        assert_eq!(kind(&err), ElapsedKind::Total);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_answers_in_time_succeeds() {
+        let svc = ProgressTimeout::new(
+            service_fn(|_: Call| async {
+                tokio::time::sleep(secs(4)).await;
+                Ok::<_, BoxError>("done")
+            }),
+            IDLE,
+            TOTAL,
+        );
+        let mut call = tokio_test::task::spawn(svc.oneshot(Call(None)));
+        assert_pending!(call.poll());
+        tokio::time::advance(secs(4)).await;
+        assert_eq!(assert_ready_ok!(call.poll()), "done");
+    }
+
+    #[tokio::test]
+    async fn inner_errors_pass_through_boxed() {
+        let svc = ProgressTimeout::new(
+            service_fn(|_: Call| async { Err::<(), _>(std::io::Error::other("closed")) }),
+            IDLE,
+            TOTAL,
+        );
+        let err = svc.oneshot(Call(None)).await.unwrap_err();
+        assert!(err.is::<std::io::Error>());
+    }
+
+    #[test]
+    fn accessors_reach_the_inner_service() {
+        let mut t = ProgressTimeout::new(1_u8, IDLE, TOTAL);
+        *t.get_mut() += 1;
+        assert_eq!(*t.get_ref(), 2);
+        assert_eq!(t.into_inner(), 2);
+    }
+}

@@ -1,0 +1,108 @@
+//! [`ProgressHandle`]: how a call in flight tells its timeout that it is making progress.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// A cheap, clonable handle a call's owner [`notify`](Self::notify)s whenever the server
+/// reports progress (an MCP `notifications/progress` for the call's token).
+///
+/// `notify` records the time in two atomics and wakes nobody: the
+/// [`ProgressTimeout`](super::ProgressTimeout) future reads the last progress time only when its
+/// idle timer fires, and then moves the timer once. A burst of notifications therefore costs no
+/// wake-up and at most one timer reset per idle period, and needs no extra task.
+///
+/// Times come from [`tokio::time::Instant`], so paused test time applies.
+#[derive(Clone)]
+pub struct ProgressHandle {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    origin: Instant,
+    /// Nanoseconds from `origin` to the last notification, plus one; 0 when never notified.
+    last: AtomicU64,
+    count: AtomicU64,
+}
+
+impl ProgressHandle {
+    /// A handle that has seen no progress.
+    pub fn new() -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                origin: Instant::now(),
+                last: AtomicU64::new(0),
+                count: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Records progress now.
+    pub fn notify(&self) {
+        let since = self.shared.origin.elapsed();
+        let nanos = u64::try_from(since.as_nanos())
+            .unwrap_or(u64::MAX - 1)
+            .saturating_add(1);
+        self.shared.last.fetch_max(nanos, Ordering::Relaxed);
+        self.shared.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times [`notify`](Self::notify) was called, on this handle or a clone.
+    pub fn notifications(&self) -> u64 {
+        self.shared.count.load(Ordering::Relaxed)
+    }
+
+    /// When progress was last recorded, `None` if never.
+    pub fn last_progress(&self) -> Option<Instant> {
+        match self.shared.last.load(Ordering::Relaxed) {
+            0 => None,
+            nanos => Some(self.shared.origin + Duration::from_nanos(nanos - 1)),
+        }
+    }
+}
+
+impl Default for ProgressHandle {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ProgressHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProgressHandle")
+            .field("notifications", &self.notifications())
+            .field("last_progress", &self.last_progress())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn records_the_time_of_the_last_notification() {
+        let handle = ProgressHandle::new();
+        assert_eq!(handle.last_progress(), None);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let clone = handle.clone();
+        clone.notify();
+        let at = Instant::now();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(handle.last_progress(), Some(at));
+        assert_eq!(handle.notifications(), 1);
+        handle.notify();
+        assert_eq!(clone.last_progress(), Some(at + Duration::from_secs(1)));
+        assert_eq!(clone.notifications(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_notification_at_creation_counts() {
+        let handle = ProgressHandle::new();
+        handle.notify();
+        assert_eq!(handle.last_progress(), Some(handle.shared.origin));
+    }
+}
