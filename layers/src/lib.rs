@@ -1,9 +1,76 @@
 //! Generic `tower` layers of kaged-mcp.
+//!
+//! Each layer lives in its own module with its `Layer`, `Service` and response future, and
+//! depends on `tower`, never on the MCP types: where a layer must look inside a value it defines
+//! a small trait that `kaged-mcp` implements for its own types.
+//!
+//! | module | what it does | the trait it needs |
+//! |---|---|---|
+//! | [`truncate`] | caps every response at a number of bytes | [`Truncatable`](truncate::Truncatable) on the response |
+//! | [`timeout`] | tower's plain [`Timeout`](timeout::Timeout); [`ProgressTimeout`](timeout::ProgressTimeout): idle timeout reset by progress, with a total cap | [`ProgressAware`](timeout::ProgressAware) on the request |
+//! | [`retry`] | [`RetryPolicy`](retry::RetryPolicy) for tower's `Retry`: only what is safe, jittered backoff, attempt limit, budget | [`RetrySafe`](retry::RetrySafe) on the request |
+//! | [`reject_sampling`] | refuses a server's `sampling/createMessage` | [`JsonRpcMethod`](reject_sampling::JsonRpcMethod) on the request |
+//! | [`auth`] (feature `auth`, default) | adds a sensitive authentication header to HTTP requests | — |
+//!
+//! [`ServiceBuilderExt`] adds them to `tower::ServiceBuilder`.
+//!
+//! # Order
+//! The standard stack of a tool call, outermost first:
+//!
+//! **Trace → Truncate → Timeout → Retry → client.**
+//!
+//! The trace span (opened by `kaged-mcp`) sees the whole call. Truncation sits outside the
+//! timeout, so what reaches the agent is always capped. The timeout wraps the retry, so
+//! `timeout_ms` bounds the call as the caller sees it, backoff included. The retry sits on the
+//! client, where [`retry::NotSent`] errors come from.
+//!
+//! Server→client requests pass their own stack: RejectSampling → the handlers of `kaged-mcp`.
+//! An SSE transport puts [`auth::AuthLayer`] over its HTTP client.
+//!
+//! # Example
+//! ```
+//! use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
+//! use std::time::Duration;
+//! use kaged_mcp_layers::retry::{NotSent, RetryPolicy, RetrySafe};
+//! use kaged_mcp_layers::ServiceBuilderExt;
+//! use tower::{service_fn, BoxError, ServiceBuilder, ServiceExt};
+//!
+//! #[derive(Clone)]
+//! struct ToolCall { read_only: bool }
+//! impl RetrySafe for ToolCall {
+//!     fn retry_safe(&self) -> bool { self.read_only }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), BoxError> {
+//! // A client whose first connection attempt is refused.
+//! let refused = Arc::new(AtomicBool::new(true));
+//! let client = service_fn(move |_: ToolCall| {
+//!     let refused = refused.swap(false, Ordering::SeqCst);
+//!     async move {
+//!         if refused {
+//!             return Err(BoxError::from(NotSent::new("connection refused")));
+//!         }
+//!         Ok(String::from("a result longer than the cap"))
+//!     }
+//! });
+//! let policy = RetryPolicy::new(Duration::from_millis(200), Duration::from_secs(5))?;
+//! let stack = ServiceBuilder::new()
+//!     .truncate(8)
+//!     .timeout(Duration::from_secs(30))
+//!     .retry_policy(policy)
+//!     .service(client);
+//! assert_eq!(stack.oneshot(ToolCall { read_only: false }).await?, "a result");
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "auth")]
 pub mod auth;
+mod builder;
 pub mod reject_sampling;
 pub mod retry;
 pub mod timeout;
 pub mod truncate;
+
+pub use builder::ServiceBuilderExt;

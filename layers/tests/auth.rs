@@ -93,3 +93,21 @@ async fn traces_below_the_layer_show_the_header_name_but_not_the_secret() {
     // The span from tower-http's Trace below the layer carries the headers.
     assert!(text.contains("request{"), "{text}");
 }
+
+#[tokio::test]
+async fn the_builder_method_adds_the_same_layer() {
+    use kaged_mcp_layers::ServiceBuilderExt;
+    let (client, mut handle) = mock::pair::<Request<()>, Response<()>>();
+    let mut svc = mock::Spawn::new(
+        ServiceBuilder::new()
+            .auth(AuthHeader::header("x-api-key", SECRET).unwrap())
+            .service(client),
+    );
+    assert_ready_ok!(svc.poll_ready());
+    let response = svc.call(Request::new(()));
+    let (req, send) = handle.next_request().await.expect("a request");
+    assert_eq!(req.headers()["x-api-key"], SECRET);
+    assert!(req.headers()["x-api-key"].is_sensitive());
+    send.send_response(Response::new(()));
+    response.await.unwrap();
+}
