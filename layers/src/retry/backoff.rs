@@ -137,7 +137,7 @@ fn scale(d: Duration, unit: f64) -> Duration {
     Duration::try_from_secs_f64(d.as_secs_f64() * unit).map_or(d, |scaled| scaled.min(d))
 }
 
-impl<R: fmt::Debug> fmt::Debug for JitteredBackoff<R> {
+impl<R> fmt::Debug for JitteredBackoff<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JitteredBackoff")
             .field("base", &self.base)

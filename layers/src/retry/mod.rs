@@ -154,8 +154,7 @@ impl<R> RetryPolicy<R> {
 impl<R> fmt::Debug for RetryPolicy<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryPolicy")
-            .field("backoff_ceiling_0", &self.backoff.ceiling(0))
-            .field("rng", &std::any::type_name::<R>())
+            .field("backoff", &self.backoff)
             .field("max_attempts", &self.max_attempts)
             .field("budget", &self.budget)
             .field("attempts", &self.attempts)
