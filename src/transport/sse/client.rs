@@ -1,0 +1,89 @@
+//! The HTTP client under the SSE transport: hyper-util's pooled client over rustls, under
+//! tower-http's layers.
+//!
+//! From the outside in: the auth header ([`AuthLayer`], which also marks it sensitive),
+//! tower-http's sensitive-header marking for `Authorization`, `Proxy-Authorization` and `Cookie`
+//! (a static header of one of those names is hidden too), a tower-http `Trace` at DEBUG (it
+//! never prints headers), then the `hyper-util` client. `http` and `https` (rustls with the
+//! Mozilla roots, ring), HTTP/1.1 and HTTP/2 (chosen by ALPN).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Method, Request, Response};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use kaged_mcp_layers::auth::{AuthHeader, AuthLayer};
+use tower::util::BoxCloneSyncService;
+use tower::{BoxError, ServiceBuilder};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnRequest, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+use url::Url;
+
+/// A response body, boxed once.
+pub(crate) type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The layered client, erased once where it is stored.
+pub(crate) type HttpService = BoxCloneSyncService<Request<Full<Bytes>>, Response<Body>, BoxError>;
+
+/// Builds the layered client. Needs no runtime; requests need a Tokio runtime.
+pub(crate) fn client(auth: Option<&AuthHeader>, connect_timeout: Duration) -> HttpService {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(connect_timeout));
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_webpki_roots()
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    let client = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build::<_, Full<Bytes>>(https);
+    let service = ServiceBuilder::new()
+        .map_err(BoxError::from)
+        .map_response(box_body)
+        .option_layer(auth.cloned().map(AuthLayer::new))
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            header::AUTHORIZATION,
+            header::PROXY_AUTHORIZATION,
+            header::COOKIE,
+        ]))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                .on_request(DefaultOnRequest::new().level(Level::DEBUG))
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+        )
+        .service(client);
+    BoxCloneSyncService::new(service)
+}
+
+/// Erases the response body's type (the trace layer's wrapper over hyper's).
+fn box_body<B>(response: Response<B>) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    response.map(|b| b.map_err(Into::into).boxed_unsync())
+}
+
+/// A request to `url` with the static `headers`.
+pub(crate) fn request(
+    method: Method,
+    url: &Url,
+    headers: &[(HeaderName, HeaderValue)],
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, http::Error> {
+    let mut builder = Request::builder().method(method).uri(url.as_str());
+    for (name, value) in headers {
+        builder = builder.header(name, value);
+    }
+    builder.body(Full::new(body))
+}

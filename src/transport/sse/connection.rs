@@ -1,0 +1,595 @@
+//! One SSE connection: opening the stream, the reader task, the POST writer task and the
+//! outbound queue between the session and the writer.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
+use serde::Deserialize;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::task::JoinHandle;
+use tower::ServiceExt;
+use tracing::Instrument;
+use url::Url;
+
+use super::client::{request, Body, HttpService};
+use super::endpoint::{self, EndpointError};
+use super::parser::{EventParser, SseItem};
+use super::{redacted, Inner, SEND_FAILED};
+use crate::protocol::RequestId;
+use crate::transport::{
+    CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
+    TransportError,
+};
+
+/// The most bytes of POST bodies that may wait for the writer.
+const MAX_QUEUED: usize = 64 * 1024 * 1024;
+/// The most bytes of a POST's response body read (and thrown away) so the connection is reused.
+const MAX_POST_RESPONSE: usize = 64 * 1024;
+
+/// Opens the event stream, waits for the endpoint, and starts the reader and writer.
+pub(super) async fn open(
+    inner: Arc<Inner>,
+    ctx: ConnectContext,
+) -> Result<SseConnection, TransportError> {
+    let server = Arc::clone(&ctx.server);
+    let shown = redacted(&inner.url);
+    let fail = |what: String| TransportError::new(format!("server `{server}`: {what}"));
+
+    // 1. GET the stream, within the connect timeout.
+    let mut headers = inner.headers.clone();
+    headers.push((
+        header::ACCEPT,
+        HeaderValue::from_static("text/event-stream"),
+    ));
+    headers.push((header::CACHE_CONTROL, HeaderValue::from_static("no-cache")));
+    let get = request(Method::GET, &inner.url, &headers, Bytes::new())
+        .map_err(|e| fail(format!("cannot build the GET request for {shown}: {e}")))?;
+    let response =
+        match tokio::time::timeout(inner.connect_timeout, inner.http.clone().oneshot(get)).await {
+            Err(_) => {
+                return Err(TransportError::io(
+                    format!(
+                        "server `{server}`: no response from {shown} within {} ms",
+                        inner.connect_timeout.as_millis()
+                    ),
+                    io::Error::from(io::ErrorKind::TimedOut),
+                ))
+            }
+            Ok(Err(e)) => {
+                let text = chain(&*e);
+                return Err(TransportError::io(
+                    format!("server `{server}`: cannot connect to {shown}: {text}"),
+                    io::Error::new(io_kind(&*e), text),
+                ));
+            }
+            Ok(Ok(response)) => response,
+        };
+    let status = response.status();
+    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        return Err(auth_refused(&server, "GET", &shown, status));
+    }
+    if !status.is_success() {
+        return Err(fail(format!("GET {shown} answered {status}")));
+    }
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !content_type
+        .to_ascii_lowercase()
+        .starts_with("text/event-stream")
+    {
+        return Err(fail(format!(
+            "GET {shown} answered `Content-Type: {}`, not text/event-stream; is this the SSE URL?",
+            content_type.escape_debug()
+        )));
+    }
+
+    // 2. Wait for the endpoint event.
+    let mut body = response.into_body();
+    let mut parser = EventParser::new(ctx.frame_limit);
+    let mut items = Vec::new();
+    let wait = async {
+        loop {
+            match body.frame().await {
+                None => return Err("the event stream ended before the endpoint event".to_owned()),
+                Some(Err(e)) => {
+                    return Err(format!(
+                        "the event stream failed before the endpoint event: {}",
+                        chain(&*e)
+                    ))
+                }
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    parser.push(&data, &mut items);
+                    if let Some(i) = items.iter().position(is_endpoint) {
+                        return Ok(i);
+                    }
+                }
+            }
+        }
+    };
+    let at = match tokio::time::timeout(inner.endpoint_timeout, wait).await {
+        Err(_) => {
+            return Err(TransportError::io(
+                format!(
+                    "server `{server}`: no endpoint event on {shown} within {} ms",
+                    inner.endpoint_timeout.as_millis()
+                ),
+                io::Error::from(io::ErrorKind::TimedOut),
+            ))
+        }
+        Ok(Err(what)) => return Err(fail(format!("{what} ({shown})"))),
+        Ok(Ok(at)) => at,
+    };
+    let rest = items.split_off(at + 1);
+    let Some(SseItem::Event(event)) = items.pop() else {
+        unreachable!("`at` is the position of an endpoint event");
+    };
+    for early in &items {
+        tracing::warn!(server = %server, item = ?kind_of(early), "event before the endpoint event ignored");
+    }
+    let endpoint = endpoint::resolve(&inner.url, &event.data).map_err(|e| match e {
+        EndpointError::Foreign(_) => TransportError::io(
+            format!("server `{server}`: {e} (the stream is {shown})"),
+            io::Error::new(io::ErrorKind::PermissionDenied, "foreign endpoint"),
+        ),
+        EndpointError::Invalid(_) => fail(e.to_string()),
+    })?;
+    tracing::debug!(
+        server = %server,
+        endpoint = %endpoint.path(),
+        retry_ms = ?parser.retry().map(|d| d.as_millis()),
+        "SSE stream open"
+    );
+
+    // 3. Wire the session to the stream.
+    let shared = Arc::new(Shared::new());
+    ctx.handler
+        .on_open(Arc::new(SseOutbound(Arc::clone(&shared))) as Arc<dyn Outbound>);
+    let (inject_tx, inject_rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let span = tracing::debug_span!("mcp.sse", server = %server);
+    let reader = Reader {
+        server: Arc::clone(&server),
+        body,
+        parser,
+        limit: ctx.frame_limit,
+        inject: inject_rx,
+        stop: stop_rx,
+        guard: CloseGuard {
+            shared: Arc::clone(&shared),
+            handler: Some(Arc::clone(&ctx.handler)),
+        },
+    };
+    let reader = tokio::spawn(reader.run(rest).instrument(span.clone()));
+    let writer = Writer {
+        server: Arc::clone(&server),
+        shared: Arc::clone(&shared),
+        http: inner.http.clone(),
+        endpoint,
+        headers: inner.headers.clone(),
+        timeout: inner.post_timeout,
+        inject: inject_tx,
+    };
+    let writer = tokio::spawn(writer.run().instrument(span));
+    Ok(SseConnection {
+        server,
+        shared,
+        stop: Some(stop_tx),
+        reader: Some(reader),
+        writer: Some(writer),
+    })
+}
+
+fn is_endpoint(item: &SseItem) -> bool {
+    matches!(item, SseItem::Event(e) if e.event == "endpoint")
+}
+
+fn kind_of(item: &SseItem) -> &str {
+    match item {
+        SseItem::Event(e) => &e.event,
+        SseItem::Oversized(_) => "oversized",
+    }
+}
+
+/// A 401 or 403: an error the supervision must not retry (its source is `PermissionDenied`).
+fn auth_refused(server: &str, verb: &str, shown: &str, status: StatusCode) -> TransportError {
+    TransportError::io(
+        format!(
+            "server `{server}`: authentication refused: {verb} {shown} answered {status}; check \
+             the server's `auth` and its secret in local.toml"
+        ),
+        io::Error::new(io::ErrorKind::PermissionDenied, format!("HTTP {status}")),
+    )
+}
+
+/// `error: source: source…`, one line.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(e) = next {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = e.source();
+    }
+    text
+}
+
+/// The kind of the first I/O error in `error`'s chain (`ConnectionRefused`, …), else `Other`.
+fn io_kind(error: &(dyn std::error::Error + 'static)) -> io::ErrorKind {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            return io.kind();
+        }
+        next = e.source();
+    }
+    io::ErrorKind::Other
+}
+
+/// The queue between the session and the writer.
+#[derive(Debug)]
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    frames: VecDeque<Vec<u8>>,
+    bytes: usize,
+    closed: bool,
+}
+
+impl Shared {
+    fn new() -> Self {
+        Self {
+            queue: Mutex::new(Queue::default()),
+            wake: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Refuses every later frame and drops the queued ones; wakes the writer so it ends.
+    fn close(&self) {
+        {
+            let mut queue = self.lock();
+            queue.closed = true;
+            queue.frames.clear();
+            queue.bytes = 0;
+        }
+        self.wake.notify_one();
+    }
+}
+
+/// The sending half given to the session: queues a frame for the writer.
+struct SseOutbound(Arc<Shared>);
+
+impl Outbound for SseOutbound {
+    fn send_with(
+        &self,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        if self.0.lock().closed {
+            return Err(SendError::Closed);
+        }
+        let mut frame = Vec::new();
+        write(&mut frame).map_err(SendError::Encode)?;
+        {
+            let mut queue = self.0.lock();
+            if queue.closed {
+                return Err(SendError::Closed);
+            }
+            if queue.bytes + frame.len() > MAX_QUEUED && !queue.frames.is_empty() {
+                return Err(SendError::Full(queue.bytes));
+            }
+            queue.bytes += frame.len();
+            queue.frames.push_back(frame);
+        }
+        self.0.wake.notify_one();
+        Ok(())
+    }
+}
+
+/// Reads the event stream and hands messages to the session.
+struct Reader {
+    server: Arc<str>,
+    body: Body,
+    parser: EventParser,
+    limit: usize,
+    /// Answers made up by the writer for requests whose POST failed.
+    inject: mpsc::UnboundedReceiver<Vec<u8>>,
+    stop: oneshot::Receiver<()>,
+    guard: CloseGuard,
+}
+
+impl Reader {
+    async fn run(mut self, mut items: Vec<SseItem>) {
+        self.deliver(&mut items);
+        let reason = loop {
+            tokio::select! {
+                biased;
+                _ = &mut self.stop => break closed("closed by the client", true),
+                Some(frame) = self.inject.recv() => {
+                    if let Some(handler) = &self.guard.handler {
+                        handler.on_frame(&frame);
+                    }
+                }
+                frame = self.body.frame() => match frame {
+                    None => break closed("the event stream ended", false),
+                    Some(Err(e)) => {
+                        break closed(&format!("the event stream failed: {}", chain(&*e)), false)
+                    }
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            self.parser.push(&data, &mut items);
+                            self.deliver(&mut items);
+                        }
+                    }
+                },
+            }
+        };
+        tracing::debug!(server = %self.server, reason = %reason.message, "SSE stream closed");
+        self.guard.finish(reason);
+    }
+
+    fn deliver(&self, items: &mut Vec<SseItem>) {
+        let Some(handler) = &self.guard.handler else {
+            items.clear();
+            return;
+        };
+        for item in items.drain(..) {
+            match item {
+                SseItem::Event(e) if e.event == "message" => {
+                    if e.data.trim().is_empty() {
+                        tracing::debug!(server = %self.server, "empty message event ignored");
+                        continue;
+                    }
+                    handler.on_frame(e.data.as_bytes());
+                }
+                SseItem::Event(e) if e.event == "endpoint" => {
+                    tracing::warn!(server = %self.server, "a second endpoint event was ignored");
+                }
+                SseItem::Event(e) => {
+                    tracing::debug!(server = %self.server, event = %e.event.escape_debug(), "event of an unknown type ignored");
+                }
+                SseItem::Oversized(o) => {
+                    tracing::warn!(
+                        server = %self.server,
+                        len = o.len,
+                        limit = self.limit,
+                        "event over the frame limit discarded"
+                    );
+                    if matches!(o.event.as_deref(), None | Some("message" | "")) {
+                        handler.on_oversize(OversizeFrame {
+                            head: &o.head,
+                            tail: &o.tail,
+                            len: o.len,
+                            limit: self.limit,
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn closed(message: &str, requested: bool) -> CloseReason {
+    CloseReason {
+        message: message.to_owned(),
+        exit_status: None,
+        stderr_tail: String::new(),
+        requested,
+    }
+}
+
+/// Calls `on_closed` once: when the reader ends, or when its task is dropped (aborted, or the
+/// runtime shut down).
+struct CloseGuard {
+    shared: Arc<Shared>,
+    handler: Option<Arc<dyn InboundHandler>>,
+}
+
+impl CloseGuard {
+    fn finish(&mut self, reason: CloseReason) {
+        self.shared.close();
+        if let Some(handler) = self.handler.take() {
+            handler.on_closed(reason);
+        }
+    }
+}
+
+impl Drop for CloseGuard {
+    fn drop(&mut self) {
+        self.finish(closed("the connection was dropped", true));
+    }
+}
+
+/// POSTs queued frames to the endpoint, one at a time and in order (so `initialize`,
+/// `notifications/initialized` and the first requests reach the server in the order sent).
+struct Writer {
+    server: Arc<str>,
+    shared: Arc<Shared>,
+    http: HttpService,
+    endpoint: Url,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    timeout: Duration,
+    inject: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+impl Writer {
+    async fn run(mut self) {
+        self.headers.push((
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ));
+        loop {
+            let frame = {
+                let mut queue = self.shared.lock();
+                if queue.closed {
+                    return;
+                }
+                let frame = queue.frames.pop_front();
+                if let Some(f) = &frame {
+                    queue.bytes -= f.len();
+                }
+                frame
+            };
+            let Some(frame) = frame else {
+                self.shared.wake.notified().await;
+                continue;
+            };
+            if let Err(problem) = self.post(&frame).await {
+                self.failed(&frame, &problem);
+            }
+        }
+    }
+
+    /// One POST; `Err` says what went wrong, naming no secret.
+    async fn post(&self, frame: &[u8]) -> Result<(), String> {
+        let req = request(
+            Method::POST,
+            &self.endpoint,
+            &self.headers,
+            Bytes::copy_from_slice(frame),
+        )
+        .map_err(|e| format!("cannot build the POST request: {e}"))?;
+        let response =
+            match tokio::time::timeout(self.timeout, self.http.clone().oneshot(req)).await {
+                Err(_) => {
+                    return Err(format!(
+                        "the POST got no answer within {} ms",
+                        self.timeout.as_millis()
+                    ))
+                }
+                Ok(Err(e)) => return Err(format!("the POST failed: {}", chain(&*e))),
+                Ok(Ok(response)) => response,
+            };
+        let status = response.status();
+        // Read the (short) body so the connection goes back to the pool; never log it.
+        let _ = tokio::time::timeout(self.timeout, drain(response.into_body())).await;
+        if status.is_success() {
+            return Ok(());
+        }
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(format!(
+                "authentication refused: the POST was answered {status}; check the server's \
+                 `auth` and its secret in local.toml"
+            ));
+        }
+        Err(format!("the POST was answered {status}"))
+    }
+
+    /// A POST failed: a request fails at once with an error answer; anything else is logged.
+    fn failed(&self, frame: &[u8], problem: &str) {
+        #[derive(Deserialize)]
+        struct Peek {
+            id: Option<RequestId>,
+            method: Option<serde::de::IgnoredAny>,
+        }
+        let peek: Option<Peek> = serde_json::from_slice(frame).ok();
+        let server = &self.server;
+        match peek {
+            Some(Peek {
+                id: Some(id),
+                method: Some(_),
+            }) => {
+                tracing::warn!(server = %server, request_id = %id, problem, "POST failed; the request fails");
+                let answer = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {
+                        "code": SEND_FAILED,
+                        "message": format!("server `{server}`: {problem}"),
+                    },
+                });
+                if let Ok(bytes) = serde_json::to_vec(&answer) {
+                    let _ = self.inject.send(bytes);
+                }
+            }
+            _ => {
+                tracing::warn!(server = %server, problem, "POST of a notification or an answer failed");
+            }
+        }
+    }
+}
+
+/// Reads and drops a POST's response body, at most [`MAX_POST_RESPONSE`] bytes of it.
+async fn drain(mut body: Body) {
+    let mut seen = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(data) = frame.into_data() {
+            seen += data.len();
+            if seen > MAX_POST_RESPONSE {
+                return;
+            }
+        }
+    }
+}
+
+/// An open SSE connection. Dropping it ends the stream and the writer at once.
+pub(super) struct SseConnection {
+    server: Arc<str>,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    reader: Option<JoinHandle<()>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for SseConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SseConnection")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection for SseConnection {
+    fn close(mut self: Box<Self>) -> crate::transport::BoxFuture<'static, ()> {
+        let stop = self.stop.take();
+        let reader = self.reader.take();
+        let writer = self.writer.take();
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            if let Some(stop) = stop {
+                let _ = stop.send(());
+            }
+            if let Some(reader) = reader {
+                let _ = reader.await;
+            }
+            shared.close();
+            if let Some(writer) = writer {
+                writer.abort();
+            }
+        })
+    }
+}
+
+impl Drop for SseConnection {
+    fn drop(&mut self) {
+        self.shared.close();
+        for task in [self.reader.take(), self.writer.take()]
+            .into_iter()
+            .flatten()
+        {
+            task.abort();
+        }
+    }
+}
