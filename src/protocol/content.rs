@@ -15,6 +15,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::jsonrpc::CowStr;
+
 /// One block of a tool result's `content`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
@@ -299,31 +301,6 @@ impl<'de> Deserialize<'de> for ContentBlock {
 
 struct BlockVisitor;
 
-/// A map key, borrowed when the input allows it.
-struct Key<'de>(std::borrow::Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(std::borrow::Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
-                Ok(Key(std::borrow::Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
 impl<'de> Visitor<'de> for BlockVisitor {
     type Value = ContentBlock;
 
@@ -332,12 +309,12 @@ impl<'de> Visitor<'de> for BlockVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
-        let Some(first) = map.next_key::<Key<'de>>()? else {
+        let Some(first) = map.next_key::<CowStr<'de>>()? else {
             return Ok(ContentBlock::Unknown(Value::Object(Map::new())));
         };
         if first.0 == "type" {
             // The fast path: the kind first, the rest straight into its struct.
-            let kind: Key<'de> = map.next_value()?;
+            let kind: CowStr<'de> = map.next_value()?;
             let rest = MapAccessDeserializer::new(map);
             return Ok(match &*kind.0 {
                 "text" => ContentBlock::Text(TextContent::deserialize(rest)?),

@@ -111,6 +111,31 @@ impl<'de> Deserialize<'de> for RequestId {
     }
 }
 
+/// A string borrowed from the input when it has no escapes, owned otherwise.
+pub(crate) struct CowStr<'de>(pub(crate) std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for CowStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CowVisitor;
+        impl<'de> Visitor<'de> for CowVisitor {
+            type Value = CowStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(std::borrow::Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(CowVisitor)
+    }
+}
+
 /// A JSON-RPC error object, as found in an error response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JsonRpcError {

@@ -1,0 +1,82 @@
+//! [`ToolCall`]: the request of the tool-call stack.
+
+use kaged_mcp_layers::retry::RetrySafe;
+use kaged_mcp_layers::timeout::{ProgressAware, ProgressHandle};
+use serde_json::{Map, Value};
+
+/// One `tools/call`: the tool's name as the server knows it, its arguments, whether a repeat is
+/// harmless, and where to report progress.
+///
+/// When [`progress`](Self::progress) is set, the client sends `_meta.progressToken` and calls
+/// [`ProgressHandle::notify`] for each `notifications/progress` of the call, so a
+/// `ProgressTimeout` layer can reset its idle timer.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCall {
+    /// The tool's name on the server.
+    pub name: String,
+    /// The arguments object; `None` sends no `arguments`.
+    pub arguments: Option<Map<String, Value>>,
+    /// A repeat is harmless (the tool is annotated read-only or idempotent and the operator
+    /// trusts the annotations). Read by the retry policy.
+    pub retry_safe: bool,
+    /// Notified on each progress report of this call.
+    pub progress: Option<ProgressHandle>,
+}
+
+impl ToolCall {
+    /// A call of `name` without arguments.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the arguments.
+    #[must_use]
+    pub fn with_arguments(mut self, arguments: Map<String, Value>) -> Self {
+        self.arguments = Some(arguments);
+        self
+    }
+
+    /// Sets the arguments from a JSON value: an object becomes the arguments, `null` means none.
+    ///
+    /// # Panics
+    /// When `arguments` is neither an object nor `null` (a programmer error: MCP arguments are
+    /// always an object).
+    #[must_use]
+    pub fn with_json_arguments(mut self, arguments: Value) -> Self {
+        self.arguments = match arguments {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => panic!("tool arguments must be a JSON object, not {other}"),
+        };
+        self
+    }
+
+    /// Marks the call safe (or not) to send twice.
+    #[must_use]
+    pub fn with_retry_safe(mut self, retry_safe: bool) -> Self {
+        self.retry_safe = retry_safe;
+        self
+    }
+
+    /// Asks for progress reports, delivered to `handle`.
+    #[must_use]
+    pub fn with_progress(mut self, handle: ProgressHandle) -> Self {
+        self.progress = Some(handle);
+        self
+    }
+}
+
+impl RetrySafe for ToolCall {
+    fn retry_safe(&self) -> bool {
+        self.retry_safe
+    }
+}
+
+impl ProgressAware for ToolCall {
+    fn progress(&self) -> Option<&ProgressHandle> {
+        self.progress.as_ref()
+    }
+}

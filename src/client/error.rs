@@ -1,0 +1,318 @@
+//! [`ClientError`]: everything that can go wrong between a call and a server, each naming the
+//! server and, where there is one, the request.
+
+use std::fmt;
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kaged_mcp_layers::retry::NotSent;
+use serde_json::Value;
+use tower::BoxError;
+
+use crate::protocol::lifecycle::SUPPORTED_PROTOCOL_VERSIONS;
+use crate::protocol::RequestId;
+use crate::transport::TransportError;
+
+/// The request an error is about: its id and method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRef {
+    /// The client's id for the request.
+    pub id: RequestId,
+    /// The JSON-RPC method, e.g. `tools/call`.
+    pub method: &'static str,
+}
+
+impl fmt::Display for RequestRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "request {} ({})", self.id, self.method)
+    }
+}
+
+/// Formats ` (request 4 (tools/call))` or nothing.
+struct About<'a>(&'a Option<RequestRef>);
+
+impl fmt::Display for About<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(r) => write!(f, " during {r}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Formats `; last stderr:\n…` or nothing.
+struct Stderr<'a>(&'a str);
+
+impl fmt::Display for Stderr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tail = self.0.trim_end();
+        if tail.is_empty() {
+            Ok(())
+        } else {
+            write!(f, "; last stderr:\n{tail}")
+        }
+    }
+}
+
+/// An error of the MCP client. Every variant names the server.
+///
+/// # Errors the retry policy may retry
+/// As a [`tower::Service`], [`McpClient`](super::McpClient) returns these in a
+/// [`BoxError`]. When the request provably never reached the server, the error is wrapped in
+/// [`kaged_mcp_layers::retry::NotSent`] so the retry policy retries it whatever the tool:
+/// [`SpawnFailed`](Self::SpawnFailed), [`ServerFailed`](Self::ServerFailed),
+/// [`BackingOff`](Self::BackingOff), [`Disabled`](Self::Disabled),
+/// [`TooManyInFlight`](Self::TooManyInFlight), [`NoRuntime`](Self::NoRuntime), a
+/// [`ConnectionClosed`](Self::ConnectionClosed) refused before the write, and any error of a
+/// start-up the call was waiting for (the server exited before `initialize` was answered, spoke
+/// an unsupported version, did not answer in time). [`ClientError::find`] finds the
+/// `ClientError` in either shape.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The transport could not connect (stdio: the process could not be spawned).
+    #[error("MCP server `{server}` could not be started: {source}")]
+    SpawnFailed {
+        /// The server.
+        server: Arc<str>,
+        /// What the transport reported.
+        #[source]
+        source: TransportError,
+    },
+    /// The server went away (stdio: the process exited, or its stdout closed).
+    #[error("MCP server `{server}` {reason}{about}{stderr}", about = About(request), stderr = Stderr(stderr_tail))]
+    Exited {
+        /// The server.
+        server: Arc<str>,
+        /// What happened, e.g. `exited (exit status: 3)`.
+        reason: String,
+        /// The exit status, when the transport runs a process.
+        exit_status: Option<ExitStatus>,
+        /// The last bytes the server wrote to stderr.
+        stderr_tail: String,
+        /// The request that was in flight.
+        request: Option<RequestRef>,
+    },
+    /// The server sent a message longer than the frame limit; the message was discarded.
+    #[error("MCP server `{server}` sent a message of {len} bytes, over the frame limit of {limit} bytes{about}", about = About(request))]
+    FrameTooLarge {
+        /// The server.
+        server: Arc<str>,
+        /// The limit.
+        limit: usize,
+        /// The message's length.
+        len: u64,
+        /// The request it answered, when its id could be found.
+        request: Option<RequestRef>,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("MCP server `{server}` answered {request} with JSON-RPC error {code}: {message}")]
+    JsonRpc {
+        /// The server.
+        server: Arc<str>,
+        /// The request.
+        request: RequestRef,
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+        /// The error data, if any.
+        data: Option<Value>,
+    },
+    /// The server chose a protocol revision this client does not speak.
+    #[error("MCP server `{server}` answered initialize with protocol version {version:?}, which this client does not support (it supports {})", SUPPORTED_PROTOCOL_VERSIONS.join(", "))]
+    UnsupportedProtocolVersion {
+        /// The server.
+        server: Arc<str>,
+        /// The version it answered.
+        version: String,
+    },
+    /// The connection is closed (or was shut down by the client).
+    #[error("MCP server `{server}`: connection closed{about}: {detail}", about = About(request))]
+    ConnectionClosed {
+        /// The server.
+        server: Arc<str>,
+        /// The request concerned, if any.
+        request: Option<RequestRef>,
+        /// Why.
+        detail: String,
+    },
+    /// The server failed too many times in a row; calls fail fast until it is re-enabled.
+    #[error("MCP server `{server}` is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}")]
+    ServerFailed {
+        /// The server.
+        server: Arc<str>,
+        /// Consecutive failures.
+        failures: u32,
+        /// The last failure.
+        last_error: String,
+    },
+    /// The server failed recently and the next restart attempt is not due yet.
+    #[error("MCP server `{server}` is restarting, next attempt in {} ms; last error: {last_error}", retry_in.as_millis())]
+    BackingOff {
+        /// The server.
+        server: Arc<str>,
+        /// Time until the next attempt.
+        retry_in: Duration,
+        /// The last failure.
+        last_error: String,
+    },
+    /// The server is disabled (by the operator, or shut down).
+    #[error("MCP server `{server}` is disabled")]
+    Disabled {
+        /// The server.
+        server: Arc<str>,
+    },
+    /// `tools/list` pagination did not end properly.
+    #[error("MCP server `{server}`: tools/list stopped: {detail}")]
+    Pagination {
+        /// The server.
+        server: Arc<str>,
+        /// What went wrong (a cursor seen twice, too many pages or tools).
+        detail: String,
+    },
+    /// The server sent something the protocol does not allow.
+    #[error("MCP server `{server}` violated the protocol{about}: {detail}", about = About(request))]
+    ProtocolViolation {
+        /// The server.
+        server: Arc<str>,
+        /// The request concerned, if any.
+        request: Option<RequestRef>,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The server did not answer `initialize` in time.
+    #[error("MCP server `{server}` did not answer initialize within {} ms", after.as_millis())]
+    InitializeTimeout {
+        /// The server.
+        server: Arc<str>,
+        /// The time waited.
+        after: Duration,
+    },
+    /// The bound on calls in flight is reached.
+    #[error("MCP server `{server}` already has {limit} requests in flight (the limit)")]
+    TooManyInFlight {
+        /// The server.
+        server: Arc<str>,
+        /// The bound.
+        limit: usize,
+    },
+    /// The server had to be started outside a tokio runtime.
+    #[error("MCP server `{server}` cannot be started outside a tokio runtime")]
+    NoRuntime {
+        /// The server.
+        server: Arc<str>,
+    },
+}
+
+impl ClientError {
+    /// The server the error is about.
+    pub fn server(&self) -> &str {
+        match self {
+            Self::SpawnFailed { server, .. }
+            | Self::Exited { server, .. }
+            | Self::FrameTooLarge { server, .. }
+            | Self::JsonRpc { server, .. }
+            | Self::UnsupportedProtocolVersion { server, .. }
+            | Self::ConnectionClosed { server, .. }
+            | Self::ServerFailed { server, .. }
+            | Self::BackingOff { server, .. }
+            | Self::Disabled { server }
+            | Self::Pagination { server, .. }
+            | Self::ProtocolViolation { server, .. }
+            | Self::InitializeTimeout { server, .. }
+            | Self::TooManyInFlight { server, .. }
+            | Self::NoRuntime { server } => server,
+        }
+    }
+
+    /// The request the error is about, if any.
+    pub fn request(&self) -> Option<&RequestRef> {
+        match self {
+            Self::Exited { request, .. }
+            | Self::FrameTooLarge { request, .. }
+            | Self::ConnectionClosed { request, .. }
+            | Self::ProtocolViolation { request, .. } => request.as_ref(),
+            Self::JsonRpc { request, .. } => Some(request),
+            _ => None,
+        }
+    }
+
+    /// Finds the `ClientError` in an error returned by the [`McpClient`](super::McpClient)
+    /// service, whether bare or wrapped in [`NotSent`].
+    pub fn find<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a Self> {
+        let mut next = Some(err);
+        while let Some(err) = next {
+            if let Some(found) = err.downcast_ref::<Self>() {
+                return Some(found);
+            }
+            next = err.source();
+        }
+        None
+    }
+
+    /// Boxes the error, wrapped in [`NotSent`] when `not_sent` is true.
+    pub(crate) fn boxed(self, not_sent: bool) -> BoxError {
+        if not_sent {
+            Box::new(NotSent::new(self))
+        } else {
+            Box::new(self)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> Arc<str> {
+        "github".into()
+    }
+
+    #[test]
+    fn exited_names_the_server_the_request_and_the_stderr_tail() {
+        let e = ClientError::Exited {
+            server: server(),
+            reason: "exited (exit status: 3)".into(),
+            exit_status: None,
+            stderr_tail: "boom\n".into(),
+            request: Some(RequestRef {
+                id: RequestId::Number(4),
+                method: "tools/call",
+            }),
+        };
+        assert_eq!(
+            e.to_string(),
+            "MCP server `github` exited (exit status: 3) during request 4 (tools/call); last stderr:\nboom"
+        );
+        assert_eq!(e.server(), "github");
+        assert_eq!(e.request().unwrap().id, RequestId::Number(4));
+    }
+
+    #[test]
+    fn unsupported_version_lists_what_is_supported() {
+        let e = ClientError::UnsupportedProtocolVersion {
+            server: server(),
+            version: "1999-01-01".into(),
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("`github`") && text.contains("\"1999-01-01\""),
+            "{text}"
+        );
+        assert!(text.contains("2025-11-25"), "{text}");
+    }
+
+    #[test]
+    fn find_looks_through_not_sent() {
+        let e = ClientError::Disabled { server: server() };
+        let boxed = e.clone().boxed(true);
+        assert!(boxed.is::<NotSent>());
+        assert!(NotSent::in_chain(&*boxed));
+        assert_eq!(ClientError::find(&*boxed).unwrap().server(), "github");
+        let boxed = e.boxed(false);
+        assert!(!NotSent::in_chain(&*boxed));
+        assert!(ClientError::find(&*boxed).is_some());
+    }
+}

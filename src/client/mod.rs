@@ -1,0 +1,624 @@
+//! The MCP client: one supervised session per server, as a `tower::Service`.
+//!
+//! [`McpClient`] is a cheap, clonable handle (`Send + Sync`) on one server. It implements
+//! `Service<ToolCall, Response = ToolResult, Error = BoxError>` with an always-ready
+//! `poll_ready`: waiting (for a start-up in progress) happens inside the call's
+//! [`ResponseFuture`], where the caller's timeout covers it. Many calls may be in flight on one
+//! connection; they are correlated by id.
+//!
+//! # Session
+//! The client starts the server on first use (or on [`McpClient::start`]): it connects the
+//! [`Transport`], sends `initialize` offering protocol `2025-11-25`, accepts an answer of
+//! `2024-11-05`, `2025-03-26`, `2025-06-18` or `2025-11-25` (any other ends the attempt with
+//! [`ClientError::UnsupportedProtocolVersion`]), and sends `notifications/initialized`. It
+//! advertises no capability: no sampling. Server→client requests pass the stack described in
+//! [`server_requests`]; `notifications/progress` goes to the waiting call's
+//! [`ProgressHandle`](kaged_mcp_layers::timeout::ProgressHandle), `notifications/message` to
+//! `tracing` at the matching level, and `notifications/tools/list_changed` bumps the generation
+//! watched through [`McpClient::tools_changed`].
+//!
+//! # Supervision (ADR-0043 §3)
+//! - When the server dies, every call in flight fails at once with [`ClientError::Exited`]
+//!   naming the server (with the exit status and the last stderr bytes).
+//! - A failure (an attempt that fails before `initialize` is answered, or a crash within
+//!   [`ClientOptions::stable_after`] of it) counts; a crash after a long healthy run starts a new
+//!   count. After the n-th consecutive failure the next start may begin after
+//!   `backoff_base · 2ⁿ⁻¹` (1 s, 2 s, 4 s, 8 s … capped at 60 s); a call before that fails fast
+//!   with [`ClientError::BackingOff`], and the first call after it starts the server again.
+//! - After [`ClientOptions::max_consecutive_failures`] (5) the server is
+//!   [`ServerState::Failed`]: calls fail fast with [`ClientError::ServerFailed`] until
+//!   [`McpClient::reenable`].
+//! - Errors that prove the request never reached the server are wrapped in
+//!   [`NotSent`](kaged_mcp_layers::retry::NotSent) (see [`ClientError`]).
+//!
+//! State changes are logged at INFO, misbehaving servers at WARN, a server marked failed at
+//! ERROR; each call emits one DEBUG event and records `request_id` on the current span.
+//!
+//! # Processes
+//! Dropping the last handle drops the connection: a stdio server's process group is killed at
+//! once (synchronously, also outside a runtime). [`McpClient::shutdown`] ends it gracefully.
+//!
+//! # Example
+//! ```no_run
+//! use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
+//! use kaged_mcp::transport::{StdioConfig, StdioTransport};
+//! use tower::{Service, ServiceExt};
+//!
+//! # async fn run() -> Result<(), tower::BoxError> {
+//! let transport = StdioTransport::new(StdioConfig::new("python3").args(["server.py"]));
+//! let mut client = McpClient::new("local", transport, ClientOptions::default());
+//! for tool in client.list_tools().await? {
+//!     println!("{}: {}", tool.name, tool.description.unwrap_or_default());
+//! }
+//! let call = ToolCall::new("echo").with_json_arguments(serde_json::json!({"message": "hi"}));
+//! let result = client.ready().await?.call(call).await?;
+//! println!("{}", result.joined_text());
+//! # Ok(()) }
+//! ```
+
+mod call;
+mod error;
+mod future;
+mod inbound;
+mod options;
+pub mod server_requests;
+mod session;
+mod state;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use kaged_mcp_layers::reject_sampling::RejectedCounter;
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
+use tower::{BoxError, Service};
+
+pub use self::call::ToolCall;
+pub use self::error::{ClientError, RequestRef};
+pub use self::future::ResponseFuture;
+pub use self::options::ClientOptions;
+pub use self::state::ServerState;
+
+use self::server_requests::ServerRequestService;
+use self::session::Session;
+use crate::protocol::lifecycle::is_supported_version;
+use crate::protocol::{Implementation, InitializeResult, ToolInfo};
+use crate::transport::{CloseReason, ConnectContext, Connection, Transport};
+
+/// The most `tools/list` pages followed.
+pub const MAX_TOOL_PAGES: usize = 100;
+/// The most tools accepted from one server.
+pub const MAX_TOOLS: usize = 10_000;
+
+/// A supervised session with one MCP server. See the [module docs](self).
+///
+/// # Clone
+/// Clones share the session; the server stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct McpClient {
+    shared: Arc<Shared>,
+}
+
+/// What every clone shares.
+pub(crate) struct Shared {
+    server: Arc<str>,
+    transport: Box<dyn Transport>,
+    options: ClientOptions,
+    sup: Mutex<Supervisor>,
+    tools_changed: Arc<watch::Sender<u64>>,
+    sampling_refused: RejectedCounter,
+    server_requests: ServerRequestService,
+}
+
+/// The supervision state, behind a synchronous mutex never held across an await.
+struct Supervisor {
+    state: ServerState,
+    /// Bumped by every start attempt, shutdown and disable; stale events are ignored.
+    generation: u64,
+    session: Option<Arc<Session>>,
+    connection: Option<Box<dyn Connection>>,
+    attempt_running: bool,
+    waiters: Vec<oneshot::Sender<Result<Arc<Session>, ClientError>>>,
+    failures: u32,
+    next_attempt: Option<Instant>,
+    ready_at: Option<Instant>,
+    last_error: Option<String>,
+    init: Option<Arc<InitializeResult>>,
+}
+
+/// How a call gets its session.
+enum Acquire {
+    Ready(Arc<Session>),
+    Wait(oneshot::Receiver<Result<Arc<Session>, ClientError>>),
+    Fail(ClientError),
+}
+
+impl McpClient {
+    /// A client for the server labelled `server` (the configuration key), reached through
+    /// `transport`. Lazy: nothing starts until the first call, [`list_tools`](Self::list_tools)
+    /// or [`start`](Self::start).
+    pub fn new(
+        server: impl Into<String>,
+        transport: impl Transport,
+        options: ClientOptions,
+    ) -> Self {
+        let server: Arc<str> = Arc::from(server.into());
+        let sampling_refused = RejectedCounter::new();
+        let server_requests = server_requests::stack(
+            &server,
+            options.server_request_handler.clone(),
+            sampling_refused.clone(),
+        );
+        let (tools_changed, _) = watch::channel(0);
+        Self {
+            shared: Arc::new(Shared {
+                server,
+                transport: Box::new(transport),
+                options,
+                sup: Mutex::new(Supervisor {
+                    state: ServerState::Idle,
+                    generation: 0,
+                    session: None,
+                    connection: None,
+                    attempt_running: false,
+                    waiters: Vec::new(),
+                    failures: 0,
+                    next_attempt: None,
+                    ready_at: None,
+                    last_error: None,
+                    init: None,
+                }),
+                tools_changed: Arc::new(tools_changed),
+                sampling_refused,
+                server_requests,
+            }),
+        }
+    }
+
+    /// The server's label.
+    pub fn server(&self) -> &str {
+        &self.shared.server
+    }
+
+    /// The transport's description (`stdio: node server.js`, …).
+    pub fn transport_description(&self) -> String {
+        self.shared.transport.describe()
+    }
+
+    /// Starts the server now, if it is not running, and waits until it is ready.
+    ///
+    /// # Errors
+    /// Whatever kept the server from starting, naming it.
+    pub async fn start(&self) -> Result<(), ClientError> {
+        self.shared.session().await.map(drop)
+    }
+
+    /// Lists the server's tools, following `nextCursor` to the end.
+    ///
+    /// # Errors
+    /// [`ClientError::Pagination`] when a cursor comes back twice, after more than
+    /// [`MAX_TOOL_PAGES`] pages or more than [`MAX_TOOLS`] tools; any error of the session.
+    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
+        let session = self.shared.session().await?;
+        let pagination = |detail: String| ClientError::Pagination {
+            server: Arc::clone(&self.shared.server),
+            detail,
+        };
+        let mut tools = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for page in 1..=MAX_TOOL_PAGES {
+            let (rx, mut guard) = session.list_tools_page(cursor.as_deref())?;
+            let answer = rx.await.map_err(|_| ClientError::ConnectionClosed {
+                server: Arc::clone(&self.shared.server),
+                request: None,
+                detail: "the session ended during tools/list".into(),
+            });
+            guard.disarm();
+            let result = answer??;
+            tools.extend(result.tools);
+            if tools.len() > MAX_TOOLS {
+                return Err(pagination(format!("more than {MAX_TOOLS} tools")));
+            }
+            match result.next_cursor {
+                Some(next) if !next.is_empty() => {
+                    if !seen.insert(next.clone()) {
+                        return Err(pagination(format!(
+                            "the cursor {next:?} came back twice (page {page})"
+                        )));
+                    }
+                    cursor = Some(next);
+                }
+                _ => return Ok(tools),
+            }
+        }
+        Err(pagination(format!("more than {MAX_TOOL_PAGES} pages")))
+    }
+
+    /// The server's state now.
+    pub fn state(&self) -> ServerState {
+        self.shared.lock().state
+    }
+
+    /// The last failure, if any (kept after a successful restart until the next one).
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.lock().last_error.clone()
+    }
+
+    /// Lifts [`ServerState::Failed`] or [`ServerState::Disabled`]: the failure count starts
+    /// over and the next call starts the server at once.
+    pub fn reenable(&self) {
+        let mut sup = self.shared.lock();
+        if matches!(sup.state, ServerState::Failed | ServerState::Disabled) {
+            sup.state = ServerState::Idle;
+            sup.failures = 0;
+            sup.next_attempt = None;
+            tracing::info!(server = &*self.shared.server, "MCP server re-enabled");
+        }
+    }
+
+    /// Disables the server: the session (if any) is torn down at once, calls in flight fail,
+    /// later calls fail fast with [`ClientError::Disabled`] until [`reenable`](Self::reenable).
+    pub fn disable(&self) {
+        let (session, connection) = self.shared.stop(ServerState::Disabled);
+        if let Some(session) = session {
+            session_close_requested(&session, "the server was disabled");
+        }
+        drop(connection);
+    }
+
+    /// Shuts the server down gracefully (stdio: close stdin, wait, SIGTERM, SIGKILL) and waits
+    /// until it is gone. Calls in flight fail; the state becomes [`ServerState::Disabled`], so
+    /// nothing restarts it until [`reenable`](Self::reenable).
+    pub async fn shutdown(&self) {
+        let (session, connection) = self.shared.stop(ServerState::Disabled);
+        if let Some(connection) = connection {
+            connection.close().await;
+        }
+        if let Some(session) = session {
+            session_close_requested(&session, "shut down by the client");
+        }
+    }
+
+    /// A receiver of the tools generation, bumped on each `notifications/tools/list_changed`.
+    pub fn tools_changed(&self) -> watch::Receiver<u64> {
+        self.shared.tools_changed.subscribe()
+    }
+
+    /// The server's `serverInfo` from the last successful `initialize`.
+    pub fn server_info(&self) -> Option<Implementation> {
+        self.shared
+            .lock()
+            .init
+            .as_ref()
+            .map(|i| i.server_info.clone())
+    }
+
+    /// The protocol revision agreed in the last successful `initialize`.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.shared
+            .lock()
+            .init
+            .as_ref()
+            .map(|i| i.protocol_version.clone())
+    }
+
+    /// The whole answer to the last successful `initialize` (capabilities, instructions).
+    pub fn initialize_result(&self) -> Option<Arc<InitializeResult>> {
+        self.shared.lock().init.clone()
+    }
+
+    /// How many `sampling/createMessage` requests this server sent and the client refused.
+    pub fn sampling_refused_count(&self) -> u64 {
+        self.shared.sampling_refused.get()
+    }
+
+    /// The process id (and process group id) of the server, when it runs as a process.
+    pub fn process_id(&self) -> Option<u32> {
+        self.shared
+            .lock()
+            .connection
+            .as_ref()
+            .and_then(|c| c.process_id())
+    }
+}
+
+/// Fails what is in flight on `session` after the client ended it.
+fn session_close_requested(session: &Session, detail: &str) {
+    use crate::transport::InboundHandler;
+    session.on_closed(CloseReason {
+        message: detail.to_owned(),
+        exit_status: None,
+        stderr_tail: String::new(),
+        requested: true,
+    });
+}
+
+impl fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.shared.server)
+            .field("transport", &self.shared.transport.describe())
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl Service<ToolCall> for McpClient {
+    type Response = crate::protocol::ToolResult;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: ToolCall) -> ResponseFuture {
+        match self.shared.acquire() {
+            Acquire::Ready(session) => ResponseFuture::send(&session, &call),
+            Acquire::Wait(rx) => {
+                ResponseFuture::starting(rx, call, Arc::clone(&self.shared.server))
+            }
+            Acquire::Fail(e) => ResponseFuture::failed(e.boxed(true)),
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Supervisor> {
+        // Every critical section leaves the state consistent; a poisoned lock is still usable.
+        self.sup
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The ready session, waiting for a start-up when needed.
+    async fn session(self: &Arc<Self>) -> Result<Arc<Session>, ClientError> {
+        match self.acquire() {
+            Acquire::Ready(session) => Ok(session),
+            Acquire::Fail(e) => Err(e),
+            Acquire::Wait(rx) => rx.await.unwrap_or_else(|_| {
+                Err(ClientError::ConnectionClosed {
+                    server: Arc::clone(&self.server),
+                    request: None,
+                    detail: "the start-up was abandoned".into(),
+                })
+            }),
+        }
+    }
+
+    /// The session for a call: ready, being started (wait), or not to be had (fail fast).
+    fn acquire(self: &Arc<Self>) -> Acquire {
+        let mut sup = self.lock();
+        match sup.state {
+            ServerState::Ready => {
+                if let Some(session) = &sup.session {
+                    return Acquire::Ready(Arc::clone(session));
+                }
+            }
+            ServerState::Failed => {
+                return Acquire::Fail(ClientError::ServerFailed {
+                    server: Arc::clone(&self.server),
+                    failures: sup.failures,
+                    last_error: sup.last_error.clone().unwrap_or_default(),
+                });
+            }
+            ServerState::Disabled => {
+                return Acquire::Fail(ClientError::Disabled {
+                    server: Arc::clone(&self.server),
+                });
+            }
+            ServerState::Idle | ServerState::Starting | ServerState::Restarting => {}
+        }
+        if !sup.attempt_running {
+            if let Some(at) = sup.next_attempt {
+                let now = Instant::now();
+                if now < at {
+                    return Acquire::Fail(ClientError::BackingOff {
+                        server: Arc::clone(&self.server),
+                        retry_in: at - now,
+                        last_error: sup.last_error.clone().unwrap_or_default(),
+                    });
+                }
+            }
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return Acquire::Fail(ClientError::NoRuntime {
+                    server: Arc::clone(&self.server),
+                });
+            };
+            sup.attempt_running = true;
+            sup.generation += 1;
+            let new_state = if sup.failures == 0 && sup.ready_at.is_none() {
+                ServerState::Starting
+            } else {
+                ServerState::Restarting
+            };
+            self.set_state(&mut sup, new_state);
+            runtime.spawn(Arc::clone(self).attempt(sup.generation));
+        }
+        let (tx, rx) = oneshot::channel();
+        sup.waiters.push(tx);
+        Acquire::Wait(rx)
+    }
+
+    fn set_state(&self, sup: &mut Supervisor, state: ServerState) {
+        if sup.state != state {
+            tracing::info!(server = &*self.server, from = %sup.state, to = %state, "MCP server state");
+            sup.state = state;
+        }
+    }
+
+    /// One start attempt: connect, `initialize`, `notifications/initialized`.
+    async fn attempt(self: Arc<Self>, generation: u64) {
+        let result = self.connect_and_initialize(generation).await;
+        let mut sup = self.lock();
+        if sup.generation != generation {
+            // Shut down or disabled meanwhile; `stop` already answered the waiters.
+            return;
+        }
+        sup.attempt_running = false;
+        let waiters = std::mem::take(&mut sup.waiters);
+        match result {
+            Ok((session, init)) => {
+                tracing::info!(
+                    server = &*self.server,
+                    protocol_version = %init.protocol_version,
+                    server_name = %init.server_info.name,
+                    server_version = %init.server_info.version,
+                    "MCP server ready"
+                );
+                sup.session = Some(Arc::clone(&session));
+                sup.init = Some(Arc::new(init));
+                sup.ready_at = Some(Instant::now());
+                sup.next_attempt = None;
+                self.set_state(&mut sup, ServerState::Ready);
+                drop(sup);
+                for waiter in waiters {
+                    let _ = waiter.send(Ok(Arc::clone(&session)));
+                }
+            }
+            Err(e) => {
+                let connection = sup.connection.take();
+                sup.session = None;
+                self.register_failure(&mut sup, e.to_string());
+                drop(sup);
+                drop(connection);
+                for waiter in waiters {
+                    let _ = waiter.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+
+    async fn connect_and_initialize(
+        self: &Arc<Self>,
+        generation: u64,
+    ) -> Result<(Arc<Session>, InitializeResult), ClientError> {
+        let session = Session::new(
+            Arc::clone(&self.server),
+            generation,
+            Arc::downgrade(self),
+            self.server_requests.clone(),
+            Arc::clone(&self.tools_changed),
+            self.options.max_in_flight,
+        );
+        let ctx = ConnectContext {
+            server: Arc::clone(&self.server),
+            frame_limit: self.options.frame_limit,
+            handler: Arc::clone(&session) as _,
+        };
+        let connection =
+            self.transport
+                .connect(ctx)
+                .await
+                .map_err(|source| ClientError::SpawnFailed {
+                    server: Arc::clone(&self.server),
+                    source,
+                })?;
+        {
+            let mut sup = self.lock();
+            if sup.generation != generation {
+                return Err(ClientError::Disabled {
+                    server: Arc::clone(&self.server),
+                });
+            }
+            sup.connection = Some(connection);
+        }
+        let rx = session.initialize(&self.options.client_info)?;
+        let init = match tokio::time::timeout(self.options.initialize_timeout, rx).await {
+            Ok(Ok(answer)) => answer?,
+            Ok(Err(_)) => {
+                return Err(ClientError::ConnectionClosed {
+                    server: Arc::clone(&self.server),
+                    request: None,
+                    detail: "the session ended during initialize".into(),
+                })
+            }
+            Err(_) => {
+                return Err(ClientError::InitializeTimeout {
+                    server: Arc::clone(&self.server),
+                    after: self.options.initialize_timeout,
+                })
+            }
+        };
+        if !is_supported_version(&init.protocol_version) {
+            tracing::warn!(server = &*self.server, version = %init.protocol_version, "server chose an unsupported protocol version");
+            return Err(ClientError::UnsupportedProtocolVersion {
+                server: Arc::clone(&self.server),
+                version: init.protocol_version,
+            });
+        }
+        session.initialized();
+        Ok((session, init))
+    }
+
+    /// Counts a failure: the next attempt after a backoff, or the failed state.
+    fn register_failure(&self, sup: &mut Supervisor, error: String) {
+        sup.failures = sup.failures.saturating_add(1);
+        sup.last_error = Some(error);
+        if sup.failures >= self.options.max_consecutive_failures {
+            sup.next_attempt = None;
+            tracing::error!(
+                server = &*self.server,
+                failures = sup.failures,
+                last_error = sup.last_error.as_deref().unwrap_or(""),
+                "MCP server marked failed; calls fail fast until it is re-enabled"
+            );
+            self.set_state(sup, ServerState::Failed);
+        } else {
+            let delay = self.options.backoff_delay(sup.failures);
+            sup.next_attempt = Some(Instant::now() + delay);
+            tracing::info!(
+                server = &*self.server,
+                failures = sup.failures,
+                backoff_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                last_error = sup.last_error.as_deref().unwrap_or(""),
+                "MCP server will be restarted on the next call after the backoff"
+            );
+            self.set_state(sup, ServerState::Restarting);
+        }
+    }
+
+    /// The connection of a ready session ended.
+    pub(crate) fn session_closed(&self, generation: u64, reason: &CloseReason) {
+        let mut sup = self.lock();
+        if sup.generation != generation || sup.state != ServerState::Ready {
+            return;
+        }
+        let connection = sup.connection.take();
+        sup.session = None;
+        let lived = sup
+            .ready_at
+            .map(|at| at.elapsed())
+            .unwrap_or(Duration::ZERO);
+        if lived >= self.options.stable_after {
+            sup.failures = 0;
+        }
+        tracing::warn!(server = &*self.server, reason = %reason.message, "MCP server connection ended");
+        self.register_failure(&mut sup, format!("{reason}"));
+        drop(sup);
+        drop(connection);
+    }
+
+    /// Moves to `state` (disabled), ending the session and answering waiters.
+    fn stop(&self, state: ServerState) -> (Option<Arc<Session>>, Option<Box<dyn Connection>>) {
+        let mut sup = self.lock();
+        sup.generation += 1;
+        sup.attempt_running = false;
+        sup.next_attempt = None;
+        let session = sup.session.take();
+        let connection = sup.connection.take();
+        let waiters = std::mem::take(&mut sup.waiters);
+        self.set_state(&mut sup, state);
+        drop(sup);
+        for waiter in waiters {
+            let _ = waiter.send(Err(ClientError::Disabled {
+                server: Arc::clone(&self.server),
+            }));
+        }
+        (session, connection)
+    }
+}

@@ -1,0 +1,137 @@
+//! [`ClientOptions`]: the knobs of one client session and its supervision.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::protocol::Implementation;
+use crate::transport::DEFAULT_FRAME_LIMIT;
+
+use super::server_requests::ServerRequestService;
+
+/// How a [`McpClient`](super::McpClient) runs and supervises its server.
+///
+/// Build with `ClientOptions { frame_limit: 1 << 20, ..ClientOptions::default() }` or the
+/// setters.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// The longest message accepted from the server (default 16 MiB). A longer one fails the
+    /// call it answers and is discarded; the stream stays in sync.
+    pub frame_limit: usize,
+    /// The first restart delay after a failure (default 1 s); it doubles with each consecutive
+    /// failure.
+    pub backoff_base: Duration,
+    /// The longest restart delay (default 60 s).
+    pub backoff_cap: Duration,
+    /// After this many consecutive failures the server is marked failed (default 5).
+    pub max_consecutive_failures: u32,
+    /// A session that lived at least this long after `initialize` ends a run of failures: its
+    /// crash counts as the first of a new run (default 30 s). A shorter-lived one counts as a
+    /// crash "soon after" start-up.
+    pub stable_after: Duration,
+    /// How long the server gets to answer `initialize` (default 30 s).
+    pub initialize_timeout: Duration,
+    /// The bound on requests in flight; past it calls fail fast with
+    /// [`TooManyInFlight`](super::ClientError::TooManyInFlight) (default 1024). Put a
+    /// `tower::limit::ConcurrencyLimit` in front to wait instead.
+    pub max_in_flight: usize,
+    /// `clientInfo` sent in `initialize` (default: this crate's name and version).
+    pub client_info: Implementation,
+    /// The handler of server→client requests below `RejectSampling` (default:
+    /// [`DefaultServerRequests`](super::server_requests::DefaultServerRequests): `ping`
+    /// answered, everything else "method not found"). Sampling is refused whatever is set here.
+    pub server_request_handler: Option<ServerRequestService>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            frame_limit: DEFAULT_FRAME_LIMIT,
+            backoff_base: Duration::from_secs(1),
+            backoff_cap: Duration::from_secs(60),
+            max_consecutive_failures: 5,
+            stable_after: Duration::from_secs(30),
+            initialize_timeout: Duration::from_secs(30),
+            max_in_flight: 1024,
+            client_info: Implementation::this_client(),
+            server_request_handler: None,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Sets the frame limit.
+    #[must_use]
+    pub fn frame_limit(mut self, bytes: usize) -> Self {
+        self.frame_limit = bytes;
+        self
+    }
+
+    /// Sets the restart backoff: first delay and cap.
+    #[must_use]
+    pub fn backoff(mut self, base: Duration, cap: Duration) -> Self {
+        self.backoff_base = base;
+        self.backoff_cap = cap;
+        self
+    }
+
+    /// Sets how many consecutive failures mark the server failed.
+    #[must_use]
+    pub fn max_consecutive_failures(mut self, n: u32) -> Self {
+        self.max_consecutive_failures = n;
+        self
+    }
+
+    /// Sets the `initialize` timeout.
+    #[must_use]
+    pub fn initialize_timeout(mut self, timeout: Duration) -> Self {
+        self.initialize_timeout = timeout;
+        self
+    }
+
+    /// Sets the handler of server→client requests (below `RejectSampling`).
+    #[must_use]
+    pub fn server_request_handler(mut self, handler: ServerRequestService) -> Self {
+        self.server_request_handler = Some(handler);
+        self
+    }
+
+    /// The restart delay after `failures` consecutive failures (1 → `backoff_base`).
+    pub fn backoff_delay(&self, failures: u32) -> Duration {
+        let exp = failures.saturating_sub(1).min(31);
+        self.backoff_base
+            .checked_mul(1 << exp)
+            .map_or(self.backoff_cap, |d| d.min(self.backoff_cap))
+    }
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("frame_limit", &self.frame_limit)
+            .field("backoff_base", &self.backoff_base)
+            .field("backoff_cap", &self.backoff_cap)
+            .field("max_consecutive_failures", &self.max_consecutive_failures)
+            .field("stable_after", &self.stable_after)
+            .field("initialize_timeout", &self.initialize_timeout)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("client_info", &self.client_info)
+            .field(
+                "server_request_handler",
+                &self.server_request_handler.as_ref().map(|_| "custom"),
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_one_second_and_stops_at_sixty() {
+        let o = ClientOptions::default();
+        let secs: Vec<u64> = (1..=9).map(|n| o.backoff_delay(n).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(o.backoff_delay(u32::MAX).as_secs(), 60);
+    }
+}

@@ -1,0 +1,660 @@
+//! One JSON-RPC session over one connection: request ids, the pending table, the send path and
+//! what happens to every inbound message.
+//!
+//! The hot path, as DESIGN.md describes it:
+//! - a request gets the next id of a counter, a `oneshot` in the pending table (a synchronous
+//!   mutex, never held across an await, with a multiplicative hasher for our own ids), and is
+//!   serialized straight into the transport's outbound buffer, which never awaits;
+//! - the transport's reader task calls [`InboundHandler::on_frame`], which decodes the frame in
+//!   one pass typed by the pending entry (see [`super::inbound`]) and completes the `oneshot`:
+//!   no channel, no task hop;
+//! - a caller that stops waiting drops its [`CallGuard`], which removes the entry and queues
+//!   `notifications/cancelled` (never for `initialize`); a late answer finds no entry and is
+//!   dropped quietly.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use futures::FutureExt;
+use kaged_mcp_layers::timeout::ProgressHandle;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{oneshot, watch};
+use tower::{Service, ServiceExt};
+
+use super::error::{ClientError, RequestRef};
+use super::inbound::{self, Frame};
+use super::server_requests::{self, ServerRequestService};
+use super::Shared;
+use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingRequest, OutgoingResponse, Version2};
+use crate::protocol::lifecycle::InitializeParams;
+use crate::protocol::notifications::{
+    CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams, CANCELLED, MESSAGE,
+    PROGRESS, TOOLS_LIST_CHANGED,
+};
+use crate::protocol::tools::{CallToolParams, ListToolsParams, ProgressMeta};
+use crate::protocol::{
+    Implementation, InitializeResult, JsonRpcError, ListToolsResult, RequestId, ServerRequest,
+    ToolResult,
+};
+use crate::transport::{CloseReason, InboundHandler, Outbound, OversizeFrame, SendError};
+
+use super::call::ToolCall;
+
+/// Fibonacci hashing of our own sequential ids: one multiply, well spread over the table.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+
+/// What a pending request expects back, and where it goes.
+#[derive(Debug)]
+pub(crate) enum Expect {
+    Initialize(oneshot::Sender<Result<InitializeResult, ClientError>>),
+    ListTools(oneshot::Sender<Result<ListToolsResult, ClientError>>),
+    CallTool(oneshot::Sender<Result<ToolResult, ClientError>>),
+}
+
+/// A request waiting for its answer.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) method: &'static str,
+    pub(crate) expect: Expect,
+    pub(crate) progress: Option<ProgressHandle>,
+}
+
+impl Pending {
+    /// Completes the request with an error.
+    pub(crate) fn fail(self, err: ClientError) {
+        match self.expect {
+            Expect::Initialize(tx) => drop(tx.send(Err(err))),
+            Expect::ListTools(tx) => drop(tx.send(Err(err))),
+            Expect::CallTool(tx) => drop(tx.send(Err(err))),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Table {
+    map: IdMap<Pending>,
+    /// Set once the connection ended: no more requests.
+    closed: Option<CloseReason>,
+}
+
+/// One session. See the [module docs](self).
+pub(crate) struct Session {
+    /// This session, for the tasks that answer slow server requests.
+    this: Weak<Session>,
+    pub(crate) server: Arc<str>,
+    /// The supervisor's generation this session belongs to.
+    pub(crate) generation: u64,
+    next_id: AtomicU64,
+    table: Mutex<Table>,
+    outbound: OnceLock<Arc<dyn Outbound>>,
+    supervisor: Weak<Shared>,
+    server_requests: ServerRequestService,
+    tools_changed: Arc<watch::Sender<u64>>,
+    max_in_flight: usize,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("server", &self.server)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    pub(crate) fn new(
+        server: Arc<str>,
+        generation: u64,
+        supervisor: Weak<Shared>,
+        server_requests: ServerRequestService,
+        tools_changed: Arc<watch::Sender<u64>>,
+        max_in_flight: usize,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|this| Self {
+            this: this.clone(),
+            server,
+            generation,
+            next_id: AtomicU64::new(0),
+            table: Mutex::new(Table {
+                map: IdMap::default(),
+                closed: None,
+            }),
+            outbound: OnceLock::new(),
+            supervisor,
+            server_requests,
+            tools_changed,
+            max_in_flight,
+        })
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        // Entries are inserted and removed whole; a poisoned table is still consistent.
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn request_ref(id: u64, method: &'static str) -> RequestRef {
+        RequestRef {
+            id: RequestId::from(id),
+            method,
+        }
+    }
+
+    fn closed_error(&self, reason: &CloseReason, request: Option<RequestRef>) -> ClientError {
+        if reason.requested {
+            ClientError::ConnectionClosed {
+                server: Arc::clone(&self.server),
+                request,
+                detail: reason.message.clone(),
+            }
+        } else {
+            ClientError::Exited {
+                server: Arc::clone(&self.server),
+                reason: reason.message.clone(),
+                exit_status: reason.exit_status,
+                stderr_tail: reason.stderr_tail.clone(),
+                request,
+            }
+        }
+    }
+
+    /// Registers a request and queues it. On `Err` nothing reached the server.
+    fn send_request(
+        &self,
+        method: &'static str,
+        expect: Expect,
+        progress: Option<ProgressHandle>,
+        write_params: &mut dyn FnMut(u64, &mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<u64, ClientError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut table = self.table();
+            if let Some(reason) = &table.closed {
+                return Err(ClientError::ConnectionClosed {
+                    server: Arc::clone(&self.server),
+                    request: Some(Self::request_ref(id, method)),
+                    detail: reason.message.clone(),
+                });
+            }
+            if table.map.len() >= self.max_in_flight {
+                return Err(ClientError::TooManyInFlight {
+                    server: Arc::clone(&self.server),
+                    limit: self.max_in_flight,
+                });
+            }
+            table.map.insert(
+                id,
+                Pending {
+                    method,
+                    expect,
+                    progress,
+                },
+            );
+        }
+        let sent = match self.outbound.get() {
+            Some(out) => out.send_with(&mut |buf| write_params(id, buf)),
+            None => Err(SendError::Closed),
+        };
+        if let Err(e) = sent {
+            self.table().map.remove(&id);
+            return Err(ClientError::ConnectionClosed {
+                server: Arc::clone(&self.server),
+                request: Some(Self::request_ref(id, method)),
+                detail: format!("the request could not be queued: {e}"),
+            });
+        }
+        Ok(id)
+    }
+
+    /// Queues a notification; errors are only logged (a notification has no answer).
+    fn notify<P: Serialize>(&self, method: &str, params: Option<P>) {
+        let Some(out) = self.outbound.get() else {
+            return;
+        };
+        let msg = OutgoingNotification {
+            jsonrpc: Version2,
+            method,
+            params,
+        };
+        if let Err(e) =
+            out.send_with(&mut |buf| serde_json::to_writer(buf, &msg).map_err(io::Error::from))
+        {
+            tracing::debug!(server = &*self.server, method, error = %e, "notification not sent");
+        }
+    }
+
+    /// Sends `initialize`; the caller awaits the receiver. Never cancelled.
+    pub(crate) fn initialize(
+        &self,
+        client_info: &Implementation,
+    ) -> Result<oneshot::Receiver<Result<InitializeResult, ClientError>>, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        let params = InitializeParams {
+            protocol_version: crate::protocol::LATEST_PROTOCOL_VERSION,
+            capabilities: serde_json::Map::new(),
+            client_info,
+        };
+        self.send_request(
+            "initialize",
+            Expect::Initialize(tx),
+            None,
+            &mut |id, buf| write_request(buf, id, "initialize", Some(&params)),
+        )?;
+        Ok(rx)
+    }
+
+    /// Sends `notifications/initialized`.
+    pub(crate) fn initialized(&self) {
+        self.notify::<()>(crate::protocol::notifications::INITIALIZED, None);
+    }
+
+    /// Sends one `tools/list` page request.
+    pub(crate) fn list_tools_page(
+        self: &Arc<Self>,
+        cursor: Option<&str>,
+    ) -> Result<
+        (
+            oneshot::Receiver<Result<ListToolsResult, ClientError>>,
+            CallGuard,
+        ),
+        ClientError,
+    > {
+        let (tx, rx) = oneshot::channel();
+        let params = cursor.map(|cursor| ListToolsParams { cursor });
+        let id = self.send_request("tools/list", Expect::ListTools(tx), None, &mut |id, buf| {
+            write_request(buf, id, "tools/list", params.as_ref())
+        })?;
+        Ok((rx, CallGuard::new(Arc::clone(self), id)))
+    }
+
+    /// Sends one `tools/call`.
+    pub(crate) fn start_call(
+        self: &Arc<Self>,
+        call: &ToolCall,
+    ) -> Result<
+        (
+            oneshot::Receiver<Result<ToolResult, ClientError>>,
+            CallGuard,
+        ),
+        ClientError,
+    > {
+        let (tx, rx) = oneshot::channel();
+        let id = self.send_request(
+            "tools/call",
+            Expect::CallTool(tx),
+            call.progress.clone(),
+            &mut |id, buf| {
+                let params = CallToolParams {
+                    name: &call.name,
+                    arguments: call.arguments.as_ref(),
+                    meta: call
+                        .progress
+                        .as_ref()
+                        .map(|_| ProgressMeta { progress_token: id }),
+                };
+                write_request(buf, id, "tools/call", Some(&params))
+            },
+        )?;
+        tracing::Span::current().record("request_id", id);
+        tracing::debug!(server = &*self.server, tool = %call.name, request_id = id, "tools/call sent");
+        Ok((rx, CallGuard::new(Arc::clone(self), id)))
+    }
+
+    /// A caller stopped waiting for `id`: forget it and tell the server.
+    fn abandon(&self, id: u64) {
+        let removed = self.table().map.remove(&id);
+        let Some(pending) = removed else { return };
+        if pending.method == "initialize" {
+            return;
+        }
+        tracing::debug!(
+            server = &*self.server,
+            request_id = id,
+            method = pending.method,
+            "caller stopped waiting; sending notifications/cancelled"
+        );
+        self.notify(
+            CANCELLED,
+            Some(CancelledParams {
+                request_id: id,
+                reason: "the client stopped waiting",
+            }),
+        );
+    }
+
+    /// Takes the pending entry a response answers.
+    pub(crate) fn take_pending(&self, id: &RequestId) -> Option<(u64, Pending)> {
+        let id = id.as_u64()?;
+        self.table().map.remove(&id).map(|p| (id, p))
+    }
+
+    pub(crate) fn protocol_violation(
+        &self,
+        request: Option<RequestRef>,
+        detail: String,
+    ) -> ClientError {
+        ClientError::ProtocolViolation {
+            server: Arc::clone(&self.server),
+            request,
+            detail,
+        }
+    }
+
+    // --- inbound ------------------------------------------------------------------------
+
+    fn handle_frame(&self, bytes: &[u8]) {
+        let frame = match inbound::decode(self, bytes) {
+            Ok(frame) => frame,
+            Err(e) => {
+                tracing::warn!(
+                    server = &*self.server,
+                    error = %e,
+                    line = %inbound::excerpt(bytes),
+                    "server wrote a line that is not a JSON-RPC message; skipped"
+                );
+                return;
+            }
+        };
+        match frame {
+            Frame::Done => {}
+            Frame::Request { id, method, params } => self.handle_server_request(id, method, params),
+            Frame::Notification { method, params } => self.handle_notification(&method, params),
+            Frame::Response { id, result, error } => self.handle_late_decoded(&id, result, error),
+            Frame::Invalid(why) => tracing::warn!(
+                server = &*self.server,
+                problem = why,
+                line = %inbound::excerpt(bytes),
+                "server sent an invalid JSON-RPC message; skipped"
+            ),
+        }
+    }
+
+    /// A response whose `result` came before its `id`, or an error response.
+    fn handle_late_decoded(
+        &self,
+        id: &Option<RequestId>,
+        result: Option<&serde_json::value::RawValue>,
+        error: Option<JsonRpcError>,
+    ) {
+        let Some(id) = id else {
+            if let Some(error) = error {
+                tracing::warn!(server = &*self.server, code = error.code, message = %error.message, "server reported an error without a request id");
+            }
+            return;
+        };
+        let Some((num, pending)) = self.take_pending(id) else {
+            tracing::debug!(server = &*self.server, request_id = %id, "answer to a request no one waits for; dropped");
+            return;
+        };
+        let request = Self::request_ref(num, pending.method);
+        if let Some(error) = error {
+            pending.fail(ClientError::JsonRpc {
+                server: Arc::clone(&self.server),
+                request,
+                code: error.code,
+                message: error.message,
+                data: error.data,
+            });
+            return;
+        }
+        let Some(raw) = result else { return };
+        inbound::complete_from_str(self, num, pending, raw.get());
+    }
+
+    fn handle_notification(&self, method: &str, params: Option<&serde_json::value::RawValue>) {
+        match method {
+            PROGRESS => {
+                let Some(params) =
+                    params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok())
+                else {
+                    tracing::warn!(
+                        server = &*self.server,
+                        "malformed notifications/progress; ignored"
+                    );
+                    return;
+                };
+                let Some(id) = params.progress_token.as_u64() else {
+                    return;
+                };
+                let table = self.table();
+                if let Some(handle) = table.map.get(&id).and_then(|p| p.progress.as_ref()) {
+                    handle.notify();
+                }
+            }
+            MESSAGE => {
+                let Some(params) =
+                    params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok())
+                else {
+                    return;
+                };
+                log_server_message(&self.server, &params);
+            }
+            TOOLS_LIST_CHANGED => {
+                self.tools_changed.send_modify(|g| *g = g.wrapping_add(1));
+                tracing::debug!(server = &*self.server, "server says its tools changed");
+            }
+            _ => tracing::trace!(server = &*self.server, method, "notification ignored"),
+        }
+    }
+
+    fn handle_server_request(
+        &self,
+        id: RequestId,
+        method: String,
+        params: Option<&serde_json::value::RawValue>,
+    ) {
+        let params = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
+        let request = ServerRequest {
+            id: id.clone(),
+            method,
+            params,
+        };
+        let mut svc = self.server_requests.clone();
+        // The stack is normally ready at once and answers at once (ping, refusals): answer
+        // inline, from the reader, through the non-blocking send path. Otherwise finish it on a
+        // task of its own; the reader never waits.
+        let mut answer = match svc.ready().now_or_never() {
+            Some(Ok(ready)) => ready.call(request),
+            _ => {
+                let Some(session) = self.this.upgrade() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let result = match svc.ready().await {
+                        Ok(ready) => ready.call(request).await,
+                        Err(e) => Err(e),
+                    };
+                    session.answer(&id, result);
+                });
+                return;
+            }
+        };
+        match (&mut answer).now_or_never() {
+            Some(result) => self.answer(&id, result),
+            None => {
+                let Some(session) = self.this.upgrade() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let result = answer.await;
+                    session.answer(&id, result);
+                });
+            }
+        }
+    }
+
+    fn answer(&self, id: &RequestId, result: Result<Value, tower::BoxError>) {
+        let Some(out) = self.outbound.get() else {
+            return;
+        };
+        let (result, error) = match result {
+            Ok(value) => (Some(value), None),
+            Err(e) => (None, Some(server_requests::to_jsonrpc_error(&e))),
+        };
+        let msg = OutgoingResponse {
+            jsonrpc: Version2,
+            id,
+            result: result.as_ref(),
+            error: error.as_ref(),
+        };
+        if let Err(e) =
+            out.send_with(&mut |buf| serde_json::to_writer(buf, &msg).map_err(io::Error::from))
+        {
+            tracing::debug!(server = &*self.server, request_id = %id, error = %e, "answer to a server request not sent");
+        }
+    }
+
+    /// Fails every pending request and refuses new ones.
+    fn close(&self, reason: &CloseReason) {
+        let drained: Vec<(u64, Pending)> = {
+            let mut table = self.table();
+            if table.closed.is_none() {
+                table.closed = Some(reason.clone());
+            }
+            table.map.drain().collect()
+        };
+        for (id, pending) in drained {
+            let request = Self::request_ref(id, pending.method);
+            pending.fail(self.closed_error(reason, Some(request)));
+        }
+    }
+}
+
+/// Serializes one request into the outbound buffer.
+fn write_request<P: Serialize>(
+    buf: &mut Vec<u8>,
+    id: u64,
+    method: &str,
+    params: Option<&P>,
+) -> io::Result<()> {
+    let msg = OutgoingRequest {
+        jsonrpc: Version2,
+        id,
+        method,
+        params,
+    };
+    serde_json::to_writer(buf, &msg).map_err(io::Error::from)
+}
+
+/// Logs a server's `notifications/message` at the matching level.
+fn log_server_message(server: &str, params: &LoggingMessageParams) {
+    let text = match &params.data {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let text = inbound::excerpt(text.as_bytes());
+    let logger = params.logger.as_deref().unwrap_or("");
+    match params.level {
+        Some(LoggingLevel::Debug) => tracing::debug!(server, logger, message = %text, "server log"),
+        Some(LoggingLevel::Info | LoggingLevel::Notice) | None => {
+            tracing::info!(server, logger, message = %text, "server log");
+        }
+        Some(LoggingLevel::Warning) => {
+            tracing::warn!(server, logger, message = %text, "server log")
+        }
+        Some(_) => tracing::error!(server, logger, message = %text, "server log"),
+    }
+}
+
+impl InboundHandler for Session {
+    fn on_open(&self, outbound: Arc<dyn Outbound>) {
+        let _ = self.outbound.set(outbound);
+    }
+
+    fn on_frame(&self, frame: &[u8]) {
+        self.handle_frame(frame);
+    }
+
+    fn on_oversize(&self, frame: OversizeFrame<'_>) {
+        let id = inbound::find_request_id(frame.head, frame.tail);
+        let pending = id.as_ref().and_then(|id| self.take_pending(id));
+        tracing::warn!(
+            server = &*self.server,
+            len = frame.len,
+            limit = frame.limit,
+            request_id = id.as_ref().map(tracing::field::display),
+            "server sent a message over the frame limit; discarded"
+        );
+        if let Some((num, pending)) = pending {
+            let request = Session::request_ref(num, pending.method);
+            pending.fail(ClientError::FrameTooLarge {
+                server: Arc::clone(&self.server),
+                limit: frame.limit,
+                len: frame.len,
+                request: Some(request),
+            });
+        }
+    }
+
+    fn on_closed(&self, reason: CloseReason) {
+        self.close(&reason);
+        if let Some(shared) = self.supervisor.upgrade() {
+            shared.session_closed(self.generation, &reason);
+        }
+    }
+}
+
+/// Removes a request from the table when its caller stops waiting, and sends
+/// `notifications/cancelled`. Disarmed once the answer is in.
+#[derive(Debug)]
+pub(crate) struct CallGuard {
+    session: Arc<Session>,
+    id: u64,
+    armed: bool,
+}
+
+impl CallGuard {
+    fn new(session: Arc<Session>, id: u64) -> Self {
+        Self {
+            session,
+            id,
+            armed: true,
+        }
+    }
+
+    /// The answer arrived: nothing to cancel.
+    pub(crate) fn disarm(&mut self) {
+        self.armed = false;
+    }
+
+    /// The request id.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The server's label.
+    pub(crate) fn server(&self) -> Arc<str> {
+        Arc::clone(&self.session.server)
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.session.abandon(self.id);
+        }
+    }
+}

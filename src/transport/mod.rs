@@ -1,0 +1,281 @@
+//! Pluggable transports: how the client's JSON-RPC frames reach a server and come back.
+//!
+//! A [`Transport`] opens [`Connection`]s. The client session ([`crate::client`]) supplies an
+//! [`InboundHandler`] when it connects, and the transport calls it directly from the task that
+//! reads the server's output: no channel between the bytes and the session, the handler routes a
+//! response straight to the waiting caller. Outbound, the transport hands the session an
+//! [`Outbound`] whose [`send_with`](Outbound::send_with) never awaits: a frame is queued whole
+//! or not at all, and the transport writes it out on its own.
+//!
+//! Two transports fit this shape:
+//! - [`stdio::StdioTransport`]: a child process, newline-delimited JSON on stdin/stdout, one
+//!   reader task owning stdout, writes coalesced on a shared buffer.
+//! - an SSE transport (MCP 2024-11-05 HTTP+SSE): `GET` opens the event stream, the first
+//!   `endpoint` event names the POST URL, each outbound frame is one `POST`, each `message`
+//!   event is one inbound frame; a reconnect is a new session, that is a new `connect`.
+//!
+//! # Writing a transport
+//! The contract, in the order things happen:
+//!
+//! 1. [`Transport::connect`] is called with a [`ConnectContext`]: the server's label (for
+//!    logs and errors), the frame limit, and the [`InboundHandler`]. It resolves once the
+//!    connection can carry frames both ways (stdio: the process is spawned; SSE: the `endpoint`
+//!    event arrived), or fails with a [`TransportError`]. A failure means nothing was sent.
+//! 2. Before delivering any inbound frame, and before `connect` resolves, the transport calls
+//!    [`InboundHandler::on_open`] exactly once with its [`Outbound`]. The session may write
+//!    from inside `on_frame` (answers to `ping`), so the outbound must exist first.
+//! 3. Each inbound message is passed whole to [`InboundHandler::on_frame`]: one JSON value,
+//!    without the line terminator (stdio) or the `data:` prefixes (SSE, lines joined with
+//!    `\n`). Call it from one task at a time, in arrival order. It never blocks and never
+//!    awaits; it may call [`Outbound::send_with`].
+//! 4. A message longer than [`ConnectContext::frame_limit`] is not buffered: the transport keeps
+//!    its first bytes and its last bytes (see [`OversizeFrame`]), discards the rest, calls
+//!    [`InboundHandler::on_oversize`] and goes on with the next message. The session uses the
+//!    head and tail to find the request id and fail that one call.
+//! 5. When the connection ends for any reason (the process exited, the stream closed, an I/O
+//!    error, [`Connection::close`]), the transport calls [`InboundHandler::on_closed`] exactly
+//!    once, after the last `on_frame`, with a [`CloseReason`]. Every later
+//!    [`Outbound::send_with`] returns [`SendError::Closed`].
+//! 6. [`Connection::close`] shuts down gracefully; dropping the [`Connection`] tears it down at
+//!    once, synchronously (stdio: SIGKILL to the process group), even outside a runtime.
+//!
+//! An outbound frame is everything [`Outbound::send_with`]'s closure appends: one JSON value,
+//! no terminator. stdio appends `\n`; SSE sends it as a POST body (`Content-Type:
+//! application/json`). `send_with` must not await and must not block on the peer: queue the
+//! frame and let a task of the transport write it. A frame is queued whole or not at all;
+//! [`SendError`] means the frame was not queued, so the request never reached the server.
+//!
+//! # Example
+//! A transport that answers every request itself, to show the flow (tests use one like it):
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use kaged_mcp::transport::*;
+//!
+//! #[derive(Debug, Default)]
+//! struct Loopback;
+//!
+//! #[derive(Debug)]
+//! struct LoopConnection;
+//! impl Connection for LoopConnection {
+//!     fn close(self: Box<Self>) -> BoxFuture<'static, ()> { Box::pin(async {}) }
+//! }
+//!
+//! /// Echoes every frame back to the handler (a real transport writes it to the server).
+//! struct LoopOutbound(Mutex<Option<Arc<dyn InboundHandler>>>);
+//! impl Outbound for LoopOutbound {
+//!     fn send_with(&self, write: &mut dyn FnMut(&mut Vec<u8>) -> std::io::Result<()>)
+//!         -> Result<(), SendError> {
+//!         let mut frame = Vec::new();
+//!         write(&mut frame).map_err(SendError::Encode)?;
+//!         let handler = self.0.lock().unwrap().clone().ok_or(SendError::Closed)?;
+//!         handler.on_frame(&frame);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! impl Transport for Loopback {
+//!     fn connect(&self, ctx: ConnectContext) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
+//!         Box::pin(async move {
+//!             let out = Arc::new(LoopOutbound(Mutex::new(Some(ctx.handler.clone()))));
+//!             ctx.handler.on_open(out);
+//!             Ok(Box::new(LoopConnection) as Box<dyn Connection>)
+//!         })
+//!     }
+//!     fn describe(&self) -> String { "loopback".into() }
+//! }
+//! ```
+
+pub mod sse;
+pub mod stdio;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::process::ExitStatus;
+use std::sync::Arc;
+
+pub use self::stdio::{StdioConfig, StdioTransport};
+
+/// A boxed, sendable future (connecting and closing happen once per session, not per call).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The default frame limit: 16 MiB.
+pub const DEFAULT_FRAME_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Opens connections to one MCP server. See the [module docs](self) for the contract.
+pub trait Transport: Send + Sync + 'static {
+    /// Opens a new connection. Calls `ctx.handler.on_open` before resolving.
+    fn connect(
+        &self,
+        ctx: ConnectContext,
+    ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>>;
+
+    /// A short description for logs and errors, e.g. `stdio: node server.js` or
+    /// `sse: https://host/sse` (never a secret).
+    fn describe(&self) -> String;
+}
+
+/// What [`Transport::connect`] is given.
+#[derive(Clone)]
+pub struct ConnectContext {
+    /// The server's label (the configuration key), for logs and errors.
+    pub server: Arc<str>,
+    /// The longest inbound message to accept, in bytes; longer ones go to
+    /// [`InboundHandler::on_oversize`].
+    pub frame_limit: usize,
+    /// Where inbound messages go.
+    pub handler: Arc<dyn InboundHandler>,
+}
+
+impl fmt::Debug for ConnectContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectContext")
+            .field("server", &self.server)
+            .field("frame_limit", &self.frame_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An open connection, owned by the client's supervisor. See the [module docs](self).
+///
+/// Dropping it tears the connection down at once and synchronously, also outside a runtime.
+pub trait Connection: Send + Sync + fmt::Debug + 'static {
+    /// Shuts the connection down gracefully (stdio: close stdin, wait, SIGTERM, wait, SIGKILL
+    /// to the process group) and resolves when it is gone.
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
+
+    /// The server's process id (and process group id), for a transport that runs a process.
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// The sending half of a connection, shared by the session and the transport's tasks.
+pub trait Outbound: Send + Sync + 'static {
+    /// Queues one frame: `write` appends one JSON value to the buffer it is given. Never awaits,
+    /// never blocks on the peer. On `Err` nothing was queued and nothing will be sent.
+    ///
+    /// # Errors
+    /// [`SendError::Closed`] when the connection is closed or closing, [`SendError::Full`]
+    /// when the peer stopped reading and the queue is at its bound, [`SendError::Encode`] when
+    /// `write` failed.
+    fn send_with(
+        &self,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError>;
+
+    /// Queues the already-encoded frame `frame`. See [`send_with`](Self::send_with).
+    ///
+    /// # Errors
+    /// As for [`send_with`](Self::send_with).
+    fn send(&self, frame: &[u8]) -> Result<(), SendError> {
+        self.send_with(&mut |buf| {
+            buf.extend_from_slice(frame);
+            Ok(())
+        })
+    }
+}
+
+/// Receives what a connection reads. Implemented by the client session.
+///
+/// Every method is called from the transport's reader task and must return quickly: no
+/// blocking, no awaiting.
+pub trait InboundHandler: Send + Sync + 'static {
+    /// Called once, before any other method, with the connection's sending half.
+    fn on_open(&self, outbound: Arc<dyn Outbound>);
+
+    /// One inbound message (one JSON value, terminator stripped).
+    fn on_frame(&self, frame: &[u8]);
+
+    /// A message longer than the frame limit was discarded.
+    fn on_oversize(&self, frame: OversizeFrame<'_>);
+
+    /// The connection ended. Called once, after the last `on_frame`.
+    fn on_closed(&self, reason: CloseReason);
+}
+
+/// What is left of a discarded oversized message: enough to find its request id, which sits
+/// near the start (`{"jsonrpc":"2.0","id":…`) or near the end (`…,"jsonrpc":"2.0","id":N}`).
+#[derive(Debug, Clone, Copy)]
+pub struct OversizeFrame<'a> {
+    /// Its first bytes (a few KiB).
+    pub head: &'a [u8],
+    /// Its last bytes (a few hundred); empty if the head already holds the whole tail.
+    pub tail: &'a [u8],
+    /// Its full length in bytes.
+    pub len: u64,
+    /// The limit it exceeded.
+    pub limit: usize,
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone)]
+pub struct CloseReason {
+    /// What happened, for the error message: "exited with exit status: 3", "stdout closed",
+    /// "event stream ended", …
+    pub message: String,
+    /// The process's exit status, for a transport that runs a process.
+    pub exit_status: Option<ExitStatus>,
+    /// The last bytes the server wrote to stderr (stdio), lossily decoded; empty if none.
+    pub stderr_tail: String,
+    /// `true` when the client asked for it ([`Connection::close`] or drop).
+    pub requested: bool,
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if !self.stderr_tail.is_empty() {
+            write!(f, "; last stderr:\n{}", self.stderr_tail.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+/// A frame could not be queued; the request never reached the server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The connection is closed or closing.
+    #[error("connection closed")]
+    Closed,
+    /// The peer stopped reading and the outbound queue reached its bound.
+    #[error("outbound queue full ({0} bytes): the server is not reading")]
+    Full(usize),
+    /// The frame could not be encoded.
+    #[error("could not encode the frame: {0}")]
+    Encode(#[source] io::Error),
+}
+
+/// A connection could not be opened. Nothing was sent to the server.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct TransportError {
+    message: String,
+    #[source]
+    source: Option<Arc<io::Error>>,
+}
+
+impl TransportError {
+    /// An error with a message and no underlying I/O error.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error caused by `source`.
+    pub fn io(message: impl Into<String>, source: io::Error) -> Self {
+        Self {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// The message, without the source.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}

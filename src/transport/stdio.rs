@@ -1,0 +1,517 @@
+//! The stdio transport: a supervised child process speaking newline-delimited JSON.
+//!
+//! [`StdioTransport::connect`] spawns the configured command in its own process group
+//! (`process_group(0)`), with `env` added over the daemon's environment and `cwd` as given
+//! (already resolved against the project root and checked by the configuration). Four tasks
+//! serve the connection:
+//!
+//! - the **reader** owns stdout: frames go straight to the session's handler
+//!   ([`reader`]); an over-long line is discarded up to its newline and reported with its head
+//!   and tail, so the stream stays in sync and memory stays bounded;
+//! - the **writer** sends what callers left queued ([`writer`]); callers write eagerly
+//!   themselves, so a lone request needs no task hop;
+//! - the **stderr drain** logs each line at DEBUG and keeps the last
+//!   [`StdioConfig::stderr_tail_bytes`] for errors ([`stderr`]);
+//! - the **exit watcher** reaps the child; when it exits, the rest of its process group (a
+//!   grandchild holding stdout open, say) is killed, so the reader sees end of file.
+//!
+//! When stdout ends, the handler's `on_closed` gets the exit status and the stderr tail.
+//!
+//! # Shutdown
+//! [`Connection::close`] closes stdin, waits [`StdioConfig::shutdown_grace`], sends SIGTERM to
+//! the process group, waits again, then SIGKILL; the child is reaped by the exit watcher.
+//! Dropping the connection sends SIGKILL to the group at once; outside a runtime it also reaps
+//! the child synchronously. No orphans, no zombies.
+//!
+//! # Example
+//! ```no_run
+//! use kaged_mcp::client::{ClientOptions, McpClient};
+//! use kaged_mcp::transport::{StdioConfig, StdioTransport};
+//!
+//! # async fn run() -> Result<(), kaged_mcp::client::ClientError> {
+//! let config = StdioConfig::new("node")
+//!     .args(["server.js", "stdio"])
+//!     .env([("LOG_LEVEL", "warn")]);
+//! let client = McpClient::new("everything", StdioTransport::new(config), ClientOptions::default());
+//! client.start().await?;
+//! # Ok(()) }
+//! ```
+
+mod reader;
+mod stderr;
+mod writer;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use tokio::net::unix::pipe;
+use tokio::process::Command;
+use tokio::sync::watch;
+
+use self::reader::LineReader;
+use self::stderr::StderrTail;
+use self::writer::StdioOutbound;
+use super::{
+    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Transport, TransportError,
+};
+
+/// The default number of stderr bytes kept for errors: 4 KiB.
+pub const DEFAULT_STDERR_TAIL_BYTES: usize = 4 * 1024;
+/// The default time a server gets to exit after stdin closes, and again after SIGTERM.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// The most bytes that may wait for a server that does not read its stdin.
+pub const DEFAULT_MAX_QUEUED: usize = 64 * 1024 * 1024;
+
+/// How to run a stdio MCP server.
+///
+/// Build it with [`StdioConfig::new`] and the setters; every field is public for a struct
+/// literal with `..StdioConfig::new(program)`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StdioConfig {
+    /// The program to run (looked up on `PATH` when it has no slash).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its working directory, already resolved and checked; `None` inherits the daemon's.
+    pub cwd: Option<PathBuf>,
+    /// Variables added over the daemon's environment. Values may be secrets: they never appear
+    /// in `Debug` output, logs or errors.
+    pub env: Vec<(String, String)>,
+    /// How many of the last stderr bytes are kept for errors (default 4 KiB).
+    pub stderr_tail_bytes: usize,
+    /// The longest stdout line accepted, in bytes; `None` takes the client's
+    /// [`ClientOptions::frame_limit`](crate::client::ClientOptions::frame_limit).
+    pub frame_limit: Option<usize>,
+    /// How long the server gets to exit after stdin closes, and again after SIGTERM.
+    pub shutdown_grace: Duration,
+}
+
+impl StdioConfig {
+    /// Runs `program` without arguments, in the daemon's directory and environment.
+    pub fn new(program: impl Into<String>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
+            frame_limit: None,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+
+    /// Runs `command[0]` with the rest as arguments; `None` for an empty command.
+    pub fn from_command<S: AsRef<str>>(command: &[S]) -> Option<Self> {
+        let (program, args) = command.split_first()?;
+        Some(Self::new(program.as_ref()).args(args.iter().map(AsRef::as_ref)))
+    }
+
+    /// Sets the arguments.
+    #[must_use]
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the working directory.
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Sets the variables added over the daemon's environment.
+    #[must_use]
+    pub fn env<I, K, V>(mut self, env: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        self
+    }
+
+    /// Sets how many stderr bytes are kept for errors.
+    #[must_use]
+    pub fn stderr_tail_bytes(mut self, bytes: usize) -> Self {
+        self.stderr_tail_bytes = bytes;
+        self
+    }
+
+    /// Sets the frame limit of this server, overriding the client's.
+    #[must_use]
+    pub fn frame_limit(mut self, bytes: usize) -> Self {
+        self.frame_limit = Some(bytes);
+        self
+    }
+
+    /// Sets the shutdown grace period.
+    #[must_use]
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+}
+
+impl fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<String> = self.env.iter().map(|(k, _)| format!("{k}=***")).collect();
+        f.debug_struct("StdioConfig")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env", &env)
+            .field("stderr_tail_bytes", &self.stderr_tail_bytes)
+            .field("frame_limit", &self.frame_limit)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
+}
+
+/// Runs an MCP server as a child process. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct StdioTransport {
+    config: Arc<StdioConfig>,
+}
+
+impl StdioTransport {
+    /// A transport that runs `config`.
+    pub fn new(config: StdioConfig) -> Self {
+        Self {
+            config: Arc::new(config),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &StdioConfig {
+        &self.config
+    }
+}
+
+impl Transport for StdioTransport {
+    fn connect(
+        &self,
+        ctx: ConnectContext,
+    ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
+        let config = Arc::clone(&self.config);
+        Box::pin(async move { spawn(&config, ctx).map(|c| Box::new(c) as Box<dyn Connection>) })
+    }
+
+    fn describe(&self) -> String {
+        let mut text = format!("stdio: {}", self.config.program);
+        for arg in &self.config.args {
+            text.push(' ');
+            text.push_str(arg);
+        }
+        text
+    }
+}
+
+/// What the exit watcher learned.
+#[derive(Debug, Clone)]
+enum ExitState {
+    Running,
+    Exited(ExitStatus),
+    /// Reaped elsewhere, or `wait` failed.
+    Unknown(String),
+}
+
+/// What the tasks of one connection share.
+struct Proc {
+    server: Arc<str>,
+    pid: i32,
+    grace: Duration,
+    exit: watch::Sender<ExitState>,
+    stderr_tail: Arc<Mutex<StderrTail>>,
+    stderr_done: watch::Sender<bool>,
+    reader_done: watch::Sender<bool>,
+    /// The client asked for the end (close or drop).
+    requested: AtomicBool,
+    /// `on_closed` was called.
+    closed: AtomicBool,
+    handler: Arc<dyn InboundHandler>,
+    outbound: Arc<StdioOutbound>,
+}
+
+impl Proc {
+    fn exited(&self) -> bool {
+        !matches!(*self.exit.borrow(), ExitState::Running)
+    }
+
+    /// Waits until the child is reaped, at most `limit`; `true` if it was.
+    async fn wait_exit(&self, limit: Duration) -> bool {
+        let mut rx = self.exit.subscribe();
+        tokio::time::timeout(limit, rx.wait_for(|s| !matches!(s, ExitState::Running)))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// SIGTERM, then SIGKILL, each after a grace period, until the child is reaped.
+    async fn terminate(&self) {
+        if self.wait_exit(Duration::ZERO).await {
+            return;
+        }
+        kill_group(self.pid, Signal::SIGTERM);
+        if self.wait_exit(self.grace).await {
+            return;
+        }
+        kill_group(self.pid, Signal::SIGKILL);
+        // SIGKILL cannot be ignored; the bound only guards against a stuck reaper.
+        self.wait_exit(self.grace.max(Duration::from_secs(5))).await;
+    }
+
+    /// Calls the handler's `on_closed` once, with what is known now.
+    fn finish(&self, what: &str) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.outbound.close();
+        let requested = self.requested.load(Ordering::Acquire);
+        let exit = self.exit.borrow().clone();
+        let (message, exit_status) = match exit {
+            _ if requested => ("shut down by the client".to_owned(), exit_status_of(&exit)),
+            ExitState::Exited(status) => (format!("exited ({status})"), Some(status)),
+            ExitState::Unknown(why) => (format!("exited (status unknown: {why})"), None),
+            ExitState::Running => (what.to_owned(), None),
+        };
+        let stderr_tail = self
+            .stderr_tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .text();
+        self.handler.on_closed(CloseReason {
+            message,
+            exit_status,
+            stderr_tail,
+            requested,
+        });
+    }
+}
+
+fn exit_status_of(state: &ExitState) -> Option<ExitStatus> {
+    match state {
+        ExitState::Exited(status) => Some(*status),
+        _ => None,
+    }
+}
+
+/// Sends `signal` to the process group `pgid`; a group already gone is not an error.
+fn kill_group(pgid: i32, signal: Signal) {
+    match killpg(Pid::from_raw(pgid), signal) {
+        Ok(()) | Err(Errno::ESRCH) => {}
+        Err(e) => tracing::warn!(pgid, %signal, error = %e, "could not signal the process group"),
+    }
+}
+
+/// Kills the process group if spawning fails half-way.
+struct SpawnGuard(Option<i32>);
+
+impl Drop for SpawnGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            kill_group(pid, Signal::SIGKILL);
+        }
+    }
+}
+
+fn spawn(config: &StdioConfig, ctx: ConnectContext) -> Result<StdioConnection, TransportError> {
+    let mut cmd = Command::new(&config.program);
+    cmd.args(&config.args)
+        .envs(config.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    if let Some(cwd) = &config.cwd {
+        cmd.current_dir(cwd);
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        let cwd = config
+            .cwd
+            .as_ref()
+            .map(|c| format!(" in {}", c.display()))
+            .unwrap_or_default();
+        TransportError::io(format!("could not spawn `{}`{cwd}: {e}", config.program), e)
+    })?;
+    let pid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(|| TransportError::new("the spawned process has no pid"))?;
+    let mut guard = SpawnGuard(Some(pid));
+    let io_err = |what: &str, e: std::io::Error| TransportError::io(format!("{what}: {e}"), e);
+
+    let (stdin, stdout, stderr) =
+        match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(i), Some(o), Some(e)) => (i, o, e),
+            _ => return Err(TransportError::new("the child's pipes are missing")),
+        };
+    // A pipe sender of our own, so callers can write without awaiting (`try_write`).
+    let stdin = stdin.into_owned_fd().map_err(|e| io_err("stdin", e))?;
+    let stdin = pipe::Sender::from_owned_fd(stdin).map_err(|e| io_err("stdin", e))?;
+    let outbound = Arc::new(StdioOutbound::new(stdin, DEFAULT_MAX_QUEUED));
+
+    let (exit, _) = watch::channel(ExitState::Running);
+    let (stderr_done, _) = watch::channel(false);
+    let (reader_done, _) = watch::channel(false);
+    let proc = Arc::new(Proc {
+        server: Arc::clone(&ctx.server),
+        pid,
+        grace: config.shutdown_grace,
+        exit,
+        stderr_tail: Arc::new(Mutex::new(StderrTail::new(config.stderr_tail_bytes))),
+        stderr_done,
+        reader_done,
+        requested: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        handler: Arc::clone(&ctx.handler),
+        outbound: Arc::clone(&outbound),
+    });
+
+    ctx.handler.on_open(Arc::clone(&outbound) as _);
+
+    tokio::spawn(Arc::clone(&outbound).run_writer());
+
+    let drain_proc = Arc::clone(&proc);
+    tokio::spawn(async move {
+        stderr::drain(
+            stderr,
+            Arc::clone(&drain_proc.server),
+            Arc::clone(&drain_proc.stderr_tail),
+        )
+        .await;
+        drain_proc.stderr_done.send_replace(true);
+    });
+
+    let frame_limit = config.frame_limit.unwrap_or(ctx.frame_limit);
+    let reader_proc = Arc::clone(&proc);
+    let reader = tokio::spawn(async move {
+        let proc = reader_proc;
+        let mut stdout = stdout;
+        let mut lines = LineReader::new(frame_limit);
+        let what = match lines.run(&mut stdout, &*proc.handler).await {
+            Ok(()) => "stdout closed".to_owned(),
+            Err(e) => format!("reading stdout failed: {e}"),
+        };
+        drop(stdout);
+        proc.outbound.close();
+        // The server closed stdout: it is exiting, or it is of no more use.
+        if !proc.wait_exit(proc.grace).await {
+            proc.terminate().await;
+        }
+        let mut stderr_done = proc.stderr_done.subscribe();
+        let _ = tokio::time::timeout(proc.grace, stderr_done.wait_for(|d| *d)).await;
+        proc.finish(&what);
+        proc.reader_done.send_replace(true);
+    });
+
+    let watch_proc = Arc::clone(&proc);
+    let reader_abort = reader.abort_handle();
+    tokio::spawn(async move {
+        let proc = watch_proc;
+        let state = match child.wait().await {
+            Ok(status) => ExitState::Exited(status),
+            Err(e) => ExitState::Unknown(e.to_string()),
+        };
+        proc.exit.send_replace(state);
+        // Whatever is left of the group (a grandchild holding stdout) goes with the leader.
+        kill_group(proc.pid, Signal::SIGKILL);
+        let mut done = proc.reader_done.subscribe();
+        if tokio::time::timeout(proc.grace, done.wait_for(|d| *d))
+            .await
+            .is_err()
+        {
+            // Something outside the group holds stdout open: stop reading anyway.
+            reader_abort.abort();
+            tracing::warn!(
+                server = &*proc.server,
+                "server exited but its stdout stays open; closing the connection"
+            );
+            proc.finish("stdout still open after exit");
+        }
+    });
+
+    guard.0 = None;
+    tracing::debug!(server = &*ctx.server, pid, "server process spawned");
+    Ok(StdioConnection { proc })
+}
+
+/// An open stdio connection. See the [module docs](self) for shutdown and drop.
+pub struct StdioConnection {
+    proc: Arc<Proc>,
+}
+
+impl fmt::Debug for StdioConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioConnection")
+            .field("server", &self.proc.server)
+            .field("pid", &self.proc.pid)
+            .field("exited", &self.proc.exited())
+            .finish()
+    }
+}
+
+impl Connection for StdioConnection {
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        let proc = Arc::clone(&self.proc);
+        proc.requested.store(true, Ordering::Release);
+        Box::pin(async move {
+            // Closing stdin is the polite way to ask an MCP stdio server to leave.
+            proc.outbound.close();
+            if !proc.wait_exit(proc.grace).await {
+                proc.terminate().await;
+            }
+            let mut done = proc.reader_done.subscribe();
+            let _ = tokio::time::timeout(proc.grace, done.wait_for(|d| *d)).await;
+            proc.finish("shut down by the client");
+            drop(self);
+        })
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        u32::try_from(self.proc.pid).ok()
+    }
+}
+
+impl Drop for StdioConnection {
+    fn drop(&mut self) {
+        if self.proc.exited() {
+            return;
+        }
+        self.proc.requested.store(true, Ordering::Release);
+        self.proc.outbound.close();
+        kill_group(self.proc.pid, Signal::SIGKILL);
+        if tokio::runtime::Handle::try_current().is_err() {
+            // No runtime, so no exit watcher will ever reap the child: do it here.
+            reap_blocking(self.proc.pid);
+        }
+    }
+}
+
+/// Reaps `pid` after a SIGKILL, waiting at most a few seconds.
+fn reap_blocking(pid: i32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(Errno::EINTR) => {}
+            // Reaped now, reaped before (ECHILD), or out of patience.
+            _ => return,
+        }
+    }
+}
