@@ -1,0 +1,110 @@
+//! No secret in logs: a TRACE-level subscriber captures everything while bearer and custom-header
+//! sessions run over SSE (a working one, a refused one, a POST refused mid-session), and the
+//! captured text must not contain the secret.
+
+#[path = "common/peers.rs"]
+mod peers;
+#[path = "sse_harness/mod.rs"]
+mod harness;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use harness::mini::{Mini, MiniConfig};
+use harness::Session;
+use kaged_mcp::config::{AuthConfig, AuthKind, Secret, SecretRef, SseServerConfig};
+use kaged_mcp::transport::sse::{SseConfig, SseTransport};
+use kaged_mcp_layers::auth::AuthHeader;
+use peers::{SseFault, SsePeer};
+use serde_json::json;
+use tracing_subscriber::fmt::MakeWriter;
+
+const SECRET: &str = "sk-live-SECRET-0b9d7e55";
+const LIMIT: usize = 16 * 1024 * 1024;
+
+/// Everything written by the subscriber.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn no_secret_appears_in_trace_level_logs() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(captured.clone())
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber here");
+
+    let peer = SsePeer::start_fault(SseFault::Auth, &["--secret", SECRET]).unwrap();
+
+    // From the configuration types, as the daemon builds it: bearer auth.
+    let sse = SseServerConfig {
+        url: peer.sse_url().parse().unwrap(),
+        headers: vec![("x-feature-flag".parse().unwrap(), "on".parse().unwrap())],
+    };
+    let auth = AuthConfig {
+        kind: AuthKind::Bearer,
+        header_name: http::header::AUTHORIZATION,
+        secret_ref: SecretRef::parse("api_keys.example").unwrap(),
+    };
+    let secret = Secret::new(SECRET);
+    let transport = SseTransport::from_config("github", &sse, Some((&auth, &secret))).unwrap();
+    tracing::info!(transport = ?transport, "built");
+    let session = Session::connect(&transport, "github", LIMIT).await.unwrap();
+    session.initialize().await;
+    let echo = session.call("echo", json!({ "message": "hi" })).await;
+    assert_eq!(Session::text(&echo), "Echo: hi");
+    session.close().await;
+
+    // A custom header, refused (wrong secret in a neighbour's clothes).
+    let wrong = format!("{SECRET}-wrong");
+    let cfg = SseConfig::new(peer.sse_url().parse().unwrap())
+        .auth(AuthHeader::header("X-API-Key", &wrong).unwrap());
+    tracing::info!(config = ?cfg, "config");
+    let err = Session::connect(&SseTransport::new(cfg).unwrap(), "github", LIMIT)
+        .await
+        .err()
+        .expect("refused");
+    tracing::warn!(error = %err, debug = ?err, "refused as expected");
+
+    // A POST refused mid-session.
+    let mini = Mini::start(MiniConfig {
+        post_status: 401,
+        ..MiniConfig::default()
+    })
+    .await;
+    let cfg = SseConfig::new(mini.url().parse().unwrap()).auth(AuthHeader::bearer(SECRET).unwrap());
+    let session = Session::connect(&SseTransport::new(cfg).unwrap(), "github", LIMIT)
+        .await
+        .unwrap();
+    let answer = session.request("tools/list", json!({})).await;
+    assert!(answer.get("error").is_some());
+    session.close().await;
+
+    let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    // The capture works: events from the transport and the HTTP layers are in it.
+    assert!(text.contains("SSE stream open"), "{text}");
+    assert!(text.contains("TRACE") || text.contains("DEBUG"), "{text}");
+    assert!(text.contains("authentication refused"), "{text}");
+    assert!(!text.contains(SECRET), "the secret leaked into the logs:\n{text}");
+    // Debug output of the configuration shows the header name and stars.
+    assert!(text.contains("x-api-key"), "{text}");
+}
