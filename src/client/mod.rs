@@ -622,3 +622,6 @@ impl Shared {
         (session, connection)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,842 @@
+//! Unit tests of the session and its supervision over an in-memory transport.
+//!
+//! [`MockTransport`] runs a scripted server in the test's process: every frame the client sends
+//! is parsed and handed to the script, which answers through the handler (synchronously, so
+//! the tests need no sleeps) or closes the connection. Time-dependent behaviour (backoff, the
+//! failed state) runs on tokio's paused clock.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kaged_mcp_layers::retry::NotSent;
+use kaged_mcp_layers::timeout::ProgressHandle;
+use serde_json::{json, Value};
+use tower::{BoxError, Service, ServiceExt};
+
+use super::*;
+use crate::transport::{
+    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, SendError,
+    TransportError,
+};
+
+/// What the scripted server does with one message.
+enum Act {
+    Reply(Value),
+    /// Sends a raw line (for odd key orders and garbage).
+    Raw(String),
+    Close(&'static str),
+}
+
+type Script = dyn Fn(&Value) -> Vec<Act> + Send + Sync;
+
+#[derive(Clone)]
+struct MockTransport {
+    script: Arc<Script>,
+    connects: Arc<AtomicUsize>,
+    refuse: Arc<AtomicBool>,
+    /// Every message the client sent, on every connection.
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+impl MockTransport {
+    fn new(script: impl Fn(&Value) -> Vec<Act> + Send + Sync + 'static) -> Self {
+        Self {
+            script: Arc::new(script),
+            connects: Arc::default(),
+            refuse: Arc::default(),
+            seen: Arc::default(),
+        }
+    }
+
+    fn seen_methods(&self) -> Vec<String> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                m.get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or("<answer>")
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    fn seen(&self) -> Vec<Value> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+struct MockOutbound {
+    handler: Arc<dyn InboundHandler>,
+    script: Arc<Script>,
+    seen: Arc<Mutex<Vec<Value>>>,
+    closed: AtomicBool,
+}
+
+impl MockOutbound {
+    fn close(&self, message: &str, requested: bool) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            self.handler.on_closed(CloseReason {
+                message: message.to_owned(),
+                exit_status: None,
+                stderr_tail: "mock stderr line".into(),
+                requested,
+            });
+        }
+    }
+}
+
+impl Outbound for MockOutbound {
+    fn send_with(
+        &self,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> std::io::Result<()>,
+    ) -> Result<(), SendError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(SendError::Closed);
+        }
+        let mut buf = Vec::new();
+        write(&mut buf).map_err(SendError::Encode)?;
+        let msg: Value = serde_json::from_slice(&buf).expect("the client sends JSON");
+        self.seen.lock().unwrap().push(msg.clone());
+        for act in (self.script)(&msg) {
+            match act {
+                Act::Reply(v) => self.handler.on_frame(v.to_string().as_bytes()),
+                Act::Raw(line) => self.handler.on_frame(line.as_bytes()),
+                Act::Close(why) => self.close(why, false),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct MockConnection(Arc<MockOutboundRef>);
+
+struct MockOutboundRef(Arc<MockOutbound>);
+
+impl std::fmt::Debug for MockOutboundRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MockOutbound")
+    }
+}
+
+impl Connection for MockConnection {
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move { self.0 .0.close("shut down by the client", true) })
+    }
+}
+
+impl Drop for MockConnection {
+    fn drop(&mut self) {
+        self.0 .0.close("dropped", true);
+    }
+}
+
+impl Transport for MockTransport {
+    fn connect(
+        &self,
+        ctx: ConnectContext,
+    ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
+        self.connects.fetch_add(1, Ordering::SeqCst);
+        let refuse = self.refuse.load(Ordering::SeqCst);
+        let out = Arc::new(MockOutbound {
+            handler: ctx.handler.clone(),
+            script: Arc::clone(&self.script),
+            seen: Arc::clone(&self.seen),
+            closed: AtomicBool::new(false),
+        });
+        Box::pin(async move {
+            if refuse {
+                return Err(TransportError::new("mock: no such program"));
+            }
+            ctx.handler.on_open(Arc::clone(&out) as _);
+            Ok(Box::new(MockConnection(Arc::new(MockOutboundRef(out)))) as Box<dyn Connection>)
+        })
+    }
+
+    fn describe(&self) -> String {
+        "mock".into()
+    }
+}
+
+fn method(msg: &Value) -> &str {
+    msg.get("method").and_then(Value::as_str).unwrap_or("")
+}
+
+fn init_reply(msg: &Value, version: &str) -> Act {
+    Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+        "protocolVersion": version, "capabilities": {"tools": {}},
+        "serverInfo": {"name": "mock", "version": "1.0"}}}))
+}
+
+/// A well-behaved server: initialize, one tool, `echo`.
+fn well_behaved(msg: &Value) -> Vec<Act> {
+    match method(msg) {
+        "initialize" => vec![init_reply(msg, "2025-11-25")],
+        "tools/list" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}))],
+        "tools/call" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "content":[{"type":"text","text": format!("Echo: {}", msg["params"]["arguments"]["message"].as_str().unwrap_or(""))}]}}))],
+        _ => vec![],
+    }
+}
+
+fn client(transport: MockTransport) -> McpClient {
+    McpClient::new("mock", transport, ClientOptions::default())
+}
+
+fn echo(message: &str) -> ToolCall {
+    ToolCall::new("echo").with_json_arguments(json!({ "message": message }))
+}
+
+async fn call(c: &McpClient, call: ToolCall) -> Result<crate::protocol::ToolResult, BoxError> {
+    c.clone().oneshot(call).await
+}
+
+fn client_error(err: &BoxError) -> &ClientError {
+    ClientError::find(&**err).unwrap_or_else(|| panic!("not a ClientError: {err}"))
+}
+
+// --- the handshake --------------------------------------------------------------------------
+
+#[tokio::test]
+async fn initialize_offers_the_latest_version_no_sampling_and_then_sends_initialized() {
+    let t = MockTransport::new(well_behaved);
+    let c = client(t.clone());
+    assert_eq!(c.state(), ServerState::Idle);
+    c.start().await.unwrap();
+    assert_eq!(c.state(), ServerState::Ready);
+    let seen = t.seen();
+    assert_eq!(
+        t.seen_methods(),
+        ["initialize", "notifications/initialized"]
+    );
+    let params = &seen[0]["params"];
+    assert_eq!(params["protocolVersion"], "2025-11-25");
+    assert_eq!(params["capabilities"], json!({}));
+    assert_eq!(params["clientInfo"]["name"], "kaged-mcp");
+    assert_eq!(params["clientInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(c.server_info().unwrap().name, "mock");
+    assert_eq!(c.protocol_version().as_deref(), Some("2025-11-25"));
+}
+
+#[tokio::test]
+async fn every_supported_version_is_accepted() {
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let t = MockTransport::new(move |msg| match method(msg) {
+            "initialize" => vec![init_reply(msg, version)],
+            _ => well_behaved(msg),
+        });
+        let c = client(t);
+        c.start().await.unwrap();
+        assert_eq!(c.protocol_version().as_deref(), Some(version));
+    }
+}
+
+#[tokio::test]
+async fn an_unsupported_version_is_refused_naming_server_and_version() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "initialize" => vec![init_reply(msg, "2099-01-01")],
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    let err = c.start().await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::UnsupportedProtocolVersion { version, .. } if version == "2099-01-01")
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("`mock`") && text.contains("2099-01-01"),
+        "{text}"
+    );
+    assert_eq!(c.state(), ServerState::Restarting);
+    assert!(!t
+        .seen_methods()
+        .contains(&"notifications/initialized".to_owned()));
+}
+
+// --- calls ----------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_call_waits_for_the_start_up_then_returns_the_answer() {
+    let c = client(MockTransport::new(well_behaved));
+    let result = call(&c, echo("hi")).await.unwrap();
+    assert_eq!(result.joined_text(), "Echo: hi");
+    assert!(!result.is_error);
+}
+
+#[tokio::test]
+async fn a_result_before_its_id_is_routed_too() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => vec![Act::Raw(format!(
+            r#"{{"result":{{"content":[{{"text":"late id","type":"text"}}],"isError":true}},"jsonrpc":"2.0","id":{}}}"#,
+            msg["id"]
+        ))],
+        _ => well_behaved(msg),
+    });
+    let c = client(t);
+    let result = call(&c, echo("x")).await.unwrap();
+    assert_eq!(result.joined_text(), "late id");
+    assert!(result.is_error);
+}
+
+#[tokio::test]
+async fn a_jsonrpc_error_names_server_request_and_code_and_was_sent() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],
+            "error":{"code":-32602,"message":"Unknown tool: nope","data":{"x":1}}}))],
+        _ => well_behaved(msg),
+    });
+    let c = client(t);
+    let err = call(&c, ToolCall::new("nope")).await.unwrap_err();
+    assert!(!NotSent::in_chain(&*err), "the request reached the server");
+    match client_error(&err) {
+        ClientError::JsonRpc {
+            code,
+            message,
+            request,
+            data,
+            ..
+        } => {
+            assert_eq!(*code, -32602);
+            assert_eq!(message, "Unknown tool: nope");
+            assert_eq!(request.method, "tools/call");
+            assert_eq!(data.as_ref().unwrap()["x"], 1);
+        }
+        other => panic!("{other}"),
+    }
+    assert!(err.to_string().contains("`mock`"));
+}
+
+#[tokio::test]
+async fn an_invalid_result_fails_the_call_as_a_protocol_violation() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],
+            "result":{"content":[{"type":"text"}]}}))],
+        _ => well_behaved(msg),
+    });
+    let c = client(t);
+    let err = call(&c, echo("x")).await.unwrap_err();
+    assert!(
+        matches!(client_error(&err), ClientError::ProtocolViolation { request: Some(r), .. } if r.method == "tools/call")
+    );
+    // The session goes on.
+    assert_eq!(c.state(), ServerState::Ready);
+}
+
+#[tokio::test]
+async fn garbage_lines_are_skipped_and_the_session_goes_on() {
+    let t = MockTransport::new(|msg| {
+        let mut acts = vec![
+            Act::Raw("not json at all".into()),
+            Act::Raw("{\"broken\":".into()),
+            Act::Raw("[1,2,3]".into()),
+            Act::Raw("{\"jsonrpc\":\"2.0\"}".into()),
+        ];
+        acts.extend(well_behaved(msg));
+        acts
+    });
+    let c = client(t);
+    assert_eq!(
+        call(&c, echo("still")).await.unwrap().joined_text(),
+        "Echo: still"
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_call_sends_cancelled_and_its_late_answer_is_dropped_quietly() {
+    let late: Arc<Mutex<Option<Value>>> = Arc::default();
+    let keep = Arc::clone(&late);
+    let t = MockTransport::new(move |msg| match method(msg) {
+        "tools/call" if msg["params"]["name"] == "slow" => {
+            *keep.lock().unwrap() = Some(msg["id"].clone());
+            vec![]
+        }
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    c.start().await.unwrap();
+    let mut fut = c.clone().call(ToolCall::new("slow"));
+    assert!(futures::poll!(&mut fut).is_pending());
+    drop(fut);
+    let id = late.lock().unwrap().clone().expect("the call was sent");
+    let seen = t.seen();
+    let cancelled = seen.last().unwrap();
+    assert_eq!(cancelled["method"], "notifications/cancelled");
+    assert_eq!(cancelled["params"]["requestId"], id);
+    // The late answer arrives now: nobody waits for it, nothing breaks.
+    let handler_answer = json!({"jsonrpc":"2.0","id":id,"result":{"content":[]}});
+    let session = c.shared.lock().session.clone().unwrap();
+    crate::transport::InboundHandler::on_frame(&*session, handler_answer.to_string().as_bytes());
+    assert_eq!(
+        call(&c, echo("after")).await.unwrap().joined_text(),
+        "Echo: after"
+    );
+}
+
+#[tokio::test]
+async fn initialize_is_never_cancelled() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "initialize" => vec![],
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    let mut fut = c.clone().call(echo("x"));
+    assert!(futures::poll!(&mut fut).is_pending());
+    tokio::task::yield_now().await;
+    drop(fut);
+    tokio::task::yield_now().await;
+    assert_eq!(t.seen_methods(), ["initialize"]);
+}
+
+#[tokio::test]
+async fn progress_reaches_the_calls_handle_and_the_token_is_the_request_id() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" if msg["params"].get("_meta").is_some() => {
+            let token = msg["params"]["_meta"]["progressToken"].clone();
+            assert_eq!(token, msg["id"]);
+            let progress = |p: u32| {
+                Act::Reply(json!({"jsonrpc":"2.0","method":"notifications/progress",
+                    "params":{"progressToken":token,"progress":p,"total":2}}))
+            };
+            let mut acts = vec![progress(1), progress(2)];
+            acts.extend(well_behaved(msg));
+            acts
+        }
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    let handle = ProgressHandle::new();
+    call(&c, echo("p").with_progress(handle.clone()))
+        .await
+        .unwrap();
+    assert_eq!(handle.notifications(), 2);
+    // Without a handle, no token is sent.
+    call(&c, echo("q")).await.unwrap();
+    let last_call = t
+        .seen()
+        .into_iter()
+        .rev()
+        .find(|m| m["method"] == "tools/call")
+        .unwrap();
+    assert!(last_call["params"].get("_meta").is_none());
+}
+
+#[tokio::test]
+async fn list_changed_bumps_the_tools_generation() {
+    let t = MockTransport::new(|msg| {
+        let mut acts = well_behaved(msg);
+        if method(msg) == "tools/call" {
+            acts.push(Act::Reply(
+                json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
+            ));
+        }
+        acts
+    });
+    let c = client(t);
+    let rx = c.tools_changed();
+    assert_eq!(*rx.borrow(), 0);
+    call(&c, echo("a")).await.unwrap();
+    call(&c, echo("b")).await.unwrap();
+    assert_eq!(*rx.borrow(), 2);
+}
+
+#[tokio::test]
+async fn server_requests_get_ping_answered_and_everything_else_refused() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => {
+            let mut acts: Vec<Act> = [
+                json!({"jsonrpc":"2.0","id":"p1","method":"ping"}),
+                json!({"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}),
+                json!({"jsonrpc":"2.0","id":0,"method":"roots/list"}),
+                json!({"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{}}),
+                json!({"jsonrpc":"2.0","id":2,"method":"x/unknown"}),
+            ]
+            .into_iter()
+            .map(Act::Reply)
+            .collect();
+            acts.extend(well_behaved(msg));
+            acts
+        }
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    call(&c, echo("x")).await.unwrap();
+    let answers: Vec<Value> = t
+        .seen()
+        .into_iter()
+        .filter(|m| m.get("method").is_none())
+        .collect();
+    assert_eq!(answers.len(), 5, "{answers:?}");
+    assert_eq!(answers[0], json!({"jsonrpc":"2.0","id":"p1","result":{}}));
+    for (answer, id) in answers[1..]
+        .iter()
+        .zip([json!(7), json!(0), json!(1), json!(2)])
+    {
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+        assert!(answer.get("result").is_none());
+    }
+    assert!(answers[1]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("sampling"));
+    assert_eq!(c.sampling_refused_count(), 1);
+}
+
+#[tokio::test]
+async fn a_server_request_with_an_id_like_ours_is_not_taken_for_an_answer() {
+    // Our first tools/call has id 1 (initialize took 0); the server sends a request with id 1
+    // before answering.
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => {
+            let mut acts = vec![Act::Raw(format!(
+                r#"{{"id":{},"jsonrpc":"2.0","method":"ping"}}"#,
+                msg["id"]
+            ))];
+            acts.extend(well_behaved(msg));
+            acts
+        }
+        _ => well_behaved(msg),
+    });
+    let c = client(t);
+    assert_eq!(
+        call(&c, echo("same id")).await.unwrap().joined_text(),
+        "Echo: same id"
+    );
+}
+
+#[tokio::test]
+async fn too_many_calls_in_flight_fail_fast_without_being_sent() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => vec![],
+        _ => well_behaved(msg),
+    });
+    let options = ClientOptions {
+        max_in_flight: 2,
+        ..ClientOptions::default()
+    };
+    let c = McpClient::new("mock", t, options);
+    c.start().await.unwrap();
+    let mut a = c.clone().call(echo("a"));
+    let mut b = c.clone().call(echo("b"));
+    assert!(futures::poll!(&mut a).is_pending());
+    assert!(futures::poll!(&mut b).is_pending());
+    let err = call(&c, echo("c")).await.unwrap_err();
+    assert!(NotSent::in_chain(&*err));
+    assert!(matches!(
+        client_error(&err),
+        ClientError::TooManyInFlight { limit: 2, .. }
+    ));
+}
+
+// --- tools/list -----------------------------------------------------------------------------
+
+fn paged(pages: usize, per_page: usize, cursor_of: fn(usize) -> String) -> MockTransport {
+    MockTransport::new(move |msg| match method(msg) {
+        "tools/list" => {
+            let page: usize = msg["params"]["cursor"]
+                .as_str()
+                .map_or(0, |c| c.rsplit('-').next().unwrap().parse().unwrap());
+            let tools: Vec<Value> = (0..per_page)
+                .map(|i| json!({"name": format!("t{page}_{i}"), "inputSchema": {"type":"object"}}))
+                .collect();
+            let mut result = json!({ "tools": tools });
+            if page + 1 < pages {
+                result["nextCursor"] = json!(cursor_of(page + 1));
+            }
+            vec![Act::Reply(
+                json!({"jsonrpc":"2.0","id":msg["id"],"result":result}),
+            )]
+        }
+        _ => well_behaved(msg),
+    })
+}
+
+#[tokio::test]
+async fn list_tools_follows_next_cursor_to_the_end() {
+    let c = client(paged(3, 2, |n| format!("page-{n}")));
+    let names: Vec<String> = c
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["t0_0", "t0_1", "t1_0", "t1_1", "t2_0", "t2_1"]);
+}
+
+#[tokio::test]
+async fn a_cursor_seen_twice_stops_list_tools_naming_the_server() {
+    let c = client(paged(5, 1, |_| "same-1".into()));
+    let err = c.list_tools().await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::Pagination { server, .. } if &**server == "mock"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("came back twice"), "{err}");
+}
+
+#[tokio::test]
+async fn more_than_a_hundred_pages_stops_list_tools() {
+    let c = client(paged(1000, 1, |n| format!("p-{n}")));
+    let err = c.list_tools().await.unwrap_err();
+    assert!(err.to_string().contains("more than 100 pages"), "{err}");
+    let c = client(paged(100, 1, |n| format!("p-{n}")));
+    assert_eq!(c.list_tools().await.unwrap().len(), 100);
+}
+
+#[tokio::test]
+async fn more_than_ten_thousand_tools_stops_list_tools() {
+    let c = client(paged(3, 4000, |n| format!("p-{n}")));
+    let err = c.list_tools().await.unwrap_err();
+    assert!(err.to_string().contains("more than 10000 tools"), "{err}");
+}
+
+// --- supervision ----------------------------------------------------------------------------
+
+fn crash_on_call() -> MockTransport {
+    MockTransport::new(|msg| match method(msg) {
+        "tools/call" => vec![Act::Close("exited (exit status: 3)")],
+        _ => well_behaved(msg),
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crash_fails_the_call_at_once_then_the_next_call_restarts_after_the_backoff() {
+    let t = crash_on_call();
+    let c = client(t.clone());
+    let err = call(&c, echo("x")).await.unwrap_err();
+    assert!(!NotSent::in_chain(&*err), "the call had been sent");
+    match client_error(&err) {
+        ClientError::Exited {
+            server,
+            reason,
+            stderr_tail,
+            request,
+            ..
+        } => {
+            assert_eq!(&**server, "mock");
+            assert_eq!(reason, "exited (exit status: 3)");
+            assert_eq!(stderr_tail, "mock stderr line");
+            assert_eq!(request.as_ref().unwrap().method, "tools/call");
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(c.state(), ServerState::Restarting);
+    assert!(c.last_error().unwrap().contains("exit status: 3"));
+
+    // Within the backoff: fail fast, not sent, no new process.
+    let err = call(&c, echo("y")).await.unwrap_err();
+    assert!(NotSent::in_chain(&*err));
+    assert!(
+        matches!(client_error(&err), ClientError::BackingOff { retry_in, .. } if *retry_in == Duration::from_secs(1))
+    );
+    assert_eq!(t.connects.load(Ordering::SeqCst), 1);
+
+    // After it, the next call starts the server again.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    c.start().await.unwrap();
+    assert_eq!(t.connects.load(Ordering::SeqCst), 2);
+    assert_eq!(c.state(), ServerState::Ready);
+}
+
+#[tokio::test(start_paused = true)]
+async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenabled() {
+    let t = MockTransport::new(well_behaved);
+    t.refuse.store(true, Ordering::SeqCst);
+    let c = client(t.clone());
+    let mut waited = Vec::new();
+    for attempt in 1..=5u32 {
+        let err = call(&c, echo("x")).await.unwrap_err();
+        assert!(NotSent::in_chain(&*err), "attempt {attempt}: {err}");
+        assert!(
+            matches!(client_error(&err), ClientError::SpawnFailed { .. }),
+            "attempt {attempt}"
+        );
+        assert_eq!(t.connects.load(Ordering::SeqCst), attempt as usize);
+        if attempt == 5 {
+            break;
+        }
+        let err = call(&c, echo("x")).await.unwrap_err();
+        let ClientError::BackingOff {
+            retry_in,
+            last_error,
+            ..
+        } = client_error(&err)
+        else {
+            panic!("{err}");
+        };
+        assert!(last_error.contains("no such program"));
+        waited.push(retry_in.as_secs());
+        tokio::time::advance(*retry_in).await;
+    }
+    assert_eq!(waited, [1, 2, 4, 8]);
+    assert_eq!(c.state(), ServerState::Failed);
+
+    // Failed: fail fast, whatever the time, without trying.
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    let err = call(&c, echo("x")).await.unwrap_err();
+    assert!(NotSent::in_chain(&*err));
+    let failed = client_error(&err);
+    assert!(
+        matches!(failed, ClientError::ServerFailed { failures: 5, .. }),
+        "{failed}"
+    );
+    assert!(failed.to_string().contains("re-enable"), "{failed}");
+    assert_eq!(t.connects.load(Ordering::SeqCst), 5);
+
+    // Re-enabled: the next call tries again at once.
+    t.refuse.store(false, Ordering::SeqCst);
+    c.reenable();
+    assert_eq!(
+        call(&c, echo("back")).await.unwrap().joined_text(),
+        "Echo: back"
+    );
+    assert_eq!(c.state(), ServerState::Ready);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_backoff_is_capped_at_sixty_seconds() {
+    let t = MockTransport::new(well_behaved);
+    t.refuse.store(true, Ordering::SeqCst);
+    let options = ClientOptions {
+        max_consecutive_failures: 20,
+        ..ClientOptions::default()
+    };
+    let c = McpClient::new("mock", t, options);
+    let mut waited = Vec::new();
+    for _ in 0..9 {
+        let _ = call(&c, echo("x")).await.unwrap_err();
+        let err = call(&c, echo("x")).await.unwrap_err();
+        let ClientError::BackingOff { retry_in, .. } = client_error(&err) else {
+            panic!("{err}")
+        };
+        waited.push(retry_in.as_secs());
+        tokio::time::advance(*retry_in).await;
+    }
+    assert_eq!(waited, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn crashes_soon_after_start_count_and_a_long_healthy_run_resets_the_count() {
+    let t = crash_on_call();
+    let c = client(t.clone());
+    // Four quick crashes in a row: 1 s, 2 s, 4 s, 8 s of backoff.
+    for n in 1..=4u32 {
+        c.start().await.unwrap();
+        let _ = call(&c, echo("x")).await.unwrap_err();
+        assert_eq!(c.shared.lock().failures, n);
+        tokio::time::advance(ClientOptions::default().backoff_delay(n)).await;
+    }
+    // This session lives long before it crashes: its crash starts a new count.
+    c.start().await.unwrap();
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let _ = call(&c, echo("x")).await.unwrap_err();
+    assert_eq!(c.shared.lock().failures, 1);
+    assert_eq!(c.state(), ServerState::Restarting);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_never_answers_initialize_times_out() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "initialize" => vec![],
+        _ => well_behaved(msg),
+    });
+    let c = client(t);
+    let err = c.start().await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::InitializeTimeout { .. }),
+        "{err}"
+    );
+    assert_eq!(c.state(), ServerState::Restarting);
+}
+
+#[tokio::test]
+async fn shutdown_fails_calls_in_flight_and_disables_until_reenabled() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => vec![],
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    c.start().await.unwrap();
+    let mut pending = c.clone().call(echo("x"));
+    assert!(futures::poll!(&mut pending).is_pending());
+    c.shutdown().await;
+    let err = pending.await.unwrap_err();
+    assert!(
+        matches!(
+            client_error(&err),
+            ClientError::ConnectionClosed {
+                request: Some(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(c.state(), ServerState::Disabled);
+    let err = call(&c, echo("y")).await.unwrap_err();
+    assert!(NotSent::in_chain(&*err));
+    assert!(matches!(client_error(&err), ClientError::Disabled { .. }));
+    c.reenable();
+    c.start().await.unwrap();
+    assert_eq!(t.connects.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_call_outside_a_runtime_fails_naming_the_server() {
+    let c = client(MockTransport::new(well_behaved));
+    let err = futures::executor::block_on(c.clone().call(echo("x"))).unwrap_err();
+    assert!(NotSent::in_chain(&*err));
+    assert!(matches!(client_error(&err), ClientError::NoRuntime { .. }));
+}
+
+#[tokio::test]
+async fn an_oversized_answer_fails_its_call_only() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" if msg["params"]["name"] == "hang" => vec![],
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    c.start().await.unwrap();
+    let mut pending = c.clone().call(ToolCall::new("hang"));
+    assert!(futures::poll!(&mut pending).is_pending());
+    let id = t.seen().last().unwrap()["id"].as_u64().unwrap();
+    let session = c.shared.lock().session.clone().unwrap();
+    // What the transport kept of a 1 GiB answer whose id comes last.
+    let tail = format!(r#"xxxx"}}]}},"jsonrpc":"2.0","id":{id}}}"#);
+    crate::transport::InboundHandler::on_oversize(
+        &*session,
+        crate::transport::OversizeFrame {
+            head: br#"{"result":{"content":[{"type":"text","text":"xxxx"#,
+            tail: tail.as_bytes(),
+            len: 1 << 30,
+            limit: 1 << 24,
+        },
+    );
+    let err = pending.await.unwrap_err();
+    assert!(!NotSent::in_chain(&*err));
+    match client_error(&err) {
+        ClientError::FrameTooLarge {
+            len,
+            limit,
+            request,
+            ..
+        } => {
+            assert_eq!(*len, 1 << 30);
+            assert_eq!(*limit, 1 << 24);
+            assert_eq!(
+                request.as_ref().unwrap().id,
+                crate::protocol::RequestId::from(id)
+            );
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(c.state(), ServerState::Ready);
+    assert_eq!(
+        call(&c, echo("next")).await.unwrap().joined_text(),
+        "Echo: next"
+    );
+}

@@ -1,0 +1,404 @@
+//! The client over stdio against misbehaving servers (`tests/servers/faulty/faulty.py`, one
+//! fault per `--mode`). Each test asserts the promised outcome: a prompt error naming the
+//! server, a session that goes on where it can, and no process left behind (checked in
+//! `/proc` for the server's process group).
+
+#[path = "common/peers.rs"]
+mod peers;
+
+use std::time::Duration;
+
+use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ServerState, ToolCall};
+use kaged_mcp::protocol::ToolResult;
+use kaged_mcp::transport::{StdioConfig, StdioTransport};
+use kaged_mcp_layers::retry::NotSent;
+use peers::Fault;
+use serde_json::{json, Value};
+use tower::{BoxError, ServiceExt};
+
+fn server_name(mode: Fault) -> String {
+    format!("faulty-{}", mode.as_str())
+}
+
+fn faulty_with(mode: Fault, env: &[(&str, String)], options: ClientOptions) -> McpClient {
+    let config = StdioConfig::from_command(&peers::faulty(mode))
+        .unwrap()
+        .env(env.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    McpClient::new(server_name(mode), StdioTransport::new(config), options)
+}
+
+fn faulty(mode: Fault) -> McpClient {
+    faulty_with(mode, &[], ClientOptions::default())
+}
+
+async fn call(client: &McpClient, call: ToolCall) -> Result<ToolResult, BoxError> {
+    client.clone().oneshot(call).await
+}
+
+fn echo(message: &str) -> ToolCall {
+    ToolCall::new("echo").with_json_arguments(json!({ "message": message }))
+}
+
+fn client_error(err: &BoxError) -> &ClientError {
+    ClientError::find(&**err).unwrap_or_else(|| panic!("not a ClientError: {err}"))
+}
+
+/// Waits (bounded) until no process of group `pgid` is left, zombies included, then asserts it.
+async fn assert_group_gone(pgid: u32) {
+    let pgid = i32::try_from(pgid).unwrap();
+    for _ in 0..500 {
+        if peers::processes_in_group(pgid).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "processes left in group {pgid}: {:?}",
+        peers::processes_in_group(pgid)
+    );
+}
+
+/// Our own child processes whose command line contains `needle`, with their state.
+fn own_children_matching(needle: &str) -> Vec<(i32, String)> {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| {
+        let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?.to_owned();
+        let ppid = fields.next()?;
+        (ppid == me && cmdline.contains(needle)).then_some((pid, state))
+    })
+    .collect()
+}
+
+async fn assert_no_child_matching(needle: &str) {
+    for _ in 0..500 {
+        if own_children_matching(needle).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("children left: {:?}", own_children_matching(needle));
+}
+
+#[tokio::test]
+async fn the_well_behaved_baseline_answers_and_shuts_down_cleanly() {
+    let client = faulty(Fault::Ok);
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(
+        call(&client, echo("hi")).await.unwrap().joined_text(),
+        "Echo: hi"
+    );
+    let pid = client.process_id().unwrap();
+    client.shutdown().await;
+    assert_group_gone(pid).await;
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_fails_the_call_at_once_naming_the_server_with_status_and_stderr() {
+    let client = faulty(Fault::Crash);
+    client.start().await.unwrap();
+    let pid = client.process_id().unwrap();
+    let err = call(&client, echo("boom")).await.unwrap_err();
+    assert!(!NotSent::in_chain(&*err), "the call was sent");
+    match client_error(&err) {
+        ClientError::Exited {
+            server,
+            exit_status,
+            stderr_tail,
+            request,
+            ..
+        } => {
+            assert_eq!(&**server, "faulty-crash");
+            assert_eq!(exit_status.and_then(|s| s.code()), Some(3));
+            assert!(stderr_tail.contains("crashing mid-call"), "{stderr_tail}");
+            assert_eq!(request.as_ref().unwrap().method, "tools/call");
+        }
+        other => panic!("{other}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("faulty-crash") && text.contains("exit status: 3"),
+        "{text}"
+    );
+    assert_eq!(client.state(), ServerState::Restarting);
+    assert_group_gone(pid).await;
+    // The restart waits for its backoff: the next call fails fast, not sent.
+    let err = call(&client, echo("again")).await.unwrap_err();
+    assert!(NotSent::in_chain(&*err));
+    assert!(matches!(client_error(&err), ClientError::BackingOff { .. }));
+}
+
+#[tokio::test]
+async fn a_call_given_up_on_is_cancelled_and_the_session_goes_on() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let client = faulty_with(
+        Fault::NeverAnswer,
+        &[("KAGED_REQUEST_LOG", log.path().display().to_string())],
+        ClientOptions::default(),
+    );
+    client.start().await.unwrap();
+    let given_up =
+        tokio::time::timeout(Duration::from_millis(300), call(&client, echo("never"))).await;
+    assert!(given_up.is_err(), "the server never answers");
+    // A round trip after the cancellation: the server has read it by then.
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    let entries = peers::read_request_log(log.path());
+    let call_id = entries
+        .iter()
+        .find(|e| e["method"] == "tools/call")
+        .map(|e| e["id"].clone())
+        .expect("the call reached the server");
+    let cancelled: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{entries:?}");
+    assert_eq!(cancelled[0]["requestId"], call_id);
+    assert!(
+        !entries
+            .iter()
+            .any(|e| e["method"] == "notifications/cancelled" && e["requestId"] == 0),
+        "initialize (id 0) is never cancelled"
+    );
+    assert_eq!(client.state(), ServerState::Ready);
+    let pid = client.process_id().unwrap();
+    client.shutdown().await;
+    assert_group_gone(pid).await;
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_is_skipped_and_answers_still_arrive() {
+    let client = faulty(Fault::Garbage);
+    assert_eq!(client.list_tools().await.unwrap()[0].name, "echo");
+    for i in 0..5 {
+        let text = call(&client, echo(&format!("g{i}")))
+            .await
+            .unwrap()
+            .joined_text();
+        assert_eq!(text, format!("Echo: g{i}"));
+    }
+    assert_eq!(client.state(), ServerState::Ready);
+    let pid = client.process_id().unwrap();
+    client.shutdown().await;
+    assert_group_gone(pid).await;
+}
+
+#[tokio::test]
+async fn a_grandchild_holding_stdout_does_not_keep_the_call_or_any_process_alive() {
+    let client = faulty(Fault::Grandchild);
+    client.start().await.unwrap();
+    let pid = client.process_id().unwrap();
+    let err = call(&client, echo("spawn")).await.unwrap_err();
+    match client_error(&err) {
+        ClientError::Exited {
+            server,
+            exit_status,
+            stderr_tail,
+            ..
+        } => {
+            assert_eq!(&**server, "faulty-grandchild");
+            assert_eq!(exit_status.and_then(|s| s.code()), Some(0));
+            assert!(stderr_tail.contains("grandchild pid"), "{stderr_tail}");
+        }
+        other => panic!("{other}"),
+    }
+    // `sleep 1000` was in the server's process group: it is gone too.
+    assert_group_gone(pid).await;
+}
+
+#[tokio::test]
+async fn a_cursor_that_never_advances_stops_list_tools_naming_the_server() {
+    let client = faulty(Fault::CursorLoop);
+    let err = client.list_tools().await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::Pagination { server, .. } if &**server == "faulty-cursor_loop"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("\"same-cursor\" came back twice"),
+        "{err}"
+    );
+    // The session itself is fine.
+    assert_eq!(
+        call(&client, echo("x")).await.unwrap().joined_text(),
+        "Echo: x"
+    );
+    let pid = client.process_id().unwrap();
+    client.shutdown().await;
+    assert_group_gone(pid).await;
+}
+
+#[tokio::test]
+async fn paginated_tools_are_all_listed() {
+    let client = faulty(Fault::Paginated);
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["t1", "t2", "t3", "t4", "t5", "t6", "t7"]);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn ping_and_sampling_in_the_middle_of_a_call_are_answered_and_refused() {
+    let client = faulty(Fault::ServerRequests);
+    let result = call(&client, echo("dance")).await.unwrap();
+    let answers: Value = serde_json::from_str(&result.joined_text()).unwrap();
+    assert_eq!(answers["ping"], json!({"id": "p1", "result": {}}));
+    assert_eq!(answers["sampling"]["id"], 7);
+    assert_eq!(answers["sampling"]["error"]["code"], -32601);
+    assert!(answers["sampling"].get("result").is_none());
+    let message = answers["sampling"]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("sampling"), "{message}");
+    assert_eq!(client.sampling_refused_count(), 1);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unsupported_protocol_version_is_refused_and_the_server_stopped() {
+    let client = faulty(Fault::BadVersion);
+    let err = client.start().await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::UnsupportedProtocolVersion { server, version } if &**server == "faulty-bad_version" && version == "1999-01-01"),
+        "{err}"
+    );
+    assert_eq!(client.state(), ServerState::Restarting);
+    assert_eq!(client.process_id(), None);
+    assert_no_child_matching("--mode bad_version").await;
+}
+
+#[tokio::test]
+async fn a_server_that_exits_before_initialize_fails_with_its_stderr_and_the_call_was_not_sent() {
+    let client = faulty(Fault::ExitBeforeInit);
+    let err = call(&client, echo("x")).await.unwrap_err();
+    assert!(NotSent::in_chain(&*err), "never reached the server: {err}");
+    match client_error(&err) {
+        ClientError::Exited {
+            server,
+            exit_status,
+            stderr_tail,
+            request,
+            ..
+        } => {
+            assert_eq!(&**server, "faulty-exit_before_init");
+            assert_eq!(exit_status.and_then(|s| s.code()), Some(1));
+            assert!(
+                stderr_tail.contains("exiting with code 1 before initialize"),
+                "{stderr_tail}"
+            );
+            assert_eq!(request.as_ref().unwrap().method, "initialize");
+        }
+        other => panic!("{other}"),
+    }
+    assert_no_child_matching("--mode exit_before_init").await;
+}
+
+#[tokio::test]
+async fn repeated_start_failures_mark_the_server_failed_until_reenabled() {
+    let options =
+        ClientOptions::default().backoff(Duration::from_millis(5), Duration::from_millis(20));
+    let client = faulty_with(Fault::ExitBeforeInit, &[], options);
+    let mut attempts = 0;
+    while client.state() != ServerState::Failed {
+        let err = call(&client, echo("x")).await.unwrap_err();
+        assert!(NotSent::in_chain(&*err));
+        match client_error(&err) {
+            ClientError::BackingOff { retry_in, .. } => tokio::time::sleep(*retry_in).await,
+            ClientError::Exited { .. } => attempts += 1,
+            other => panic!("{other}"),
+        }
+        assert!(attempts <= 5, "more than five attempts");
+    }
+    assert_eq!(attempts, 5);
+    let err = call(&client, echo("x")).await.unwrap_err();
+    let failed = client_error(&err);
+    assert!(
+        matches!(failed, ClientError::ServerFailed { failures: 5, .. }),
+        "{failed}"
+    );
+    assert!(
+        failed.to_string().contains("exiting with code 1"),
+        "{failed}"
+    );
+    client.reenable();
+    assert!(matches!(
+        client.start().await,
+        Err(ClientError::Exited { .. })
+    ));
+    assert_no_child_matching("--mode exit_before_init").await;
+}
+
+#[tokio::test]
+async fn a_program_that_does_not_exist_fails_to_spawn_naming_server_and_program() {
+    let config = StdioConfig::new("/nonexistent/kaged-test-server");
+    let client = McpClient::new(
+        "ghost",
+        StdioTransport::new(config),
+        ClientOptions::default(),
+    );
+    let err = call(&client, echo("x")).await.unwrap_err();
+    assert!(NotSent::in_chain(&*err));
+    let text = client_error(&err).to_string();
+    assert!(
+        text.contains("`ghost`") && text.contains("/nonexistent/kaged-test-server"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn list_changed_notifications_bump_the_generation_and_the_list_grows() {
+    let client = faulty(Fault::ListChanged);
+    let generation = client.tools_changed();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    call(&client, echo("one")).await.unwrap();
+    // The notification follows the answer: a round trip makes sure it was read.
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["echo", "extra1"]);
+    assert_eq!(*generation.borrow(), 1);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn dropping_the_client_in_a_runtime_kills_the_group() {
+    let client = faulty(Fault::Ok);
+    client.start().await.unwrap();
+    let pid = client.process_id().unwrap();
+    drop(client);
+    assert_group_gone(pid).await;
+}
+
+#[test]
+fn dropping_the_client_outside_a_runtime_kills_and_reaps_the_group_synchronously() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime.block_on(async {
+        let client = faulty(Fault::Ok);
+        client.start().await.unwrap();
+        client
+    });
+    let pid = i32::try_from(client.process_id().unwrap()).unwrap();
+    drop(runtime);
+    assert!(!peers::processes_in_group(pid).is_empty());
+    drop(client);
+    assert_eq!(peers::processes_in_group(pid), Vec::new());
+}
