@@ -2,10 +2,10 @@
 //! sessions run over SSE (a working one, a refused one, a POST refused mid-session), and the
 //! captured text must not contain the secret.
 
-#[path = "common/peers.rs"]
-mod peers;
 #[path = "sse_harness/mod.rs"]
 mod harness;
+#[path = "common/peers.rs"]
+mod peers;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -104,7 +104,10 @@ async fn no_secret_appears_in_trace_level_logs() {
     assert!(text.contains("SSE stream open"), "{text}");
     assert!(text.contains("TRACE") || text.contains("DEBUG"), "{text}");
     assert!(text.contains("authentication refused"), "{text}");
-    assert!(!text.contains(SECRET), "the secret leaked into the logs:\n{text}");
+    assert!(
+        !text.contains(SECRET),
+        "the secret leaked into the logs:\n{text}"
+    );
     // Debug output of the configuration shows the header name and stars.
     assert!(text.contains("x-api-key"), "{text}");
 }

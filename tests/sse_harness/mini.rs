@@ -1,11 +1,14 @@
 //! A tiny HTTP/1.1 server on 127.0.0.1 for faults the Python fault server does not have: a
-//! POST answered with a chosen status, a wrong `Content-Type` on the stream, and a record of
-//! every request's headers.
+//! POST answered with a chosen status, a wrong `Content-Type` on the stream, a record of every
+//! request's headers, and (with `answer: true`) a scripted MCP server that answers
+//! `initialize` and `tools/list` (one tool, `wait`), never answers a `tools/call`, and ends its
+//! stream on [`Mini::hang_up`].
 
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Notify};
 
 /// One request as received.
 #[derive(Debug, Clone)]
@@ -35,6 +38,8 @@ pub(crate) struct MiniConfig {
     pub(crate) content_type: &'static str,
     /// Bytes written on the stream after the headers (the endpoint event, …).
     pub(crate) stream: String,
+    /// Answer `initialize` and `tools/list` on the stream (see the module docs).
+    pub(crate) answer: bool,
 }
 
 impl Default for MiniConfig {
@@ -43,6 +48,7 @@ impl Default for MiniConfig {
             post_status: 202,
             content_type: "text/event-stream",
             stream: "event: endpoint\ndata: /post?s=1\n\n".into(),
+            answer: false,
         }
     }
 }
@@ -51,6 +57,14 @@ impl Default for MiniConfig {
 pub(crate) struct Mini {
     pub(crate) port: u16,
     pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
+    live: Arc<Live>,
+}
+
+/// The open stream's message queue and the hang-up signal.
+#[derive(Default)]
+struct Live {
+    stream: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    hang_up: Notify,
 }
 
 impl Mini {
@@ -59,12 +73,24 @@ impl Mini {
         let port = listener.local_addr().expect("addr").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = Arc::clone(&seen);
+        let live = Arc::new(Live::default());
+        let shared = Arc::clone(&live);
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(serve(socket, config.clone(), Arc::clone(&record)));
+                tokio::spawn(serve(
+                    socket,
+                    config.clone(),
+                    Arc::clone(&record),
+                    Arc::clone(&shared),
+                ));
             }
         });
-        Mini { port, seen }
+        Mini { port, seen, live }
+    }
+
+    /// Ends the open event stream (the server goes away mid-session).
+    pub(crate) fn hang_up(&self) {
+        self.live.hang_up.notify_one();
     }
 
     pub(crate) fn url(&self) -> String {
@@ -76,7 +102,12 @@ impl Mini {
     }
 }
 
-async fn serve(mut socket: TcpStream, config: MiniConfig, seen: Arc<Mutex<Vec<Seen>>>) {
+async fn serve(
+    mut socket: TcpStream,
+    config: MiniConfig,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    live: Arc<Live>,
+) {
     let mut buf = Vec::new();
     loop {
         // Read one request's head.
@@ -113,6 +144,9 @@ async fn serve(mut socket: TcpStream, config: MiniConfig, seen: Arc<Mutex<Vec<Se
         }
         let body = buf[head_end..head_end + len].to_vec();
         buf.drain(..head_end + len);
+        if config.answer && method == "POST" {
+            answer(&live, &body);
+        }
         seen.lock().unwrap().push(Seen {
             method: method.clone(),
             path,
@@ -128,14 +162,26 @@ async fn serve(mut socket: TcpStream, config: MiniConfig, seen: Arc<Mutex<Vec<Se
             let _ = socket.write_all(head.as_bytes()).await;
             let _ = socket.write_all(config.stream.as_bytes()).await;
             let _ = socket.flush().await;
-            // Keep the stream open until the client goes away.
+            let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+            *live.stream.lock().unwrap() = Some(tx);
+            // Keep the stream open until the client goes away or the test hangs up.
             let mut sink = [0u8; 1024];
-            while let Ok(n) = socket.read(&mut sink).await {
-                if n == 0 {
-                    return;
+            loop {
+                tokio::select! {
+                    () = live.hang_up.notified() => return,
+                    Some(message) = rx.recv() => {
+                        let event = format!("event: message\ndata: {message}\n\n");
+                        if socket.write_all(event.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                    read = socket.read(&mut sink) => {
+                        if matches!(read, Ok(0) | Err(_)) {
+                            return;
+                        }
+                    }
                 }
             }
-            return;
         }
         let reason = match config.post_status {
             202 => "Accepted",
@@ -151,5 +197,28 @@ async fn serve(mut socket: TcpStream, config: MiniConfig, seen: Arc<Mutex<Vec<Se
         if socket.write_all(answer.as_bytes()).await.is_err() {
             return;
         }
+    }
+}
+
+/// The scripted server's answer to one POSTed message, if any, queued on the stream.
+fn answer(live: &Live, body: &[u8]) {
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return;
+    };
+    let id = message["id"].clone();
+    let result = match message["method"].as_str() {
+        Some("initialize") => serde_json::json!({
+            "protocolVersion": "2024-11-05",
+            "capabilities": { "tools": {} },
+            "serverInfo": { "name": "mini", "version": "0" }
+        }),
+        Some("tools/list") => serde_json::json!({
+            "tools": [{ "name": "wait", "inputSchema": { "type": "object" } }]
+        }),
+        _ => return,
+    };
+    let answer = serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result });
+    if let Some(tx) = live.stream.lock().unwrap().as_ref() {
+        let _ = tx.send(answer.to_string());
     }
 }

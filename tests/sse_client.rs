@@ -1,0 +1,252 @@
+//! The SSE transport under the real client (`McpClient`): real peers end to end (sampling
+//! refused by the client's own stack), a call in flight when the stream ends, reconnection
+//! through the client's supervision (a reconnect is a new `connect`, a new `initialize`), the
+//! backoff and the failed state with paused time, and an auth refusal.
+
+#[path = "sse_harness/mod.rs"]
+mod harness;
+#[path = "common/peers.rs"]
+mod peers;
+
+use std::time::Duration;
+
+use harness::mini::{Mini, MiniConfig};
+use harness::{read_log, PATIENCE};
+use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ServerState, ToolCall};
+use kaged_mcp::protocol::ToolResult;
+use kaged_mcp::transport::sse::{SseConfig, SseTransport};
+use kaged_mcp_layers::auth::AuthHeader;
+use peers::{PyMcp, PyMode, SseFault, SsePeer};
+use serde_json::json;
+use tower::{BoxError, Service, ServiceExt};
+
+fn sse(url: &str) -> SseTransport {
+    SseTransport::new(SseConfig::new(url.parse().unwrap())).unwrap()
+}
+
+async fn call(
+    client: &McpClient,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<ToolResult, BoxError> {
+    let mut client = client.clone();
+    client
+        .ready()
+        .await?
+        .call(ToolCall::new(tool).with_json_arguments(args))
+        .await
+}
+
+fn client_error(err: &BoxError) -> &ClientError {
+    ClientError::find(&**err).unwrap_or_else(|| panic!("not a ClientError: {err}"))
+}
+
+async fn python_through_the_client(version: PyMcp) {
+    let port = peers::free_port();
+    let Some(cmd) = peers::require(
+        peers::python_server(version, PyMode::Sse { port }),
+        &version.name(),
+    ) else {
+        return;
+    };
+    let peer = SsePeer::start(&cmd, &[], port).unwrap();
+    let client = McpClient::new("py", sse(&peer.sse_url()), ClientOptions::default());
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "big"), "{tools:?}");
+    assert!(client.protocol_version().is_some());
+    let echo = call(&client, "echo", json!({ "message": "hi" }))
+        .await
+        .unwrap();
+    assert_eq!(echo.joined_text(), "Echo: hi");
+    let big = call(&client, "big", json!({ "n": 1_000_000 }))
+        .await
+        .unwrap();
+    assert_eq!(big.joined_text().len(), 1_000_000);
+    let sample = call(&client, "sample", json!({})).await.unwrap();
+    assert!(
+        sample.joined_text().starts_with("sampling error:"),
+        "{}",
+        sample.joined_text()
+    );
+    assert_eq!(client.sampling_refused_count(), 1);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn python_mcp_1_30_over_sse_through_the_client_refuses_sampling() {
+    python_through_the_client(PyMcp::V1).await;
+}
+
+#[tokio::test]
+async fn python_mcp_2_3_over_sse_through_the_client_refuses_sampling() {
+    python_through_the_client(PyMcp::V2).await;
+}
+
+#[tokio::test]
+async fn server_everything_over_sse_through_the_client() {
+    let port = peers::free_port();
+    let Some((cmd, env)) = peers::require(peers::everything_sse(port), "server-everything") else {
+        return;
+    };
+    let peer = SsePeer::start(&cmd, &env, port).unwrap();
+    let client = McpClient::new("everything", sse(&peer.sse_url()), ClientOptions::default());
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "echo"));
+    assert!(!tools.iter().any(|t| t.name == "trigger-sampling-request"));
+    assert_eq!(client.protocol_version().as_deref(), Some("2025-11-25"));
+    let echo = call(&client, "echo", json!({ "message": "hello" }))
+        .await
+        .unwrap();
+    assert_eq!(echo.joined_text(), "Echo: hello");
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_in_flight_fails_at_once_naming_the_server_when_the_stream_ends() {
+    let mini = Mini::start(MiniConfig {
+        answer: true,
+        ..MiniConfig::default()
+    })
+    .await;
+    let client = McpClient::new("hangup", sse(&mini.url()), ClientOptions::default());
+    client.start().await.unwrap();
+    let pending = tokio::spawn({
+        let client = client.clone();
+        async move { call(&client, "wait", json!({})).await }
+    });
+    // Once the server has the call, it goes away.
+    let wait = async {
+        while !mini
+            .seen()
+            .iter()
+            .any(|s| String::from_utf8_lossy(&s.body).contains("tools/call"))
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, wait).await.unwrap();
+    mini.hang_up();
+    let err = tokio::time::timeout(PATIENCE, pending)
+        .await
+        .expect("the call fails without waiting for a timeout")
+        .unwrap()
+        .unwrap_err();
+    let failed = client_error(&err);
+    assert_eq!(failed.server(), "hangup");
+    assert!(
+        matches!(failed, ClientError::Exited { reason, request: Some(r), .. }
+            if reason.contains("the event stream ended") && r.method == "tools/call"),
+        "{failed}"
+    );
+    assert!(failed.to_string().contains("`hangup`"), "{failed}");
+}
+
+#[tokio::test]
+async fn after_the_stream_drops_the_client_reconnects_and_initializes_a_new_session() {
+    let log = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let peer =
+        SsePeer::start_fault(SseFault::DropAfterFirst, &["--log", log.to_str().unwrap()]).unwrap();
+    let options =
+        ClientOptions::default().backoff(Duration::from_millis(20), Duration::from_secs(1));
+    let client = McpClient::new("flaky", sse(&peer.sse_url()), options);
+    let one = call(&client, "echo", json!({ "message": "one" }))
+        .await
+        .unwrap();
+    assert_eq!(one.joined_text(), "Echo: one");
+
+    // The stream ends after that answer; the next calls either back off (fail fast, not sent)
+    // or go through on a new connection.
+    let retry = async {
+        loop {
+            match call(&client, "echo", json!({ "message": "two" })).await {
+                Ok(result) => return result,
+                Err(err) => {
+                    let e = client_error(&err);
+                    assert_eq!(e.server(), "flaky");
+                    assert!(
+                        matches!(
+                            e,
+                            ClientError::BackingOff { .. } | ClientError::ConnectionClosed { .. }
+                        ),
+                        "{e}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    };
+    let two = tokio::time::timeout(PATIENCE, retry).await.unwrap();
+    assert_eq!(two.joined_text(), "Echo: two");
+    assert_eq!(client.state(), ServerState::Ready);
+    let entries = read_log(&log);
+    let gets = entries.iter().filter(|e| e["verb"] == "GET").count();
+    let inits = entries
+        .iter()
+        .filter(|e| e["method"] == "initialize")
+        .count();
+    assert_eq!((gets, inits), (2, 2), "{entries:?}");
+    client.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unreachable_sse_server_backs_off_then_is_marked_failed_after_five_failures() {
+    let url = format!("http://127.0.0.1:{}/sse", peers::free_port());
+    let transport = SseTransport::new(
+        SseConfig::new(url.parse().unwrap()).connect_timeout(Duration::from_secs(5)),
+    )
+    .unwrap();
+    let client = McpClient::new("gone", transport, ClientOptions::default());
+    let mut waited = Vec::new();
+    for attempt in 1..=5u32 {
+        let err = client.start().await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::SpawnFailed { server, .. } if &**server == "gone"),
+            "attempt {attempt}: {err}"
+        );
+        if attempt == 5 {
+            break;
+        }
+        let err = call(&client, "echo", json!({})).await.unwrap_err();
+        let ClientError::BackingOff { retry_in, .. } = client_error(&err) else {
+            panic!("attempt {attempt}: {err}");
+        };
+        // Rounded up to whole seconds: time may have moved a little during the attempt.
+        waited.push(retry_in.as_secs_f64().ceil() as u64);
+        tokio::time::advance(*retry_in).await;
+    }
+    assert_eq!(waited, [1, 2, 4, 8]);
+    assert_eq!(client.state(), ServerState::Failed);
+    let err = call(&client, "echo", json!({})).await.unwrap_err();
+    assert!(matches!(
+        client_error(&err),
+        ClientError::ServerFailed { failures: 5, .. }
+    ));
+    assert!(client.last_error().unwrap().contains("server `gone`"));
+}
+
+#[tokio::test]
+async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_nothing_retries_by_itself() {
+    let log = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let peer = SsePeer::start_fault(
+        SseFault::Auth,
+        &["--secret", "right", "--log", log.to_str().unwrap()],
+    )
+    .unwrap();
+    let cfg =
+        SseConfig::new(peer.sse_url().parse().unwrap()).auth(AuthHeader::bearer("wrong").unwrap());
+    let client = McpClient::new(
+        "github",
+        SseTransport::new(cfg).unwrap(),
+        ClientOptions::default(),
+    );
+    let err = client.start().await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("`github`"), "{text}");
+    assert!(text.contains("authentication refused"), "{text}");
+    assert!(text.contains("401 Unauthorized"), "{text}");
+    assert_eq!(client.state(), ServerState::Restarting);
+    // No loop of its own: only calls start attempts.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let gets = read_log(&log).iter().filter(|e| e["verb"] == "GET").count();
+    assert_eq!(gets, 1);
+}
