@@ -6,8 +6,15 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod error;
 pub mod protocol;
+pub mod registry;
+pub mod session;
+pub mod stack;
+pub mod transport;
 
 pub use error::Error;
+pub use registry::{ToolDefinition, ToolRegistry};
+pub use session::{Session, SessionOptions};

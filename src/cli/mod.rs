@@ -5,6 +5,7 @@
 
 mod check;
 mod demo_server;
+mod session_cmds;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,8 +28,67 @@ pub struct Cli {
 pub enum Command {
     /// Validate the configuration and print the resolved servers.
     Check(ProjectArgs),
+    /// Start a session and print the registered tool catalog.
+    Tools {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// The agent to act as.
+        #[command(flatten)]
+        who: AgentArg,
+        /// Print a JSON array of ToolDefinition objects.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a session and call one tool through the full stack.
+    Call {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// The agent to act as.
+        #[command(flatten)]
+        who: AgentArg,
+        /// The tool's full name, such as `mcp.demo.echo`.
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Print `{"content", "structuredContent", "isError", "truncated"}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a session and print each server's state, tool count and last error.
+    Status {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// Print a JSON array of `{"server", "state", "tools", "last_error"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a session once, then answer commands read from stdin, one per line:
+    /// `tools`, `call TOOL [JSON]`, `status`, `enable SERVER`, `quit`.
+    Shell {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// The agent to act as.
+        #[command(flatten)]
+        who: AgentArg,
+        /// Answer every command with exactly one line of JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve the bundled demo MCP server on stdin/stdout (the quickstart's server).
     DemoServer,
+}
+
+/// Acting as one agent.
+#[derive(Debug, Args)]
+pub struct AgentArg {
+    /// Restrict to the tools granted to this agent: `primary` or a subagent's key.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 /// Where the configuration is.
@@ -67,6 +127,36 @@ pub fn run(cli: Cli) -> ExitCode {
     init_tracing();
     let code = match cli.command {
         Command::Check(args) => check::run(&args),
+        Command::Tools { project, who, json } => session_cmds::tools(
+            &project,
+            session_cmds::Who {
+                agent: who.agent.as_deref(),
+            },
+            json,
+        ),
+        Command::Call {
+            project,
+            who,
+            tool,
+            args,
+            json,
+        } => session_cmds::call(
+            &project,
+            session_cmds::Who {
+                agent: who.agent.as_deref(),
+            },
+            &tool,
+            args.as_deref(),
+            json,
+        ),
+        Command::Status { project, json } => session_cmds::status(&project, json),
+        Command::Shell { project, who, json } => session_cmds::shell(
+            &project,
+            session_cmds::Who {
+                agent: who.agent.as_deref(),
+            },
+            json,
+        ),
         Command::DemoServer => demo_server::run(),
     };
     ExitCode::from(code)

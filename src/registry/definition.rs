@@ -64,7 +64,9 @@ pub fn check_tool_name(name: &str) -> Result<(), String> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
     {
-        return Err(format!("the name contains {c:?}; allowed: A-Z a-z 0-9 _ . -"));
+        return Err(format!(
+            "the name contains {c:?}; allowed: A-Z a-z 0-9 _ . -"
+        ));
     }
     Ok(())
 }
@@ -89,8 +91,15 @@ mod tests {
         let v = serde_json::to_value(&d).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         for k in [
-            "name", "namespace", "description", "parameters", "returns", "requires", "source",
-            "mcp_server", "mcp_tool_name",
+            "name",
+            "namespace",
+            "description",
+            "parameters",
+            "returns",
+            "requires",
+            "source",
+            "mcp_server",
+            "mcp_tool_name",
         ] {
             assert!(keys.contains(&k), "{k} missing from {keys:?}");
         }

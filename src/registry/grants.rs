@@ -92,7 +92,10 @@ mod tests {
         );
         assert!(is_granted(&g, "mcp.db.query"));
         assert!(is_granted(&g, "mcp.db.a.b"));
-        assert!(!is_granted(&g, "mcp.dbx.query"), "prefix only at a dot boundary");
+        assert!(
+            !is_granted(&g, "mcp.dbx.query"),
+            "prefix only at a dot boundary"
+        );
         assert!(is_granted(&g, "mcp.gh.issue.create"));
         assert!(!is_granted(&g, "mcp.gh.repo.delete"));
         assert!(is_granted(&g, "mcp.fs.read"));

@@ -89,7 +89,9 @@ impl ToolRegistry {
             reason: reason.to_owned(),
         };
         if definition.source == ToolSource::Mcp {
-            return Err(refuse("MCP tools are registered by their server, not one by one"));
+            return Err(refuse(
+                "MCP tools are registered by their server, not one by one",
+            ));
         }
         let first = definition.name.split('.').next().unwrap_or_default();
         if first == "mcp" || definition.namespace == "mcp" {
@@ -168,7 +170,11 @@ impl ToolRegistry {
     }
 
     /// Calls a tool by its full name, with no agent restriction (the daemon's own use).
-    pub async fn call(&self, tool: &str, arguments: Option<Map<String, Value>>) -> Result<ToolResult, Error> {
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<ToolResult, Error> {
         self.dispatch(tool, arguments).await
     }
 
@@ -190,7 +196,11 @@ impl ToolRegistry {
         self.dispatch(tool, arguments).await
     }
 
-    async fn dispatch(&self, tool: &str, arguments: Option<Map<String, Value>>) -> Result<ToolResult, Error> {
+    async fn dispatch(
+        &self,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<ToolResult, Error> {
         if let Some(rest) = tool.strip_prefix("mcp.") {
             let (server, _) = rest.split_once('.').ok_or_else(|| Error::UnknownTool {
                 tool: tool.to_owned(),
@@ -200,9 +210,13 @@ impl ToolRegistry {
                 let entry = mcp.get(server).ok_or_else(|| Error::UnknownTool {
                     tool: tool.to_owned(),
                 })?;
-                let t = entry.catalog.tools.get(tool).ok_or_else(|| Error::UnknownTool {
-                    tool: tool.to_owned(),
-                })?;
+                let t = entry
+                    .catalog
+                    .tools
+                    .get(tool)
+                    .ok_or_else(|| Error::UnknownTool {
+                        tool: tool.to_owned(),
+                    })?;
                 (entry.stack.clone(), t.clone())
             };
             let name = mcp_tool
@@ -234,10 +248,13 @@ impl ToolRegistry {
                 retry_safe: false,
                 progress: None,
             };
-            handler.oneshot(call).await.map_err(|source| Error::Handler {
-                tool: tool.to_owned(),
-                source,
-            })
+            handler
+                .oneshot(call)
+                .await
+                .map_err(|source| Error::Handler {
+                    tool: tool.to_owned(),
+                    source,
+                })
         }
     }
 }

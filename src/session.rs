@@ -1,0 +1,443 @@
+//! Session start: from a validated [`Config`] to a [`ToolRegistry`] full of MCP tools.
+//!
+//! [`Session::start`] resolves every `secret_ref` first (a missing one refuses the session),
+//! skips servers disabled in `local.toml`, then starts and lists every other server
+//! concurrently, each under the startup timeout. A server that fails is marked failed with its
+//! error and the session goes on with the others. Tools register as `mcp.<key>.<tool>` through
+//! the server's `tools:` filter; a name that is empty, longer than 128 bytes or outside
+//! `[A-Za-z0-9_.-]`, or a duplicate within one server, is skipped with a WARN. When a server
+//! sends `notifications/tools/list_changed`, its tools are listed again and swapped in
+//! atomically.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::join_all;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::task::JoinHandle;
+use tracing::Instrument;
+
+use crate::client::{ClientOptions, McpClient, ServerState};
+use crate::config::{self, Config, McpServerConfig, Secret, TransportConfig};
+use crate::protocol::{ToolInfo, ToolResult};
+use crate::registry::{
+    check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolRegistry, ToolSource,
+};
+use crate::stack::{StackBuilder, StackSettings, ToolService};
+use crate::transport::sse::SseTransport;
+use crate::transport::{StdioConfig, StdioTransport};
+use crate::Error;
+
+/// A server's state as the session sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerStatus {
+    /// The server key.
+    pub server: String,
+    /// `starting`, `ready`, `restarting`, `failed` or `disabled`.
+    pub state: String,
+    /// How many of its tools are registered.
+    pub tools: usize,
+    /// The last error, if any.
+    pub last_error: Option<String>,
+}
+
+/// Hooks an embedder uses to shape every server's stack.
+#[derive(Clone, Default)]
+pub struct SessionOptions {
+    customize: Option<Arc<dyn Fn(&str, StackBuilder) -> StackBuilder + Send + Sync>>,
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("customize", &self.customize.is_some())
+            .finish()
+    }
+}
+
+impl SessionOptions {
+    /// Default options: the standard stack, unchanged.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Lets the embedder add layers to each server's stack: the closure gets the server key
+    /// and the builder of the standard stack, and returns it with its own layers added
+    /// ([`StackBuilder::outer_layer`], [`StackBuilder::inner_layer`]).
+    pub fn customize_stack(
+        mut self,
+        f: impl Fn(&str, StackBuilder) -> StackBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.customize = Some(Arc::new(f));
+        self
+    }
+}
+
+struct Server {
+    config: McpServerConfig,
+    client: Option<McpClient>,
+    disabled: bool,
+    startup_error: Mutex<Option<String>>,
+}
+
+/// A running session: the registry, the servers, and the tasks that follow their tool lists.
+///
+/// Dropping the session stops the rediscovery tasks; the clients kill their processes when
+/// the last handle to them goes away. Call [`Session::shutdown`] for an orderly stop.
+pub struct Session {
+    config: Arc<Config>,
+    registry: Arc<ToolRegistry>,
+    servers: BTreeMap<String, Arc<Server>>,
+    watchers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("servers", &self.servers.keys().collect::<Vec<_>>())
+            .field("registry", &self.registry)
+            .finish()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        for w in &self.watchers {
+            w.abort();
+        }
+    }
+}
+
+fn client_for(
+    config: &Config,
+    server: &McpServerConfig,
+    secret: Option<&Secret>,
+) -> Result<McpClient, String> {
+    let options = ClientOptions::default().frame_limit(config.daemon.frame_limit_bytes);
+    match &server.transport {
+        TransportConfig::Stdio(s) => {
+            let cwd = match &s.cwd {
+                Some(rel) => config::resolve_cwd(&config.project_root, rel)?,
+                None => config
+                    .project_root
+                    .canonicalize()
+                    .map_err(|e| format!("project root {}: {e}", config.project_root.display()))?,
+            };
+            let stdio = StdioConfig::from_command(&s.command)
+                .ok_or_else(|| "empty command".to_owned())?
+                .cwd(cwd)
+                .env(s.env.iter().map(|(k, v)| (k.clone(), v.clone())))
+                .frame_limit(config.daemon.frame_limit_bytes);
+            Ok(McpClient::new(
+                server.key.clone(),
+                StdioTransport::new(stdio),
+                options,
+            ))
+        }
+        TransportConfig::Sse(sse) => {
+            let auth = match (&server.auth, secret) {
+                (Some(a), Some(s)) => Some((a, s)),
+                (Some(_), None) => {
+                    return Err(format!(
+                        "server `{}`: its secret is not resolved",
+                        server.key
+                    ))
+                }
+                (None, _) => None,
+            };
+            let t = SseTransport::from_config(&server.key, sse, auth).map_err(|e| e.to_string())?;
+            Ok(McpClient::new(server.key.clone(), t, options))
+        }
+    }
+}
+
+impl Session {
+    /// Starts a session with the standard stacks.
+    pub async fn start(config: Config) -> Result<Session, Error> {
+        Self::start_with(config, SessionOptions::default()).await
+    }
+
+    /// Starts a session, letting `options` shape each server's stack.
+    pub async fn start_with(config: Config, options: SessionOptions) -> Result<Session, Error> {
+        let secrets = config.resolve_secrets()?;
+        let config = Arc::new(config);
+        let registry = Arc::new(ToolRegistry::new());
+        let mut servers = BTreeMap::new();
+        for sc in &config.project.servers {
+            let overrides = config.local.overrides(&sc.key);
+            let mut server = Server {
+                config: sc.clone(),
+                client: None,
+                disabled: overrides.disabled,
+                startup_error: Mutex::new(None),
+            };
+            if !overrides.disabled {
+                match client_for(&config, sc, secrets.get(&sc.key)) {
+                    Ok(client) => {
+                        let mut builder =
+                            StackBuilder::new(StackSettings::from_config(&config, &sc.key));
+                        if let Some(f) = &options.customize {
+                            builder = f(&sc.key, builder);
+                        }
+                        let stack: ToolService = builder.build(client.clone());
+                        registry.set_server(&sc.key, stack, ServerCatalog::default());
+                        server.client = Some(client);
+                    }
+                    Err(e) => {
+                        tracing::error!(server = %sc.key, error = %e, "server cannot start");
+                        *server
+                            .startup_error
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    }
+                }
+            }
+            servers.insert(sc.key.clone(), Arc::new(server));
+        }
+        let mut session = Session {
+            config,
+            registry,
+            servers,
+            watchers: Vec::new(),
+        };
+        let starts = session
+            .servers
+            .values()
+            .filter(|s| s.client.is_some())
+            .map(|s| session.discover(s.clone()));
+        join_all(starts).await;
+        session.watch_list_changes();
+        Ok(session)
+    }
+
+    /// Starts and lists one server under the startup timeout; registers its tools or records
+    /// its failure.
+    fn discover(
+        &self,
+        server: Arc<Server>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let registry = self.registry.clone();
+        let config = self.config.clone();
+        let timeout = config.daemon.startup_timeout;
+        async move {
+            let Some(client) = server.client.clone() else { return };
+            let key = server.config.key.clone();
+            let result = tokio::time::timeout(timeout, async {
+                client.start().await?;
+                client.list_tools().await
+            })
+            .await;
+            let err = match result {
+                Ok(Ok(tools)) => {
+                    let catalog = build_catalog(&config, &server.config, tools);
+                    tracing::info!(server = %key, tools = catalog.tools.len(), "tools registered");
+                    registry.replace_catalog(&key, catalog);
+                    None
+                }
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => Some(format!(
+                    "server `{key}`: did not start and list its tools within the startup timeout of {} ms",
+                    timeout.as_millis()
+                )),
+            };
+            if let Some(e) = &err {
+                tracing::error!(server = %key, error = %e, "server failed at session start");
+            }
+            *server.startup_error.lock().unwrap_or_else(|p| p.into_inner()) = err;
+        }
+        .instrument(tracing::info_span!("mcp.discover"))
+    }
+
+    fn watch_list_changes(&mut self) {
+        for server in self.servers.values() {
+            let Some(client) = server.client.clone() else {
+                continue;
+            };
+            let mut changes = client.tools_changed();
+            let server = server.clone();
+            let registry = self.registry.clone();
+            let config = self.config.clone();
+            self.watchers.push(tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    let key = &server.config.key;
+                    match client.list_tools().await {
+                        Ok(tools) => {
+                            let catalog = build_catalog(&config, &server.config, tools);
+                            tracing::info!(server = %key, tools = catalog.tools.len(), "tools rediscovered");
+                            registry.replace_catalog(key, catalog);
+                        }
+                        Err(e) => {
+                            tracing::warn!(server = %key, error = %e, "rediscovery after tools/list_changed failed");
+                        }
+                    }
+                }
+            }));
+        }
+    }
+
+    /// The registry: every tool, and dispatch.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// The configuration the session runs on.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Every registered tool.
+    pub fn catalog(&self) -> Vec<ToolDefinition> {
+        self.registry.catalog()
+    }
+
+    /// The tools `agent` (`primary` or a subagent's key) is granted.
+    pub fn catalog_for(&self, agent: &str) -> Result<Vec<ToolDefinition>, Error> {
+        let grants = self.grants(agent)?;
+        Ok(self.registry.catalog_for(grants))
+    }
+
+    fn grants(&self, agent: &str) -> Result<&config::ToolGrants, Error> {
+        self.config
+            .project
+            .agents
+            .for_agent(agent)
+            .ok_or_else(|| Error::UnknownAgent {
+                agent: agent.to_owned(),
+            })
+    }
+
+    /// Calls a tool by its full name, with no agent restriction.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<ToolResult, Error> {
+        self.registry.call(tool, arguments).await
+    }
+
+    /// Calls a tool for `agent`: refused without contacting a server unless granted.
+    pub async fn call_as(
+        &self,
+        agent: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<ToolResult, Error> {
+        let grants = self.grants(agent)?;
+        self.registry.call_as(agent, grants, tool, arguments).await
+    }
+
+    /// Every declared server's state, tool count and last error, in declaration order.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.config
+            .project
+            .servers
+            .iter()
+            .filter_map(|sc| self.servers.get(&sc.key))
+            .map(|s| {
+                let key = s.config.key.clone();
+                let startup = s
+                    .startup_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let (state, last_error) = match (&s.client, s.disabled) {
+                    (_, true) => ("disabled".to_owned(), None),
+                    (None, false) => ("failed".to_owned(), startup),
+                    (Some(c), false) => {
+                        let st = c.state();
+                        let name = if startup.is_some() && st != ServerState::Ready {
+                            "failed".to_owned()
+                        } else {
+                            st.to_string()
+                        };
+                        (name, c.last_error().or(startup))
+                    }
+                };
+                ServerStatus {
+                    tools: self.registry.server_tool_count(&key),
+                    server: key,
+                    state,
+                    last_error,
+                }
+            })
+            .collect()
+    }
+
+    /// Re-enables a failed server and discovers its tools again.
+    pub async fn enable(&self, server: &str) -> Result<(), Error> {
+        let s = self
+            .servers
+            .get(server)
+            .ok_or_else(|| Error::UnknownServer {
+                server: server.to_owned(),
+            })?;
+        if let Some(c) = &s.client {
+            c.reenable();
+            self.discover(s.clone()).await;
+        }
+        Ok(())
+    }
+
+    /// Stops every server: closes stdin, waits, then terminates the process groups.
+    pub async fn shutdown(self) {
+        let clients: Vec<McpClient> = self
+            .servers
+            .values()
+            .filter_map(|s| s.client.clone())
+            .collect();
+        join_all(clients.iter().map(|c| c.shutdown())).await;
+    }
+}
+
+/// Turns a server's `tools/list` into its catalog: names checked, filter applied, duplicates
+/// and bad names skipped with a WARN.
+pub fn build_catalog(
+    config: &Config,
+    server: &McpServerConfig,
+    tools: Vec<ToolInfo>,
+) -> ServerCatalog {
+    let trust = config.local.overrides(&server.key).trust_annotations;
+    let mut catalog = ServerCatalog::default();
+    for t in tools {
+        if let Err(why) = check_tool_name(&t.name) {
+            tracing::warn!(server = %server.key, tool = %t.name.escape_debug(), reason = %why, "tool skipped");
+            continue;
+        }
+        if !server.tools.permits(&t.name) {
+            continue;
+        }
+        let full = format!("mcp.{}.{}", server.key, t.name);
+        if catalog.tools.contains_key(&full) {
+            tracing::warn!(server = %server.key, tool = %t.name, "duplicate tool name skipped");
+            continue;
+        }
+        let retry_safe = trust && t.is_retry_safe();
+        let definition = ToolDefinition {
+            name: full.clone(),
+            namespace: "mcp".into(),
+            description: t
+                .description
+                .clone()
+                .or(t.title.clone())
+                .unwrap_or_default(),
+            parameters: t.input_schema.clone(),
+            returns: t
+                .output_schema
+                .clone()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+            requires: Vec::new(),
+            source: ToolSource::Mcp,
+            mcp_server: Some(server.key.clone()),
+            mcp_tool_name: Some(t.name.clone()),
+        };
+        catalog.tools.insert(
+            full,
+            McpTool {
+                definition,
+                retry_safe,
+            },
+        );
+    }
+    catalog
+}

@@ -1,0 +1,379 @@
+//! The standard per-server stack: every `tools/call` of one server passes through it.
+//!
+//! ```text
+//! [embedder outer layers] ─▶ Trace ─▶ Truncate(result cap) ─▶ Timeout(timeout_ms)
+//!     ─▶ Retry(backoff, only when safe) ─▶ [embedder inner layers] ─▶ McpClient
+//! ```
+//!
+//! # Order
+//! - **Trace** opens one `mcp.call` span per call (`server`, `tool`, `request_id`, `attempt`,
+//!   `outcome`, `latency_ms`) and turns a timeout into [`TimedOut`], which names the server
+//!   and the timeout that fired.
+//! - **Truncate** sits outside the timeout, so what reaches the agent is always capped.
+//! - **Timeout** wraps the retry, so `timeout_ms` bounds the whole call as the caller sees it,
+//!   backoff included. Every layer below it is always ready, so readiness costs no time
+//!   outside the clock.
+//! - **Retry** sends a call again only when it provably never reached the server, or when the
+//!   tool is idempotent or read-only and the operator trusts the server's annotations.
+//!
+//! Embedders add their own layers with [`StackBuilder::outer_layer`] (sees every call first,
+//! before tracing) and [`StackBuilder::inner_layer`] (just above the client, once per attempt).
+//! The stack is type-erased once, here, into a [`ToolService`].
+//!
+//! # Example
+//! ```
+//! use kaged_mcp::stack::{StackBuilder, StackSettings};
+//! use kaged_mcp::{client::ToolCall, protocol::ToolResult};
+//! use tower::{service_fn, BoxError, ServiceExt};
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+//! let server = service_fn(|call: ToolCall| async move {
+//!     Ok::<_, BoxError>(ToolResult::text(format!("called {}", call.name)))
+//! });
+//! let stack = StackBuilder::new(StackSettings::new("demo")).build(server);
+//! let result = stack.oneshot(ToolCall::new("echo")).await?;
+//! assert_eq!(result.joined_text(), "called echo");
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
+
+use kaged_mcp_layers::retry::RetryPolicy;
+use kaged_mcp_layers::truncate::TruncateLayer;
+use pin_project::pin_project;
+use tower::layer::util::Identity;
+use tower::timeout::error::Elapsed;
+use tower::util::BoxCloneSyncService;
+use tower::{BoxError, Layer, Service, ServiceBuilder};
+use tracing::instrument::Instrumented;
+use tracing::{field, Instrument, Span};
+
+use crate::client::ToolCall;
+use crate::config::Config;
+use crate::protocol::ToolResult;
+use crate::Error;
+
+/// A server's whole stack, type-erased: what the registry stores and calls.
+pub type ToolService = BoxCloneSyncService<ToolCall, ToolResult, BoxError>;
+
+/// The knobs of one server's stack.
+#[derive(Debug, Clone)]
+pub struct StackSettings {
+    /// The server key, for spans and errors.
+    pub server: Arc<str>,
+    /// The result cap (`config.toml` `result_max_bytes`).
+    pub result_max_bytes: usize,
+    /// The per-call timeout (`timeout_ms`, else `default_timeout_ms`).
+    pub timeout: Duration,
+    /// The retry policy.
+    pub retry: RetryPolicy,
+}
+
+impl StackSettings {
+    /// The defaults of ADR-0043: a 64 KiB cap, a 30 s timeout, and
+    /// [`default_retry_policy`].
+    pub fn new(server: impl Into<Arc<str>>) -> Self {
+        Self {
+            server: server.into(),
+            result_max_bytes: 65_536,
+            timeout: Duration::from_secs(30),
+            retry: default_retry_policy(),
+        }
+    }
+
+    /// The settings of `server` from the configuration files.
+    pub fn from_config(config: &Config, server: &str) -> Self {
+        Self {
+            result_max_bytes: config.daemon.result_max_bytes,
+            timeout: config.timeout_for(server),
+            ..Self::new(server)
+        }
+    }
+
+    /// Sets the result cap.
+    pub fn result_max_bytes(mut self, max: usize) -> Self {
+        self.result_max_bytes = max;
+        self
+    }
+
+    /// Sets the per-call timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+}
+
+/// Backoff from 100 ms doubling to 2 s, full jitter, 3 attempts in all, tower's default budget.
+pub fn default_retry_policy() -> RetryPolicy {
+    RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(2))
+        .expect("constant backoff bounds are valid")
+        .max_attempts(3)
+}
+
+type BoxLayer = Arc<dyn Fn(ToolService) -> ToolService + Send + Sync>;
+
+/// Builds the standard stack over a client, with the embedder's layers where they asked.
+///
+/// See the [module docs](self) for the order and an example.
+#[derive(Clone)]
+pub struct StackBuilder {
+    settings: StackSettings,
+    outer: Vec<BoxLayer>,
+    inner: Vec<BoxLayer>,
+}
+
+impl fmt::Debug for StackBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StackBuilder")
+            .field("settings", &self.settings)
+            .field("outer_layers", &self.outer.len())
+            .field("inner_layers", &self.inner.len())
+            .finish()
+    }
+}
+
+fn boxed<L>(layer: L) -> BoxLayer
+where
+    L: Layer<ToolService> + Send + Sync + 'static,
+    L::Service:
+        Service<ToolCall, Response = ToolResult, Error = BoxError> + Clone + Send + Sync + 'static,
+    <L::Service as Service<ToolCall>>::Future: Send + 'static,
+{
+    Arc::new(move |svc: ToolService| ToolService::new(layer.layer(svc)))
+}
+
+impl StackBuilder {
+    /// A builder with these settings and no embedder layers.
+    pub fn new(settings: StackSettings) -> Self {
+        Self {
+            settings,
+            outer: Vec::new(),
+            inner: Vec::new(),
+        }
+    }
+
+    /// Adds a layer outside the whole stack: it sees every call first and its final result
+    /// (truncated) or error. Layers added first sit outermost.
+    pub fn outer_layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<ToolService> + Send + Sync + 'static,
+        L::Service: Service<ToolCall, Response = ToolResult, Error = BoxError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as Service<ToolCall>>::Future: Send + 'static,
+    {
+        self.outer.push(boxed(layer));
+        self
+    }
+
+    /// Adds a layer just above the client, below the retry: it sees every attempt, with the
+    /// result as the server sent it. Layers added first sit outermost.
+    pub fn inner_layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<ToolService> + Send + Sync + 'static,
+        L::Service: Service<ToolCall, Response = ToolResult, Error = BoxError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as Service<ToolCall>>::Future: Send + 'static,
+    {
+        self.inner.push(boxed(layer));
+        self
+    }
+
+    /// Builds the stack over `client`.
+    pub fn build<S>(self, client: S) -> ToolService
+    where
+        S: Service<ToolCall, Response = ToolResult, Error = BoxError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let s = self.settings;
+        let bottom = if self.inner.is_empty() {
+            None
+        } else {
+            let mut svc = ToolService::new(client.clone());
+            for l in self.inner.iter().rev() {
+                svc = l(svc);
+            }
+            Some(svc)
+        };
+        let top = ServiceBuilder::new()
+            .layer(TraceLayer {
+                server: s.server.clone(),
+                timeout: s.timeout,
+            })
+            .layer(TruncateLayer::new(s.result_max_bytes))
+            .timeout(s.timeout)
+            .retry(s.retry)
+            .layer(Identity::new());
+        let mut svc = match bottom {
+            Some(b) => ToolService::new(top.service(b)),
+            None => ToolService::new(top.service(client)),
+        };
+        for l in self.outer.iter().rev() {
+            svc = l(svc);
+        }
+        svc
+    }
+}
+
+/// A call that did not finish within its server's timeout.
+#[derive(Debug, Clone)]
+pub struct TimedOut {
+    /// The server.
+    pub server: Arc<str>,
+    /// The timeout that fired.
+    pub timeout: Duration,
+}
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "server `{}`: no answer within the timeout of {} ms",
+            self.server,
+            self.timeout.as_millis()
+        )
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
+/// Opens the per-call span and names timeouts. Private: it is part of every standard stack.
+#[derive(Debug, Clone)]
+struct TraceLayer {
+    server: Arc<str>,
+    timeout: Duration,
+}
+
+impl<S> Layer<S> for TraceLayer {
+    type Service = Trace<S>;
+    fn layer(&self, inner: S) -> Trace<S> {
+        Trace {
+            inner,
+            server: self.server.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Trace<S> {
+    inner: S,
+    server: Arc<str>,
+    timeout: Duration,
+}
+
+impl<S> Service<ToolCall> for Trace<S>
+where
+    S: Service<ToolCall, Response = ToolResult, Error = BoxError>,
+{
+    type Response = ToolResult;
+    type Error = BoxError;
+    type Future = TraceFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: ToolCall) -> Self::Future {
+        let span = tracing::debug_span!(
+            "mcp.call",
+            server = %self.server,
+            tool = %call.name,
+            request_id = field::Empty,
+            attempt = 0u32,
+            outcome = field::Empty,
+            latency_ms = field::Empty,
+        );
+        let inner = {
+            let _enter = span.enter();
+            self.inner.call(call)
+        };
+        TraceFuture {
+            inner: inner.instrument(span.clone()),
+            span,
+            start: Instant::now(),
+            server: self.server.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+#[pin_project]
+struct TraceFuture<F> {
+    #[pin]
+    inner: Instrumented<F>,
+    span: Span,
+    start: Instant,
+    server: Arc<str>,
+    timeout: Duration,
+}
+
+impl<F> Future for TraceFuture<F>
+where
+    F: Future<Output = Result<ToolResult, BoxError>>,
+{
+    type Output = Result<ToolResult, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let out = ready!(this.inner.poll(cx));
+        let latency_ms = this.start.elapsed().as_secs_f64() * 1000.0;
+        this.span.record("latency_ms", latency_ms);
+        let out = match out {
+            Ok(r) => {
+                let outcome = if r.is_error { "tool_error" } else { "ok" };
+                this.span.record("outcome", outcome);
+                Ok(r)
+            }
+            Err(e) if e.is::<Elapsed>() => {
+                this.span.record("outcome", "timeout");
+                Err(Box::new(TimedOut {
+                    server: this.server.clone(),
+                    timeout: *this.timeout,
+                }) as BoxError)
+            }
+            Err(e) => {
+                this.span.record("outcome", "error");
+                Err(e)
+            }
+        };
+        let _enter = this.span.enter();
+        tracing::debug!(latency_ms, "call finished");
+        Poll::Ready(out)
+    }
+}
+
+/// Turns a stack error into the public [`Error`], once, at the registry edge.
+pub fn into_error(server: &str, tool: &str, err: BoxError) -> Error {
+    match err.downcast::<TimedOut>() {
+        Ok(t) => Error::Timeout {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            timeout: t.timeout,
+        },
+        Err(source) => Error::Call {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            source,
+        },
+    }
+}
