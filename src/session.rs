@@ -42,10 +42,13 @@ pub struct ServerStatus {
     pub last_error: Option<String>,
 }
 
+/// The embedder's hook on each server's stack: server key and standard builder in, builder out.
+type CustomizeStack = Arc<dyn Fn(&str, StackBuilder) -> StackBuilder + Send + Sync>;
+
 /// Hooks an embedder uses to shape every server's stack.
 #[derive(Clone, Default)]
 pub struct SessionOptions {
-    customize: Option<Arc<dyn Fn(&str, StackBuilder) -> StackBuilder + Send + Sync>>,
+    customize: Option<CustomizeStack>,
 }
 
 impl std::fmt::Debug for SessionOptions {
