@@ -3,8 +3,9 @@
 //! The bundled example project (`examples/demo/`) spawns it, so the quickstart needs nothing
 //! beyond the Rust toolchain; the benchmarks use it as their echo server. Tools: `echo`
 //! (`{"message", "pad"?}`: `Echo: <message>` plus `pad` bytes), `add` (`{"a", "b"}`),
-//! `lorem` (`{"bytes"}`: that many bytes of text, to see the result cap at work) and
-//! `slow` (`{"ms"}`: answers after a delay; requests are served one at a time).
+//! `lorem` (`{"bytes"}`: that many bytes of text, to see the result cap at work),
+//! `slow` (`{"ms"}`: answers after a delay; requests are served one at a time) and `crash`
+//! (the process exits with status 3 without answering, to watch the client restart it).
 
 use std::io::{BufRead, BufWriter, Write};
 
@@ -106,7 +107,10 @@ fn tools() -> Value {
              "required": ["bytes"]}},
         {"name": "slow", "description": "Answers after `ms` milliseconds.",
          "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}},
-             "required": ["ms"]}}
+             "required": ["ms"]}},
+        {"name": "crash", "description": "Exits the server process without answering (to see the client restart it).",
+         "inputSchema": {"type": "object", "properties": {}},
+         "annotations": {"destructiveHint": true}}
     ])
 }
 
@@ -162,6 +166,10 @@ fn call(params: &Value) -> Value {
             }
             None => error("slow: `ms` (an integer) is required".into()),
         },
+        "crash" => {
+            eprintln!("demo-server: crash tool called; exiting with status 3");
+            std::process::exit(3);
+        }
         other => error(format!("unknown tool: {other}")),
     }
 }

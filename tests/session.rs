@@ -1,0 +1,403 @@
+//! Session start against several real servers at once: one failing, one disabled, one
+//! filtered; per-agent catalogs; a tool not granted; list_changed rediscovery; an embedder's
+//! audit layer seeing every call.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use common::peers::{self, Fault};
+use kaged_mcp::client::ToolCall;
+use kaged_mcp::config::{load, ConfigPaths};
+use kaged_mcp::protocol::ToolResult;
+use kaged_mcp::stack::ToolService;
+use kaged_mcp::{Error, Session, SessionOptions};
+use serde_json::json;
+use tower::{BoxError, Layer, Service};
+
+fn yaml_list(cmd: &[String]) -> String {
+    serde_json::to_string(cmd).unwrap()
+}
+
+fn demo_cmd() -> Vec<String> {
+    vec![env!("CARGO_BIN_EXE_kaged-mcp").into(), "demo-server".into()]
+}
+
+fn project(yaml: &str, local: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("project.yaml"), yaml).unwrap();
+    std::fs::write(d.path().join("local.toml"), local).unwrap();
+    d
+}
+
+fn args(v: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
+    v.as_object().cloned()
+}
+
+#[tokio::test]
+async fn several_servers_one_failing_one_disabled_one_filtered() {
+    let yaml = format!(
+        r#"
+mcp:
+  demo:
+    transport: stdio
+    command: {demo}
+  filtered:
+    transport: stdio
+    command: {demo}
+    tools:
+      allow: ["e*", "add"]
+      deny: ["add"]
+  broken:
+    transport: stdio
+    command: {broken}
+  off:
+    transport: stdio
+    command: ["/nonexistent/never-run"]
+primary:
+  tools:
+    mcp.demo: {{ enabled: true }}
+    mcp.demo.lorem: {{ enabled: false }}
+    "mcp.filtered.*": {{ enabled: true }}
+  subagents:
+    researcher:
+      tools:
+        mcp.demo.echo: {{ enabled: true }}
+"#,
+        demo = yaml_list(&demo_cmd()),
+        broken = yaml_list(&peers::faulty(Fault::ExitBeforeInit)),
+    );
+    let d = project(&yaml, "[mcp.off]\ndisabled = true\n");
+    let config = load(&ConfigPaths::new(d.path())).unwrap();
+    let session = Session::start(config).await.unwrap();
+
+    let names: Vec<String> = session.catalog().into_iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "mcp.demo.add",
+            "mcp.demo.crash",
+            "mcp.demo.echo",
+            "mcp.demo.lorem",
+            "mcp.demo.slow",
+            "mcp.filtered.echo"
+        ]
+    );
+
+    let status = session.status();
+    let by = |k: &str| status.iter().find(|s| s.server == k).unwrap().clone();
+    assert_eq!(by("demo").state, "ready");
+    assert_eq!(by("demo").tools, 5);
+    assert_eq!(by("filtered").tools, 1);
+    assert_eq!(by("off").state, "disabled");
+    assert_eq!(by("off").tools, 0);
+    let broken = by("broken");
+    assert_eq!(broken.state, "failed", "{broken:?}");
+    let err = broken.last_error.unwrap();
+    assert!(err.contains("broken"), "the error names the server: {err}");
+
+    // Per-agent catalogs.
+    let primary: Vec<String> = session
+        .catalog_for("primary")
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        primary,
+        [
+            "mcp.demo.add",
+            "mcp.demo.crash",
+            "mcp.demo.echo",
+            "mcp.demo.slow",
+            "mcp.filtered.echo"
+        ]
+    );
+    let researcher: Vec<String> = session
+        .catalog_for("researcher")
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(researcher, ["mcp.demo.echo"]);
+    assert!(matches!(
+        session.catalog_for("nobody"),
+        Err(Error::UnknownAgent { .. })
+    ));
+
+    // Calls: granted, not granted, unknown, and on the failed server.
+    let r = session
+        .call_as(
+            "researcher",
+            "mcp.demo.echo",
+            args(json!({"message": "hi"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "Echo: hi");
+    let e = session
+        .call_as("researcher", "mcp.demo.add", args(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::NotGranted { .. }), "{e}");
+    let e = session
+        .call_as("primary", "mcp.demo.lorem", args(json!({"bytes": 3})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::NotGranted { .. }),
+        "most specific key wins: {e}"
+    );
+    let e = session.call("mcp.filtered.add", None).await.unwrap_err();
+    assert!(matches!(e, Error::UnknownTool { .. }), "{e}");
+    let e = session.call("mcp.broken.echo", None).await.unwrap_err();
+    assert!(matches!(e, Error::UnknownTool { .. }), "{e}");
+    let r = session
+        .call("mcp.demo.add", args(json!({"a": 2, "b": 40})))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 42.0})));
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_not_granted_call_never_reaches_the_server() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let yaml = format!(
+        "mcp:\n  logged:\n    transport: stdio\n    command: {}\n    env:\n      KAGED_REQUEST_LOG: {}\nprimary:\n  subagents:\n    reader:\n      tools:\n        mcp.logged.other: {{ enabled: true }}\n",
+        yaml_list(&peers::faulty(Fault::RequestLog)),
+        log.path().display()
+    );
+    let d = project(&yaml, "");
+    let session = Session::start(load(&ConfigPaths::new(d.path())).unwrap())
+        .await
+        .unwrap();
+    let e = session
+        .call_as("reader", "mcp.logged.echo", args(json!({"message": "x"})))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::NotGranted { .. }));
+    session.shutdown().await;
+    let methods: Vec<String> = peers::read_request_log(log.path())
+        .iter()
+        .map(|e| e["method"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(methods.contains(&"tools/list".to_owned()), "{methods:?}");
+    assert!(!methods.contains(&"tools/call".to_owned()), "{methods:?}");
+}
+
+#[tokio::test]
+async fn a_missing_secret_refuses_the_session() {
+    let d = project(
+        "mcp:\n  gh:\n    transport: sse\n    url: http://127.0.0.1:9/sse\n    auth: { type: bearer, secret_ref: api.gh }\n",
+        "",
+    );
+    let e = Session::start(load(&ConfigPaths::new(d.path())).unwrap())
+        .await
+        .unwrap_err();
+    let Error::Config(errs) = e else {
+        panic!("{e}")
+    };
+    assert!(
+        errs.to_string()
+            .contains("server `gh` needs secret `api.gh`"),
+        "{errs}"
+    );
+}
+
+#[tokio::test]
+async fn list_changed_rediscovers_and_swaps_the_tools() {
+    let yaml = format!(
+        "mcp:\n  growing:\n    transport: stdio\n    command: {}\n",
+        yaml_list(&peers::faulty(Fault::ListChanged))
+    );
+    let d = project(&yaml, "");
+    let session = Session::start(load(&ConfigPaths::new(d.path())).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(session.status()[0].tools, 1);
+    // Each call makes the server add a tool and send notifications/tools/list_changed.
+    session
+        .call("mcp.growing.echo", args(json!({"message": "a"})))
+        .await
+        .unwrap();
+    let mut names = Vec::new();
+    for _ in 0..200 {
+        names = session.catalog().into_iter().map(|t| t.name).collect();
+        if names.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(names, ["mcp.growing.echo", "mcp.growing.extra1"]);
+    let r = session.call("mcp.growing.extra1", None).await.unwrap();
+    assert_eq!(r.joined_text(), "called extra1");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn everything_server_list_changed_after_initialized_keeps_a_full_catalog() {
+    let Some(cmd) = peers::require(peers::everything_stdio(), "server-everything") else {
+        return;
+    };
+    let yaml = format!(
+        "mcp:\n  everything:\n    transport: stdio\n    command: {}\n    tools:\n      deny: [\"gzip-*\"]\n",
+        yaml_list(&cmd)
+    );
+    let d = project(&yaml, "");
+    let session = Session::start(load(&ConfigPaths::new(d.path())).unwrap())
+        .await
+        .unwrap();
+    // server-everything sends tools/list_changed right after initialized; rediscovery must
+    // leave the same, filtered catalog in place.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let names: Vec<String> = session.catalog().into_iter().map(|t| t.name).collect();
+    assert!(
+        names.contains(&"mcp.everything.echo".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("gzip")), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains("trigger-sampling-request")),
+        "we never advertise sampling: {names:?}"
+    );
+    let r = session
+        .call(
+            "mcp.everything.echo",
+            args(json!({"message": "round trip"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "Echo: round trip");
+    session.shutdown().await;
+}
+
+/// An embedder's layer: records the name of every tool it sees.
+#[derive(Clone, Default)]
+struct AuditLayer {
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl<S> Layer<S> for AuditLayer {
+    type Service = Audit<S>;
+    fn layer(&self, inner: S) -> Audit<S> {
+        Audit {
+            inner,
+            seen: self.seen.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Audit<S> {
+    inner: S,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl<S: Service<ToolCall, Response = ToolResult, Error = BoxError>> Service<ToolCall> for Audit<S> {
+    type Response = ToolResult;
+    type Error = BoxError;
+    type Future = S::Future;
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+    fn call(&mut self, call: ToolCall) -> S::Future {
+        self.seen.lock().unwrap().push(call.name.clone());
+        self.inner.call(call)
+    }
+}
+
+#[tokio::test]
+async fn an_embedders_audit_layer_sees_every_call_to_a_real_server() {
+    let yaml = format!(
+        "mcp:\n  demo:\n    transport: stdio\n    command: {}\n",
+        yaml_list(&demo_cmd())
+    );
+    let d = project(&yaml, "");
+    let outer = AuditLayer::default();
+    let inner = AuditLayer::default();
+    let (o, i) = (outer.clone(), inner.clone());
+    let options = SessionOptions::new().customize_stack(move |server, b| {
+        assert_eq!(server, "demo");
+        b.outer_layer(o.clone()).inner_layer(i.clone())
+    });
+    let session = Session::start_with(load(&ConfigPaths::new(d.path())).unwrap(), options)
+        .await
+        .unwrap();
+    session
+        .call("mcp.demo.echo", args(json!({"message": "1"})))
+        .await
+        .unwrap();
+    session
+        .call("mcp.demo.add", args(json!({"a": 1, "b": 1})))
+        .await
+        .unwrap();
+    let _ = session.call("mcp.demo.nope", None).await;
+    assert_eq!(*outer.seen.lock().unwrap(), ["echo", "add"]);
+    assert_eq!(*inner.seen.lock().unwrap(), ["echo", "add"]);
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn results_over_the_cap_are_truncated_with_the_marker() {
+    let yaml = format!(
+        "mcp:\n  demo:\n    transport: stdio\n    command: {}\n",
+        yaml_list(&demo_cmd())
+    );
+    let d = project(&yaml, "");
+    std::fs::write(
+        d.path().join("config.toml"),
+        "[mcp]\nresult_max_bytes = 100\n",
+    )
+    .unwrap();
+    let config = load(&ConfigPaths::new(d.path()).config(d.path().join("config.toml"))).unwrap();
+    let session = Session::start(config).await.unwrap();
+    let r = session
+        .call("mcp.demo.lorem", args(json!({"bytes": 5000})))
+        .await
+        .unwrap();
+    assert!(r.truncated);
+    let text = r.joined_text();
+    assert!(text.ends_with("\n[... truncated at 100 bytes]"), "{text}");
+    assert!(text.starts_with("lorem ipsum"));
+    let r = session
+        .call("mcp.demo.lorem", args(json!({"bytes": 100})))
+        .await
+        .unwrap();
+    assert!(!r.truncated, "exactly the cap is untouched");
+    assert_eq!(r.joined_text().len(), 100);
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_timeout_names_the_server_and_the_timeout() {
+    let yaml = format!(
+        "mcp:\n  demo:\n    transport: stdio\n    command: {}\n",
+        yaml_list(&demo_cmd())
+    );
+    let d = project(&yaml, "[mcp.demo]\ntimeout_ms = 200\n");
+    let session = Session::start(load(&ConfigPaths::new(d.path())).unwrap())
+        .await
+        .unwrap();
+    let e = session
+        .call("mcp.demo.slow", args(json!({"ms": 5000})))
+        .await
+        .unwrap_err();
+    match &e {
+        Error::Timeout {
+            server, timeout, ..
+        } => {
+            assert_eq!(server, "demo");
+            assert_eq!(timeout.as_millis(), 200);
+        }
+        other => panic!("not a timeout: {other}"),
+    }
+    assert!(e.to_string().contains("timed out after 200 ms"), "{e}");
+    session.shutdown().await;
+}
+
+#[allow(dead_code)]
+fn _tool_service_is_send_sync(s: ToolService) -> impl Send + Sync {
+    s
+}
