@@ -510,3 +510,25 @@ fn describe_shows_the_url() {
     assert_eq!(t.describe(), "sse: http://127.0.0.1:8/sse");
     assert_eq!(t.url().as_str(), "http://127.0.0.1:8/sse");
 }
+
+#[tokio::test]
+async fn an_https_url_speaks_tls_and_a_plain_http_server_there_is_a_connect_error() {
+    // The rustls client is built (ring provider, webpki roots) and starts a TLS handshake; the
+    // plain HTTP server there never answers it, so the connect timeout ends the attempt.
+    let mini = Mini::start(MiniConfig::default()).await;
+    let url = format!("https://127.0.0.1:{}/sse", mini.port);
+    let cfg = config(&url).connect_timeout(Duration::from_millis(300));
+    let err = Session::connect(&transport(cfg), "tls", LIMIT)
+        .await
+        .err()
+        .expect("no TLS there");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "server `tls`: no response from {url} within 300 ms"
+        )),
+        "{text}"
+    );
+    assert_eq!(io_kind(&err), Some(ErrorKind::TimedOut));
+    assert!(mini.seen().is_empty(), "nothing was readable as HTTP");
+}

@@ -238,3 +238,108 @@ impl std::error::Error for InvalidSseConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SecretRef;
+
+    const SECRET: &str = "tok-0a1b2c";
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    fn kind(config: SseConfig) -> InvalidKind {
+        config.validate("srv").unwrap_err().kind().clone()
+    }
+
+    #[test]
+    fn only_http_and_https_urls_with_a_host_and_no_credentials_are_accepted() {
+        assert!(SseConfig::new(url("https://h.example/sse"))
+            .validate("srv")
+            .is_ok());
+        assert!(SseConfig::new(url("http://127.0.0.1:9/sse"))
+            .validate("srv")
+            .is_ok());
+        assert_eq!(
+            kind(SseConfig::new(url("ws://h/sse"))),
+            InvalidKind::Scheme("ws".into())
+        );
+        assert_eq!(
+            kind(SseConfig::new(url("http://u:p@h/sse"))),
+            InvalidKind::Credentials
+        );
+        let err = SseConfig::new(url("http://u:p@h/sse"))
+            .validate("db")
+            .unwrap_err();
+        assert!(err.to_string().starts_with("server `db`: "), "{err}");
+        assert!(!err.to_string().contains("u:p"), "{err}");
+    }
+
+    #[test]
+    fn a_static_header_may_not_collide_with_auth_or_reserved_headers() {
+        let base = SseConfig::new(url("https://h/sse"));
+        let with = |name: &str| {
+            base.clone()
+                .header(name.parse().unwrap(), HeaderValue::from_static("v"))
+                .auth(AuthHeader::bearer(SECRET).unwrap())
+        };
+        assert_eq!(
+            kind(with("Authorization")),
+            InvalidKind::Collision(header::AUTHORIZATION)
+        );
+        assert_eq!(
+            kind(with("content-type")),
+            InvalidKind::Reserved(header::CONTENT_TYPE)
+        );
+        assert_eq!(kind(with("host")), InvalidKind::Reserved(header::HOST));
+        assert!(with("x-feature-flag").validate("srv").is_ok());
+        let custom = base
+            .header("x-api-key".parse().unwrap(), HeaderValue::from_static("v"))
+            .auth(AuthHeader::header("X-API-Key", SECRET).unwrap());
+        let err = custom.validate("api").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "server `api`: the static header `x-api-key` collides with the auth header; remove \
+             it from `headers`"
+        );
+    }
+
+    #[test]
+    fn from_config_builds_bearer_and_custom_headers_and_debug_hides_the_secret() {
+        let sse = SseServerConfig {
+            url: url("https://h/sse"),
+            headers: vec![("x-flag".parse().unwrap(), HeaderValue::from_static("1"))],
+        };
+        let secret = Secret::new(SECRET);
+        let bearer = AuthConfig {
+            kind: AuthKind::Bearer,
+            header_name: header::AUTHORIZATION,
+            secret_ref: SecretRef::parse("api.key").unwrap(),
+        };
+        let config = SseConfig::from_config("gh", &sse, Some((&bearer, &secret))).unwrap();
+        assert_eq!(config.auth.as_ref().unwrap().name(), header::AUTHORIZATION);
+        assert_eq!(config.headers.len(), 1);
+        let text = format!("{config:?}");
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(
+            text.contains("authorization") && text.contains("x-flag"),
+            "{text}"
+        );
+
+        let custom = AuthConfig {
+            kind: AuthKind::Header,
+            header_name: "x-api-key".parse().unwrap(),
+            ..bearer.clone()
+        };
+        let config = SseConfig::from_config("gh", &sse, Some((&custom, &secret))).unwrap();
+        assert_eq!(config.auth.unwrap().name().as_str(), "x-api-key");
+
+        let bad = Secret::new(format!("{SECRET}\n"));
+        let err = SseConfig::from_config("gh", &sse, Some((&bearer, &bad))).unwrap_err();
+        assert!(matches!(err.kind(), InvalidKind::Auth(_)));
+        assert!(err.to_string().starts_with("server `gh`: "), "{err}");
+        assert!(!err.to_string().contains(SECRET), "{err}");
+    }
+}
