@@ -250,3 +250,26 @@ async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_nothing_retries_b
     let gets = read_log(&log).iter().filter(|e| e["verb"] == "GET").count();
     assert_eq!(gets, 1);
 }
+
+#[tokio::test]
+async fn an_answer_over_the_frame_limit_fails_that_call_like_an_over_long_stdio_line() {
+    let peer = SsePeer::start_fault(SseFault::Crlf, &[]).unwrap();
+    let options = ClientOptions::default().frame_limit(64 * 1024);
+    let client = McpClient::new("huge", sse(&peer.sse_url()), options);
+    let err = call(&client, "big", json!({ "n": 300_000 }))
+        .await
+        .unwrap_err();
+    let failed = client_error(&err);
+    assert!(
+        matches!(failed, ClientError::FrameTooLarge { limit: 65536, request: Some(r), .. }
+            if r.method == "tools/call"),
+        "{failed}"
+    );
+    assert!(failed.to_string().contains("`huge`"), "{failed}");
+    // The stream stayed in sync: the session goes on.
+    let echo = call(&client, "echo", json!({ "message": "still here" }))
+        .await
+        .unwrap();
+    assert_eq!(echo.joined_text(), "Echo: still here");
+    assert_eq!(client.state(), ServerState::Ready);
+}
