@@ -42,7 +42,7 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
-use kaged_mcp_layers::retry::RetryPolicy;
+use kaged_mcp_layers::retry::{NotSent, RetryPolicy};
 use kaged_mcp_layers::truncate::TruncateLayer;
 use pin_project::pin_project;
 use tower::layer::util::Identity;
@@ -363,7 +363,14 @@ where
 }
 
 /// Turns a stack error into the public [`Error`], once, at the registry edge.
+///
+/// The retry marker [`NotSent`] is taken off: it tells the retry policy the request never
+/// left, and says nothing the operator needs; the error it wraps does.
 pub fn into_error(server: &str, tool: &str, err: BoxError) -> Error {
+    let err = match err.downcast::<NotSent>() {
+        Ok(marker) => marker.into_inner(),
+        Err(other) => other,
+    };
     match err.downcast::<TimedOut>() {
         Ok(t) => Error::Timeout {
             server: server.to_owned(),

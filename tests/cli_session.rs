@@ -1,0 +1,312 @@
+//! The built `kaged-mcp` binary through `tools`, `call`, `status` and `shell`, and every exit
+//! code: 0 success (an `isError` result included), 1 a failed call or session, 2 usage or
+//! configuration.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use common::peers::{self, Fault};
+use serde_json::Value;
+
+fn kaged() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
+}
+
+fn project() -> tempfile::TempDir {
+    let demo = serde_json::to_string(&[env!("CARGO_BIN_EXE_kaged-mcp"), "demo-server"]).unwrap();
+    let broken = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
+    let yaml = format!(
+        "mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n  broken:\n    transport: stdio\n    command: {broken}\n  off:\n    transport: stdio\n    command: [\"/nonexistent\"]\nprimary:\n  tools:\n    mcp.demo: {{ enabled: true }}\n  subagents:\n    researcher:\n      tools:\n        mcp.demo.echo: {{ enabled: true }}\n"
+    );
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("project.yaml"), yaml).unwrap();
+    std::fs::write(
+        d.path().join("local.toml"),
+        "[mcp.off]\ndisabled = true\n[mcp.demo]\ntimeout_ms = 3000\n",
+    )
+    .unwrap();
+    d
+}
+
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str], dir: &tempfile::TempDir) -> Out {
+    let out = kaged()
+        .args(&args[..1])
+        .arg("--project")
+        .arg(dir.path())
+        .args(&args[1..])
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn tools_prints_the_catalog_and_lists_failed_servers_on_stderr() {
+    let d = project();
+    let o = run(&["tools"], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(
+        o.stdout.contains("mcp.demo.echo\tEchoes a message"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr.contains("error: server `broken` failed"),
+        "{}",
+        o.stderr
+    );
+
+    let o = run(&["tools", "--json", "--agent", "researcher"], &d);
+    assert_eq!(o.code, Some(0));
+    let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    let arr = v.as_array().unwrap();
+    assert_eq!(arr.len(), 1);
+    assert_eq!(arr[0]["name"], "mcp.demo.echo");
+    assert_eq!(arr[0]["source"], "mcp");
+    assert_eq!(arr[0]["mcp_tool_name"], "echo");
+
+    let o = run(&["tools", "--agent", "ghost"], &d);
+    assert_eq!(o.code, Some(1));
+    assert!(o.stderr.contains("unknown agent `ghost`"), "{}", o.stderr);
+}
+
+#[test]
+fn call_prints_text_or_json_and_uses_the_exit_codes() {
+    let d = project();
+    let o = run(
+        &["call", "mcp.demo.echo", "--args", r#"{"message":"hello"}"#],
+        &d,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout, "Echo: hello\n");
+
+    let o = run(
+        &[
+            "call",
+            "mcp.demo.add",
+            "--args",
+            r#"{"a":2,"b":3}"#,
+            "--json",
+        ],
+        &d,
+    );
+    assert_eq!(o.code, Some(0));
+    let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    assert_eq!(v["content"][0]["text"], "5");
+    assert_eq!(v["structuredContent"]["sum"], 5.0);
+    assert_eq!(v["isError"], false);
+    assert_eq!(v["truncated"], false);
+
+    // A tool error is still exit 0, said on stderr.
+    let o = run(&["call", "mcp.demo.echo", "--args", "{}"], &d);
+    assert_eq!(o.code, Some(0));
+    assert!(
+        o.stderr.contains("reported an error (isError: true)"),
+        "{}",
+        o.stderr
+    );
+
+    // Exit 1: unknown tool, not granted, timeout.
+    let o = run(&["call", "mcp.demo.nope"], &d);
+    assert_eq!(o.code, Some(1));
+    assert!(
+        o.stderr.contains("error: unknown tool `mcp.demo.nope`"),
+        "{}",
+        o.stderr
+    );
+    let o = run(
+        &[
+            "call",
+            "--agent",
+            "researcher",
+            "mcp.demo.add",
+            "--args",
+            r#"{"a":1,"b":1}"#,
+        ],
+        &d,
+    );
+    assert_eq!(o.code, Some(1));
+    assert!(
+        o.stderr.contains("not granted to agent `researcher`"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["call", "mcp.demo.slow", "--args", r#"{"ms":10000}"#], &d);
+    assert_eq!(o.code, Some(1));
+    assert!(
+        o.stderr
+            .contains("server `demo`: tool `slow` timed out after 3000 ms"),
+        "{}",
+        o.stderr
+    );
+
+    // Exit 2: bad --args, configuration error, missing secret, usage.
+    let o = run(&["call", "mcp.demo.echo", "--args", "[1]"], &d);
+    assert_eq!(o.code, Some(2));
+    assert!(o.stderr.contains("must be a JSON object"), "{}", o.stderr);
+    let o = run(&["call", "mcp.demo.echo", "--args", "{nope"], &d);
+    assert_eq!(o.code, Some(2));
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(
+        bad.path().join("project.yaml"),
+        "mcp:\n  gh:\n    transport: sse\n    url: http://127.0.0.1:9/sse\n    auth: { type: bearer, secret_ref: k.gh }\n",
+    )
+    .unwrap();
+    let o = run(&["call", "mcp.gh.x"], &bad);
+    assert_eq!(o.code, Some(2));
+    assert!(
+        o.stderr.contains("server `gh` needs secret `k.gh`"),
+        "{}",
+        o.stderr
+    );
+    std::fs::write(
+        bad.path().join("project.yaml"),
+        "mcp:\n  gh:\n    transport: smoke\n",
+    )
+    .unwrap();
+    let o = run(&["tools"], &bad);
+    assert_eq!(o.code, Some(2));
+    assert!(
+        o.stderr.contains("project.yaml:3:16: mcp.gh.transport"),
+        "{}",
+        o.stderr
+    );
+    let out = kaged().args(["call"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn status_prints_state_tools_and_last_error() {
+    let d = project();
+    let o = run(&["status", "--json"], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    let st = v.as_array().unwrap();
+    assert_eq!(st.len(), 3);
+    assert_eq!(st[0]["server"], "demo");
+    assert_eq!(st[0]["state"], "ready");
+    assert_eq!(st[0]["tools"], 5);
+    assert_eq!(st[1]["server"], "broken");
+    assert_eq!(st[1]["state"], "failed");
+    assert!(st[1]["last_error"].as_str().unwrap().contains("broken"));
+    assert_eq!(st[2]["state"], "disabled");
+    let o = run(&["status"], &d);
+    assert!(
+        o.stdout.starts_with("demo\tready\t5 tools\n"),
+        "{}",
+        o.stdout
+    );
+}
+
+/// Sends one line to the shell and reads its one-line JSON answer.
+fn ask(stdin: &mut impl Write, stdout: &mut impl BufRead, line: &str) -> Value {
+    writeln!(stdin, "{line}").unwrap();
+    stdin.flush().unwrap();
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    serde_json::from_str(answer.trim()).unwrap_or_else(|e| panic!("{line}: {e}: {answer:?}"))
+}
+
+#[test]
+fn shell_answers_each_command_and_shows_a_crash_and_restart() {
+    let d = project();
+    let mut child = kaged()
+        .args(["shell", "--json", "--project"])
+        .arg(d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+
+    let tools = ask(&mut stdin, &mut stdout, "tools");
+    assert_eq!(tools.as_array().unwrap().len(), 5);
+    let r = ask(
+        &mut stdin,
+        &mut stdout,
+        r#"call mcp.demo.echo {"message":"one"}"#,
+    );
+    assert_eq!(r["content"][0]["text"], "Echo: one");
+    let st = ask(&mut stdin, &mut stdout, "status");
+    let first_pid_state = st[0]["state"].clone();
+    assert_eq!(first_pid_state, "ready");
+
+    // The server dies mid-call: the call fails at once, naming the server.
+    let r = ask(&mut stdin, &mut stdout, "call mcp.demo.crash");
+    let err = r["error"].as_str().unwrap();
+    assert!(err.contains("demo"), "{err}");
+    let st = ask(&mut stdin, &mut stdout, "status");
+    assert_eq!(st[0]["state"], "restarting", "{st}");
+    assert!(st[0]["last_error"].as_str().is_some(), "{st}");
+
+    // During the 1 s backoff calls fail fast and say when the next attempt is; the first call
+    // after it restarts the server and succeeds.
+    let r = ask(
+        &mut stdin,
+        &mut stdout,
+        r#"call mcp.demo.echo {"message":"early"}"#,
+    );
+    let err = r["error"].as_str().unwrap_or_default();
+    assert!(err.contains("demo"), "{r}");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let r = ask(
+        &mut stdin,
+        &mut stdout,
+        r#"call mcp.demo.echo {"message":"back"}"#,
+    );
+    assert_eq!(r["content"][0]["text"], "Echo: back", "{r}");
+    let st = ask(&mut stdin, &mut stdout, "status");
+    assert_eq!(st[0]["state"], "ready");
+
+    // A failing command never ends the shell.
+    let r = ask(&mut stdin, &mut stdout, "call mcp.demo.nope");
+    assert!(r["error"].as_str().unwrap().contains("unknown tool"));
+    let r = ask(&mut stdin, &mut stdout, "frobnicate");
+    assert!(r["error"].as_str().unwrap().contains("unknown command"));
+    let r = ask(&mut stdin, &mut stdout, "call mcp.demo.echo [1]");
+    assert!(r["error"].as_str().unwrap().contains("JSON object"));
+    let r = ask(&mut stdin, &mut stdout, "enable nosuch");
+    assert!(r["error"].as_str().unwrap().contains("unknown MCP server"));
+    let r = ask(&mut stdin, &mut stdout, "enable broken");
+    assert_eq!(r["enabled"], "broken");
+
+    writeln!(stdin, "quit").unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn shell_for_an_agent_lists_only_its_tools_and_ends_at_eof() {
+    let d = project();
+    let mut child = kaged()
+        .args(["shell", "--json", "--agent", "researcher", "--project"])
+        .arg(d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let tools = ask(&mut stdin, &mut stdout, "tools");
+    assert_eq!(tools[0]["name"], "mcp.demo.echo");
+    assert_eq!(tools.as_array().unwrap().len(), 1);
+    let r = ask(&mut stdin, &mut stdout, "call mcp.demo.crash");
+    assert!(r["error"].as_str().unwrap().contains("not granted"));
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
