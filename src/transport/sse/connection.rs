@@ -456,21 +456,17 @@ impl Writer {
                 self.shared.wake.notified().await;
                 continue;
             };
-            if let Err(problem) = self.post(&frame).await {
+            let frame = Bytes::from(frame);
+            if let Err(problem) = self.post(frame.clone()).await {
                 self.failed(&frame, &problem);
             }
         }
     }
 
     /// One POST; `Err` says what went wrong, naming no secret.
-    async fn post(&self, frame: &[u8]) -> Result<(), String> {
-        let req = request(
-            Method::POST,
-            &self.endpoint,
-            &self.headers,
-            Bytes::copy_from_slice(frame),
-        )
-        .map_err(|e| format!("cannot build the POST request: {e}"))?;
+    async fn post(&self, frame: Bytes) -> Result<(), String> {
+        let req = request(Method::POST, &self.endpoint, &self.headers, frame)
+            .map_err(|e| format!("cannot build the POST request: {e}"))?;
         let response =
             match tokio::time::timeout(self.timeout, self.http.clone().oneshot(req)).await {
                 Err(_) => {
