@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs one fuzz target: fuzz/run.sh TARGET [SECONDS] [more libFuzzer flags...]
+#
+# Works on stable Rust: RUSTC_BOOTSTRAP=1 lets stable rustc take cargo-fuzz's -Z flags
+# (-Zsanitizer=address and the coverage options). Needs `cargo install cargo-fuzz`.
+# The build has debug assertions and overflow checks (cargo-fuzz's default, no -O).
+# New corpus entries go to fuzz/corpus/TARGET (git-ignored); the checked-in seeds are read
+# from fuzz/seeds/TARGET; a crasher lands in fuzz/artifacts/TARGET/.
+# KAGED_FUZZ_ROOT may point at another checkout (for instance a snapshot of HEAD) whose
+# fuzz/ is used instead of this one.
+set -euo pipefail
+
+target=${1:?usage: fuzz/run.sh TARGET [SECONDS] [libFuzzer flags...]}
+secs=${2:-600}
+shift $(( $# < 2 ? $# : 2 ))
+
+root=${KAGED_FUZZ_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root"
+
+case $target in
+  config_project) dict=fuzz/dict/yaml.dict ;;
+  config_toml) dict=fuzz/dict/toml.dict ;;
+  jsonrpc_decode | stdio_frames | sse_events) dict=fuzz/dict/json.dict ;;
+  *) dict= ;;
+esac
+
+corpora=("fuzz/corpus/$target")
+mkdir -p "fuzz/corpus/$target"
+[ -d "fuzz/seeds/$target" ] && corpora+=("fuzz/seeds/$target")
+
+flags=(-max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1)
+[ -n "$dict" ] && flags+=(-dict="$dict")
+
+RUSTC_BOOTSTRAP=1 exec nice -n 19 cargo fuzz run "$target" "${corpora[@]}" -- "${flags[@]}" "$@"

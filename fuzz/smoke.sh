@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Smoke run of every fuzz target, ~20 s each (for CI): fuzz/smoke.sh [SECONDS]
+# Fails on the first crash, hang (>10 s per input) or out-of-memory (>2 GiB).
+# Needs cargo-fuzz (`cargo install cargo-fuzz`); works on stable Rust through RUSTC_BOOTSTRAP=1.
+set -euo pipefail
+secs=${1:-20}
+here=$(cd "$(dirname "$0")" && pwd)
+targets=$(cd "$here/.." && cargo fuzz list)
+for t in $targets; do
+  echo "=== fuzz smoke: $t (${secs}s)"
+  "$here/run.sh" "$t" "$secs"
+done
+echo "fuzz smoke: all targets ran ${secs}s without a crash"

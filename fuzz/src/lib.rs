@@ -1,0 +1,29 @@
+//! The checks behind the fuzz targets, shared with the regression tests.
+//!
+//! Each fuzz target in `fuzz_targets/` is a thin wrapper around one function here, and
+//! `tests/fuzz_regressions.rs` (a normal `cargo test` of the root package) includes the same
+//! module files with `#[path]` and feeds every minimised crasher through the same function, so a
+//! crasher replays exactly as the fuzzer saw it, without libFuzzer.
+//!
+//! Every function panics (through `assert!`) when an invariant breaks; a panic inside
+//! `kaged-mcp` itself is of course a finding too. Modules refer to each other as
+//! `crate::<module>`, so the regression tests can mount them the same way.
+
+pub mod config;
+pub mod protocol;
+pub mod session;
+pub mod truncate;
+
+// `stdio` and `sse` compile `kaged-mcp` sources whose `#[cfg(test)]` parts need that crate's
+// dev-dependencies, so they are left out of a test build (`clippy --all-targets`).
+#[cfg(not(test))]
+pub mod sse;
+#[cfg(not(test))]
+pub mod stdio;
+
+/// The public transport types, under the path the `kaged-mcp` sources compiled into this crate
+/// (`stdio`, `sse`) import them from.
+#[cfg(not(test))]
+mod transport {
+    pub(crate) use kaged_mcp::transport::{InboundHandler, OversizeFrame};
+}
