@@ -402,7 +402,9 @@ fn spawn(config: &StdioConfig, ctx: ConnectContext) -> Result<StdioConnection, T
         let proc = reader_proc;
         let mut stdout = stdout;
         let mut lines = LineReader::new(frame_limit);
-        let what = match lines.run(&mut stdout, &*proc.handler).await {
+        // Input means the requests before it are out: the next one may go at once.
+        let end_burst = || proc.outbound.end_burst();
+        let what = match lines.run(&mut stdout, &*proc.handler, &end_burst).await {
             Ok(()) => "stdout closed".to_owned(),
             Err(e) => format!("reading stdout failed: {e}"),
         };

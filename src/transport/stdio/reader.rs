@@ -69,11 +69,13 @@ impl LineReader {
         }
     }
 
-    /// Reads until end of file (`Ok`) or a read error, passing every frame to `handler`.
+    /// Reads until end of file (`Ok`) or a read error, passing every frame to `handler`;
+    /// `on_input` runs after each successful read, before its frames are handled.
     pub(crate) async fn run<R: AsyncRead + Unpin>(
         &mut self,
         input: &mut R,
         handler: &dyn InboundHandler,
+        on_input: &(dyn Fn() + Sync),
     ) -> std::io::Result<()> {
         loop {
             self.make_room();
@@ -84,6 +86,7 @@ impl LineReader {
                 self.finish(handler);
                 return Ok(());
             }
+            on_input();
             let from = self.end;
             self.end += n;
             self.process(from, handler);
@@ -246,7 +249,7 @@ mod tests {
         let record = Record::default();
         let mut reader = LineReader::new(limit);
         let mut input = input;
-        reader.run(&mut input, &record).await.unwrap();
+        reader.run(&mut input, &record, &|| {}).await.unwrap();
         (record, reader)
     }
 

@@ -2,11 +2,13 @@
 //!
 //! [`StdioOutbound::send_with`] serializes the frame straight into the buffer under a
 //! synchronous mutex (never held across an await), so a frame is queued whole or not at all.
-//! The first frame of a burst is written at once by the caller, with a non-blocking `write(2)`;
-//! it also wakes the writer task. Until that task runs, later callers only append, and write
-//! themselves once [`COALESCE_BYTES`] are waiting; the writer task then sends the tail and ends
-//! the burst. When the pipe is full the bytes stay queued and the writer task waits for the pipe
-//! to drain. Nothing here ever waits for the server, so the reader task may answer a `ping`
+//! The first frame of a burst is written at once by the caller, with a non-blocking `write(2)`.
+//! Later callers of the same burst only append, and write themselves once [`COALESCE_BYTES`]
+//! are waiting; the first of them wakes the writer task, which sends the tail and ends the
+//! burst. The reader ends a burst too, each time it gets input ([`StdioOutbound::end_burst`]):
+//! an answer means the requests before it are out, so a lone request (sequential calls) is
+//! always written at once and never costs a task wake-up. When the pipe is full the bytes stay
+//! queued and the writer task waits for the pipe to drain. Nothing here ever waits for the server, so the reader task may answer a `ping`
 //! through it without risking a deadlock (a full stdin and a full stdout).
 
 use std::io;
@@ -35,8 +37,10 @@ struct WriteState {
     buf: Vec<u8>,
     /// How much of `buf` is already written.
     pos: usize,
-    /// The writer task was woken and has not finished the burst yet.
-    flush_scheduled: bool,
+    /// A frame was written eagerly and the burst it began has not ended yet.
+    burst_open: bool,
+    /// The writer task was woken and has not run yet.
+    writer_woken: bool,
     closed: bool,
     /// The child's stdin; `None` once closed.
     fd: Option<Arc<pipe::Sender>>,
@@ -93,7 +97,8 @@ impl StdioOutbound {
             state: Mutex::new(WriteState {
                 buf: Vec::with_capacity(16 * 1024),
                 pos: 0,
-                flush_scheduled: false,
+                burst_open: false,
+                writer_woken: false,
                 closed: false,
                 fd: Some(Arc::new(fd)),
             }),
@@ -108,6 +113,14 @@ impl StdioOutbound {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Ends the current burst: the reader got input, so the next frame is written at once.
+    pub(crate) fn end_burst(&self) {
+        let mut st = self.lock();
+        if st.pos == st.buf.len() {
+            st.burst_open = false;
+        }
     }
 
     /// Stops all writing and closes stdin (once the writer task lets go of it).
@@ -128,7 +141,8 @@ impl StdioOutbound {
                     }
                     match st.flush() {
                         Ok(Flush::Done) => {
-                            st.flush_scheduled = false;
+                            st.burst_open = false;
+                            st.writer_woken = false;
                             break;
                         }
                         Ok(Flush::WouldBlock) => match &st.fd {
@@ -178,7 +192,7 @@ impl Outbound for StdioOutbound {
             st.buf.truncate(start);
             return Err(SendError::Full(queued - (st.buf.len() - start)));
         }
-        let first_of_burst = !st.flush_scheduled;
+        let first_of_burst = !st.burst_open;
         if first_of_burst || queued >= COALESCE_BYTES {
             if let Err(e) = st.flush() {
                 // Nothing of this frame left if the very first byte could not be written.
@@ -195,10 +209,149 @@ impl Outbound for StdioOutbound {
             }
         }
         if first_of_burst {
-            st.flush_scheduled = true;
+            st.burst_open = true;
+        }
+        // Someone must send what is left: the writer task, woken once per burst.
+        if st.pos < st.buf.len() && !st.writer_woken {
+            st.writer_woken = true;
             drop(st);
             self.wake.notify_one();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    fn frame(text: &str) -> impl FnMut(&mut Vec<u8>) -> io::Result<()> + '_ {
+        move |buf| {
+            buf.extend_from_slice(text.as_bytes());
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lone_frame_is_written_by_the_caller_at_once() {
+        let (tx, mut rx) = pipe::pipe().unwrap();
+        tx.writable().await.unwrap(); // let the reactor learn the pipe is writable
+                                      // No writer task runs in this test: whatever arrives, the caller wrote.
+        let out = StdioOutbound::new(tx, 1 << 20);
+        out.send_with(&mut frame("{\"a\":1}")).unwrap();
+        let mut got = vec![0u8; 64];
+        let n = rx.read(&mut got).await.unwrap();
+        assert_eq!(&got[..n], b"{\"a\":1}\n");
+        // The answer ends the burst, so the next lone frame goes out at once too.
+        out.end_burst();
+        out.send_with(&mut frame("{\"b\":2}")).unwrap();
+        let n = rx.read(&mut got).await.unwrap();
+        assert_eq!(&got[..n], b"{\"b\":2}\n");
+    }
+
+    #[tokio::test]
+    async fn small_frames_of_a_burst_wait_for_the_writer_task() {
+        let (tx, mut rx) = pipe::pipe().unwrap();
+        tx.writable().await.unwrap();
+        let out = Arc::new(StdioOutbound::new(tx, 1 << 20));
+        out.send_with(&mut frame("1")).unwrap(); // eager
+        out.send_with(&mut frame("2")).unwrap(); // coalesced, wakes the writer
+        out.send_with(&mut frame("3")).unwrap();
+        let mut got = vec![0u8; 64];
+        let n = rx.read(&mut got).await.unwrap();
+        assert_eq!(&got[..n], b"1\n", "only the first frame was written so far");
+        tokio::spawn(Arc::clone(&out).run_writer());
+        let mut all = got[..n].to_vec();
+        while all.len() < 6 {
+            let n = rx.read(&mut got).await.unwrap();
+            all.extend_from_slice(&got[..n]);
+        }
+        assert_eq!(all, b"1\n2\n3\n");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn frames_are_never_split_or_reordered_when_the_pipe_is_full() {
+        let (tx, mut rx) = pipe::pipe().unwrap();
+        let out = Arc::new(StdioOutbound::new(tx, 1 << 30));
+        tokio::spawn(Arc::clone(&out).run_writer());
+        let senders: Vec<_> = (0..8)
+            .map(|task| {
+                let out = Arc::clone(&out);
+                tokio::spawn(async move {
+                    for i in 0..5_000 {
+                        let text = format!(
+                            "{{\"task\":{task},\"i\":{i},\"pad\":\"{}\"}}",
+                            "p".repeat(i % 300)
+                        );
+                        out.send_with(&mut frame(&text)).unwrap();
+                        if i % 100 == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut data = Vec::new();
+        let mut chunk = vec![0u8; 4096];
+        let mut lines = 0;
+        while lines < 40_000 {
+            let n = rx.read(&mut chunk).await.unwrap();
+            lines += chunk[..n].iter().filter(|b| **b == b'\n').count();
+            data.extend_from_slice(&chunk[..n]);
+            if lines % 7 == 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await; // a slow reader
+            }
+        }
+        for s in senders {
+            s.await.unwrap();
+        }
+        let mut next = [0usize; 8];
+        for line in data.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let v: serde_json::Value = serde_json::from_slice(line).expect("a whole frame");
+            let task = usize::try_from(v["task"].as_u64().unwrap()).unwrap();
+            assert_eq!(v["i"].as_u64().unwrap() as usize, next[task], "in order");
+            next[task] += 1;
+        }
+        assert_eq!(next, [5_000; 8]);
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_refuses_a_frame_whole_and_close_refuses_everything() {
+        let (tx, _rx) = pipe::pipe().unwrap(); // nobody reads
+        let out = StdioOutbound::new(tx, 256 * 1024);
+        let big = "x".repeat(10_000);
+        let mut refused = None;
+        for _ in 0..1000 {
+            if let Err(e) = out.send_with(&mut frame(&big)) {
+                refused = Some(e);
+                break;
+            }
+        }
+        assert!(matches!(refused, Some(SendError::Full(_))), "{refused:?}");
+        let queued = {
+            let st = out.lock();
+            st.buf[st.pos..].to_vec()
+        };
+        assert_eq!(queued.last(), Some(&b'\n'), "only whole frames are queued");
+        out.close();
+        assert!(matches!(
+            out.send_with(&mut frame("{}")),
+            Err(SendError::Closed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_encoding_error_queues_nothing() {
+        let (tx, _rx) = pipe::pipe().unwrap();
+        let out = StdioOutbound::new(tx, 1 << 20);
+        let err = out
+            .send_with(&mut |buf: &mut Vec<u8>| {
+                buf.extend_from_slice(b"{\"half\":");
+                Err(io::Error::other("cannot encode"))
+            })
+            .unwrap_err();
+        assert!(matches!(err, SendError::Encode(_)));
+        assert!(out.lock().buf.is_empty());
     }
 }
