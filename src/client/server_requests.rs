@@ -1,7 +1,7 @@
 //! The server→client request stack: `RejectSampling` → the handler.
 //!
 //! Every request a server sends to the client passes through
-//! [`RejectSampling`](kaged_mcp_layers::reject_sampling::RejectSampling) first, so
+//! [`RejectSampling`] first, so
 //! `sampling/createMessage` never reaches a handler (ADR-0043 §5), whatever an embedder puts
 //! below it. The default handler, [`DefaultServerRequests`], answers `ping` with `{}` and every
 //! other method (`roots/list`, `elicitation/create`, anything unknown) with JSON-RPC error
@@ -32,6 +32,7 @@ use std::future::{ready, Ready};
 use std::task::{Context, Poll};
 
 use kaged_mcp_layers::reject_sampling::{error::Rejected, RejectSampling, RejectedCounter};
+
 use serde_json::Value;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service};

@@ -840,3 +840,12 @@ async fn an_oversized_answer_fails_its_call_only() {
         "Echo: next"
     );
 }
+
+#[test]
+fn the_client_is_send_and_sync_and_its_future_is_send_and_unpin() {
+    fn send_sync<T: Send + Sync + Clone>() {}
+    fn send_unpin<T: Send + Unpin>() {}
+    send_sync::<McpClient>();
+    send_unpin::<ResponseFuture>();
+    send_sync::<ToolCall>();
+}

@@ -6,12 +6,12 @@
 //! serve the connection:
 //!
 //! - the **reader** owns stdout: frames go straight to the session's handler
-//!   ([`reader`]); an over-long line is discarded up to its newline and reported with its head
+//!   (module `reader`); an over-long line is discarded up to its newline and reported with its head
 //!   and tail, so the stream stays in sync and memory stays bounded;
-//! - the **writer** sends what callers left queued ([`writer`]); callers write eagerly
+//! - the **writer** sends what callers left queued (module `writer`); callers write eagerly
 //!   themselves, so a lone request needs no task hop;
 //! - the **stderr drain** logs each line at DEBUG and keeps the last
-//!   [`StdioConfig::stderr_tail_bytes`] for errors ([`stderr`]);
+//!   [`StdioConfig::stderr_tail_bytes`] for errors (module `stderr`);
 //! - the **exit watcher** reaps the child; when it exits, the rest of its process group (a
 //!   grandchild holding stdout open, say) is killed, so the reader sees end of file.
 //!
