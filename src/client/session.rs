@@ -373,7 +373,7 @@ impl Session {
                     server = &*self.server,
                     error = %e,
                     line = %inbound::excerpt(bytes),
-                    "server wrote a line that is not a JSON-RPC message; skipped"
+                    "server sent a line that could not be decoded; skipped"
                 );
                 return;
             }

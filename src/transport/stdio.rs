@@ -207,7 +207,11 @@ impl Transport for StdioTransport {
         ctx: ConnectContext,
     ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
         let config = Arc::clone(&self.config);
-        Box::pin(async move { spawn(&config, ctx).map(|c| Box::new(c) as Box<dyn Connection>) })
+        Box::pin(async move {
+            spawn(&config, ctx)
+                .await
+                .map(|c| Box::new(c) as Box<dyn Connection>)
+        })
     }
 
     fn describe(&self) -> String {
@@ -327,7 +331,10 @@ impl Drop for SpawnGuard {
     }
 }
 
-fn spawn(config: &StdioConfig, ctx: ConnectContext) -> Result<StdioConnection, TransportError> {
+async fn spawn(
+    config: &StdioConfig,
+    ctx: ConnectContext,
+) -> Result<StdioConnection, TransportError> {
     let mut cmd = Command::new(&config.program);
     cmd.args(&config.args)
         .envs(config.env.iter().map(|(k, v)| (k, v)))
@@ -362,6 +369,8 @@ fn spawn(config: &StdioConfig, ctx: ConnectContext) -> Result<StdioConnection, T
     // A pipe sender of our own, so callers can write without awaiting (`try_write`).
     let stdin = stdin.into_owned_fd().map_err(|e| io_err("stdin", e))?;
     let stdin = pipe::Sender::from_owned_fd(stdin).map_err(|e| io_err("stdin", e))?;
+    // Let the reactor see the empty pipe is writable, so `initialize` goes out at once.
+    stdin.writable().await.map_err(|e| io_err("stdin", e))?;
     let outbound = Arc::new(StdioOutbound::new(stdin, DEFAULT_MAX_QUEUED));
 
     let (exit, _) = watch::channel(ExitState::Running);
