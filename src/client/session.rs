@@ -112,6 +112,8 @@ pub(crate) struct Session {
     server_requests: ServerRequestService,
     tools_changed: Arc<watch::Sender<u64>>,
     max_in_flight: usize,
+    /// Lines skipped as undecodable or invalid.
+    skipped: AtomicU64,
 }
 
 impl std::fmt::Debug for Session {
@@ -146,6 +148,7 @@ impl Session {
             server_requests,
             tools_changed,
             max_in_flight,
+            skipped: AtomicU64::new(0),
         })
     }
 
@@ -369,12 +372,15 @@ impl Session {
         let frame = match inbound::decode(self, bytes) {
             Ok(frame) => frame,
             Err(e) => {
-                tracing::warn!(
-                    server = &*self.server,
-                    error = %e,
-                    line = %inbound::excerpt(bytes),
-                    "server sent a line that could not be decoded; skipped"
-                );
+                if let Some(skipped_total) = self.count_skipped() {
+                    tracing::warn!(
+                        server = &*self.server,
+                        error = %e,
+                        line = %inbound::excerpt(bytes),
+                        skipped_total,
+                        "server sent a line that could not be decoded; skipped"
+                    );
+                }
                 return;
             }
         };
@@ -383,13 +389,25 @@ impl Session {
             Frame::Request { id, method, params } => self.handle_server_request(id, method, params),
             Frame::Notification { method, params } => self.handle_notification(&method, params),
             Frame::Response { id, result, error } => self.handle_late_decoded(&id, result, error),
-            Frame::Invalid(why) => tracing::warn!(
-                server = &*self.server,
-                problem = why,
-                line = %inbound::excerpt(bytes),
-                "server sent an invalid JSON-RPC message; skipped"
-            ),
+            Frame::Invalid(why) => {
+                if let Some(skipped_total) = self.count_skipped() {
+                    tracing::warn!(
+                        server = &*self.server,
+                        problem = why,
+                        line = %inbound::excerpt(bytes),
+                        skipped_total,
+                        "server sent an invalid JSON-RPC message; skipped"
+                    );
+                }
+            }
         }
+    }
+
+    /// Counts a skipped line; `Some(total)` when it deserves a WARN event (the first ten, then
+    /// every power of two), so a server spewing garbage cannot flood the log.
+    fn count_skipped(&self) -> Option<u64> {
+        let total = self.skipped.fetch_add(1, Ordering::Relaxed) + 1;
+        (total <= 10 || total.is_power_of_two()).then_some(total)
     }
 
     /// A response whose `result` came before its `id`, or an error response.

@@ -849,3 +849,43 @@ fn the_client_is_send_and_sync_and_its_future_is_send_and_unpin() {
     send_unpin::<ResponseFuture>();
     send_sync::<ToolCall>();
 }
+
+#[test]
+fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
+    use std::sync::atomic::AtomicU64;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    struct CountWarnings(Arc<AtomicU64>);
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CountWarnings {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if *event.metadata().level() == tracing::Level::WARN {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    let warnings = Arc::new(AtomicU64::new(0));
+    let subscriber = tracing_subscriber::registry().with(CountWarnings(Arc::clone(&warnings)));
+    tracing::subscriber::with_default(subscriber, || {
+        let session = Session::new(
+            "mock".into(),
+            1,
+            std::sync::Weak::new(),
+            server_requests::stack("mock", None, RejectedCounter::new()),
+            Arc::new(watch::channel(0).0),
+            8,
+        );
+        for i in 0..1000 {
+            crate::transport::InboundHandler::on_frame(
+                &*session,
+                format!("garbage {i}").as_bytes(),
+            );
+        }
+    });
+    // The first ten, then 16, 32, 64, 128, 256, 512.
+    assert_eq!(warnings.load(Ordering::Relaxed), 16);
+}
