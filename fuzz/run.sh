@@ -20,7 +20,7 @@ cd "$root"
 case $target in
   config_project) dict=fuzz/dict/yaml.dict ;;
   config_toml) dict=fuzz/dict/toml.dict ;;
-  jsonrpc_decode | stdio_frames | sse_events) dict=fuzz/dict/json.dict ;;
+  jsonrpc_decode | protocol_types | stdio_frames | sse_events) dict=fuzz/dict/json.dict ;;
   *) dict= ;;
 esac
 

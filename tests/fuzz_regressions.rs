@@ -127,3 +127,23 @@ fn a_huge_integer_in_a_tool_result_survives_re_encoding_within_one_ulp() {
         br#"{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"n":118446744073709551616}}}"#,
     );
 }
+
+/// Finding F2 (src/protocol/content.rs:317, `BlockVisitor::visit_map`): a content block whose
+/// `"type"` is not a string is kept as `ContentBlock::Unknown` when `"type"` is not its first
+/// key (`from_object`, line 348), but fails the whole result when it is first (`CowStr` at line
+/// 317): "invalid type: integer `1`, expected a string". `serde_json` writes object keys sorted,
+/// so the `Unknown` block read from `{"z":1,"type":1}` is written `{"type":1,"z":1}` and that
+/// does not read back. Found by `protocol_types` (decode(encode(r)) check). Ignored until the
+/// owner of `content.rs` makes both paths agree; the fuzz check skips such results meanwhile.
+#[test]
+#[ignore = "finding F2: src/protocol/content.rs:317 rejects a non-string \"type\" that comes first"]
+fn a_content_block_with_a_non_string_type_reads_the_same_whichever_key_comes_first() {
+    use kaged_mcp::protocol::ToolResult;
+    let later: Result<ToolResult, _> = serde_json::from_str(r#"{"content":[{"z":1,"type":1}]}"#);
+    let first: Result<ToolResult, _> = serde_json::from_str(r#"{"content":[{"type":1,"z":1}]}"#);
+    assert_eq!(
+        later.as_ref().map_err(ToString::to_string),
+        first.as_ref().map_err(ToString::to_string)
+    );
+    protocol::check_tool_result(&later.expect("reads"), 64);
+}

@@ -85,7 +85,7 @@ pub fn read_all(stream: &[u8], limit: usize, seed: u32, max_read: usize) -> Vec<
         max_read,
     };
     let mut reader = LineReader::new(limit);
-    futures::executor::block_on(reader.run(&mut input, &record)).expect("reads never fail");
+    futures::executor::block_on(reader.run(&mut input, &record, &|| {})).expect("reads never fail");
     record.items.into_inner().expect("not poisoned")
 }
 
