@@ -313,8 +313,18 @@ impl<'de> Visitor<'de> for BlockVisitor {
             return Ok(ContentBlock::Unknown(Value::Object(Map::new())));
         };
         if first.0 == "type" {
-            // The fast path: the kind first, the rest straight into its struct.
-            let kind: CowStr<'de> = map.next_value()?;
+            // The fast path: the kind first, the rest straight into its struct. A `type` that
+            // is not a string makes an unknown block, as it does when it comes later.
+            let kind: Value = map.next_value()?;
+            let kind = match kind {
+                Value::String(k) => CowStr(std::borrow::Cow::Owned(k)),
+                other => {
+                    let mut obj =
+                        Map::<String, Value>::deserialize(MapAccessDeserializer::new(map))?;
+                    obj.insert("type".to_owned(), other);
+                    return Ok(ContentBlock::Unknown(Value::Object(obj)));
+                }
+            };
             let rest = MapAccessDeserializer::new(map);
             return Ok(match &*kind.0 {
                 "text" => ContentBlock::Text(TextContent::deserialize(rest)?),
