@@ -225,7 +225,8 @@ async fn an_unreachable_sse_server_backs_off_then_is_marked_failed_after_five_fa
 }
 
 #[tokio::test]
-async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_nothing_retries_by_itself() {
+async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_the_server_is_failed_without_retries(
+) {
     let log = tempfile::NamedTempFile::new().unwrap().into_temp_path();
     let peer = SsePeer::start_fault(
         SseFault::Auth,
@@ -244,11 +245,17 @@ async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_nothing_retries_b
     assert!(text.contains("`github`"), "{text}");
     assert!(text.contains("authentication refused"), "{text}");
     assert!(text.contains("401 Unauthorized"), "{text}");
-    assert_eq!(client.state(), ServerState::Restarting);
-    // No loop of its own: only calls start attempts.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // A refusal is not retried: the server is failed at once, and later calls fail fast
+    // without another request, until the operator re-enables it.
+    assert_eq!(client.state(), ServerState::Failed);
+    let err = client.start().await.unwrap_err();
+    assert!(matches!(err, ClientError::ServerFailed { .. }), "{err}");
     let gets = read_log(&log).iter().filter(|e| e["verb"] == "GET").count();
     assert_eq!(gets, 1);
+    client.reenable();
+    assert!(client.start().await.is_err());
+    let gets = read_log(&log).iter().filter(|e| e["verb"] == "GET").count();
+    assert_eq!(gets, 2, "re-enabling tries once more");
 }
 
 #[tokio::test]

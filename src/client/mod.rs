@@ -483,6 +483,10 @@ impl Shared {
             Err(e) => {
                 let connection = sup.connection.take();
                 sup.session = None;
+                if matches!(&e, ClientError::SpawnFailed { source, .. } if source.is_permanent()) {
+                    // Refused (auth, foreign endpoint): no restart loop, failed at once.
+                    sup.failures = self.options.max_consecutive_failures.saturating_sub(1);
+                }
                 self.register_failure(&mut sup, e.to_string());
                 drop(sup);
                 drop(connection);

@@ -278,4 +278,14 @@ impl TransportError {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// Whether trying again cannot help: the server refused us (an HTTP 401 or 403, an
+    /// endpoint on another origin). Transports say so with a source of kind
+    /// [`io::ErrorKind::PermissionDenied`]; the client then marks the server failed at once
+    /// instead of restarting it with backoff.
+    pub fn is_permanent(&self) -> bool {
+        self.source
+            .as_ref()
+            .is_some_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+    }
 }
