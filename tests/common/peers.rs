@@ -294,6 +294,8 @@ pub(crate) enum SseFault {
     /// The first stream ever opened ends right after the first `tools/call` answer; later
     /// streams behave.
     DropAfterFirst,
+    /// After any tools/call answer the stream ends with probability 1/`--drop-every` (soak).
+    DropRandom,
     /// The endpoint is `http://127.0.0.2:<port>/messages?…`; a listener there logs anything
     /// sent to it (`"listener": "127.0.0.2"`).
     ForeignEndpoint,
@@ -313,6 +315,7 @@ impl SseFault {
             SseFault::Auth => "auth",
             SseFault::Forbidden => "forbidden",
             SseFault::DropAfterFirst => "drop_after_first",
+            SseFault::DropRandom => "drop_random",
             SseFault::ForeignEndpoint => "foreign_endpoint",
             SseFault::SlowEndpoint => "slow_endpoint",
             SseFault::ByteAtATime => "byte_at_a_time",

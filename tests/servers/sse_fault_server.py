@@ -28,6 +28,8 @@ Modes (--mode):
                     or `X-API-Key: <secret>` (--secret, default s3cret)
   forbidden         403 on every request
   drop_after_first  the first stream ever opened is ended right after the first tools/call answer
+  drop_random       after any tools/call answer, the stream ends with probability 1/--drop-every
+                    (the soak test); with --call-log FILE each echo's `message` is appended there
                     (later streams behave as in ok, so a reconnecting client can go on)
   foreign_endpoint  the endpoint event is `http://127.0.0.2:<port>/messages?session_id=...`; a
                     second listener on 127.0.0.2:<port> accepts and logs anything sent there (with
@@ -47,6 +49,7 @@ Modes (--mode):
 import argparse
 import json
 import queue
+import random
 import secrets
 import socket
 import sys
@@ -55,7 +58,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-MODES = ["ok", "auth", "forbidden", "drop_after_first", "foreign_endpoint", "slow_endpoint",
+MODES = ["ok", "auth", "forbidden", "drop_after_first", "drop_random", "foreign_endpoint", "slow_endpoint",
          "byte_at_a_time", "crlf"]
 
 ARGS = None
@@ -67,6 +70,7 @@ FIRST_STREAM = {"taken": False}
 FIRST_STREAM_LOCK = threading.Lock()
 
 CLOSE = object()  # queued to end a stream
+CALL_LOG_LOCK = threading.Lock()
 
 
 def eprint(text):
@@ -157,6 +161,9 @@ def handle_message(session, msg):
     elif method == "tools/call":
         name, args = params.get("name"), params.get("arguments") or {}
         if name == "echo":
+            if ARGS.call_log:
+                with CALL_LOG_LOCK, open(ARGS.call_log, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(args.get("message")) + "\n")
             answer(text_result(f"Echo: {args.get('message', '')}"))
         elif name == "big":
             answer(text_result("x" * int(args.get("n", 0))))
@@ -168,6 +175,8 @@ def handle_message(session, msg):
                           "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
             return
         if session.drop_after_first_call:
+            session.send(CLOSE)
+        elif ARGS.mode == "drop_random" and random.randrange(ARGS.drop_every) == 0:
             session.send(CLOSE)
     else:
         session.send({"jsonrpc": "2.0", "id": id_,
@@ -358,6 +367,8 @@ def main():
     parser.add_argument("--secret", default="s3cret")
     parser.add_argument("--log", default=None, help="append one JSON line per request here")
     parser.add_argument("--endpoint-delay", type=float, default=30.0)
+    parser.add_argument("--drop-every", type=int, default=1000)
+    parser.add_argument("--call-log", default=None)
     ARGS = parser.parse_args()
 
     ThreadingHTTPServer.daemon_threads = True

@@ -102,6 +102,9 @@ def record(msg):
     entry = {"id": msg.get("id"), "method": msg.get("method")}
     if msg.get("method") == "tools/call":
         entry["tool"] = params.get("name")
+        message = (params.get("arguments") or {}).get("message")
+        if message is not None:
+            entry["message"] = message
     if msg.get("method") == "notifications/cancelled":
         entry["requestId"] = params.get("requestId")
     with open(path, "a", encoding="utf-8") as f:
