@@ -250,12 +250,15 @@ async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_the_server_is_fai
     assert_eq!(client.state(), ServerState::Failed);
     let err = client.start().await.unwrap_err();
     assert!(matches!(err, ClientError::ServerFailed { .. }), "{err}");
-    let gets = read_log(&log).iter().filter(|e| e["verb"] == "GET").count();
-    assert_eq!(gets, 1);
+    // The server writes its log line after answering: let it settle before counting.
+    let settled_gets = || async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        read_log(&log).iter().filter(|e| e["verb"] == "GET").count()
+    };
+    assert_eq!(settled_gets().await, 1);
     client.reenable();
     assert!(client.start().await.is_err());
-    let gets = read_log(&log).iter().filter(|e| e["verb"] == "GET").count();
-    assert_eq!(gets, 2, "re-enabling tries once more");
+    assert_eq!(settled_gets().await, 2, "re-enabling tries once more");
 }
 
 #[tokio::test]
