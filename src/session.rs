@@ -330,6 +330,25 @@ impl Session {
         self.registry.call_as(agent, grants, tool, arguments).await
     }
 
+    /// Calls a tool that reports progress, for `agent` (grants checked) or for the daemon
+    /// (`None`): `timeout_ms` bounds the time between progress notifications and the stack's
+    /// progress cap the whole call. `progress` is notified on each one.
+    pub async fn call_with_progress(
+        &self,
+        agent: Option<&str>,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        progress: kaged_mcp_layers::timeout::ProgressHandle,
+    ) -> Result<ToolResult, Error> {
+        let agent = match agent {
+            Some(a) => Some((a, self.grants(a)?)),
+            None => None,
+        };
+        self.registry
+            .call_with_progress(agent, tool, arguments, progress)
+            .await
+    }
+
     /// Every declared server's state, tool count and last error, in declaration order.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.config

@@ -12,7 +12,10 @@
 //! - **Truncate** sits outside the timeout, so what reaches the agent is always capped.
 //! - **Timeout** wraps the retry, so `timeout_ms` bounds the whole call as the caller sees it,
 //!   backoff included. Every layer below it is always ready, so readiness costs no time
-//!   outside the clock.
+//!   outside the clock. A call that carries a
+//!   [`ProgressHandle`](kaged_mcp_layers::timeout::ProgressHandle) opts into "reset on
+//!   progress": `timeout_ms` then bounds the time *between* progress notifications, and
+//!   [`StackSettings::progress_cap`] the whole call.
 //! - **Retry** sends a call again only when it provably never reached the server, or when the
 //!   tool is idempotent or read-only and the operator trusts the server's annotations.
 //!
@@ -43,10 +46,10 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use kaged_mcp_layers::retry::{NotSent, RetryPolicy};
+use kaged_mcp_layers::timeout::{Elapsed, ElapsedKind, ProgressTimeoutLayer};
 use kaged_mcp_layers::truncate::TruncateLayer;
 use pin_project::pin_project;
 use tower::layer::util::Identity;
-use tower::timeout::error::Elapsed;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Layer, Service, ServiceBuilder};
 use tracing::instrument::Instrumented;
@@ -69,6 +72,8 @@ pub struct StackSettings {
     pub result_max_bytes: usize,
     /// The per-call timeout (`timeout_ms`, else `default_timeout_ms`).
     pub timeout: Duration,
+    /// The total cap of a call that opts into "reset on progress" (default 10 minutes).
+    pub progress_cap: Duration,
     /// The retry policy.
     pub retry: RetryPolicy,
 }
@@ -81,6 +86,7 @@ impl StackSettings {
             server: server.into(),
             result_max_bytes: 65_536,
             timeout: Duration::from_secs(30),
+            progress_cap: Duration::from_secs(600),
             retry: default_retry_policy(),
         }
     }
@@ -103,6 +109,12 @@ impl StackSettings {
     /// Sets the per-call timeout.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Sets the total cap of calls that reset their timeout on progress.
+    pub fn progress_cap(mut self, cap: Duration) -> Self {
+        self.progress_cap = cap;
         self
     }
 
@@ -217,10 +229,12 @@ impl StackBuilder {
         let top = ServiceBuilder::new()
             .layer(TraceLayer {
                 server: s.server.clone(),
-                timeout: s.timeout,
             })
             .layer(TruncateLayer::new(s.result_max_bytes))
-            .timeout(s.timeout)
+            .layer(ProgressTimeoutLayer::new(
+                s.timeout,
+                s.progress_cap.max(s.timeout),
+            ))
             .retry(s.retry)
             .layer(Identity::new());
         let mut svc = match bottom {
@@ -239,15 +253,22 @@ impl StackBuilder {
 pub struct TimedOut {
     /// The server.
     pub server: Arc<str>,
-    /// The timeout that fired.
+    /// The timeout that fired: `timeout_ms`, or the progress cap.
     pub timeout: Duration,
+    /// Whether it was the total cap of a call that reported progress.
+    pub total_cap: bool,
 }
 
 impl fmt::Display for TimedOut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = if self.total_cap {
+            "the total cap of"
+        } else {
+            "the timeout of"
+        };
         write!(
             f,
-            "server `{}`: no answer within the timeout of {} ms",
+            "server `{}`: no answer within {what} {} ms",
             self.server,
             self.timeout.as_millis()
         )
@@ -260,7 +281,6 @@ impl std::error::Error for TimedOut {}
 #[derive(Debug, Clone)]
 struct TraceLayer {
     server: Arc<str>,
-    timeout: Duration,
 }
 
 impl<S> Layer<S> for TraceLayer {
@@ -269,7 +289,6 @@ impl<S> Layer<S> for TraceLayer {
         Trace {
             inner,
             server: self.server.clone(),
-            timeout: self.timeout,
         }
     }
 }
@@ -278,7 +297,6 @@ impl<S> Layer<S> for TraceLayer {
 struct Trace<S> {
     inner: S,
     server: Arc<str>,
-    timeout: Duration,
 }
 
 impl<S> Service<ToolCall> for Trace<S>
@@ -312,7 +330,6 @@ where
             span,
             start: Instant::now(),
             server: self.server.clone(),
-            timeout: self.timeout,
         }
     }
 }
@@ -324,7 +341,6 @@ struct TraceFuture<F> {
     span: Span,
     start: Instant,
     server: Arc<str>,
-    timeout: Duration,
 }
 
 impl<F> Future for TraceFuture<F>
@@ -346,9 +362,14 @@ where
             }
             Err(e) if e.is::<Elapsed>() => {
                 this.span.record("outcome", "timeout");
+                let (timeout, total_cap) = e
+                    .downcast_ref::<Elapsed>()
+                    .map(|el| (el.after(), el.kind() == ElapsedKind::Total))
+                    .unwrap_or_default();
                 Err(Box::new(TimedOut {
                     server: this.server.clone(),
-                    timeout: *this.timeout,
+                    timeout,
+                    total_cap,
                 }) as BoxError)
             }
             Err(e) => {

@@ -401,3 +401,43 @@ async fn a_timeout_names_the_server_and_the_timeout() {
 fn _tool_service_is_send_sync(s: ToolService) -> impl Send + Sync {
     s
 }
+
+#[tokio::test]
+async fn a_call_reporting_progress_resets_its_timeout_until_the_cap() {
+    let Some(cmd) = peers::require(peers::everything_stdio(), "server-everything") else {
+        return;
+    };
+    let yaml = format!(
+        "mcp:\n  everything:\n    transport: stdio\n    command: {}\n",
+        yaml_list(&cmd)
+    );
+    // 3 s of work with progress every 0.5 s, against a 1.2 s timeout.
+    let d = project(&yaml, "[mcp.everything]\ntimeout_ms = 1200\n");
+    let session = Session::start(load(&ConfigPaths::new(d.path())).unwrap())
+        .await
+        .unwrap();
+    let work = || args(json!({"duration": 3, "steps": 6}));
+    let e = session
+        .call("mcp.everything.trigger-long-running-operation", work())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Timeout { .. }), "without progress: {e}");
+
+    let handle = kaged_mcp_layers::timeout::ProgressHandle::new();
+    let r = session
+        .call_with_progress(
+            None,
+            "mcp.everything.trigger-long-running-operation",
+            work(),
+            handle.clone(),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error, "{r:?}");
+    assert!(
+        handle.notifications() >= 5,
+        "{} notifications",
+        handle.notifications()
+    );
+    session.shutdown().await;
+}

@@ -12,6 +12,7 @@ pub mod grants;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
+use kaged_mcp_layers::timeout::ProgressHandle;
 use serde_json::{Map, Value};
 use tower::ServiceExt;
 
@@ -175,7 +176,28 @@ impl ToolRegistry {
         tool: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<ToolResult, Error> {
-        self.dispatch(tool, arguments).await
+        self.dispatch(tool, arguments, None).await
+    }
+
+    /// Calls a tool that reports progress: the server's timeout then bounds the time between
+    /// progress notifications (each one notifies `progress`), and the stack's progress cap the
+    /// whole call. Grants are checked as by [`call_as`](Self::call_as) when `agent` is given.
+    pub async fn call_with_progress(
+        &self,
+        agent: Option<(&str, &ToolGrants)>,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        progress: ProgressHandle,
+    ) -> Result<ToolResult, Error> {
+        if let Some((agent, grants)) = agent {
+            if !grants::is_granted(grants, tool) {
+                return Err(Error::NotGranted {
+                    agent: agent.to_owned(),
+                    tool: tool.to_owned(),
+                });
+            }
+        }
+        self.dispatch(tool, arguments, Some(progress)).await
     }
 
     /// Calls a tool on behalf of an agent: refused, without contacting any server, unless the
@@ -193,13 +215,14 @@ impl ToolRegistry {
                 tool: tool.to_owned(),
             });
         }
-        self.dispatch(tool, arguments).await
+        self.dispatch(tool, arguments, None).await
     }
 
     async fn dispatch(
         &self,
         tool: &str,
         arguments: Option<Map<String, Value>>,
+        progress: Option<ProgressHandle>,
     ) -> Result<ToolResult, Error> {
         if let Some(rest) = tool.strip_prefix("mcp.") {
             let (server, _) = rest.split_once('.').ok_or_else(|| Error::UnknownTool {
@@ -228,7 +251,7 @@ impl ToolRegistry {
                 name: name.clone(),
                 arguments,
                 retry_safe: mcp_tool.retry_safe,
-                progress: None,
+                progress,
             };
             stack
                 .oneshot(call)
@@ -246,7 +269,7 @@ impl ToolRegistry {
                 name: tool.to_owned(),
                 arguments,
                 retry_safe: false,
-                progress: None,
+                progress,
             };
             handler
                 .oneshot(call)
