@@ -463,3 +463,74 @@ pub fn build_catalog(
     }
     catalog
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Sources;
+
+    fn tool(name: &str, read_only: bool) -> ToolInfo {
+        serde_json::from_value(serde_json::json!({
+            "name": name,
+            "description": format!("tool {name}"),
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": read_only},
+        }))
+        .unwrap()
+    }
+
+    fn config(local: &str) -> Config {
+        Sources::new(
+            "mcp:\n  gh:\n    transport: stdio\n    command: [x]\n    tools:\n      deny: [\"repo.delete\"]\n",
+        )
+        .local(local)
+        .load()
+        .unwrap()
+    }
+
+    #[test]
+    fn bad_names_and_duplicates_are_skipped_and_the_filter_applies() {
+        let c = config("");
+        let server = c.project.server("gh").unwrap();
+        let long = "x".repeat(129);
+        let tools = vec![
+            tool("issue.create", false),
+            tool("", false),
+            tool("has space", false),
+            tool("slash/no", false),
+            tool(&long, false),
+            tool("issue.create", true),
+            tool("repo.delete", false),
+            tool("repo.list", true),
+        ];
+        let catalog = build_catalog(&c, server, tools);
+        let names: Vec<&str> = catalog.tools.keys().map(String::as_str).collect();
+        assert_eq!(names, ["mcp.gh.issue.create", "mcp.gh.repo.list"]);
+        let first = &catalog.tools["mcp.gh.issue.create"];
+        assert_eq!(
+            first.definition.description, "tool issue.create",
+            "the first one wins"
+        );
+        assert_eq!(
+            first.definition.mcp_tool_name.as_deref(),
+            Some("issue.create")
+        );
+        assert_eq!(first.definition.returns, serde_json::json!({}));
+    }
+
+    #[test]
+    fn annotations_make_a_tool_retry_safe_only_on_trusted_servers() {
+        let untrusted = config("");
+        let server = untrusted.project.server("gh").unwrap();
+        let c = build_catalog(&untrusted, server, vec![tool("repo.list", true)]);
+        assert!(!c.tools["mcp.gh.repo.list"].retry_safe);
+        let trusted = config("[mcp.gh]\ntrust_annotations = true\n");
+        let c = build_catalog(
+            &trusted,
+            server,
+            vec![tool("repo.list", true), tool("repo.push", false)],
+        );
+        assert!(c.tools["mcp.gh.repo.list"].retry_safe);
+        assert!(!c.tools["mcp.gh.repo.push"].retry_safe);
+    }
+}

@@ -82,6 +82,8 @@ fn cases() -> Vec<Case> {
         p("header name with a space", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers:\n      'X Flag': a\n", "mcp.gh.headers.X Flag", 6, "not a valid HTTP header name"),
         p("header value with LF", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers:\n      X-Flag: \"a\\nInjected: b\"\n", "mcp.gh.headers.X-Flag", 6, "CR or LF"),
         p("header value with CR", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers:\n      X-Flag: \"a\\rb\"\n", "mcp.gh.headers.X-Flag", 6, "CR or LF"),
+        p("static header colliding with bearer auth", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers:\n      authorization: Bearer x\n    auth: { type: bearer, secret_ref: a.b }\n", "mcp.gh.headers.authorization", 6, "collides with the auth header"),
+        p("static header colliding with a custom auth header", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth: { type: header, header_name: X-API-Key, secret_ref: a.b }\n    headers:\n      x-api-key: nope\n", "mcp.gh.headers.x-api-key", 7, "collides with the auth header"),
         p("headers a list", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers: [a]\n", "mcp.gh.headers", 5, "expected a mapping"),
         // --- unknown keys
         p("unknown server key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    comand: [y]\n", "mcp.db.comand", 5, "unknown key `comand`"),

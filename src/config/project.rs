@@ -466,6 +466,27 @@ fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpSer
         None => None,
         Some(a) => auth(w, key, a, &format!("{path}.auth")),
     };
+    if let (Some(TransportConfig::Sse(sse)), Some(a)) = (&transport, &auth) {
+        if sse.headers.iter().any(|(n, _)| *n == a.header_name) {
+            let headers = node.get("headers").unwrap_or(node);
+            let written = headers.as_map().and_then(|es| {
+                es.iter()
+                    .find(|e| e.key.eq_ignore_ascii_case(a.header_name.as_str()))
+            });
+            let (loc_node, name) = match written {
+                Some(e) => (&e.value, e.key.clone()),
+                None => (headers, a.header_name.to_string()),
+            };
+            w.err(
+                loc_node,
+                &format!("{path}.headers.{name}"),
+                format!(
+                    "collides with the auth header `{}`; the secret goes there, set it only through `auth`",
+                    a.header_name
+                ),
+            );
+        }
+    }
     let tools = match node.get("tools") {
         None => Some(ToolFilter::default()),
         Some(t) => tool_filter(w, t, &format!("{path}.tools")),
