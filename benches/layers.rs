@@ -1,17 +1,26 @@
 //! Per-call overhead of each layer of the standard stack, and of the whole stack, over a bare
-//! in-memory `service_fn` that answers at once with a small [`ToolResult`].
+//! in-memory `service_fn` that answers with a small [`ToolResult`].
 //!
 //! Every benchmark times `ready().await` + `call(..).await` on one kept service, the request
 //! cloned from a prepared [`ToolCall`] each time (the bare service pays that clone too), on a
 //! current-thread tokio runtime. The difference to `bare` is the layer's cost per call.
 //!
-//! - `truncate`, `timeout`, `retry`: one layer each, as the standard stack configures it
-//!   (64 KiB cap, 30 s timeout, [`default_retry_policy`]).
-//! - `truncate+timeout+retry`: the three, unboxed, without the trace layer.
-//! - `full_stack`: [`StackBuilder::new(StackSettings::new("bench")).build(..)`](StackBuilder):
-//!   Trace → Truncate → Timeout → Retry, type-erased into a `ToolService`. The trace layer is
-//!   private to the stack, so its cost is `full_stack` minus `truncate+timeout+retry` (the
-//!   type erasure included).
+//! Two bare services, two groups:
+//! - `ready/…`: the bare service answers at once. A timeout layer then never arms its timer
+//!   (it polls the inner future first), so this is the floor of each layer.
+//! - `pending/…`: the bare service yields once before answering, as a real client's answer
+//!   always comes later: every timer is registered and cleared, every waker is taken. The bare
+//!   cost here includes one trip through the scheduler.
+//!
+//! In each group:
+//! - `truncate`, `progress_timeout`, `retry`: one layer each, as the standard stack configures
+//!   it (64 KiB cap; 30 s idle timeout with a 600 s cap; [`default_retry_policy`]); `timeout` is
+//!   tower's plain `Timeout` (30 s), for comparison.
+//! - `truncate+progress_timeout+retry`: the three, unboxed, without the trace layer.
+//! - `full_stack`: `StackBuilder::new(StackSettings::new("bench")).build(..)`: Trace → Truncate
+//!   → ProgressTimeout → Retry, type-erased into a `ToolService`. The trace layer is private to
+//!   the stack, so its cost is `full_stack` minus `truncate+progress_timeout+retry` (the type
+//!   erasure included).
 //! - `full_stack/clone+oneshot`: as the registry dispatches: clone the stored stack, `oneshot`.
 //! - `full_stack/info_subscriber` and `full_stack/debug_subscriber`: with a `fmt` subscriber at
 //!   INFO (the `mcp.call` span and the DEBUG events are off, as in a daemon's default setting)
@@ -38,18 +47,39 @@ use tracing::level_filters::LevelFilter;
 const CAP: usize = 65_536;
 /// The standard stack's timeout.
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// The standard stack's cap on a call that reports progress.
+const PROGRESS_CAP: Duration = Duration::from_secs(600);
 
-/// A service that answers every call at once with a small result: the floor.
-fn bare() -> impl Service<
-    ToolCall,
-    Response = ToolResult,
-    Error = BoxError,
-    Future = impl Future<Output = Result<ToolResult, BoxError>> + Send,
-> + Clone
-       + Send
-       + Sync
-       + 'static {
+/// What every bare service and every stack over it is.
+trait ToolSvc:
+    Service<ToolCall, Response = ToolResult, Error = BoxError, Future: Send>
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> ToolSvc for S where
+    S: Service<ToolCall, Response = ToolResult, Error = BoxError, Future: Send>
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Answers every call at once with a small result.
+fn bare_ready() -> impl ToolSvc {
     service_fn(|_: ToolCall| async { Ok::<_, BoxError>(ToolResult::text("Echo: hi")) })
+}
+
+/// Answers every call with a small result after yielding once to the scheduler.
+fn bare_pending() -> impl ToolSvc {
+    service_fn(|_: ToolCall| async {
+        tokio::task::yield_now().await;
+        Ok::<_, BoxError>(ToolResult::text("Echo: hi"))
+    })
 }
 
 /// The request every benchmark sends (cloned per call).
@@ -87,45 +117,54 @@ where
     });
 }
 
-fn layers(c: &mut Criterion) {
-    let rt = runtime();
-    bench_service(c, &rt, "bare", bare());
+/// Every layer and the whole stack over `bare`, named `<group>/<benchmark>`.
+fn group(c: &mut Criterion, rt: &Runtime, group: &str, bare: impl ToolSvc) {
+    let name = |bench: &str| format!("{group}/{bench}");
+    bench_service(c, rt, &name("bare"), bare.clone());
     bench_service(
         c,
-        &rt,
-        "truncate",
-        ServiceBuilder::new().truncate(CAP).service(bare()),
+        rt,
+        &name("truncate"),
+        ServiceBuilder::new().truncate(CAP).service(bare.clone()),
     );
     bench_service(
         c,
-        &rt,
-        "timeout",
-        ServiceBuilder::new().timeout(TIMEOUT).service(bare()),
+        rt,
+        &name("timeout"),
+        ServiceBuilder::new().timeout(TIMEOUT).service(bare.clone()),
     );
     bench_service(
         c,
-        &rt,
-        "retry",
+        rt,
+        &name("progress_timeout"),
+        ServiceBuilder::new()
+            .progress_timeout(TIMEOUT, PROGRESS_CAP)
+            .service(bare.clone()),
+    );
+    bench_service(
+        c,
+        rt,
+        &name("retry"),
         ServiceBuilder::new()
             .retry_policy(default_retry_policy())
-            .service(bare()),
+            .service(bare.clone()),
     );
     bench_service(
         c,
-        &rt,
-        "truncate+timeout+retry",
+        rt,
+        &name("truncate+progress_timeout+retry"),
         ServiceBuilder::new()
             .truncate(CAP)
-            .timeout(TIMEOUT)
+            .progress_timeout(TIMEOUT, PROGRESS_CAP)
             .retry_policy(default_retry_policy())
-            .service(bare()),
+            .service(bare.clone()),
     );
-    let stack = StackBuilder::new(StackSettings::new("bench")).build(bare());
-    bench_service(c, &rt, "full_stack", stack.clone());
+    let stack = StackBuilder::new(StackSettings::new("bench")).build(bare);
+    bench_service(c, rt, &name("full_stack"), stack.clone());
 
     let call = request();
-    c.bench_function("full_stack/clone+oneshot", |b| {
-        b.to_async(&rt).iter_custom(|iters| {
+    c.bench_function(&name("full_stack/clone+oneshot"), |b| {
+        b.to_async(rt).iter_custom(|iters| {
             let stack = stack.clone();
             let call = call.clone();
             async move {
@@ -143,7 +182,7 @@ fn layers(c: &mut Criterion) {
         });
     });
 
-    for (name, level) in [
+    for (bench, level) in [
         ("full_stack/info_subscriber", LevelFilter::INFO),
         ("full_stack/debug_subscriber", LevelFilter::DEBUG),
     ] {
@@ -153,8 +192,14 @@ fn layers(c: &mut Criterion) {
             .finish();
         // The runtime is current-thread: the calls run on this thread, under this subscriber.
         let _guard = tracing::subscriber::set_default(subscriber);
-        bench_service(c, &rt, name, stack.clone());
+        bench_service(c, rt, &name(bench), stack.clone());
     }
+}
+
+fn layers(c: &mut Criterion) {
+    let rt = runtime();
+    group(c, &rt, "ready", bare_ready());
+    group(c, &rt, "pending", bare_pending());
 }
 
 criterion_group! {

@@ -10,26 +10,32 @@
 //! | `in_flight_64` | 64 | `Echo: hello` |
 //! | `result_64k` | 1 | `Echo: hello` + 65 536 bytes (`pad: 65536`) |
 //!
-//! Each runs on a current-thread and on a multi-thread tokio runtime (two workers on this
-//! machine). The calls are made by one task spawned on the runtime, as an agent's task would
-//! make them, keeping N futures in flight in a `FuturesUnordered` (closed loop: a call starts as
-//! soon as one ends). One criterion iteration is N calls.
+//! Each runs on a current-thread and on a multi-thread tokio runtime (as many workers as
+//! cores). The calls are made by one task spawned on the runtime, as an agent's task would make
+//! them, keeping N futures in flight in a `FuturesUnordered` (a closed loop: a call starts as
+//! soon as one ends).
 //!
 //! kaged-mcp calls go through the standard stack exactly as the registry dispatches them:
 //! `stack.clone().oneshot(call)` on `StackBuilder::new(StackSettings::new("demo")).build(client)`,
-//! so every call pays Trace → Truncate (64 KiB cap: the 64 KiB result is cut to the cap, marker
-//! appended) → Timeout (30 s) → Retry. rmcp calls are `peer.call_tool(..)`, rmcp asked for
-//! protocol `2025-11-25` (its default, `2026-07-28`, has no `initialize`).
+//! so every call pays Trace → Truncate (64 KiB cap: the 64 KiB result is cut to the cap and the
+//! marker appended) → Timeout (30 s) → Retry. rmcp calls are `peer.call_tool(..)`, with rmcp
+//! asking for protocol `2025-11-25` (its default, `2026-07-28`, has no `initialize`).
 //!
-//! After criterion's own report the benchmark prints a summary: per scenario and runtime, the
-//! calls per second of each client (median over criterion's samples), the median latency of
-//! one call (over every call made), and the ratio kaged/rmcp against the target.
+//! # Two phases
+//! 1. **criterion**: one benchmark per runtime, scenario and client (`current_thread/
+//!    in_flight_16/kaged`, …); one iteration is N calls, so criterion's throughput is calls/s.
+//! 2. **the ratio table**: criterion runs one client after the other, so a change in the
+//!    machine's load between them skews their ratio. The table is measured apart, in
+//!    interleaved rounds: per runtime and scenario, [`ROUNDS`] rounds of about
+//!    [`ROUND_TIME`] per client, alternating which client goes first. It prints, per client,
+//!    the median calls/s over the rounds and the median latency over every call, then the
+//!    ratio kaged/rmcp of the medians against the target. `KAGED_STDIO_ROUNDS=<n>` sets
+//!    the number of rounds (0 skips the table). The table is not measured in test mode
+//!    (`cargo test --benches`) nor with `--profile-time`.
 //!
 //! Run with `cargo bench --bench stdio -- --warm-up-time 1 --measurement-time 3`.
 
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
@@ -51,6 +57,10 @@ use tower::ServiceExt as _;
 const DEMO: &str = env!("CARGO_BIN_EXE_kaged-mcp");
 /// The text both clients send.
 const MESSAGE: &str = "hello";
+/// Interleaved rounds per client, runtime and scenario in the ratio table (by default).
+const ROUNDS: usize = 10;
+/// The target length of one round.
+const ROUND_TIME: Duration = Duration::from_millis(200);
 
 /// One scenario of the benchmark.
 #[derive(Debug, Clone, Copy)]
@@ -89,7 +99,7 @@ const SCENARIOS: [Scenario; 4] = [
     },
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flavor {
     CurrentThread,
     MultiThread,
@@ -110,40 +120,6 @@ impl Flavor {
         };
         builder.enable_all().build().expect("a tokio runtime")
     }
-}
-
-// --- what each sample measured --------------------------------------------------------------
-
-/// What one (runtime, scenario, client) measured: per-sample throughput and per-call latency.
-#[derive(Debug, Default)]
-struct Stats {
-    /// Calls per second of each criterion sample.
-    rates: Vec<f64>,
-    /// The latency of every call made, in nanoseconds.
-    latencies: Vec<u64>,
-}
-
-type Key = (Flavor, &'static str, &'static str);
-
-static STATS: Mutex<BTreeMap<Key, Stats>> = Mutex::new(BTreeMap::new());
-
-fn record(key: Key, calls: u64, elapsed: Duration, latencies: Vec<u64>) {
-    let mut stats = STATS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let entry = stats.entry(key).or_default();
-    entry.rates.push(calls as f64 / elapsed.as_secs_f64());
-    entry.latencies.extend(latencies);
-}
-
-fn median_f64(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn median_u64(values: &mut [u64]) -> u64 {
-    values.sort_unstable();
-    values[values.len() / 2]
 }
 
 // --- the two clients ---------------------------------------------------------------------------
@@ -235,7 +211,7 @@ where
         let start = Instant::now();
         async move {
             std::hint::black_box(fut.await);
-            start.elapsed().as_nanos() as u64
+            u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
         }
     };
     let start = Instant::now();
@@ -261,93 +237,187 @@ where
     (start.elapsed(), latencies)
 }
 
-fn bench_flavor(c: &mut Criterion, flavor: Flavor) {
-    let rt = flavor.runtime();
-    let (stack, rmcp_service) = rt.block_on(async { (kaged().await, rmcp().await) });
-    let peer = rmcp_service.peer().clone();
-    for scenario in SCENARIOS {
-        rt.block_on(check_answers(&stack, &peer, scenario.pad));
-        let mut group = c.benchmark_group(format!("{}/{}", flavor.name(), scenario.name));
-        let n = scenario.in_flight;
-        group.throughput(Throughput::Elements(n as u64));
-        group.bench_function("kaged", |b| {
-            b.to_async(&rt).iter_custom(|iters| {
-                let stack = stack.clone();
-                let calls = iters * n as u64;
-                async move {
-                    let driver = async move {
-                        closed_loop(calls, n, || kaged_call(&stack, scenario.pad)).await
-                    };
-                    let (elapsed, latencies) = tokio::spawn(driver).await.expect("driver task");
-                    record((flavor, scenario.name, "kaged"), calls, elapsed, latencies);
-                    elapsed
-                }
-            });
-        });
-        group.bench_function("rmcp", |b| {
-            b.to_async(&rt).iter_custom(|iters| {
-                let peer = peer.clone();
-                let calls = iters * n as u64;
-                async move {
-                    let driver = async move {
-                        closed_loop(calls, n, || rmcp_call(&peer, scenario.pad)).await
-                    };
-                    let (elapsed, latencies) = tokio::spawn(driver).await.expect("driver task");
-                    record((flavor, scenario.name, "rmcp"), calls, elapsed, latencies);
-                    elapsed
-                }
-            });
-        });
-        group.finish();
-    }
-    rt.block_on(async {
-        drop(stack);
-        let _ = rmcp_service.cancel().await;
-    });
+/// The clients of one runtime.
+struct Clients {
+    stack: ToolService,
+    peer: Peer<RoleClient>,
 }
 
-/// Prints the calls/s, median latencies and ratios of this run as a Markdown table.
-fn summary() {
-    let mut stats = STATS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if stats.values().all(|s| s.rates.len() < 5) {
-        return; // test mode or a filtered run: nothing worth a table
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Kaged,
+    Rmcp,
+}
+
+impl Clients {
+    /// Runs `calls` calls of `scenario` on a task of `rt`, from outside the runtime.
+    fn run(
+        &self,
+        rt: &Runtime,
+        which: Which,
+        scenario: Scenario,
+        calls: u64,
+    ) -> (Duration, Vec<u64>) {
+        rt.block_on(self.run_async(which, scenario, calls))
     }
+
+    /// Runs `calls` calls of `scenario` on a task of its own, as an agent's task would.
+    fn run_async(
+        &self,
+        which: Which,
+        scenario: Scenario,
+        calls: u64,
+    ) -> impl Future<Output = (Duration, Vec<u64>)> + 'static {
+        let (n, pad) = (scenario.in_flight, scenario.pad);
+        let stack = self.stack.clone();
+        let peer = self.peer.clone();
+        async move {
+            let task =
+                match which {
+                    Which::Kaged => tokio::spawn(async move {
+                        closed_loop(calls, n, || kaged_call(&stack, pad)).await
+                    }),
+                    Which::Rmcp => tokio::spawn(async move {
+                        closed_loop(calls, n, || rmcp_call(&peer, pad)).await
+                    }),
+                };
+            task.await.expect("the benchmark task")
+        }
+    }
+}
+
+// --- phase 1: criterion ------------------------------------------------------------------------
+
+fn criterion_phase(c: &mut Criterion, rt: &Runtime, clients: &Clients, flavor: Flavor) {
+    for scenario in SCENARIOS {
+        rt.block_on(check_answers(&clients.stack, &clients.peer, scenario.pad));
+        let mut group = c.benchmark_group(format!("{}/{}", flavor.name(), scenario.name));
+        let n = scenario.in_flight as u64;
+        group.throughput(Throughput::Elements(n));
+        for (name, which) in [("kaged", Which::Kaged), ("rmcp", Which::Rmcp)] {
+            group.bench_function(name, |b| {
+                b.to_async(rt).iter_custom(|iters| {
+                    let run = clients.run_async(which, scenario, iters * n);
+                    async move { run.await.0 }
+                });
+            });
+        }
+        group.finish();
+    }
+}
+
+// --- phase 2: the ratio table ------------------------------------------------------------------
+
+/// One line of the ratio table.
+#[derive(Debug)]
+struct Row {
+    flavor: Flavor,
+    scenario: Scenario,
+    kaged_rate: f64,
+    kaged_p50: Duration,
+    rmcp_rate: f64,
+    rmcp_p50: Duration,
+}
+
+fn median_f64(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn median_u64(values: &mut [u64]) -> u64 {
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+/// The calls of one round for a client that made `rate` calls/s: about [`ROUND_TIME`], whole
+/// multiples of the calls in flight.
+fn round_calls(rate: f64, in_flight: usize) -> u64 {
+    let n = in_flight as u64;
+    let calls = (rate * ROUND_TIME.as_secs_f64()) as u64;
+    (calls / n).max(4) * n
+}
+
+fn table_phase(rt: &Runtime, clients: &Clients, flavor: Flavor, rounds: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for scenario in SCENARIOS {
+        let which = [Which::Kaged, Which::Rmcp];
+        // Warm up and size the rounds: one short run each.
+        let size = which.map(|w| {
+            let calls = 20 * scenario.in_flight as u64;
+            let (elapsed, _) = clients.run(rt, w, scenario, calls);
+            round_calls(calls as f64 / elapsed.as_secs_f64(), scenario.in_flight)
+        });
+        let mut rates = [Vec::new(), Vec::new()];
+        let mut latencies = [Vec::new(), Vec::new()];
+        for round in 0..rounds {
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                let (elapsed, lat) = clients.run(rt, which[i], scenario, size[i]);
+                rates[i].push(size[i] as f64 / elapsed.as_secs_f64());
+                latencies[i].extend(lat);
+            }
+        }
+        let [k_rates, r_rates] = &mut rates;
+        let [k_lat, r_lat] = &mut latencies;
+        let row = Row {
+            flavor,
+            scenario,
+            kaged_rate: median_f64(k_rates),
+            kaged_p50: Duration::from_nanos(median_u64(k_lat)),
+            rmcp_rate: median_f64(r_rates),
+            rmcp_p50: Duration::from_nanos(median_u64(r_lat)),
+        };
+        eprintln!(
+            "table: {}/{}: kaged {:.0} calls/s, rmcp {:.0} calls/s",
+            flavor.name(),
+            scenario.name,
+            row.kaged_rate,
+            row.rmcp_rate
+        );
+        rows.push(row);
+    }
+    rows
+}
+
+fn print_table(rows: &[Row]) {
     println!();
     println!("| runtime | scenario | kaged calls/s | kaged p50 | rmcp calls/s | rmcp p50 | kaged/rmcp | target | met |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
-    for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
-        for scenario in SCENARIOS {
-            let mut get = |client: &'static str| {
-                let s = stats.get_mut(&(flavor, scenario.name, client))?;
-                if s.rates.is_empty() || s.latencies.is_empty() {
-                    return None;
-                }
-                Some((median_f64(&mut s.rates), median_u64(&mut s.latencies)))
-            };
-            let (Some((k_rate, k_p50)), Some((r_rate, r_p50))) = (get("kaged"), get("rmcp")) else {
-                continue;
-            };
-            let ratio = k_rate / r_rate;
-            println!(
-                "| {} | {} | {:.0} | {:.1} µs | {:.0} | {:.1} µs | {:.2} | {:.2} | {} |",
-                flavor.name(),
-                scenario.name,
-                k_rate,
-                k_p50 as f64 / 1000.0,
-                r_rate,
-                r_p50 as f64 / 1000.0,
-                ratio,
-                scenario.target,
-                if ratio >= scenario.target {
-                    "yes"
-                } else {
-                    "no"
-                },
-            );
-        }
+    for row in rows {
+        let ratio = row.kaged_rate / row.rmcp_rate;
+        println!(
+            "| {} | {} | {:.0} | {:.1} µs | {:.0} | {:.1} µs | {:.2} | {:.2} | {} |",
+            row.flavor.name(),
+            row.scenario.name,
+            row.kaged_rate,
+            row.kaged_p50.as_secs_f64() * 1e6,
+            row.rmcp_rate,
+            row.rmcp_p50.as_secs_f64() * 1e6,
+            ratio,
+            row.scenario.target,
+            if ratio >= row.scenario.target {
+                "yes"
+            } else {
+                "no"
+            },
+        );
     }
+}
+
+/// How many table rounds to measure: none in test mode, with `--profile-time` or `--list`.
+fn table_rounds() -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    let benchmarking = args.iter().any(|a| a == "--bench")
+        && !args
+            .iter()
+            .any(|a| a == "--test" || a == "--list" || a.starts_with("--profile-time"));
+    if !benchmarking {
+        return 0;
+    }
+    std::env::var("KAGED_STDIO_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ROUNDS)
 }
 
 fn main() {
@@ -356,9 +426,26 @@ fn main() {
         .measurement_time(Duration::from_secs(3))
         .sample_size(30)
         .configure_from_args();
+    let rounds = table_rounds();
+    let mut rows = Vec::new();
     for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
-        bench_flavor(&mut c, flavor);
+        let rt = flavor.runtime();
+        let (stack, rmcp_service) = rt.block_on(async { (kaged().await, rmcp().await) });
+        let clients = Clients {
+            stack,
+            peer: rmcp_service.peer().clone(),
+        };
+        criterion_phase(&mut c, &rt, &clients, flavor);
+        if rounds > 0 {
+            rows.extend(table_phase(&rt, &clients, flavor, rounds));
+        }
+        rt.block_on(async {
+            drop(clients);
+            let _ = rmcp_service.cancel().await;
+        });
     }
     c.final_summary();
-    summary();
+    if !rows.is_empty() {
+        print_table(&rows);
+    }
 }
