@@ -29,7 +29,6 @@
 //! Target: the full stack adds at most 1 µs per call. Run with
 //! `cargo bench --bench layers -- --warm-up-time 1 --measurement-time 3`.
 
-use std::future::Future;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
