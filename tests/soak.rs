@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::peers::{self, Fault, SseFault, SsePeer};
 use futures::stream::{self, StreamExt};
-use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
+use kaged_mcp::client::{ClientOptions, McpClient, ServerState, ToolCall};
 use kaged_mcp::stack::{StackBuilder, StackSettings, ToolService};
 use kaged_mcp::transport::sse::{SseConfig, SseTransport};
 use kaged_mcp::transport::{StdioConfig, StdioTransport};
@@ -104,8 +104,17 @@ async fn drive(stack: ToolService, calls: usize, mut after_call: impl FnMut(usiz
                     }
                     Ok(Ok(r)) => panic!("call {i}: wrong answer {:?}", r.joined_text()),
                     Ok(Err(e)) => {
-                        let kind = e.to_string();
-                        let kind: String = kind.split(':').take(2).collect::<Vec<_>>().join(":");
+                        // The kind of error: its first line, numbers and stderr left out.
+                        let text = kaged_mcp::stack::into_error("soak", "echo", e).to_string();
+                        let first = text.split("; last stderr").next().unwrap_or("");
+                        let kind: String = first
+                            .chars()
+                            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                            .collect::<String>()
+                            .split('#')
+                            .filter(|p| !p.is_empty())
+                            .collect::<Vec<_>>()
+                            .join("#");
                         *errors.lock().unwrap().entry(kind).or_default() += 1;
                     }
                     Err(_) => {
@@ -155,7 +164,10 @@ fn report(name: &str, calls: usize, o: &Outcome, disruptions: usize) {
     }
     assert_eq!(o.hung, 0, "{name}: calls hung");
     assert_eq!(o.ok + errs, calls as u64, "{name}: every call ends");
-    assert!(o.ok > calls as u64 / 2, "{name}: most calls succeed");
+    assert!(
+        o.ok * 10 >= calls as u64 * 9,
+        "{name}: at least 90 % of calls succeed"
+    );
     let growth = (o.rss_end as f64 - o.rss_warm as f64) / o.rss_warm as f64;
     assert!(growth <= 0.10, "{name}: RSS grew {:.1} %", growth * 100.0);
 }
@@ -199,8 +211,15 @@ async fn soak_stdio_server_killed_at_random() {
     let mut rng = Rng::new();
     let mut pgids = Vec::new();
     let mut kills = 0;
+    let mut last_kill = Instant::now();
     let outcome = drive(stack, calls, |_| {
-        if rng.below(1000) == 0 {
+        // About one kill per 1000 calls, of a server that is up and has run a little while (a
+        // kill during a restart would only test the failed state, which the unit tests do).
+        if rng.below(1000) == 0
+            && client.state() == ServerState::Ready
+            && last_kill.elapsed() > Duration::from_millis(200)
+        {
+            last_kill = Instant::now();
             if let Some(pid) = client.process_id() {
                 pgids.push(pid as i32);
                 if nix::sys::signal::killpg(
@@ -218,8 +237,14 @@ async fn soak_stdio_server_killed_at_random() {
     if let Some(pid) = client.process_id() {
         pgids.push(pid as i32);
     }
+    let state = client.state();
     client.shutdown().await;
     report("stdio", calls, &outcome, kills);
+    assert_ne!(
+        state,
+        ServerState::Failed,
+        "occasional crashes must not fail the server"
+    );
     assert!(kills > 0, "the server was never killed");
 
     let logged = peers::read_request_log(log.path());
