@@ -28,12 +28,16 @@
 //!    machine's load between them skews their ratio. The table is measured apart, in
 //!    interleaved rounds: per runtime and scenario, [`ROUNDS`] rounds of about
 //!    [`ROUND_TIME`] per client, alternating which client goes first. It prints, per client,
-//!    the median calls/s over the rounds and the median latency over every call, then the
-//!    ratio kaged/rmcp of the medians against the issue's target. `KAGED_STDIO_ROUNDS=<n>` sets
+//!    the median calls/s over the rounds, the median latency over every call and the CPU time
+//!    per call of the client (this process, all threads, from `/proc/self/task/*/schedstat`)
+//!    and of its demo server, then the ratio kaged/rmcp of the medians against the issue's
+//!    target. CPU per call does not depend on what else the machine runs; calls/s does. `KAGED_STDIO_ROUNDS=<n>` sets
 //!    the number of rounds (0 skips the table). The table is not measured in test mode
 //!    (`cargo test --benches`) nor with `--profile-time`.
 //!
 //! Run with `cargo bench --bench stdio -- --warm-up-time 1 --measurement-time 3`.
+//! `KAGED_STDIO_SERVER="<program> <args>…"` runs another server instead of the demo server (it
+//! must answer `echo {message, pad}` like the demo server).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -55,6 +59,18 @@ use tower::ServiceExt as _;
 
 /// The bundled demo server, built by cargo with this benchmark.
 const DEMO: &str = env!("CARGO_BIN_EXE_kaged-mcp");
+/// The server command both clients run: `$KAGED_STDIO_SERVER` (split on whitespace) when set,
+/// else the demo server.
+fn server_command() -> (String, Vec<String>) {
+    if let Ok(command) = std::env::var("KAGED_STDIO_SERVER") {
+        let mut words = command.split_whitespace().map(str::to_owned);
+        if let Some(program) = words.next() {
+            return (program, words.collect());
+        }
+    }
+    (DEMO.to_owned(), vec!["demo-server".to_owned()])
+}
+
 /// The text both clients send.
 const MESSAGE: &str = "hello";
 /// Interleaved rounds per client, runtime and scenario in the ratio table (by default).
@@ -134,15 +150,21 @@ fn arguments(pad: u64) -> Map<String, Value> {
     args
 }
 
-/// kaged-mcp: the full default stack over an `McpClient` on the demo server, started.
-async fn kaged() -> ToolService {
-    let transport = StdioTransport::new(StdioConfig::new(DEMO).args(["demo-server"]));
+/// kaged-mcp: the full default stack over an `McpClient` on the demo server, started; and the
+/// server's process id.
+async fn kaged() -> (ToolService, Option<u32>) {
+    let (program, args) = server_command();
+    let transport = StdioTransport::new(StdioConfig::new(program).args(args));
     let client = McpClient::new("demo", transport, ClientOptions::default());
     client
         .start()
         .await
         .expect("kaged-mcp starts the demo server");
-    StackBuilder::new(StackSettings::new("demo")).build(client)
+    let pid = client.process_id();
+    (
+        StackBuilder::new(StackSettings::new("demo")).build(client),
+        pid,
+    )
 }
 
 async fn kaged_call(stack: &ToolService, pad: u64) -> usize {
@@ -155,19 +177,23 @@ async fn kaged_call(stack: &ToolService, pad: u64) -> usize {
     result.content.len()
 }
 
-/// rmcp: a client over `TokioChildProcess` on the demo server, initialized.
-async fn rmcp() -> RunningService<RoleClient, ClientConfig> {
-    let mut command = tokio::process::Command::new(DEMO);
-    command.arg("demo-server");
+/// rmcp: a client over `TokioChildProcess` on the demo server, initialized; and the server's
+/// process id.
+async fn rmcp() -> (RunningService<RoleClient, ClientConfig>, Option<u32>) {
+    let (program, args) = server_command();
+    let mut command = tokio::process::Command::new(program);
+    command.args(args);
     let transport = TokioChildProcess::new(command).expect("rmcp spawns the demo server");
-    ClientConfig::new(
+    let pid = transport.id();
+    let service = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("rmcp-bench", "0"),
     )
     .with_protocol_version(ProtocolVersion::V_2025_11_25)
     .serve(transport)
     .await
-    .expect("rmcp initializes the demo server")
+    .expect("rmcp initializes the demo server");
+    (service, pid)
 }
 
 async fn rmcp_call(peer: &Peer<RoleClient>, pad: u64) -> usize {
@@ -241,6 +267,8 @@ where
 struct Clients {
     stack: ToolService,
     peer: Peer<RoleClient>,
+    /// The process ids of the two demo servers, kaged-mcp's and rmcp's.
+    servers: [Option<u32>; 2],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,15 +336,43 @@ fn criterion_phase(c: &mut Criterion, rt: &Runtime, clients: &Clients, flavor: F
 
 // --- phase 2: the ratio table ------------------------------------------------------------------
 
+/// What one client measured in the rounds of one runtime and scenario.
+#[derive(Debug)]
+struct Measured {
+    /// Median calls/s over the rounds.
+    rate: f64,
+    /// Median latency over every call.
+    p50: Duration,
+    /// Median CPU time of this process (all threads) per call.
+    client_cpu: Duration,
+    /// Median CPU time of the server per call.
+    server_cpu: Duration,
+}
+
 /// One line of the ratio table.
 #[derive(Debug)]
 struct Row {
     flavor: Flavor,
     scenario: Scenario,
-    kaged_rate: f64,
-    kaged_p50: Duration,
-    rmcp_rate: f64,
-    rmcp_p50: Duration,
+    kaged: Measured,
+    rmcp: Measured,
+}
+
+/// CPU time so far of every thread of process `pid` (this process for `None`), in nanoseconds,
+/// from `/proc/<pid>/task/*/schedstat`; 0 when unreadable.
+fn cpu_ns(pid: Option<u32>) -> u64 {
+    let dir = match pid {
+        Some(pid) => format!("/proc/{pid}/task"),
+        None => "/proc/self/task".to_owned(),
+    };
+    let Ok(tasks) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 fn median_f64(values: &mut [f64]) -> f64 {
@@ -349,50 +405,76 @@ fn table_phase(rt: &Runtime, clients: &Clients, flavor: Flavor, rounds: usize) -
         });
         let mut rates = [Vec::new(), Vec::new()];
         let mut latencies = [Vec::new(), Vec::new()];
+        let mut client_cpu = [Vec::new(), Vec::new()];
+        let mut server_cpu = [Vec::new(), Vec::new()];
         for round in 0..rounds {
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
             for i in order {
+                let (client_before, server_before) = (cpu_ns(None), cpu_ns(clients.servers[i]));
                 let (elapsed, lat) = clients.run(rt, which[i], scenario, size[i]);
+                let (client_after, server_after) = (cpu_ns(None), cpu_ns(clients.servers[i]));
                 rates[i].push(size[i] as f64 / elapsed.as_secs_f64());
                 latencies[i].extend(lat);
+                client_cpu[i].push(client_after.saturating_sub(client_before) / size[i]);
+                server_cpu[i].push(server_after.saturating_sub(server_before) / size[i]);
             }
         }
-        let [k_rates, r_rates] = &mut rates;
-        let [k_lat, r_lat] = &mut latencies;
+        let mut measured = (0..2).map(|i| Measured {
+            rate: median_f64(&mut rates[i]),
+            p50: Duration::from_nanos(median_u64(&mut latencies[i])),
+            client_cpu: Duration::from_nanos(median_u64(&mut client_cpu[i])),
+            server_cpu: Duration::from_nanos(median_u64(&mut server_cpu[i])),
+        });
         let row = Row {
             flavor,
             scenario,
-            kaged_rate: median_f64(k_rates),
-            kaged_p50: Duration::from_nanos(median_u64(k_lat)),
-            rmcp_rate: median_f64(r_rates),
-            rmcp_p50: Duration::from_nanos(median_u64(r_lat)),
+            kaged: measured.next().expect("two clients"),
+            rmcp: measured.next().expect("two clients"),
         };
         eprintln!(
             "table: {}/{}: kaged {:.0} calls/s, rmcp {:.0} calls/s",
             flavor.name(),
             scenario.name,
-            row.kaged_rate,
-            row.rmcp_rate
+            row.kaged.rate,
+            row.rmcp.rate
         );
         rows.push(row);
     }
     rows
 }
 
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
 fn print_table(rows: &[Row]) {
     println!();
-    println!("| runtime | scenario | kaged calls/s | kaged p50 | rmcp calls/s | rmcp p50 | kaged/rmcp | target | met |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
+    println!(
+        "Calls/s: median over the rounds; p50: median latency of one call; CPU: client process"
+    );
+    println!("(all threads) and demo server, per call. Ratio: kaged/rmcp calls/s.");
+    println!();
+    println!(
+        "| runtime | scenario | kaged calls/s | kaged p50 | kaged CPU client / server | \
+         rmcp calls/s | rmcp p50 | rmcp CPU client / server | kaged/rmcp | target | met |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for row in rows {
-        let ratio = row.kaged_rate / row.rmcp_rate;
+        let ratio = row.kaged.rate / row.rmcp.rate;
+        let (k, r) = (&row.kaged, &row.rmcp);
         println!(
-            "| {} | {} | {:.0} | {:.1} µs | {:.0} | {:.1} µs | {:.2} | {:.2} | {} |",
+            "| {} | {} | {:.0} | {:.1} µs | {:.2} / {:.2} µs | {:.0} | {:.1} µs | {:.2} / {:.2} µs \
+             | {:.2} | {:.2} | {} |",
             row.flavor.name(),
             row.scenario.name,
-            row.kaged_rate,
-            row.kaged_p50.as_secs_f64() * 1e6,
-            row.rmcp_rate,
-            row.rmcp_p50.as_secs_f64() * 1e6,
+            k.rate,
+            micros(k.p50),
+            micros(k.client_cpu),
+            micros(k.server_cpu),
+            r.rate,
+            micros(r.p50),
+            micros(r.client_cpu),
+            micros(r.server_cpu),
             ratio,
             row.scenario.target,
             if ratio >= row.scenario.target {
@@ -430,10 +512,12 @@ fn main() {
     let mut rows = Vec::new();
     for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
         let rt = flavor.runtime();
-        let (stack, rmcp_service) = rt.block_on(async { (kaged().await, rmcp().await) });
+        let ((stack, kaged_pid), (rmcp_service, rmcp_pid)) =
+            rt.block_on(async { (kaged().await, rmcp().await) });
         let clients = Clients {
             stack,
             peer: rmcp_service.peer().clone(),
+            servers: [kaged_pid, rmcp_pid],
         };
         criterion_phase(&mut c, &rt, &clients, flavor);
         if rounds > 0 {
