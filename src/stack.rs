@@ -328,7 +328,8 @@ where
         TraceFuture {
             inner: inner.instrument(span.clone()),
             span,
-            start: Instant::now(),
+            // No clock reads when nobody listens to the span (a daemon at INFO).
+            start: (!span.is_disabled()).then(Instant::now),
             server: self.server.clone(),
         }
     }
@@ -339,7 +340,7 @@ struct TraceFuture<F> {
     #[pin]
     inner: Instrumented<F>,
     span: Span,
-    start: Instant,
+    start: Option<Instant>,
     server: Arc<str>,
 }
 
@@ -352,8 +353,13 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let out = ready!(this.inner.poll(cx));
-        let latency_ms = this.start.elapsed().as_secs_f64() * 1000.0;
-        this.span.record("latency_ms", latency_ms);
+        let latency_ms = this
+            .start
+            .map(|s| s.elapsed().as_secs_f64() * 1000.0)
+            .unwrap_or_default();
+        if this.start.is_some() {
+            this.span.record("latency_ms", latency_ms);
+        }
         let out = match out {
             Ok(r) => {
                 let outcome = if r.is_error { "tool_error" } else { "ok" };
@@ -377,8 +383,10 @@ where
                 Err(e)
             }
         };
-        let _enter = this.span.enter();
-        tracing::debug!(latency_ms, "call finished");
+        if this.start.is_some() {
+            let _enter = this.span.enter();
+            tracing::debug!(latency_ms, "call finished");
+        }
         Poll::Ready(out)
     }
 }
