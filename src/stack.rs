@@ -325,11 +325,12 @@ where
             let _enter = span.enter();
             self.inner.call(call)
         };
+        // No clock reads when nobody listens to the span (a daemon at INFO).
+        let start = (!span.is_disabled()).then(Instant::now);
         TraceFuture {
             inner: inner.instrument(span.clone()),
             span,
-            // No clock reads when nobody listens to the span (a daemon at INFO).
-            start: (!span.is_disabled()).then(Instant::now),
+            start,
             server: self.server.clone(),
         }
     }
