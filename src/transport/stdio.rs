@@ -72,6 +72,9 @@ pub const DEFAULT_MAX_QUEUED: usize = 64 * 1024 * 1024;
 
 /// How to run a stdio MCP server.
 ///
+/// The stdout pipe size asked of the kernel (the default is 64 KiB).
+const STDOUT_PIPE_BYTES: i32 = 1024 * 1024;
+
 /// Build it with [`StdioConfig::new`] and the setters; every field is public for a struct
 /// literal with `..StdioConfig::new(program)`.
 #[derive(Clone, PartialEq, Eq)]
@@ -366,6 +369,12 @@ async fn spawn(
             (Some(i), Some(o), Some(e)) => (i, o, e),
             _ => return Err(TransportError::new("the child's pipes are missing")),
         };
+    // A larger stdout pipe lets a big answer (64 KiB and more) arrive in one write and one
+    // read instead of several wake-ups. Best effort: the kernel may refuse (pipe-max-size).
+    let _ = nix::fcntl::fcntl(
+        &stdout,
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(STDOUT_PIPE_BYTES),
+    );
     // A pipe sender of our own, so callers can write without awaiting (`try_write`).
     let stdin = stdin.into_owned_fd().map_err(|e| io_err("stdin", e))?;
     let stdin = pipe::Sender::from_owned_fd(stdin).map_err(|e| io_err("stdin", e))?;

@@ -12,8 +12,12 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::transport::{InboundHandler, OversizeFrame};
 
-/// The most bytes one `read` asks for.
+/// The most bytes one `read` asks for between lines.
 pub(crate) const READ_CHUNK: usize = 16 * 1024;
+/// The most bytes one `read` asks for in the middle of a line (a big answer): no writer waits
+/// on such a read, and fewer, larger reads are cheaper. Only free buffer space is used, so the
+/// memory bound does not change.
+const LONG_LINE_READ: usize = 256 * 1024;
 /// The buffer's size at rest.
 const INITIAL_BUF: usize = 64 * 1024;
 /// How much of an oversized line's start is kept.
@@ -79,9 +83,12 @@ impl LineReader {
     ) -> std::io::Result<()> {
         loop {
             self.make_room();
-            let n = input
-                .read(&mut self.buf[self.end..self.end + READ_CHUNK])
-                .await?;
+            let want = if self.end > self.start || self.discard.is_some() {
+                (self.buf.len() - self.end).min(LONG_LINE_READ)
+            } else {
+                READ_CHUNK
+            };
+            let n = input.read(&mut self.buf[self.end..self.end + want]).await?;
             if n == 0 {
                 self.finish(handler);
                 return Ok(());
