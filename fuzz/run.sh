@@ -30,5 +30,9 @@ mkdir -p "fuzz/corpus/$target"
 
 flags=(-max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1)
 [ -n "$dict" ] && flags+=(-dict="$dict")
+# Lines and events past the 4 KiB head kept for an oversized frame need longer inputs.
+case $target in
+  stdio_frames | sse_events) flags+=(-max_len=20000) ;;
+esac
 
 RUSTC_BOOTSTRAP=1 exec nice -n 19 cargo fuzz run "$target" "${corpora[@]}" -- "${flags[@]}" "$@"

@@ -128,15 +128,13 @@ fn a_huge_integer_in_a_tool_result_survives_re_encoding_within_one_ulp() {
     );
 }
 
-/// Finding F2 (src/protocol/content.rs:317, `BlockVisitor::visit_map`): a content block whose
-/// `"type"` is not a string is kept as `ContentBlock::Unknown` when `"type"` is not its first
-/// key (`from_object`, line 348), but fails the whole result when it is first (`CowStr` at line
-/// 317): "invalid type: integer `1`, expected a string". `serde_json` writes object keys sorted,
-/// so the `Unknown` block read from `{"z":1,"type":1}` is written `{"type":1,"z":1}` and that
-/// does not read back. Found by `protocol_types` (decode(encode(r)) check). Ignored until the
-/// owner of `content.rs` makes both paths agree; the fuzz check skips such results meanwhile.
+/// Finding F2, fixed in 1d8b3e6: a content block whose `"type"` is not a string was kept as
+/// `ContentBlock::Unknown` when `"type"` was not its first key, but failed the whole result when
+/// it was first (src/protocol/content.rs, `BlockVisitor::visit_map`): "invalid type: integer
+/// `1`, expected a string". `serde_json` writes object keys sorted, so the `Unknown` block read
+/// from `{"z":1,"type":1}` was written `{"type":1,"z":1}` and did not read back. Found through
+/// the `protocol_types` round-trip check.
 #[test]
-#[ignore = "finding F2: src/protocol/content.rs:317 rejects a non-string \"type\" that comes first"]
 fn a_content_block_with_a_non_string_type_reads_the_same_whichever_key_comes_first() {
     use kaged_mcp::protocol::ToolResult;
     let later: Result<ToolResult, _> = serde_json::from_str(r#"{"content":[{"z":1,"type":1}]}"#);
