@@ -77,10 +77,8 @@ where
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let config = load(&ConfigPaths::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/demo"
-    )))?;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
+    let config = load(&ConfigPaths::new(dir).config(format!("{dir}/config.toml")))?;
     let log = Arc::new(Mutex::new(Vec::new()));
     let audit_log = log.clone();
     let options = SessionOptions::new().customize_stack(move |server, stack| {

@@ -18,10 +18,8 @@ use tower::{service_fn, BoxError};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let config = load(&ConfigPaths::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/demo"
-    )))?;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
+    let config = load(&ConfigPaths::new(dir).config(format!("{dir}/config.toml")))?;
     let session = Session::start(config).await?;
 
     // A builtin tool: any tower service from ToolCall to ToolResult.

@@ -14,7 +14,7 @@ use serde_json::json;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
-    let config = load(&ConfigPaths::new(dir))?;
+    let config = load(&ConfigPaths::new(dir).config(format!("{dir}/config.toml")))?;
     let session = Session::start(config).await?;
 
     println!("catalog:");
