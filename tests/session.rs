@@ -11,7 +11,6 @@ use common::peers::{self, Fault};
 use kaged_mcp::client::ToolCall;
 use kaged_mcp::config::{load, ConfigPaths};
 use kaged_mcp::protocol::ToolResult;
-use kaged_mcp::stack::ToolService;
 use kaged_mcp::{Error, Session, SessionOptions};
 use serde_json::json;
 use tower::{BoxError, Layer, Service};
@@ -395,11 +394,6 @@ async fn a_timeout_names_the_server_and_the_timeout() {
     }
     assert!(e.to_string().contains("timed out after 200 ms"), "{e}");
     session.shutdown().await;
-}
-
-#[allow(dead_code)]
-fn _tool_service_is_send_sync(s: ToolService) -> impl Send + Sync {
-    s
 }
 
 #[tokio::test]

@@ -228,7 +228,8 @@ impl ToolRegistry {
             let (server, _) = rest.split_once('.').ok_or_else(|| Error::UnknownTool {
                 tool: tool.to_owned(),
             })?;
-            let (stack, mcp_tool) = {
+            // Only what the call needs leaves the lock: no schema is cloned per call.
+            let (stack, name, retry_safe) = {
                 let mcp = read(&self.mcp);
                 let entry = mcp.get(server).ok_or_else(|| Error::UnknownTool {
                     tool: tool.to_owned(),
@@ -240,17 +241,13 @@ impl ToolRegistry {
                     .ok_or_else(|| Error::UnknownTool {
                         tool: tool.to_owned(),
                     })?;
-                (entry.stack.clone(), t.clone())
+                let name = t.definition.mcp_tool_name.clone().unwrap_or_default();
+                (entry.stack.clone(), name, t.retry_safe)
             };
-            let name = mcp_tool
-                .definition
-                .mcp_tool_name
-                .clone()
-                .unwrap_or_default();
             let call = ToolCall {
                 name: name.clone(),
                 arguments,
-                retry_safe: mcp_tool.retry_safe,
+                retry_safe,
                 progress,
             };
             stack
