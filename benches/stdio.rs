@@ -31,9 +31,25 @@
 //!    the median calls/s over the rounds, the median latency over every call and the CPU time
 //!    per call of the client (this process, all threads, from `/proc/self/task/*/schedstat`)
 //!    and of its demo server, then the ratio kaged/rmcp of the medians against the issue's
-//!    target. CPU per call does not depend on what else the machine runs; calls/s does. `KAGED_STDIO_ROUNDS=<n>` sets
-//!    the number of rounds (0 skips the table). The table is not measured in test mode
+//!    target. CPU per call does not depend on what else the machine runs; calls/s does.
+//!    `KAGED_STDIO_ROUNDS=<n>` sets the number of rounds (0 skips the table);
+//!    `KAGED_STDIO_ONLY=<text>` measures only the rows whose `placement/runtime/scenario`
+//!    contains `<text>`. The table is not measured in test mode
 //!    (`cargo test --benches`) nor with `--profile-time`.
+//!
+//! # Placement
+//! Where the client and its server run matters more than anything they do on this kind of
+//! machine (a 2-vCPU KVM guest): when each side sleeps on its own otherwise idle vCPU, every
+//! round trip wakes a halted vCPU twice, which costs ~25 µs of CPU per wake-up on each side
+//! here, ten times the per-call work of kaged-mcp's client, and which comes and goes with the
+//! scheduler's choices (one run sequential p50 5.9 µs, the next 78 µs). The benchmark therefore
+//! measures two placements, the same for both clients:
+//! - `shared_core`: the benchmark process and (by inheritance) both servers are pinned to one
+//!   CPU, as in a busy daemon whose client and server share a core: a wake-up is a context
+//!   switch, so the figures measure the work per call. Criterion's phase runs in this placement.
+//! - `free`: no pinning, the scheduler places the threads; the ratio table only.
+//!
+//! `KAGED_STDIO_PLACEMENT=shared_core|free|both` (default `both`) chooses.
 //!
 //! Run with `cargo bench --bench stdio -- --warm-up-time 1 --measurement-time 3`.
 //! `KAGED_STDIO_SERVER="<program> <args>…"` runs another server instead of the demo server (it
@@ -47,6 +63,8 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
 use kaged_mcp::stack::{StackBuilder, StackSettings, ToolService};
 use kaged_mcp::transport::{StdioConfig, StdioTransport};
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
 };
@@ -114,6 +132,53 @@ const SCENARIOS: [Scenario; 4] = [
         target: 2.5,
     },
 ];
+
+/// Where the benchmark's threads and its servers may run. See the [module docs](self).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// Everything pinned to one CPU.
+    SharedCore,
+    /// The scheduler's choice, on every CPU the process may use.
+    Free,
+}
+
+impl Placement {
+    fn name(self) -> &'static str {
+        match self {
+            Placement::SharedCore => "shared_core",
+            Placement::Free => "free",
+        }
+    }
+
+    /// The placements asked for by `$KAGED_STDIO_PLACEMENT` (both by default).
+    fn chosen() -> Vec<Placement> {
+        match std::env::var("KAGED_STDIO_PLACEMENT").as_deref() {
+            Ok("shared_core") => vec![Placement::SharedCore],
+            Ok("free") => vec![Placement::Free],
+            Ok("both") | Err(_) => vec![Placement::SharedCore, Placement::Free],
+            Ok(other) => panic!("KAGED_STDIO_PLACEMENT={other}: say shared_core, free or both"),
+        }
+    }
+
+    /// Sets the calling thread's CPU affinity, which the runtime's threads and the servers
+    /// spawned afterwards inherit. `all` is the set the process started with.
+    fn apply(self, all: &CpuSet) {
+        let set = match self {
+            Placement::Free => *all,
+            Placement::SharedCore => {
+                // The last CPU the process may use (CPU 0 takes most device interrupts).
+                let cpu = (0..CpuSet::count())
+                    .rev()
+                    .find(|&cpu| all.is_set(cpu).unwrap_or(false))
+                    .expect("the process may run on some CPU");
+                let mut one = CpuSet::new();
+                one.set(cpu).expect("a CPU index in range");
+                one
+            }
+        };
+        sched_setaffinity(Pid::from_raw(0), &set).expect("sched_setaffinity");
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flavor {
@@ -352,6 +417,7 @@ struct Measured {
 /// One line of the ratio table.
 #[derive(Debug)]
 struct Row {
+    placement: Placement,
     flavor: Flavor,
     scenario: Scenario,
     kaged: Measured,
@@ -393,9 +459,20 @@ fn round_calls(rate: f64, in_flight: usize) -> u64 {
     (calls / n).max(4) * n
 }
 
-fn table_phase(rt: &Runtime, clients: &Clients, flavor: Flavor, rounds: usize) -> Vec<Row> {
+fn table_phase(
+    rt: &Runtime,
+    clients: &Clients,
+    placement: Placement,
+    flavor: Flavor,
+    rounds: usize,
+) -> Vec<Row> {
     let mut rows = Vec::new();
+    let only = std::env::var("KAGED_STDIO_ONLY").unwrap_or_default();
     for scenario in SCENARIOS {
+        let label = format!("{}/{}/{}", placement.name(), flavor.name(), scenario.name);
+        if !label.contains(&only) {
+            continue;
+        }
         let which = [Which::Kaged, Which::Rmcp];
         // Warm up and size the rounds: one short run each.
         let size = which.map(|w| {
@@ -426,13 +503,15 @@ fn table_phase(rt: &Runtime, clients: &Clients, flavor: Flavor, rounds: usize) -
             server_cpu: Duration::from_nanos(median_u64(&mut server_cpu[i])),
         });
         let row = Row {
+            placement,
             flavor,
             scenario,
             kaged: measured.next().expect("two clients"),
             rmcp: measured.next().expect("two clients"),
         };
         eprintln!(
-            "table: {}/{}: kaged {:.0} calls/s, rmcp {:.0} calls/s",
+            "table: {}/{}/{}: kaged {:.0} calls/s, rmcp {:.0} calls/s",
+            placement.name(),
             flavor.name(),
             scenario.name,
             row.kaged.rate,
@@ -455,16 +534,17 @@ fn print_table(rows: &[Row]) {
     println!("(all threads) and demo server, per call. Ratio: kaged/rmcp calls/s.");
     println!();
     println!(
-        "| runtime | scenario | kaged calls/s | kaged p50 | kaged CPU client / server | \
+        "| placement | runtime | scenario | kaged calls/s | kaged p50 | kaged CPU client / server | \
          rmcp calls/s | rmcp p50 | rmcp CPU client / server | kaged/rmcp | target | met |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for row in rows {
         let ratio = row.kaged.rate / row.rmcp.rate;
         let (k, r) = (&row.kaged, &row.rmcp);
         println!(
-            "| {} | {} | {:.0} | {:.1} µs | {:.2} / {:.2} µs | {:.0} | {:.1} µs | {:.2} / {:.2} µs \
+            "| {} | {} | {} | {:.0} | {:.1} µs | {:.2} / {:.2} µs | {:.0} | {:.1} µs | {:.2} / {:.2} µs \
              | {:.2} | {:.2} | {} |",
+            row.placement.name(),
             row.flavor.name(),
             row.scenario.name,
             k.rate,
@@ -509,27 +589,40 @@ fn main() {
         .sample_size(30)
         .configure_from_args();
     let rounds = table_rounds();
+    let all_cpus = sched_getaffinity(Pid::from_raw(0)).expect("sched_getaffinity");
     let mut rows = Vec::new();
-    for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
-        let rt = flavor.runtime();
-        let ((stack, kaged_pid), (rmcp_service, rmcp_pid)) =
-            rt.block_on(async { (kaged().await, rmcp().await) });
-        let clients = Clients {
-            stack,
-            peer: rmcp_service.peer().clone(),
-            servers: [kaged_pid, rmcp_pid],
-        };
-        criterion_phase(&mut c, &rt, &clients, flavor);
-        if rounds > 0 {
-            rows.extend(table_phase(&rt, &clients, flavor, rounds));
+    for (i, placement) in Placement::chosen().into_iter().enumerate() {
+        placement.apply(&all_cpus);
+        for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
+            // Built after `apply`, so its threads and the servers inherit the placement.
+            let rt = flavor.runtime();
+            let ((stack, kaged_pid), (rmcp_service, rmcp_pid)) =
+                rt.block_on(async { (kaged().await, rmcp().await) });
+            let clients = Clients {
+                stack,
+                peer: rmcp_service.peer().clone(),
+                servers: [kaged_pid, rmcp_pid],
+            };
+            if i == 0 {
+                criterion_phase(&mut c, &rt, &clients, flavor);
+            }
+            if rounds > 0 {
+                rows.extend(table_phase(&rt, &clients, placement, flavor, rounds));
+            }
+            rt.block_on(async {
+                drop(clients);
+                let _ = rmcp_service.cancel().await;
+            });
         }
-        rt.block_on(async {
-            drop(clients);
-            let _ = rmcp_service.cancel().await;
-        });
     }
+    placement_reset(&all_cpus);
     c.final_summary();
     if !rows.is_empty() {
         print_table(&rows);
     }
+}
+
+/// Gives the main thread back every CPU it started with.
+fn placement_reset(all: &CpuSet) {
+    Placement::Free.apply(all);
 }

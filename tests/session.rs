@@ -302,7 +302,7 @@ impl<S: Service<ToolCall, Response = ToolResult, Error = BoxError>> Service<Tool
         self.inner.poll_ready(cx)
     }
     fn call(&mut self, call: ToolCall) -> S::Future {
-        self.seen.lock().unwrap().push(call.name.clone());
+        self.seen.lock().unwrap().push(call.name.to_string());
         self.inner.call(call)
     }
 }

@@ -1,5 +1,7 @@
 //! [`ToolCall`]: the request of the tool-call stack.
 
+use std::sync::Arc;
+
 use kaged_mcp_layers::retry::RetrySafe;
 use kaged_mcp_layers::timeout::{ProgressAware, ProgressHandle};
 use serde_json::{Map, Value};
@@ -10,12 +12,16 @@ use serde_json::{Map, Value};
 /// When [`progress`](Self::progress) is set, the client sends `_meta.progressToken` and calls
 /// [`ProgressHandle::notify`] for each `notifications/progress` of the call, so a
 /// `ProgressTimeout` layer can reset its idle timer.
+///
+/// The name and the arguments are shared (`Arc`): the retry layer keeps a copy of every request
+/// in case it must send it again, and that copy is two reference counts, not a deep clone of
+/// the arguments.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCall {
     /// The tool's name on the server.
-    pub name: String,
+    pub name: Arc<str>,
     /// The arguments object; `None` sends no `arguments`.
-    pub arguments: Option<Map<String, Value>>,
+    pub arguments: Option<Arc<Map<String, Value>>>,
     /// A repeat is harmless (the tool is annotated read-only or idempotent and the operator
     /// trusts the annotations). Read by the retry policy.
     pub retry_safe: bool,
@@ -25,17 +31,17 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// A call of `name` without arguments.
-    pub fn new(name: impl Into<String>) -> Self {
+    pub fn new(name: impl Into<Arc<str>>) -> Self {
         Self {
             name: name.into(),
             ..Self::default()
         }
     }
 
-    /// Sets the arguments.
+    /// Sets the arguments (a `Map`, or an `Arc<Map>` shared with other calls).
     #[must_use]
-    pub fn with_arguments(mut self, arguments: Map<String, Value>) -> Self {
-        self.arguments = Some(arguments);
+    pub fn with_arguments(mut self, arguments: impl Into<Arc<Map<String, Value>>>) -> Self {
+        self.arguments = Some(arguments.into());
         self
     }
 
@@ -47,7 +53,7 @@ impl ToolCall {
     #[must_use]
     pub fn with_json_arguments(mut self, arguments: Value) -> Self {
         self.arguments = match arguments {
-            Value::Object(map) => Some(map),
+            Value::Object(map) => Some(Arc::new(map)),
             Value::Null => None,
             other => panic!("tool arguments must be a JSON object, not {other}"),
         };

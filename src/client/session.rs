@@ -312,7 +312,7 @@ impl Session {
             &mut |id, buf| {
                 let params = CallToolParams {
                     name: &call.name,
-                    arguments: call.arguments.as_ref(),
+                    arguments: call.arguments.as_deref(),
                     meta: call
                         .progress
                         .as_ref()

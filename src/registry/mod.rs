@@ -245,8 +245,8 @@ impl ToolRegistry {
                 (entry.stack.clone(), name, t.retry_safe)
             };
             let call = ToolCall {
-                name: name.clone(),
-                arguments,
+                name: Arc::from(name.as_str()),
+                arguments: arguments.map(Arc::new),
                 retry_safe,
                 progress,
             };
@@ -263,8 +263,8 @@ impl ToolRegistry {
                 e.handler.clone()
             };
             let call = ToolCall {
-                name: tool.to_owned(),
-                arguments,
+                name: Arc::from(tool),
+                arguments: arguments.map(Arc::new),
                 retry_safe: false,
                 progress,
             };
