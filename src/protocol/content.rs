@@ -315,10 +315,9 @@ impl<'de> Visitor<'de> for BlockVisitor {
         if first.0 == "type" {
             // The fast path: the kind first, the rest straight into its struct. A `type` that
             // is not a string makes an unknown block, as it does when it comes later.
-            let kind: Value = map.next_value()?;
-            let kind = match kind {
-                Value::String(k) => CowStr(std::borrow::Cow::Owned(k)),
-                other => {
+            let kind = match map.next_value::<Kind<'de>>()? {
+                Kind::Name(k) => CowStr(k),
+                Kind::Other(other) => {
                     let mut obj =
                         Map::<String, Value>::deserialize(MapAccessDeserializer::new(map))?;
                     obj.insert("type".to_owned(), other);
@@ -347,6 +346,68 @@ impl<'de> Visitor<'de> for BlockVisitor {
             obj.insert(k, v);
         }
         ContentBlock::from_object(obj).map_err(de::Error::custom)
+    }
+}
+
+/// The value of a block's `"type"`: a name, borrowed from the input when it has no escapes
+/// (no allocation on the common path), or any other JSON value as sent.
+enum Kind<'de> {
+    Name(std::borrow::Cow<'de, str>),
+    Other(Value),
+}
+
+impl<'de> Deserialize<'de> for Kind<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(KindVisitor)
+    }
+}
+
+struct KindVisitor;
+
+impl<'de> Visitor<'de> for KindVisitor {
+    type Value = Kind<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block type")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Kind<'de>, E> {
+        Ok(Kind::Name(std::borrow::Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Kind<'de>, E> {
+        Ok(Kind::Name(std::borrow::Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Kind<'de>, E> {
+        Ok(Kind::Name(std::borrow::Cow::Owned(v)))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Kind<'de>, E> {
+        Ok(Kind::Other(Value::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Kind<'de>, E> {
+        Ok(Kind::Other(Value::from(v)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Kind<'de>, E> {
+        Ok(Kind::Other(Value::from(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Kind<'de>, E> {
+        Ok(Kind::Other(Value::from(v)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Kind<'de>, E> {
+        Ok(Kind::Other(Value::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Kind<'de>, E> {
+        Ok(Kind::Other(Value::Null))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Kind<'de>, D::Error> {
+        Ok(Kind::Other(Value::deserialize(d)?))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Kind<'de>, A::Error> {
+        let items = Vec::<Value>::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(Kind::Other(Value::Array(items)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kind<'de>, A::Error> {
+        Ok(Kind::Other(Value::Object(Map::deserialize(
+            MapAccessDeserializer::new(map),
+        )?)))
     }
 }
 
@@ -426,6 +487,27 @@ mod tests {
         let block = roundtrip(v);
         assert_eq!(block.kind(), "hologram");
         assert!(matches!(block, ContentBlock::Unknown(_)));
+    }
+
+    #[test]
+    fn a_first_type_that_is_not_a_string_makes_an_unknown_block_as_sent() {
+        for kind in [
+            json!(5),
+            json!(-5),
+            json!(1.5),
+            json!(true),
+            json!(null),
+            json!([1, "text", {"a": null}]),
+            json!({"nested": ["text"]}),
+        ] {
+            let text = format!(r#"{{"type":{kind},"text":"x"}}"#);
+            let block: ContentBlock = serde_json::from_str(&text).unwrap();
+            let ContentBlock::Unknown(Value::Object(obj)) = &block else {
+                panic!("{text}: {block:?}");
+            };
+            assert_eq!(obj.get("type"), Some(&kind), "{text}");
+            assert_eq!(obj.get("text"), Some(&json!("x")), "{text}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! A [`tower::retry::Policy`] that retries only where it is safe, with jittered exponential
-//! backoff, an attempt limit and a shared [`TpsBudget`].
+//! backoff, an attempt limit and a shared retry budget ([`RetryBudget`] by default, or any
+//! tower [`Budget`]).
 //!
 //! A `tools/call` may have side effects, so [`RetryPolicy`] retries an error only when
 //! - the error chain holds a [`NotSent`]: the request provably never reached the server; or
@@ -8,7 +9,7 @@
 //!
 //! An `Ok` response is never retried. Each retry then needs an attempt left
 //! ([`max_attempts`](RetryPolicy::max_attempts), counting the first call) and a token from the
-//! [`TpsBudget`] (every first attempt deposits one), and waits a [`JitteredBackoff`] delay.
+//! the budget (every first attempt deposits one), and waits a [`JitteredBackoff`] delay.
 //! A retry emits a DEBUG event with `attempt` (0 is the first call, so the first retry is 1) and
 //! `backoff_ms`, and records `attempt` on the current span; giving up on an error emits a DEBUG
 //! event with `attempt` and `reason`.
@@ -52,6 +53,7 @@
 //! ```
 
 mod backoff;
+mod budget;
 pub mod error;
 mod rng;
 
@@ -59,11 +61,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tower::retry::budget::{Budget, TpsBudget};
+use tower::retry::budget::Budget;
 use tower::retry::Policy;
 use tower::BoxError;
 
 pub use self::backoff::{Jitter, JitteredBackoff};
+pub use self::budget::RetryBudget;
 pub use self::error::NotSent;
 pub use self::rng::{JitterRng, XorShiftRng};
 
@@ -89,14 +92,14 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub struct RetryPolicy<R = XorShiftRng> {
     backoff: JitteredBackoff<R>,
     max_attempts: u32,
-    budget: Arc<TpsBudget>,
+    budget: Arc<dyn Budget + Send + Sync>,
     /// Attempts of the current request that have completed.
     attempts: u32,
 }
 
 impl RetryPolicy {
     /// Backoff from `base` doubling up to `max_delay` with [`Jitter::Full`],
-    /// [`DEFAULT_MAX_ATTEMPTS`] attempts and a default [`TpsBudget`] of its own.
+    /// [`DEFAULT_MAX_ATTEMPTS`] attempts and a default [`RetryBudget`] of its own.
     ///
     /// # Errors
     /// [`InvalidBackoff`] when `base` is zero or `max_delay` is less than `base`.
@@ -107,12 +110,12 @@ impl RetryPolicy {
 
 impl<R> RetryPolicy<R> {
     /// A policy over an existing `backoff`, with [`DEFAULT_MAX_ATTEMPTS`] attempts and a default
-    /// [`TpsBudget`] of its own.
+    /// [`RetryBudget`] of its own.
     pub fn with_backoff(backoff: JitteredBackoff<R>) -> Self {
         Self {
             backoff,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
-            budget: Arc::new(TpsBudget::default()),
+            budget: Arc::new(RetryBudget::default()),
             attempts: 0,
         }
     }
@@ -139,8 +142,10 @@ impl<R> RetryPolicy<R> {
         }
     }
 
-    /// Sets the retry budget, for instance one shared by every server of a daemon.
-    pub fn budget(mut self, budget: Arc<TpsBudget>) -> Self {
+    /// Sets the retry budget, for instance one shared by every server of a daemon: a
+    /// [`RetryBudget`], tower's `TpsBudget`, or any other [`Budget`]. Every request deposits
+    /// once, every retry withdraws once.
+    pub fn budget<B: Budget + Send + Sync + 'static>(mut self, budget: Arc<B>) -> Self {
         self.budget = budget;
         self
     }
@@ -156,7 +161,7 @@ impl<R> fmt::Debug for RetryPolicy<R> {
         f.debug_struct("RetryPolicy")
             .field("backoff", &self.backoff)
             .field("max_attempts", &self.max_attempts)
-            .field("budget", &self.budget)
+            .field("budget", &"..")
             .field("attempts", &self.attempts)
             .finish()
     }
@@ -289,11 +294,44 @@ mod tests {
 
     #[tokio::test]
     async fn stops_when_the_budget_is_exhausted() {
-        let empty = Arc::new(TpsBudget::new(Duration::from_secs(1), 0, 0.0));
+        let empty = Arc::new(RetryBudget::new(0.0, 0, 0));
         let mut p = policy().budget(empty);
         assert!(p
             .retry(&mut Call { safe: true }, &mut not_sent_error())
             .is_none());
+        // Any tower budget will do.
+        let empty = Arc::new(tower::retry::budget::TpsBudget::new(
+            Duration::from_secs(1),
+            0,
+            0.0,
+        ));
+        let mut p = policy().budget(empty);
+        assert!(p
+            .retry(&mut Call { safe: true }, &mut not_sent_error())
+            .is_none());
+    }
+
+    #[tokio::test]
+    async fn the_default_budget_earns_a_fifth_of_a_retry_per_request() {
+        let budget = Arc::new(RetryBudget::new(0.2, 0, 100));
+        while budget.withdraw() {}
+        let template = policy().max_attempts(10).budget(Arc::clone(&budget));
+        // Five requests that succeed deposit one retry between them.
+        for _ in 0..5 {
+            let mut p = template.clone();
+            assert!(p
+                .retry(&mut Call { safe: true }, &mut Ok::<&str, BoxError>("fine"))
+                .is_none());
+        }
+        let mut p = template.clone();
+        assert!(p
+            .retry(&mut Call { safe: true }, &mut not_sent_error())
+            .is_some());
+        assert!(
+            p.retry(&mut Call { safe: true }, &mut not_sent_error())
+                .is_none(),
+            "the one retry earned is spent"
+        );
     }
 
     #[tokio::test]
