@@ -29,7 +29,7 @@ use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};
 use super::server_requests::{self, ServerRequestService};
 use super::Shared;
-use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingRequest, OutgoingResponse, Version2};
+use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::InitializeParams;
 use crate::protocol::notifications::{
     CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams, CANCELLED, MESSAGE,
@@ -568,13 +568,19 @@ fn write_request<P: Serialize>(
     method: &str,
     params: Option<&P>,
 ) -> io::Result<()> {
-    let msg = OutgoingRequest {
-        jsonrpc: Version2,
-        id,
-        method,
-        params,
-    };
-    serde_json::to_writer(buf, &msg).map_err(io::Error::from)
+    // The envelope's constant parts are written as bytes (serde would escape five fixed
+    // strings per request, ~3 % of a call's CPU); the method and the params go through serde.
+    // Same bytes as serializing `OutgoingRequest` (unit test below).
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    buf.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    buf.extend_from_slice(br#","method":"#);
+    serde_json::to_writer(&mut *buf, method)?;
+    if let Some(params) = params {
+        buf.extend_from_slice(br#","params":"#);
+        serde_json::to_writer(&mut *buf, params)?;
+    }
+    buf.push(b'}');
+    Ok(())
 }
 
 /// Logs a server's `notifications/message` at the matching level.
@@ -673,6 +679,54 @@ impl Drop for CallGuard {
     fn drop(&mut self) {
         if self.armed {
             self.session.abandon(self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::jsonrpc::OutgoingRequest;
+    use crate::protocol::tools::{CallToolParams, ProgressMeta};
+    use serde_json::Map;
+
+    fn by_serde<P: Serialize>(id: u64, method: &str, params: Option<&P>) -> Vec<u8> {
+        serde_json::to_vec(&OutgoingRequest {
+            jsonrpc: Version2,
+            id,
+            method,
+            params,
+        })
+        .unwrap()
+    }
+
+    fn by_hand<P: Serialize>(id: u64, method: &str, params: Option<&P>) -> Vec<u8> {
+        let mut buf = b"left alone".to_vec();
+        write_request(&mut buf, id, method, params).unwrap();
+        assert_eq!(&buf[..10], b"left alone");
+        buf.split_off(10)
+    }
+
+    #[test]
+    fn requests_are_written_byte_for_byte_as_serde_writes_them() {
+        let mut arguments = Map::new();
+        arguments.insert("message".into(), Value::from("h\"i\n\u{1}é"));
+        let call = CallToolParams {
+            name: "na\"me",
+            arguments: Some(&arguments),
+            meta: Some(ProgressMeta { progress_token: 7 }),
+        };
+        for id in [0, 1, 42, u64::MAX] {
+            for method in ["tools/call", "we\"ird\\method\u{7}"] {
+                assert_eq!(
+                    by_hand(id, method, Some(&call)),
+                    by_serde(id, method, Some(&call))
+                );
+                assert_eq!(
+                    by_hand::<()>(id, method, None),
+                    by_serde::<()>(id, method, None)
+                );
+            }
         }
     }
 }

@@ -183,7 +183,10 @@ impl Serialize for Version2 {
     }
 }
 
-/// A request the client writes: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.
+/// A request the client writes: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`. The client
+/// writes these bytes by hand on its hot path (`client::session::write_request`); this type is
+/// the reference its tests compare against.
+#[cfg(test)]
 #[derive(Debug, Serialize)]
 pub(crate) struct OutgoingRequest<'a, P> {
     pub(crate) jsonrpc: Version2,
