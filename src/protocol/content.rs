@@ -65,6 +65,7 @@ impl ContentBlock {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TextContent {
     /// The text.
+    #[serde(deserialize_with = "long_string")]
     pub text: String,
     /// Audience, priority and such, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,6 +91,7 @@ impl TextContent {
 #[serde(rename_all = "camelCase")]
 pub struct ImageContent {
     /// Base64-encoded image data.
+    #[serde(deserialize_with = "long_string")]
     pub data: String,
     /// For instance `image/png`.
     #[serde(default)]
@@ -107,6 +109,7 @@ pub struct ImageContent {
 #[serde(rename_all = "camelCase")]
 pub struct AudioContent {
     /// Base64-encoded audio data.
+    #[serde(deserialize_with = "long_string")]
     pub data: String,
     /// For instance `audio/wav`.
     #[serde(default)]
@@ -239,6 +242,69 @@ impl<'de> Deserialize<'de> for ResourceContents {
                 "embedded resource has neither `text` nor `blob`",
             )),
         }
+    }
+}
+
+// --- long strings -------------------------------------------------------------------------
+
+/// Extra capacity given to a long string, so that the result cap's marker
+/// (`\n[... truncated at N bytes]`, at most 42 bytes) is appended without reallocating.
+const MARKER_ROOM: usize = 48;
+/// From this length on a string gets [`MARKER_ROOM`].
+const LONG: usize = 4096;
+
+/// Reads a field that may be long (a text, base64 data): the bulk of a big result.
+///
+/// It asks for bytes rather than a string, which serde_json serves from `parse_str_raw`: the
+/// same escape decoding, but the scan for the closing quote is `memchr2` (SIMD) rather than a
+/// word-at-a-time loop that also looks for control characters. For a 64 KiB text that scan was
+/// a quarter of the client's CPU per call (benches/README.md). UTF-8 is then validated here,
+/// once. The one leniency: a raw control character inside the string (invalid JSON, which
+/// no SDK writes) is kept instead of refusing the whole result. Other deserializers (a
+/// `serde_json::Value`) hand over a string, which is taken as is.
+fn long_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    deserializer.deserialize_bytes(LongString)
+}
+
+struct LongString;
+
+impl LongString {
+    fn owned(text: &str) -> String {
+        let room = if text.len() >= LONG { MARKER_ROOM } else { 0 };
+        let mut owned = String::with_capacity(text.len() + room);
+        owned.push_str(text);
+        owned
+    }
+}
+
+impl Visitor<'_> for LongString {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(Self::owned(v))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
+        Ok(v)
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<String, E> {
+        match std::str::from_utf8(v) {
+            Ok(text) => Ok(Self::owned(text)),
+            Err(e) => Err(E::custom(format_args!(
+                "invalid UTF-8 in a string at byte {}",
+                e.valid_up_to()
+            ))),
+        }
+    }
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<String, E> {
+        String::from_utf8(v).map_err(|e| {
+            E::custom(format_args!(
+                "invalid UTF-8 in a string at byte {}",
+                e.utf8_error().valid_up_to()
+            ))
+        })
     }
 }
 
@@ -487,6 +553,43 @@ mod tests {
         let block = roundtrip(v);
         assert_eq!(block.kind(), "hologram");
         assert!(matches!(block, ContentBlock::Unknown(_)));
+    }
+
+    #[test]
+    fn long_fields_decode_escapes_refuse_bad_utf8_and_non_strings() {
+        let block: ContentBlock =
+            serde_json::from_str(r#"{"type":"text","text":"a\"b\\c\n\u00e9\ud83d\ude00 é"}"#)
+                .unwrap();
+        assert!(matches!(&block, ContentBlock::Text(t) if t.text == "a\"b\\c\né😀 é"));
+        // Through a `Value` (the path of a block whose type comes last) too.
+        let block: ContentBlock = serde_json::from_value(
+            json!({"data": "QUJD", "mimeType": "image/png", "type": "image"}),
+        )
+        .unwrap();
+        assert!(matches!(&block, ContentBlock::Image(i) if i.data == "QUJD"));
+        for bad in [
+            &br#"{"type":"text","text":"\ud800"}"#[..],
+            &b"{\"type\":\"text\",\"text\":\"\xff\xfe\"}"[..],
+            &br#"{"type":"text","text":["a"]}"#[..],
+            &br#"{"type":"text","text":5}"#[..],
+            &br#"{"type":"audio","data":null,"mimeType":"audio/wav"}"#[..],
+        ] {
+            let got = serde_json::from_slice::<ContentBlock>(bad);
+            assert!(got.is_err(), "{}: {got:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn a_long_text_has_room_for_the_truncation_marker() {
+        let long = "x".repeat(LONG);
+        let block: ContentBlock =
+            serde_json::from_str(&format!(r#"{{"type":"text","text":"{long}"}}"#)).unwrap();
+        let ContentBlock::Text(t) = block else {
+            panic!()
+        };
+        assert_eq!(t.text, long);
+        assert!(t.text.capacity() >= LONG + MARKER_ROOM);
+        assert!(MARKER_ROOM >= "\n[... truncated at 18446744073709551615 bytes]".len());
     }
 
     #[test]
