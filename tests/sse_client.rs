@@ -296,3 +296,69 @@ async fn an_answer_over_the_frame_limit_fails_that_call_like_an_over_long_stdio_
     assert_eq!(echo.joined_text(), "Echo: still here");
     assert_eq!(client.state(), ServerState::Ready);
 }
+
+#[tokio::test]
+async fn a_post_refused_with_4xx_fails_the_call_as_not_delivered_and_the_stack_may_resend_it() {
+    use kaged_mcp::stack::{StackBuilder, StackSettings};
+    use kaged_mcp_layers::retry::NotSent;
+
+    let log = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let peer = SsePeer::start_fault(SseFault::Ok, &["--log", log.to_str().unwrap()]).unwrap();
+    let client = McpClient::new("refusing", sse(&peer.sse_url()), ClientOptions::default());
+
+    // 429: the server refused the POST; the call fails at once, naming server, request and
+    // status, and is marked not delivered (NotSent) so a retry is safe whatever the tool.
+    let err = tokio::time::timeout(PATIENCE, call(&client, "http_429", json!({})))
+        .await
+        .expect("fails at once, not at a timeout")
+        .unwrap_err();
+    let failed = client_error(&err);
+    assert!(
+        matches!(failed, ClientError::SendFailed { not_delivered: true, request, detail, .. }
+            if request.method == "tools/call" && detail.contains("429 Too Many Requests")),
+        "{failed:?}"
+    );
+    let text = failed.to_string();
+    assert!(
+        text.starts_with("MCP server `refusing`: request ") && text.contains("(tools/call)"),
+        "{text}"
+    );
+    assert!(NotSent::in_chain(&*err), "{err}");
+
+    // 500: the server may have processed it: not NotSent.
+    let err = call(&client, "http_500", json!({})).await.unwrap_err();
+    assert!(
+        matches!(
+            client_error(&err),
+            ClientError::SendFailed {
+                not_delivered: false,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!NotSent::in_chain(&*err), "{err}");
+    // The session is still fine.
+    let echo = call(&client, "echo", json!({ "message": "still here" }))
+        .await
+        .unwrap();
+    assert_eq!(echo.joined_text(), "Echo: still here");
+
+    // Through the standard stack (the tools are not retry-safe): the refused call is sent
+    // three times (the retry policy's attempts), the 500 once.
+    let stack = StackBuilder::new(StackSettings::new("refusing")).build(client.clone());
+    let posts = |tool: &str| {
+        read_log(&log)
+            .iter()
+            .filter(|e| e["verb"] == "POST" && e["tool"] == tool)
+            .count()
+    };
+    let (before_429, before_500) = (posts("http_429"), posts("http_500"));
+    let err = stack.clone().oneshot(ToolCall::new("http_429")).await;
+    assert!(err.is_err());
+    let err = stack.clone().oneshot(ToolCall::new("http_500")).await;
+    assert!(err.is_err());
+    assert_eq!(posts("http_429") - before_429, 3, "{:?}", read_log(&log));
+    assert_eq!(posts("http_500") - before_500, 1, "{:?}", read_log(&log));
+    client.shutdown().await;
+}

@@ -8,8 +8,9 @@ mod peers;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kaged_mcp::protocol::RequestId;
 use kaged_mcp::transport::{
-    CloseReason, ConnectContext, InboundHandler, Outbound, OversizeFrame, StdioConfig,
+    CloseReason, ConnectContext, InboundHandler, Outbound, OversizeFrame, SendFailure, StdioConfig,
     StdioTransport, Transport,
 };
 
@@ -38,6 +39,7 @@ impl InboundHandler for Record {
     fn on_oversize(&self, frame: OversizeFrame<'_>) {
         self.oversize.lock().unwrap().push(frame.len);
     }
+    fn on_send_failed(&self, _: &RequestId, _: SendFailure) {}
     fn on_closed(&self, reason: CloseReason) {
         self.closed.lock().unwrap().push(reason);
     }

@@ -25,7 +25,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use kaged_mcp::transport::{CloseReason, InboundHandler, Outbound, OversizeFrame};
+use kaged_mcp::protocol::RequestId;
+use kaged_mcp::transport::{
+    CloseReason, InboundHandler, Outbound, OversizeFrame, SendFailure,
+};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use self::reader::{LineReader, OVERSIZE_HEAD, OVERSIZE_TAIL};
@@ -226,6 +229,7 @@ impl InboundHandler for Record {
             });
     }
 
+    fn on_send_failed(&self, _: &RequestId, _: SendFailure) {}
     fn on_closed(&self, _: CloseReason) {}
 }
 

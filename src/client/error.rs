@@ -64,7 +64,8 @@ impl fmt::Display for Stderr<'_> {
 /// [`SpawnFailed`](Self::SpawnFailed), [`ServerFailed`](Self::ServerFailed),
 /// [`BackingOff`](Self::BackingOff), [`Disabled`](Self::Disabled),
 /// [`TooManyInFlight`](Self::TooManyInFlight), [`NoRuntime`](Self::NoRuntime), a
-/// [`ConnectionClosed`](Self::ConnectionClosed) refused before the write, and any error of a
+/// [`ConnectionClosed`](Self::ConnectionClosed) refused before the write, a
+/// [`SendFailed`](Self::SendFailed) the server refused without processing, and any error of a
 /// start-up the call was waiting for (the server exited before `initialize` was answered, spoke
 /// an unsupported version, did not answer in time). [`ClientError::find`] finds the
 /// `ClientError` in either shape.
@@ -137,6 +138,20 @@ pub enum ClientError {
         request: Option<RequestRef>,
         /// Why.
         detail: String,
+    },
+    /// The transport could not deliver the request (SSE: its POST failed). When
+    /// `not_delivered` is true the server provably did not process it, and the error comes
+    /// wrapped in [`NotSent`] so the retry policy may send it again.
+    #[error("MCP server `{server}`: {request} could not be delivered: {detail}")]
+    SendFailed {
+        /// The server.
+        server: Arc<str>,
+        /// The request.
+        request: RequestRef,
+        /// What went wrong, naming no secret.
+        detail: String,
+        /// The server provably did not process the request.
+        not_delivered: bool,
     },
     /// The server failed too many times in a row; calls fail fast until it is re-enabled.
     #[error("MCP server `{server}` is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}")]
@@ -216,6 +231,7 @@ impl ClientError {
             | Self::JsonRpc { server, .. }
             | Self::UnsupportedProtocolVersion { server, .. }
             | Self::ConnectionClosed { server, .. }
+            | Self::SendFailed { server, .. }
             | Self::ServerFailed { server, .. }
             | Self::BackingOff { server, .. }
             | Self::Disabled { server }
@@ -234,7 +250,7 @@ impl ClientError {
             | Self::FrameTooLarge { request, .. }
             | Self::ConnectionClosed { request, .. }
             | Self::ProtocolViolation { request, .. } => request.as_ref(),
-            Self::JsonRpc { request, .. } => Some(request),
+            Self::JsonRpc { request, .. } | Self::SendFailed { request, .. } => Some(request),
             _ => None,
         }
     }
@@ -250,6 +266,18 @@ impl ClientError {
             next = err.source();
         }
         None
+    }
+
+    /// Whether the request provably never reached the server, for an error that came back as
+    /// the answer of a request already sent.
+    pub(crate) fn not_delivered(&self) -> bool {
+        matches!(
+            self,
+            Self::SendFailed {
+                not_delivered: true,
+                ..
+            }
+        )
     }
 
     /// Boxes the error, wrapped in [`NotSent`] when `not_sent` is true.

@@ -113,7 +113,10 @@ impl Future for ResponseFuture {
                     guard.disarm();
                     let result = match answer {
                         Ok(Ok(result)) => Ok(result),
-                        Ok(Err(e)) => Err(e.boxed(false)),
+                        Ok(Err(e)) => {
+                            let not_delivered = e.not_delivered();
+                            Err(e.boxed(not_delivered))
+                        }
                         Err(_) => Err(ClientError::ConnectionClosed {
                             server: guard.server(),
                             request: None,

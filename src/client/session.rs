@@ -40,7 +40,9 @@ use crate::protocol::{
     Implementation, InitializeResult, JsonRpcError, ListToolsResult, RequestId, ServerRequest,
     ToolResult,
 };
-use crate::transport::{CloseReason, InboundHandler, Outbound, OversizeFrame, SendError};
+use crate::transport::{
+    CloseReason, InboundHandler, Outbound, OversizeFrame, SendError, SendFailure,
+};
 
 use super::call::ToolCall;
 
@@ -631,6 +633,27 @@ impl InboundHandler for Session {
                 request: Some(request),
             });
         }
+    }
+
+    fn on_send_failed(&self, id: &RequestId, failure: SendFailure) {
+        let Some((num, pending)) = self.take_pending(id) else {
+            return; // answered, abandoned or failed already
+        };
+        let request = Session::request_ref(num, pending.method);
+        tracing::warn!(
+            server = &*self.server,
+            request_id = num,
+            method = pending.method,
+            not_delivered = failure.not_delivered,
+            problem = %failure.message,
+            "request could not be delivered; it fails"
+        );
+        pending.fail(ClientError::SendFailed {
+            server: Arc::clone(&self.server),
+            request,
+            detail: failure.message,
+            not_delivered: failure.not_delivered,
+        });
     }
 
     fn on_closed(&self, reason: CloseReason) {

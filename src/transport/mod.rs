@@ -95,6 +95,8 @@ use std::pin::Pin;
 use std::process::ExitStatus;
 use std::sync::Arc;
 
+use crate::protocol::RequestId;
+
 pub use self::stdio::{StdioConfig, StdioTransport};
 
 /// A boxed, sendable future (connecting and closing happen once per session, not per call).
@@ -191,8 +193,24 @@ pub trait InboundHandler: Send + Sync + 'static {
     /// A message longer than the frame limit was discarded.
     fn on_oversize(&self, frame: OversizeFrame<'_>);
 
+    /// A request the session queued could not be delivered (SSE: its POST failed). The
+    /// session fails that request at once with a transport error naming it. Not called for
+    /// notifications or answers, nor after [`on_closed`](Self::on_closed).
+    fn on_send_failed(&self, id: &RequestId, failure: SendFailure);
+
     /// The connection ended. Called once, after the last `on_frame`.
     fn on_closed(&self, reason: CloseReason);
+}
+
+/// Why a queued request could not be delivered: see [`InboundHandler::on_send_failed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendFailure {
+    /// What went wrong, naming no secret: "the POST was answered 503 Service Unavailable".
+    pub message: String,
+    /// The server provably did not process the request: the connection was refused before
+    /// the request was written, or the server answered the POST with a 4xx status. A request
+    /// that was not delivered is safe to send again, whatever the tool.
+    pub not_delivered: bool,
 }
 
 /// What is left of a discarded oversized message: enough to find its request id, which sits

@@ -18,6 +18,8 @@ MCP: initialize (answers protocolVersion 2024-11-05), ping, tools/list, tools/ca
 ignored; unknown methods -32601. Tools:
   echo {message}  -> "Echo: <message>"
   big {n}         -> a text of n bytes ("x" repeated): one long `data:` line
+  http_NNN {}     -> (any mode) the POST of that call is answered with status NNN and the call is
+                     not processed: no answer ever comes on the stream
   ask {}          -> sends the requests ping (id "p1") and sampling/createMessage (id 7) on the
                      stream, waits (up to 30 s) for both answers to be POSTed, then answers with a
                      text holding the JSON {"ping": <answer>, "sampling": <answer>} (minus "jsonrpc")
@@ -350,6 +352,13 @@ class Handler(BaseHTTPRequestHandler):
                 fields["tool"] = (msg.get("params") or {}).get("name")
         else:
             fields["response"] = True
+        tool = fields.get("tool")
+        if isinstance(tool, str) and tool.startswith("http_") and tool[5:].isdigit():
+            # The POST itself is answered with that status; the call is never processed.
+            status = int(tool[5:])
+            self.plain(status, "refused by the test server")
+            self.log(status, **fields)
+            return
         self.plain(202, "Accepted")
         self.log(202, **fields)
         handle_message(session, msg)

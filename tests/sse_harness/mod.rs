@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use kaged_mcp::protocol::RequestId;
 use kaged_mcp::transport::{
     CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
-    Transport, TransportError,
+    SendFailure, Transport, TransportError,
 };
 use serde_json::{json, Value};
 use tokio::sync::watch;
@@ -162,6 +163,21 @@ impl InboundHandler for Recorder {
             len: frame.len,
             limit: frame.limit,
         });
+        self.bump();
+    }
+
+    /// Recorded as a frame `{"id": …, "send_failed": {"message", "not_delivered"}}`, so
+    /// [`Session::request`] returns it as the request's outcome.
+    fn on_send_failed(&self, id: &RequestId, failure: SendFailure) {
+        let mut s = self.lock();
+        if !s.closed.is_empty() {
+            s.frame_after_close = true;
+        }
+        s.frames.push(json!({
+            "id": id,
+            "send_failed": { "message": failure.message, "not_delivered": failure.not_delivered },
+        }));
+        drop(s);
         self.bump();
     }
 

@@ -21,11 +21,11 @@ use url::Url;
 use super::client::{request, Body, HttpService};
 use super::endpoint::{self, EndpointError};
 use super::parser::{EventParser, SseItem};
-use super::{redacted, Inner, SEND_FAILED};
+use super::{redacted, Inner};
 use crate::protocol::RequestId;
 use crate::transport::{
     CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
-    TransportError,
+    SendFailure, TransportError,
 };
 
 /// The most bytes of POST bodies that may wait for the writer.
@@ -157,7 +157,7 @@ pub(super) async fn open(
     let shared = Arc::new(Shared::new());
     ctx.handler
         .on_open(Arc::new(SseOutbound(Arc::clone(&shared))) as Arc<dyn Outbound>);
-    let (inject_tx, inject_rx) = mpsc::unbounded_channel();
+    let (failed_tx, failed_rx) = mpsc::unbounded_channel();
     let (stop_tx, stop_rx) = oneshot::channel();
     let span = tracing::debug_span!("mcp.sse", server = %server);
     let reader = Reader {
@@ -165,7 +165,7 @@ pub(super) async fn open(
         body,
         parser,
         limit: ctx.frame_limit,
-        inject: inject_rx,
+        failed: failed_rx,
         stop: stop_rx,
         guard: CloseGuard {
             shared: Arc::clone(&shared),
@@ -180,7 +180,7 @@ pub(super) async fn open(
         endpoint,
         headers: inner.headers.clone(),
         timeout: inner.post_timeout,
-        inject: inject_tx,
+        failed: failed_tx,
     };
     let writer = tokio::spawn(writer.run().instrument(span));
     Ok(SseConnection {
@@ -314,8 +314,9 @@ struct Reader {
     body: Body,
     parser: EventParser,
     limit: usize,
-    /// Answers made up by the writer for requests whose POST failed.
-    inject: mpsc::UnboundedReceiver<Vec<u8>>,
+    /// Requests whose POST failed, from the writer, so the session hears of them from this
+    /// task like everything else (and never after `on_closed`).
+    failed: mpsc::UnboundedReceiver<(RequestId, SendFailure)>,
     stop: oneshot::Receiver<()>,
     guard: CloseGuard,
 }
@@ -327,9 +328,9 @@ impl Reader {
             tokio::select! {
                 biased;
                 _ = &mut self.stop => break closed("closed by the client", true),
-                Some(frame) = self.inject.recv() => {
+                Some((id, failure)) = self.failed.recv() => {
                     if let Some(handler) = &self.guard.handler {
-                        handler.on_frame(&frame);
+                        handler.on_send_failed(&id, failure);
                     }
                 }
                 frame = self.body.frame() => match frame {
@@ -431,7 +432,7 @@ struct Writer {
     endpoint: Url,
     headers: Vec<(HeaderName, HeaderValue)>,
     timeout: Duration,
-    inject: mpsc::UnboundedSender<Vec<u8>>,
+    failed: mpsc::UnboundedSender<(RequestId, SendFailure)>,
 }
 
 impl Writer {
@@ -457,25 +458,38 @@ impl Writer {
                 continue;
             };
             let frame = Bytes::from(frame);
-            if let Err(problem) = self.post(frame.clone()).await {
-                self.failed(&frame, &problem);
+            if let Err(failure) = self.post(frame.clone()).await {
+                self.failed(&frame, failure);
             }
         }
     }
 
-    /// One POST; `Err` says what went wrong, naming no secret.
-    async fn post(&self, frame: Bytes) -> Result<(), String> {
+    /// One POST; `Err` says what went wrong, naming no secret, and whether the server
+    /// provably did not process the frame (refused connection, 4xx status).
+    async fn post(&self, frame: Bytes) -> Result<(), SendFailure> {
+        let failure = |message: String, not_delivered: bool| SendFailure {
+            message,
+            not_delivered,
+        };
         let req = request(Method::POST, &self.endpoint, &self.headers, frame)
-            .map_err(|e| format!("cannot build the POST request: {e}"))?;
+            .map_err(|e| failure(format!("cannot build the POST request: {e}"), true))?;
         let response =
             match tokio::time::timeout(self.timeout, self.http.clone().oneshot(req)).await {
                 Err(_) => {
-                    return Err(format!(
-                        "the POST got no answer within {} ms",
-                        self.timeout.as_millis()
+                    return Err(failure(
+                        format!(
+                            "the POST got no answer within {} ms",
+                            self.timeout.as_millis()
+                        ),
+                        false,
                     ))
                 }
-                Ok(Err(e)) => return Err(format!("the POST failed: {}", chain(&*e))),
+                Ok(Err(e)) => {
+                    return Err(failure(
+                        format!("the POST failed: {}", chain(&*e)),
+                        never_connected(&*e),
+                    ))
+                }
                 Ok(Ok(response)) => response,
             };
         let status = response.status();
@@ -484,17 +498,23 @@ impl Writer {
         if status.is_success() {
             return Ok(());
         }
+        // A 4xx means the server refused the request without processing it.
+        let refused = status.is_client_error();
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            return Err(format!(
-                "authentication refused: the POST was answered {status}; check the server's \
-                 `auth` and its secret in local.toml"
+            return Err(failure(
+                format!(
+                    "authentication refused: the POST was answered {status}; check the \
+                     server's `auth` and its secret in local.toml"
+                ),
+                refused,
             ));
         }
-        Err(format!("the POST was answered {status}"))
+        Err(failure(format!("the POST was answered {status}"), refused))
     }
 
-    /// A POST failed: a request fails at once with an error answer; anything else is logged.
-    fn failed(&self, frame: &[u8], problem: &str) {
+    /// A POST failed: a request fails at once (through the reader task); anything else is
+    /// logged.
+    fn failed(&self, frame: &[u8], failure: SendFailure) {
         #[derive(Deserialize)]
         struct Peek {
             id: Option<RequestId>,
@@ -507,24 +527,28 @@ impl Writer {
                 id: Some(id),
                 method: Some(_),
             }) => {
-                tracing::warn!(server = %server, request_id = %id, problem, "POST failed; the request fails");
-                let answer = serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": {
-                        "code": SEND_FAILED,
-                        "message": format!("server `{server}`: {problem}"),
-                    },
-                });
-                if let Ok(bytes) = serde_json::to_vec(&answer) {
-                    let _ = self.inject.send(bytes);
-                }
+                tracing::debug!(server = %server, request_id = %id, problem = %failure.message, "POST failed");
+                // Gone only when the reader ended, and then the session failed it already.
+                let _ = self.failed.send((id, failure));
             }
             _ => {
-                tracing::warn!(server = %server, problem, "POST of a notification or an answer failed");
+                tracing::warn!(server = %server, problem = %failure.message, "POST of a notification or an answer failed");
             }
         }
     }
+}
+
+/// Whether an HTTP client error happened before the request could be written: no connection
+/// was made (refused, unreachable, connect timeout).
+fn never_connected(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(e) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return e.is_connect();
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// Reads and drops a POST's response body, at most [`MAX_POST_RESPONSE`] bytes of it.

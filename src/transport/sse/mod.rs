@@ -7,10 +7,13 @@
 //! on every `message` event is one inbound frame, and every outbound frame is one
 //! `POST <endpoint>` with `Content-Type: application/json`, sent in order by a writer task.
 //!
-//! - Any 2xx answer to a POST means accepted (servers answer 202). A 401 or 403 is an
-//!   authentication error naming the server; another status, a POST timeout or a network error
-//!   fails the request it carried at once with a JSON-RPC error answer (code [`SEND_FAILED`])
-//!   naming the server and the status; a failed notification or answer is logged.
+//! - Any 2xx answer to a POST means accepted (servers answer 202). Another status, a POST
+//!   timeout or a network error fails the request it carried at once, through
+//!   [`InboundHandler::on_send_failed`](super::InboundHandler::on_send_failed) (the client's
+//!   error is `ClientError::SendFailed`, naming the server, the request and the status; a 401
+//!   or 403 says authentication was refused). A refused connection or a 4xx status means the
+//!   server did not process the request (`not_delivered`), so the retry layer may send it
+//!   again; after a 5xx or a timeout nobody knows. A failed notification or answer is logged.
 //! - A 401 or 403 on the `GET`, and an endpoint on a foreign origin, fail `connect` with an
 //!   error whose [source](std::error::Error::source) is an [`std::io::Error`] of kind
 //!   [`PermissionDenied`](std::io::ErrorKind::PermissionDenied): retrying cannot help.
@@ -61,10 +64,6 @@ pub use self::config::{
 };
 use super::{BoxFuture, ConnectContext, Connection, Transport, TransportError};
 use crate::config::{AuthConfig, Secret, SseServerConfig};
-
-/// The JSON-RPC error code of the answer the transport makes up for a request whose `POST`
-/// failed (in the range JSON-RPC leaves to implementations).
-pub const SEND_FAILED: i64 = -32000;
 
 /// Connects to an MCP server over HTTP+SSE (2024-11-05). See the [module docs](self).
 #[derive(Debug, Clone)]

@@ -221,7 +221,8 @@ fn emit(line: &[u8], limit: usize, handler: &dyn InboundHandler) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::{CloseReason, Outbound};
+    use crate::protocol::RequestId;
+    use crate::transport::{CloseReason, Outbound, SendFailure};
     use std::sync::{Arc, Mutex};
 
     #[derive(Default)]
@@ -245,6 +246,7 @@ mod tests {
                 f.len,
             ));
         }
+        fn on_send_failed(&self, _: &RequestId, _: SendFailure) {}
         fn on_closed(&self, _: CloseReason) {}
     }
 
