@@ -3,8 +3,6 @@
 //!
 //! The checks are the fuzz crate's own modules, mounted here with `#[path]`, so a crasher
 //! replays exactly as libFuzzer saw it, in a plain `cargo test` (no nightly, no libFuzzer).
-//! `stdio_frames` and `sse_events` compile crate-private `kaged-mcp` sources and are not mounted
-//! here; their findings are tested in this file through the public API where one exists.
 
 #[path = "../fuzz/src/config.rs"]
 #[allow(dead_code, unreachable_pub)]
@@ -15,6 +13,12 @@ mod protocol;
 #[path = "../fuzz/src/session.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod session;
+#[path = "../fuzz/src/sse.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod sse;
+#[path = "../fuzz/src/stdio.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod stdio;
 #[path = "../fuzz/src/truncate.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod truncate;
@@ -56,6 +60,75 @@ fn the_jsonrpc_decode_seeds_pass_the_fuzz_checks() {
     replay_seeds("jsonrpc_decode", |data| {
         session::jsonrpc_decode(data);
     });
+}
+
+#[test]
+fn the_stdio_frames_seeds_pass_the_fuzz_checks() {
+    replay_seeds("stdio_frames", stdio::stdio_frames);
+}
+
+#[test]
+fn the_sse_events_seeds_pass_the_fuzz_checks() {
+    replay_seeds("sse_events", sse::sse_events);
+}
+
+/// F3 (fuzz/README.md): the stdio reader decided on a line it had only partly read, so a line
+/// of exactly the limit plus `\r`, the `\r` of an oversize line and a blank line over the
+/// limit came out differently depending on where the pipe's reads ended. Each stream here is
+/// read whole and in reads of 1, 2, 3, 7 and 4096 bytes, and must give the model's items.
+#[test]
+fn stdio_framing_does_not_depend_on_where_reads_end() {
+    use stdio::Item;
+    let long = |n: usize, end: &[u8]| {
+        let mut line: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+        line.extend_from_slice(end);
+        line
+    };
+    let cases: Vec<(Vec<u8>, usize)> = vec![
+        (b"abcd\r\n".to_vec(), 4),
+        (b"abcdefgh\r\n".to_vec(), 4),
+        (b"          \nxy\n".to_vec(), 4),
+        (b"abcde\r\r\nabcd\r".to_vec(), 4),
+        (b" \t \r \r\n\r\n\n".to_vec(), 2),
+        (long(10_000, b"\r\nok\n"), 100),
+        (long(4_097, b"\r\n"), 100),
+        (long(4_609, b"\r"), 0),
+        ([vec![b' '; 9_000], b"\r\n{}\n".to_vec()].concat(), 10),
+    ];
+    for (stream, limit) in &cases {
+        let want = stdio::model(stream, *limit);
+        for max_read in [1, 2, 3, 7, 4096, 1 << 20] {
+            let got = stdio::read_all(stream, *limit, 7, max_read);
+            assert_eq!(
+                got,
+                want,
+                "limit {limit}, reads of at most {max_read}: {:?}",
+                String::from_utf8_lossy(&stream[..stream.len().min(40)])
+            );
+        }
+    }
+    // The model is what the F3 table says the whole-line reading gives.
+    assert_eq!(
+        stdio::model(b"abcd\r\n", 4),
+        [Item::Frame(b"abcd".to_vec())]
+    );
+    assert_eq!(
+        stdio::model(b"abcdefgh\r\n", 4),
+        [Item::Oversize {
+            head: b"abcdefgh".to_vec(),
+            tail: Vec::new(),
+            len: 8
+        }]
+    );
+    assert_eq!(
+        stdio::model(b"          \nxy\n", 4),
+        [Item::Frame(b"xy".to_vec())]
+    );
+    let big = stdio::model(&long(10_000, b"\r\n"), 100);
+    let [Item::Oversize { head, tail, len }] = big.as_slice() else {
+        panic!("{big:?}")
+    };
+    assert_eq!((head.len(), tail.len(), *len), (4096, 512, 10_000));
 }
 
 #[test]

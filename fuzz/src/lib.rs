@@ -12,18 +12,6 @@
 pub mod config;
 pub mod protocol;
 pub mod session;
-pub mod truncate;
-
-// `stdio` and `sse` compile `kaged-mcp` sources whose `#[cfg(test)]` parts need that crate's
-// dev-dependencies, so they are left out of a test build (`clippy --all-targets`).
-#[cfg(not(test))]
 pub mod sse;
-#[cfg(not(test))]
 pub mod stdio;
-
-/// The public transport types, under the path the `kaged-mcp` sources compiled into this crate
-/// (`stdio`, `sse`) import them from.
-#[cfg(not(test))]
-mod transport {
-    pub(crate) use kaged_mcp::transport::{InboundHandler, OversizeFrame};
-}
+pub mod truncate;

@@ -1,8 +1,7 @@
 //! `sse_events`: the SSE transport's event-stream parser fed arbitrary chunk splits.
 //!
-//! The parser (`transport::sse::parser::EventParser`) is crate-private in `kaged-mcp`, so its
-//! source file is compiled into this crate with `#[path]`, unchanged (it needs only `std` and
-//! `memchr`). See README.md, "APIs asked for".
+//! The parser is `kaged_mcp::transport::sse::EventParser`, exposed (`#[doc(hidden)]`) for
+//! these checks only.
 //!
 //! Input: bytes 0 and 1 pick the event size limit (0..=8415), bytes 2 and 3 seed the chunk
 //! sizes, byte 4 caps them (1..=16384); the rest is the stream.
@@ -16,13 +15,11 @@
 //!   oversized (its `event:` as known then, its data's length, first 4 KiB and last 512 bytes),
 //!   the lines after the limit (`id:`, `retry:`, `event:` included) being ignored.
 
-#[path = "../../src/transport/sse/parser.rs"]
-#[allow(dead_code, unreachable_pub, clippy::all)]
-mod parser;
-
 use std::time::Duration;
 
-use self::parser::{EventParser, OversizedEvent, SseEvent, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL};
+use kaged_mcp::transport::sse::{
+    EventParser, OversizedEvent, SseEvent, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL,
+};
 
 /// Runs the checks of the [module docs](self) over `data`.
 pub fn sse_events(data: &[u8]) {

@@ -41,6 +41,11 @@ mod reader;
 mod stderr;
 mod writer;
 
+/// The line reader, for the fuzz targets in `fuzz/` and their regression tests only: not part
+/// of the API, no stability promise.
+#[doc(hidden)]
+pub use self::reader::{LineReader, OVERSIZE_HEAD, OVERSIZE_TAIL};
+
 use std::fmt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -56,7 +61,6 @@ use tokio::net::unix::pipe;
 use tokio::process::Command;
 use tokio::sync::watch;
 
-use self::reader::LineReader;
 use self::stderr::StderrTail;
 use self::writer::StdioOutbound;
 use super::{

@@ -355,9 +355,10 @@ class Handler(BaseHTTPRequestHandler):
         tool = fields.get("tool")
         if isinstance(tool, str) and tool.startswith("http_") and tool[5:].isdigit():
             # The POST itself is answered with that status; the call is never processed.
+            # Logged before answering, so a client that reads the log after its answer sees it.
             status = int(tool[5:])
-            self.plain(status, "refused by the test server")
             self.log(status, **fields)
+            self.plain(status, "refused by the test server")
             return
         self.plain(202, "Accepted")
         self.log(202, **fields)

@@ -52,6 +52,13 @@ mod connection;
 mod endpoint;
 mod parser;
 
+/// The event-stream parser, for the fuzz targets in `fuzz/` and their regression tests only:
+/// not part of the API, no stability promise.
+#[doc(hidden)]
+pub use self::parser::{
+    EventParser, OversizedEvent, SseEvent, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL,
+};
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -26,15 +26,15 @@
 use std::time::Duration;
 
 /// How many bytes of the start of an oversized event's data are kept for the report.
-pub(crate) const OVERSIZE_HEAD: usize = 4 * 1024;
+pub const OVERSIZE_HEAD: usize = 4 * 1024;
 /// How many bytes of the end of an oversized event's data are kept for the report.
-pub(crate) const OVERSIZE_TAIL: usize = 512;
+pub const OVERSIZE_TAIL: usize = 512;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One complete event, or the report of one that was too large.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SseItem {
+pub enum SseItem {
     /// A dispatched event.
     Event(SseEvent),
     /// An event over the limit, skipped.
@@ -43,31 +43,31 @@ pub(crate) enum SseItem {
 
 /// A dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SseEvent {
+pub struct SseEvent {
     /// The `event:` field, `message` when absent.
-    pub(crate) event: String,
+    pub event: String,
     /// The `data:` lines joined with `\n` (invalid UTF-8 replaced).
-    pub(crate) data: String,
+    pub data: String,
     /// The last event id seen so far on the stream, if any.
-    pub(crate) id: Option<String>,
+    pub id: Option<String>,
 }
 
 /// An event that passed the limit: what is known of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct OversizedEvent {
+pub struct OversizedEvent {
     /// The `event:` field, when it came before the limit was passed.
-    pub(crate) event: Option<String>,
+    pub event: Option<String>,
     /// The length of its data (`data:` values joined with `\n`), in bytes.
-    pub(crate) len: u64,
+    pub len: u64,
     /// The first bytes of its data.
-    pub(crate) head: Vec<u8>,
+    pub head: Vec<u8>,
     /// The last bytes of its data (the end of the `data:` line being skipped when it ended).
-    pub(crate) tail: Vec<u8>,
+    pub tail: Vec<u8>,
 }
 
 /// The push parser. Feed it chunks with [`EventParser::push`].
 #[derive(Debug)]
-pub(crate) struct EventParser {
+pub struct EventParser {
     limit: usize,
     /// `BOM` bytes matched at the start of the stream; `None` once the start is past.
     bom: Option<usize>,
@@ -116,7 +116,7 @@ enum LineKind {
 
 impl EventParser {
     /// A parser for events of at most `limit` bytes.
-    pub(crate) fn new(limit: usize) -> Self {
+    pub fn new(limit: usize) -> Self {
         Self {
             limit,
             bom: Some(0),
@@ -132,12 +132,12 @@ impl EventParser {
     }
 
     /// The last `retry:` value seen.
-    pub(crate) fn retry(&self) -> Option<Duration> {
+    pub fn retry(&self) -> Option<Duration> {
         self.retry
     }
 
     /// Parses `chunk`, appending every event it completes to `out`.
-    pub(crate) fn push(&mut self, mut chunk: &[u8], out: &mut Vec<SseItem>) {
+    pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<SseItem>) {
         if let Some(matched) = self.bom {
             let n = (BOM.len() - matched).min(chunk.len());
             if chunk[..n] == BOM[matched..matched + n] {

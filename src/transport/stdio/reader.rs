@@ -1,11 +1,14 @@
 //! The stdout reader: newline-delimited frames out of one large buffer, with a frame limit.
 //!
-//! One task owns stdout. Each `read` fills the free part of one buffer (at least [`READ_CHUNK`],
-//! at most [`MAX_READ`] bytes), so an answer of up to ~128 KiB takes one `read`; it looks for newlines in the new bytes only with `memchr`, and
-//! hands each complete line to the handler in place, without copying. A line longer than the
-//! frame limit is not buffered: its first [`OVERSIZE_HEAD`] bytes and last [`OVERSIZE_TAIL`]
-//! bytes are kept, the rest is discarded up to the next newline, and the handler gets an
-//! [`OversizeFrame`]. Memory stays below `frame_limit + READ_CHUNK` whatever the server writes.
+//! One task owns stdout. Each `read` fills the free part of one buffer (at least
+//! [`READ_CHUNK`], at most [`MAX_READ`] bytes), so an answer of up to ~128 KiB takes one
+//! `read`. It looks for newlines in the new bytes only with `memchr`, and hands each complete
+//! line to the handler in place, without copying: one final `\r` is dropped, blank lines are
+//! skipped. A line longer than the frame limit is not buffered: its first [`OVERSIZE_HEAD`]
+//! bytes and last [`OVERSIZE_TAIL`] bytes are kept, the rest is discarded up to the next
+//! newline, and the handler gets an [`OversizeFrame`]. What the handler gets does not depend on
+//! where the reads end (the `stdio_frames` fuzz target checks it against a model of the whole
+//! stream). Memory stays below `frame_limit + 1 + READ_CHUNK` whatever the server writes.
 
 use memchr::memchr;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -21,38 +24,90 @@ const MAX_READ: usize = 256 * 1024;
 /// The buffer's size at rest: one `read` takes a 64 KiB answer whole.
 const INITIAL_BUF: usize = 128 * 1024;
 /// How much of an oversized line's start is kept.
-pub(crate) const OVERSIZE_HEAD: usize = 4 * 1024;
+pub const OVERSIZE_HEAD: usize = 4 * 1024;
 /// How much of an oversized line's end is kept.
-pub(crate) const OVERSIZE_TAIL: usize = 512;
+pub const OVERSIZE_TAIL: usize = 512;
 
-/// An oversized line being discarded.
+/// An oversized line being discarded: what its report will hold.
 #[derive(Debug)]
 struct Discard {
+    /// The line's first [`OVERSIZE_HEAD`] bytes.
     head: Vec<u8>,
+    /// The last bytes after the head: [`OVERSIZE_TAIL`] and one more, so that a final `\r`
+    /// can be dropped without losing a byte of the report.
     tail: Vec<u8>,
+    /// The bytes seen so far.
     len: u64,
+    /// Every byte so far is ASCII whitespace (the line may yet turn out blank).
+    blank: bool,
 }
 
+/// How much of the end a [`Discard`] keeps.
+const TAIL_KEPT: usize = OVERSIZE_TAIL + 1;
+
 impl Discard {
-    fn push_tail(&mut self, bytes: &[u8]) {
+    fn new() -> Self {
+        Self {
+            head: Vec::new(),
+            tail: Vec::new(),
+            len: 0,
+            blank: true,
+        }
+    }
+
+    /// Takes in the next bytes of the line.
+    fn push(&mut self, mut bytes: &[u8]) {
         self.len += bytes.len() as u64;
-        if bytes.len() >= OVERSIZE_TAIL {
+        // Once a byte is not whitespace this is never scanned again.
+        self.blank = self.blank && bytes.iter().all(u8::is_ascii_whitespace);
+        let to_head = (OVERSIZE_HEAD - self.head.len()).min(bytes.len());
+        self.head.extend_from_slice(&bytes[..to_head]);
+        bytes = &bytes[to_head..];
+        if bytes.len() >= TAIL_KEPT {
             self.tail.clear();
             self.tail
-                .extend_from_slice(&bytes[bytes.len() - OVERSIZE_TAIL..]);
+                .extend_from_slice(&bytes[bytes.len() - TAIL_KEPT..]);
             return;
         }
         self.tail.extend_from_slice(bytes);
-        if self.tail.len() > OVERSIZE_TAIL {
-            let excess = self.tail.len() - OVERSIZE_TAIL;
+        if self.tail.len() > TAIL_KEPT {
+            let excess = self.tail.len() - TAIL_KEPT;
             self.tail.drain(..excess);
         }
+    }
+
+    /// The line ended: its report exactly as [`emit`] would make it from the whole line (one
+    /// final `\r` dropped, the last [`OVERSIZE_TAIL`] bytes), or `None` for a blank line.
+    fn finish(mut self) -> Option<Self> {
+        if self.blank {
+            return None;
+        }
+        if self.tail.last() == Some(&b'\r') {
+            self.tail.pop();
+            self.len -= 1;
+        } else if self.tail.is_empty() && self.head.last() == Some(&b'\r') {
+            self.head.pop();
+            self.len -= 1;
+        }
+        if self.tail.len() > OVERSIZE_TAIL {
+            self.tail.remove(0);
+        }
+        Some(self)
+    }
+
+    fn report(&self, handler: &dyn InboundHandler, limit: usize) {
+        handler.on_oversize(OversizeFrame {
+            head: &self.head,
+            tail: &self.tail,
+            len: self.len,
+            limit,
+        });
     }
 }
 
 /// Splits a byte stream into frames. See the [module docs](self).
 #[derive(Debug)]
-pub(crate) struct LineReader {
+pub struct LineReader {
     buf: Vec<u8>,
     /// Start of the current (incomplete) line.
     start: usize,
@@ -63,7 +118,8 @@ pub(crate) struct LineReader {
 }
 
 impl LineReader {
-    pub(crate) fn new(limit: usize) -> Self {
+    /// A reader with an empty buffer and frame limit `limit`.
+    pub fn new(limit: usize) -> Self {
         Self {
             buf: vec![0; INITIAL_BUF],
             start: 0,
@@ -75,7 +131,10 @@ impl LineReader {
 
     /// Reads until end of file (`Ok`) or a read error, passing every frame to `handler`;
     /// `on_input` runs after each successful read, before its frames are handled.
-    pub(crate) async fn run<R: AsyncRead + Unpin>(
+    ///
+    /// # Errors
+    /// The first read error.
+    pub async fn run<R: AsyncRead + Unpin>(
         &mut self,
         input: &mut R,
         handler: &dyn InboundHandler,
@@ -107,12 +166,12 @@ impl LineReader {
             self.start = 0;
         }
         if self.end + READ_CHUNK > self.buf.len() {
-            // The partial line is at most `limit` bytes (longer ones are discarded), so the
-            // buffer never exceeds `limit + READ_CHUNK` (rounded to the doubling).
+            // The partial line is at most `limit + 1` bytes (longer ones are discarded), so the
+            // buffer never exceeds `limit + 1 + READ_CHUNK` (rounded to the doubling).
             let want = (self.buf.len() * 2).max(self.end + READ_CHUNK);
             let cap = self
                 .limit
-                .saturating_add(READ_CHUNK)
+                .saturating_add(1 + READ_CHUNK)
                 .max(self.end + READ_CHUNK);
             self.buf.resize(want.min(cap), 0);
         }
@@ -124,20 +183,16 @@ impl LineReader {
         if let Some(discard) = &mut self.discard {
             match memchr(b'\n', &self.buf[scan..self.end]) {
                 None => {
-                    discard.push_tail(&self.buf[scan..self.end]);
+                    discard.push(&self.buf[scan..self.end]);
                     self.start = 0;
                     self.end = 0;
                     return;
                 }
                 Some(i) => {
-                    discard.push_tail(&self.buf[scan..scan + i]);
-                    let done = self.discard.take().expect("checked above");
-                    handler.on_oversize(OversizeFrame {
-                        head: &done.head,
-                        tail: &done.tail,
-                        len: done.len,
-                        limit: self.limit,
-                    });
+                    discard.push(&self.buf[scan..scan + i]);
+                    if let Some(done) = self.discard.take().and_then(Discard::finish) {
+                        done.report(handler, self.limit);
+                    }
                     self.start = scan + i + 1;
                     scan = self.start;
                 }
@@ -149,16 +204,12 @@ impl LineReader {
             self.start = line_end + 1;
             scan = self.start;
         }
+        // An unfinished line may hold `limit` bytes and the `\r` `emit` will drop: only past
+        // that is it surely over the limit, whatever the read boundaries.
         let partial = self.end - self.start;
-        if partial > self.limit {
-            let bytes = &self.buf[self.start..self.end];
-            let head_len = bytes.len().min(OVERSIZE_HEAD);
-            let mut discard = Discard {
-                head: bytes[..head_len].to_vec(),
-                tail: Vec::new(),
-                len: head_len as u64,
-            };
-            discard.push_tail(&bytes[head_len..]);
+        if partial > self.limit.saturating_add(1) {
+            let mut discard = Discard::new();
+            discard.push(&self.buf[self.start..self.end]);
             self.discard = Some(discard);
             self.start = 0;
             self.end = 0;
@@ -177,13 +228,10 @@ impl LineReader {
 
     /// End of file: a last line without a newline still counts.
     fn finish(&mut self, handler: &dyn InboundHandler) {
-        if let Some(done) = self.discard.take() {
-            handler.on_oversize(OversizeFrame {
-                head: &done.head,
-                tail: &done.tail,
-                len: done.len,
-                limit: self.limit,
-            });
+        if let Some(discard) = self.discard.take() {
+            if let Some(done) = discard.finish() {
+                done.report(handler, self.limit);
+            }
         } else if self.end > self.start {
             emit(&self.buf[self.start..self.end], self.limit, handler);
         }
