@@ -196,7 +196,7 @@ impl<'de> Visitor<'de> for FrameSeed<'_> {
                 Key::Result => match (&id, &method) {
                     (Some(Some(rid)), None) if !routed => {
                         routed = true;
-                        match self.session.take_pending(rid) {
+                        match self.session.take_answered(rid) {
                             Some((num, pending)) => {
                                 complete_in_place(self.session, num, pending, &mut map)?;
                             }

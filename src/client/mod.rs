@@ -21,8 +21,10 @@
 //! - When the server dies, every call in flight fails at once with [`ClientError::Exited`]
 //!   naming the server (with the exit status and the last stderr bytes).
 //! - A failure (an attempt that fails before `initialize` is answered, or a crash within
-//!   [`ClientOptions::stable_after`] of it) counts; a crash after a long healthy run starts a new
-//!   count. After the n-th consecutive failure the next start may begin after
+//!   [`ClientOptions::stable_after`] of it) counts; the end of a connection that lived longer,
+//!   or on which the server answered a `tools/call`, starts a new count (so a server that
+//!   works between crashes, or an SSE stream a proxy cuts every few seconds, is restarted
+//!   after 1 s each time and never marked failed). After the n-th consecutive failure the next start may begin after
 //!   `backoff_base · 2ⁿ⁻¹` (1 s, 2 s, 4 s, 8 s … capped at 60 s); a call before that fails fast
 //!   with [`ClientError::BackingOff`], and the first call after it starts the server again.
 //! - After [`ClientOptions::max_consecutive_failures`] (5) the server is
@@ -593,12 +595,15 @@ impl Shared {
             return;
         }
         let connection = sup.connection.take();
-        sup.session = None;
+        let answered = sup.session.take().is_some_and(|s| s.answered_a_call());
         let lived = sup
             .ready_at
             .map(|at| at.elapsed())
             .unwrap_or(Duration::ZERO);
-        if lived >= self.options.stable_after {
+        // A connection that lived long, or on which the server answered a call, worked: its
+        // end starts a new count (a proxy that cuts SSE streams every few seconds, or a server
+        // that dies after each answer, stays usable instead of being marked failed).
+        if lived >= self.options.stable_after || answered {
             sup.failures = 0;
         }
         tracing::warn!(server = &*self.server, reason = %reason.message, "MCP server connection ended");

@@ -24,9 +24,10 @@ pub struct ClientOptions {
     pub backoff_cap: Duration,
     /// After this many consecutive failures the server is marked failed (default 5).
     pub max_consecutive_failures: u32,
-    /// A session that lived at least this long after `initialize` ends a run of failures: its
-    /// crash counts as the first of a new run (default 30 s). A shorter-lived one counts as a
-    /// crash "soon after" start-up.
+    /// A session that lived at least this long after `initialize`, or on which the server
+    /// answered a `tools/call`, ends a run of failures: its crash counts as the first of a new
+    /// run (default 30 s). A shorter-lived one that answered no call counts as a crash "soon
+    /// after" start-up.
     pub stable_after: Duration,
     /// How long the server gets to answer `initialize` (default 30 s).
     pub initialize_timeout: Duration,

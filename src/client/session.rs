@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use futures::FutureExt;
@@ -116,6 +116,8 @@ pub(crate) struct Session {
     max_in_flight: usize,
     /// Lines skipped as undecodable or invalid.
     skipped: AtomicU64,
+    /// The server answered a `tools/call` (result or error) on this connection: it works.
+    answered_call: AtomicBool,
 }
 
 impl std::fmt::Debug for Session {
@@ -151,6 +153,7 @@ impl Session {
             tools_changed,
             max_in_flight,
             skipped: AtomicU64::new(0),
+            answered_call: AtomicBool::new(false),
         })
     }
 
@@ -350,10 +353,28 @@ impl Session {
         );
     }
 
-    /// Takes the pending entry a response answers.
+    /// Takes the pending entry of request `id` (answered, failed or given up).
     pub(crate) fn take_pending(&self, id: &RequestId) -> Option<(u64, Pending)> {
         let id = id.as_u64()?;
         self.table().map.remove(&id).map(|p| (id, p))
+    }
+
+    /// Takes the pending entry the server's answer (a result or an error) is for, noting that
+    /// the server answered a `tools/call` on this connection.
+    pub(crate) fn take_answered(&self, id: &RequestId) -> Option<(u64, Pending)> {
+        let taken = self.take_pending(id);
+        if taken
+            .as_ref()
+            .is_some_and(|(_, p)| p.method == "tools/call")
+        {
+            self.answered_call.store(true, Ordering::Relaxed);
+        }
+        taken
+    }
+
+    /// Whether the server answered a `tools/call` on this connection.
+    pub(crate) fn answered_a_call(&self) -> bool {
+        self.answered_call.load(Ordering::Relaxed)
     }
 
     pub(crate) fn protocol_violation(
@@ -425,7 +446,7 @@ impl Session {
             }
             return;
         };
-        let Some((num, pending)) = self.take_pending(id) else {
+        let Some((num, pending)) = self.take_answered(id) else {
             tracing::debug!(server = &*self.server, request_id = %id, "answer to a request no one waits for; dropped");
             return;
         };

@@ -740,6 +740,34 @@ async fn crashes_soon_after_start_count_and_a_long_healthy_run_resets_the_count(
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_server_that_answers_each_call_then_dies_is_restarted_and_never_marked_failed() {
+    // Each connection answers one call, then ends at once (a server that crashes after every
+    // answer, or an SSE stream cut right after it).
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => {
+            let mut acts = well_behaved(msg);
+            acts.push(Act::Close("exited (exit status: 3)"));
+            acts
+        }
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    for n in 1..=8usize {
+        assert_eq!(
+            call(&c, echo("x")).await.unwrap().joined_text(),
+            "Echo: x",
+            "call {n}"
+        );
+        // Each crash is one failure of a new run: 1 s of backoff every time.
+        assert_eq!(c.shared.lock().failures, 1, "after call {n}");
+        assert_eq!(c.state(), ServerState::Restarting);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(t.connects.load(Ordering::SeqCst), n);
+    }
+    assert_ne!(c.state(), ServerState::Failed);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_server_that_never_answers_initialize_times_out() {
     let t = MockTransport::new(|msg| match method(msg) {
         "initialize" => vec![],
