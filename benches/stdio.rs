@@ -46,7 +46,8 @@
 //! measures two placements, the same for both clients:
 //! - `shared_core`: the benchmark process and (by inheritance) both servers are pinned to one
 //!   CPU, as in a busy daemon whose client and server share a core: a wake-up is a context
-//!   switch, so the figures measure the work per call. Criterion's phase runs in this placement.
+//!   switch, so the figures measure the work per call. Criterion's phase runs in the first placement
+//!   chosen, this one by default.
 //! - `free`: no pinning, the scheduler places the threads; the ratio table only.
 //!
 //! `KAGED_STDIO_PLACEMENT=shared_core|free|both` (default `both`) chooses.

@@ -125,7 +125,9 @@ impl StackSettings {
     }
 }
 
-/// Backoff from 100 ms doubling to 2 s, full jitter, 3 attempts in all, tower's default budget.
+/// Backoff from 100 ms doubling to 2 s, full jitter, 3 attempts in all, a default
+/// [`RetryBudget`](kaged_mcp_layers::retry::RetryBudget) (a fifth of a retry per request, 10 per
+/// second, at most 100 saved up) of its own per server.
 pub fn default_retry_policy() -> RetryPolicy {
     RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(2))
         .expect("constant backoff bounds are valid")

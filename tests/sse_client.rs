@@ -298,7 +298,7 @@ async fn an_answer_over_the_frame_limit_fails_that_call_like_an_over_long_stdio_
 }
 
 #[tokio::test]
-async fn a_post_refused_with_4xx_fails_the_call_as_not_delivered_and_the_stack_may_resend_it() {
+async fn a_refused_post_fails_the_call_as_not_delivered_and_only_a_passing_refusal_is_resent() {
     use kaged_mcp::stack::{StackBuilder, StackSettings};
     use kaged_mcp_layers::retry::NotSent;
 
@@ -314,38 +314,56 @@ async fn a_post_refused_with_4xx_fails_the_call_as_not_delivered_and_the_stack_m
         .unwrap_err();
     let failed = client_error(&err);
     assert!(
-        matches!(failed, ClientError::SendFailed { not_delivered: true, request, detail, .. }
+        matches!(failed, ClientError::SendFailed { not_delivered: true, retryable: true, request, detail, .. }
             if request.method == "tools/call" && detail.contains("429 Too Many Requests")),
         "{failed:?}"
     );
     let text = failed.to_string();
     assert!(
-        text.starts_with("MCP server `refusing`: request ") && text.contains("(tools/call)"),
+        text.starts_with("MCP server `refusing`: sending request ")
+            && text.contains("(tools/call) failed (not delivered): the POST was answered 429"),
         "{text}"
     );
     assert!(NotSent::in_chain(&*err), "{err}");
 
-    // 500: the server may have processed it: not NotSent.
-    let err = call(&client, "http_500", json!({})).await.unwrap_err();
+    // 400: refused, so not delivered, but sending it again would only be refused again.
+    let err = call(&client, "http_400", json!({})).await.unwrap_err();
     assert!(
         matches!(
             client_error(&err),
             ClientError::SendFailed {
-                not_delivered: false,
+                not_delivered: true,
+                retryable: false,
                 ..
             }
         ),
         "{err}"
     );
     assert!(!NotSent::in_chain(&*err), "{err}");
+
+    // 500: the server may have processed it: not NotSent, and not said to be undelivered.
+    let err = call(&client, "http_500", json!({})).await.unwrap_err();
+    assert!(
+        matches!(
+            client_error(&err),
+            ClientError::SendFailed {
+                not_delivered: false,
+                retryable: false,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!NotSent::in_chain(&*err), "{err}");
+    assert!(!err.to_string().contains("not delivered"), "{err}");
     // The session is still fine.
     let echo = call(&client, "echo", json!({ "message": "still here" }))
         .await
         .unwrap();
     assert_eq!(echo.joined_text(), "Echo: still here");
 
-    // Through the standard stack (the tools are not retry-safe): the refused call is sent
-    // three times (the retry policy's attempts), the 500 once.
+    // Through the standard stack (the tools are not retry-safe): the 429 is sent three times
+    // (the retry policy's attempts), the 400 and the 500 once.
     let stack = StackBuilder::new(StackSettings::new("refusing")).build(client.clone());
     let posts = |tool: &str| {
         read_log(&log)
@@ -353,12 +371,11 @@ async fn a_post_refused_with_4xx_fails_the_call_as_not_delivered_and_the_stack_m
             .filter(|e| e["verb"] == "POST" && e["tool"] == tool)
             .count()
     };
-    let (before_429, before_500) = (posts("http_429"), posts("http_500"));
-    let err = stack.clone().oneshot(ToolCall::new("http_429")).await;
-    assert!(err.is_err());
-    let err = stack.clone().oneshot(ToolCall::new("http_500")).await;
-    assert!(err.is_err());
-    assert_eq!(posts("http_429") - before_429, 3, "{:?}", read_log(&log));
-    assert_eq!(posts("http_500") - before_500, 1, "{:?}", read_log(&log));
+    for (tool, sent) in [("http_429", 3), ("http_400", 1), ("http_500", 1)] {
+        let before = posts(tool);
+        let err = stack.clone().oneshot(ToolCall::new(tool)).await;
+        assert!(err.is_err(), "{tool}");
+        assert_eq!(posts(tool) - before, sent, "{tool}: {:?}", read_log(&log));
+    }
     client.shutdown().await;
 }

@@ -462,8 +462,10 @@ async fn a_post_answered_401_fails_that_request_as_an_auth_error() {
     let message = failed["message"].as_str().unwrap();
     assert!(message.starts_with("authentication refused"), "{message}");
     assert!(message.contains("401"), "{message}");
-    // A 4xx is a refusal: the server did not process the request.
+    // A 4xx is a refusal: the server did not process the request; an auth refusal would
+    // only be refused again.
     assert_eq!(failed["not_delivered"], true, "{answer}");
+    assert_eq!(failed["retryable"], false, "{answer}");
     assert!(!message.contains(SECRET));
     session.close().await;
 }

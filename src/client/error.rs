@@ -65,7 +65,8 @@ impl fmt::Display for Stderr<'_> {
 /// [`BackingOff`](Self::BackingOff), [`Disabled`](Self::Disabled),
 /// [`TooManyInFlight`](Self::TooManyInFlight), [`NoRuntime`](Self::NoRuntime), a
 /// [`ConnectionClosed`](Self::ConnectionClosed) refused before the write, a
-/// [`SendFailed`](Self::SendFailed) the server refused without processing, and any error of a
+/// [`SendFailed`](Self::SendFailed) the server refused without processing in a way that
+/// passes (no connection, 408, 425, 429), and any error of a
 /// start-up the call was waiting for (the server exited before `initialize` was answered, spoke
 /// an unsupported version, did not answer in time). [`ClientError::find`] finds the
 /// `ClientError` in either shape.
@@ -139,10 +140,10 @@ pub enum ClientError {
         /// Why.
         detail: String,
     },
-    /// The transport could not deliver the request (SSE: its POST failed). When
-    /// `not_delivered` is true the server provably did not process it, and the error comes
-    /// wrapped in [`NotSent`] so the retry policy may send it again.
-    #[error("MCP server `{server}`: {request} could not be delivered: {detail}")]
+    /// Sending the request failed (SSE: its POST). When the server provably did not process
+    /// it (`not_delivered`) and sending it again may help (`retryable`), the error comes
+    /// wrapped in [`NotSent`] so the retry policy may send it again whatever the tool.
+    #[error("MCP server `{server}`: sending {request} failed{}: {detail}", if *.not_delivered { " (not delivered)" } else { "" })]
     SendFailed {
         /// The server.
         server: Arc<str>,
@@ -152,6 +153,8 @@ pub enum ClientError {
         detail: String,
         /// The server provably did not process the request.
         not_delivered: bool,
+        /// Sending it again may succeed (the refusal passes, or no connection was made).
+        retryable: bool,
     },
     /// The server failed too many times in a row; calls fail fast until it is re-enabled.
     #[error("MCP server `{server}` is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}")]
@@ -268,13 +271,14 @@ impl ClientError {
         None
     }
 
-    /// Whether the request provably never reached the server, for an error that came back as
-    /// the answer of a request already sent.
-    pub(crate) fn not_delivered(&self) -> bool {
+    /// Whether a request already handed to the transport provably never reached the server
+    /// and sending it again may succeed: then it is safe and worth retrying.
+    pub(crate) fn worth_resending(&self) -> bool {
         matches!(
             self,
             Self::SendFailed {
                 not_delivered: true,
+                retryable: true,
                 ..
             }
         )

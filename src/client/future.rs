@@ -114,8 +114,8 @@ impl Future for ResponseFuture {
                     let result = match answer {
                         Ok(Ok(result)) => Ok(result),
                         Ok(Err(e)) => {
-                            let not_delivered = e.not_delivered();
-                            Err(e.boxed(not_delivered))
+                            let resend = e.worth_resending();
+                            Err(e.boxed(resend))
                         }
                         Err(_) => Err(ClientError::ConnectionClosed {
                             server: guard.server(),

@@ -55,10 +55,12 @@ pub(crate) fn decode<'a>(
     session: &Session,
     bytes: &'a [u8],
 ) -> Result<Frame<'a>, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let frame = FrameSeed { session }.deserialize(&mut de)?;
-    de.end()?;
-    Ok(frame)
+    crate::protocol::content::json_bytes_path(|| {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let frame = FrameSeed { session }.deserialize(&mut de)?;
+        de.end()?;
+        Ok(frame)
+    })
 }
 
 /// The first bytes of a line, for a log message.
@@ -89,7 +91,13 @@ pub(crate) fn complete_from_str(session: &Session, id: u64, pending: Pending, ra
             let _ = tx.send(serde_json::from_str::<ListToolsResult>(raw).map_err(violation));
         }
         Expect::CallTool(tx) => {
-            let _ = tx.send(serde_json::from_str::<ToolResult>(raw).map_err(violation));
+            let result = crate::protocol::content::json_bytes_path(|| {
+                serde_json::from_str::<ToolResult>(raw)
+            });
+            if result.is_ok() {
+                session.note_answer(pending.method);
+            }
+            let _ = tx.send(result.map_err(violation));
         }
     }
 }
@@ -122,11 +130,16 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
             }
         };
     }
-    match pending.expect {
+    let method = pending.method;
+    let routed = match pending.expect {
         Expect::Initialize(tx) => route!(tx, InitializeResult),
         Expect::ListTools(tx) => route!(tx, ListToolsResult),
         Expect::CallTool(tx) => route!(tx, ToolResult),
+    };
+    if routed.is_ok() {
+        session.note_answer(method);
     }
+    routed
 }
 
 struct FrameSeed<'s> {
@@ -196,7 +209,7 @@ impl<'de> Visitor<'de> for FrameSeed<'_> {
                 Key::Result => match (&id, &method) {
                     (Some(Some(rid)), None) if !routed => {
                         routed = true;
-                        match self.session.take_answered(rid) {
+                        match self.session.take_pending(rid) {
                             Some((num, pending)) => {
                                 complete_in_place(self.session, num, pending, &mut map)?;
                             }

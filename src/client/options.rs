@@ -25,7 +25,8 @@ pub struct ClientOptions {
     /// After this many consecutive failures the server is marked failed (default 5).
     pub max_consecutive_failures: u32,
     /// A session that lived at least this long after `initialize`, or on which the server
-    /// answered a `tools/call`, ends a run of failures: its crash counts as the first of a new
+    /// answered a `tools/call` (a result that decoded, or a JSON-RPC error), ends a run of
+    /// failures: its crash counts as the first of a new
     /// run (default 30 s). A shorter-lived one that answered no call counts as a crash "soon
     /// after" start-up.
     pub stable_after: Duration,

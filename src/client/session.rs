@@ -116,7 +116,8 @@ pub(crate) struct Session {
     max_in_flight: usize,
     /// Lines skipped as undecodable or invalid.
     skipped: AtomicU64,
-    /// The server answered a `tools/call` (result or error) on this connection: it works.
+    /// The server answered a `tools/call` on this connection (a result that decoded, or a
+    /// JSON-RPC error): it works.
     answered_call: AtomicBool,
 }
 
@@ -359,17 +360,12 @@ impl Session {
         self.table().map.remove(&id).map(|p| (id, p))
     }
 
-    /// Takes the pending entry the server's answer (a result or an error) is for, noting that
-    /// the server answered a `tools/call` on this connection.
-    pub(crate) fn take_answered(&self, id: &RequestId) -> Option<(u64, Pending)> {
-        let taken = self.take_pending(id);
-        if taken
-            .as_ref()
-            .is_some_and(|(_, p)| p.method == "tools/call")
-        {
+    /// Notes a well-formed answer (a result that decoded, or a JSON-RPC error) to a request
+    /// of `method`: an answered `tools/call` shows the server works on this connection.
+    pub(crate) fn note_answer(&self, method: &str) {
+        if method == "tools/call" {
             self.answered_call.store(true, Ordering::Relaxed);
         }
-        taken
     }
 
     /// Whether the server answered a `tools/call` on this connection.
@@ -446,12 +442,13 @@ impl Session {
             }
             return;
         };
-        let Some((num, pending)) = self.take_answered(id) else {
+        let Some((num, pending)) = self.take_pending(id) else {
             tracing::debug!(server = &*self.server, request_id = %id, "answer to a request no one waits for; dropped");
             return;
         };
         let request = Self::request_ref(num, pending.method);
         if let Some(error) = error {
+            self.note_answer(pending.method);
             pending.fail(ClientError::JsonRpc {
                 server: Arc::clone(&self.server),
                 request,
@@ -666,6 +663,7 @@ impl InboundHandler for Session {
             request_id = num,
             method = pending.method,
             not_delivered = failure.not_delivered,
+            retryable = failure.retryable,
             problem = %failure.message,
             "request could not be delivered; it fails"
         );
@@ -674,6 +672,7 @@ impl InboundHandler for Session {
             request,
             detail: failure.message,
             not_delivered: failure.not_delivered,
+            retryable: failure.retryable,
         });
     }
 

@@ -248,22 +248,46 @@ impl<'de> Deserialize<'de> for ResourceContents {
 // --- long strings -------------------------------------------------------------------------
 
 /// Extra capacity given to a long string, so that the result cap's marker
-/// (`\n[... truncated at N bytes]`, at most 42 bytes) is appended without reallocating.
+/// (`\n[... truncated at N bytes]`, at most 46 bytes) is appended without reallocating.
 const MARKER_ROOM: usize = 48;
 /// From this length on a string gets [`MARKER_ROOM`].
 const LONG: usize = 4096;
 
+thread_local! {
+    /// Set while the client decodes a frame with `serde_json` ([`json_bytes_path`]).
+    static JSON_BYTES_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `decode`, a `serde_json` decode of the client's, with [`long_string`] fields read
+/// through serde_json's bytes path. Any other decode (another format, a `serde_json::Value`,
+/// an embedder's own `serde_json::from_str`) reads them as plain strings.
+pub(crate) fn json_bytes_path<R>(decode: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            JSON_BYTES_PATH.with(|flag| flag.set(self.0));
+        }
+    }
+    let _restore = Restore(JSON_BYTES_PATH.with(|flag| flag.replace(true)));
+    decode()
+}
+
 /// Reads a field that may be long (a text, base64 data): the bulk of a big result.
 ///
-/// It asks for bytes rather than a string, which serde_json serves from `parse_str_raw`: the
-/// same escape decoding, but the scan for the closing quote is `memchr2` (SIMD) rather than a
-/// word-at-a-time loop that also looks for control characters. For a 64 KiB text that scan was
-/// a quarter of the client's CPU per call (benches/README.md). UTF-8 is then validated here,
-/// once. The one leniency: a raw control character inside the string (invalid JSON, which
-/// no SDK writes) is kept instead of refusing the whole result. Other deserializers (a
-/// `serde_json::Value`) hand over a string, which is taken as is.
+/// Inside [`json_bytes_path`] it asks `serde_json` for bytes rather than a string, which it
+/// serves from `parse_str_raw`: the same escape decoding, but the scan for the closing quote is
+/// `memchr2` (SIMD) rather than a word-at-a-time loop that also looks for control characters.
+/// For a 64 KiB text that scan was a quarter of the client's CPU per call (benches/README.md).
+/// UTF-8 is then validated here, once. The one leniency: a raw control character inside the
+/// string (invalid JSON, which no SDK writes) is kept instead of refusing the whole result.
+/// Elsewhere the field is an ordinary string: other formats give bytes another meaning (ron
+/// decodes base64, YAML has none), so the bytes path is only ever taken on `serde_json`.
 fn long_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    deserializer.deserialize_bytes(LongString)
+    if JSON_BYTES_PATH.with(std::cell::Cell::get) {
+        deserializer.deserialize_bytes(LongString)
+    } else {
+        deserializer.deserialize_string(LongString)
+    }
 }
 
 struct LongString;
@@ -471,9 +495,11 @@ impl<'de> Visitor<'de> for KindVisitor {
         Ok(Kind::Other(Value::Array(items)))
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kind<'de>, A::Error> {
-        Ok(Kind::Other(Value::Object(Map::deserialize(
+        // Through `Value`'s own visitor, which knows serde_json's private encodings (an
+        // `arbitrary_precision` number arrives as a map).
+        Ok(Kind::Other(Value::deserialize(
             MapAccessDeserializer::new(map),
-        )?)))
+        )?))
     }
 }
 
@@ -557,26 +583,55 @@ mod tests {
 
     #[test]
     fn long_fields_decode_escapes_refuse_bad_utf8_and_non_strings() {
-        let block: ContentBlock =
-            serde_json::from_str(r#"{"type":"text","text":"a\"b\\c\n\u00e9\ud83d\ude00 é"}"#)
-                .unwrap();
-        assert!(matches!(&block, ContentBlock::Text(t) if t.text == "a\"b\\c\né😀 é"));
-        // Through a `Value` (the path of a block whose type comes last) too.
-        let block: ContentBlock = serde_json::from_value(
-            json!({"data": "QUJD", "mimeType": "image/png", "type": "image"}),
-        )
+        // The same on the client's bytes path and on the plain string path.
+        for bytes_path in [false, true] {
+            let decode = |text: &[u8]| {
+                let plain = || serde_json::from_slice::<ContentBlock>(text);
+                if bytes_path {
+                    json_bytes_path(plain)
+                } else {
+                    plain()
+                }
+            };
+            let block =
+                decode(r#"{"type":"text","text":"a\"b\\c\n\u00e9\ud83d\ude00 é"}"#.as_bytes())
+                    .unwrap();
+            assert!(
+                matches!(&block, ContentBlock::Text(t) if t.text == "a\"b\\c\né😀 é"),
+                "{bytes_path}: {block:?}"
+            );
+            let block =
+                decode(br#"{"data":"QUJD","mimeType":"image/png","type":"image"}"#).unwrap();
+            assert!(matches!(&block, ContentBlock::Image(i) if i.data == "QUJD"));
+            for bad in [
+                &br#"{"type":"text","text":"\ud800"}"#[..],
+                &b"{\"type\":\"text\",\"text\":\"\xff\xfe\"}"[..],
+                &br#"{"type":"text","text":["a"]}"#[..],
+                &br#"{"type":"text","text":5}"#[..],
+                &br#"{"type":"audio","data":null,"mimeType":"audio/wav"}"#[..],
+            ] {
+                let got = decode(bad);
+                assert!(
+                    got.is_err(),
+                    "{bytes_path}: {}: {got:?}",
+                    String::from_utf8_lossy(bad)
+                );
+            }
+            // The one difference: a raw control character, invalid JSON, is kept on the bytes
+            // path only.
+            let raw_tab = decode(b"{\"type\":\"text\",\"text\":\"a\tb\"}");
+            assert_eq!(raw_tab.is_ok(), bytes_path, "{raw_tab:?}");
+        }
+        // Through a `Value` (the path of a block whose type comes last): plain strings.
+        let block: ContentBlock = json_bytes_path(|| {
+            serde_json::from_value(
+                json!({"data": "QUJD", "mimeType": "image/png", "type": "image"}),
+            )
+        })
         .unwrap();
         assert!(matches!(&block, ContentBlock::Image(i) if i.data == "QUJD"));
-        for bad in [
-            &br#"{"type":"text","text":"\ud800"}"#[..],
-            &b"{\"type\":\"text\",\"text\":\"\xff\xfe\"}"[..],
-            &br#"{"type":"text","text":["a"]}"#[..],
-            &br#"{"type":"text","text":5}"#[..],
-            &br#"{"type":"audio","data":null,"mimeType":"audio/wav"}"#[..],
-        ] {
-            let got = serde_json::from_slice::<ContentBlock>(bad);
-            assert!(got.is_err(), "{}: {got:?}", String::from_utf8_lossy(bad));
-        }
+        // The flag does not outlive its decode.
+        assert!(!JSON_BYTES_PATH.with(std::cell::Cell::get));
     }
 
     #[test]
@@ -590,6 +645,7 @@ mod tests {
         assert_eq!(t.text, long);
         assert!(t.text.capacity() >= LONG + MARKER_ROOM);
         assert!(MARKER_ROOM >= "\n[... truncated at 18446744073709551615 bytes]".len());
+        assert_eq!("\n[... truncated at 18446744073709551615 bytes]".len(), 46);
     }
 
     #[test]

@@ -211,6 +211,10 @@ pub struct SendFailure {
     /// the request was written, or the server answered the POST with a 4xx status. A request
     /// that was not delivered is safe to send again, whatever the tool.
     pub not_delivered: bool,
+    /// Sending it again may succeed: no connection could be made, or the refusal is one that
+    /// passes (408 Request Timeout, 425 Too Early, 429 Too Many Requests). A 400, 401, 403 or
+    /// 404 would only be refused again.
+    pub retryable: bool,
 }
 
 /// What is left of a discarded oversized message: enough to find its request id, which sits

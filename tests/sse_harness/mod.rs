@@ -175,7 +175,11 @@ impl InboundHandler for Recorder {
         }
         s.frames.push(json!({
             "id": id,
-            "send_failed": { "message": failure.message, "not_delivered": failure.not_delivered },
+            "send_failed": {
+                "message": failure.message,
+                "not_delivered": failure.not_delivered,
+                "retryable": failure.retryable,
+            },
         }));
         drop(s);
         self.bump();

@@ -79,7 +79,8 @@ impl RetryBudget {
         }
     }
 
-    /// Retries available now (whole ones), without the time-based refill not yet added.
+    /// Whole retries available now, not counting the time-based refill due since the last
+    /// withdrawal (added by the next one).
     pub fn available(&self) -> u32 {
         let milli = self
             .balance

@@ -8,8 +8,9 @@
 //!   `idempotentHint` or `readOnlyHint` on servers whose annotations the operator trusts).
 //!
 //! An `Ok` response is never retried. Each retry then needs an attempt left
-//! ([`max_attempts`](RetryPolicy::max_attempts), counting the first call) and a token from the
-//! the budget (every first attempt deposits one), and waits a [`JitteredBackoff`] delay.
+//! ([`max_attempts`](RetryPolicy::max_attempts), counting the first call) and a whole retry from
+//! the budget (each request deposits a share of one: a fifth with the default
+//! [`RetryBudget`]), and waits a [`JitteredBackoff`] delay.
 //! A retry emits a DEBUG event with `attempt` (0 is the first call, so the first retry is 1) and
 //! `backoff_ms`, and records `attempt` on the current span; giving up on an error emits a DEBUG
 //! event with `attempt` and `reason`.
@@ -144,8 +145,9 @@ impl<R> RetryPolicy<R> {
 
     /// Sets the retry budget, for instance one shared by every server of a daemon: a
     /// [`RetryBudget`], tower's `TpsBudget`, or any other [`Budget`]. Every request deposits
-    /// once, every retry withdraws once.
-    pub fn budget<B: Budget + Send + Sync + 'static>(mut self, budget: Arc<B>) -> Self {
+    /// once, every retry withdraws once. An `Arc<RetryBudget>` (or any `Arc<B: Budget>`)
+    /// coerces at the call site.
+    pub fn budget(mut self, budget: Arc<dyn Budget + Send + Sync>) -> Self {
         self.budget = budget;
         self
     }
@@ -315,7 +317,7 @@ mod tests {
     async fn the_default_budget_earns_a_fifth_of_a_retry_per_request() {
         let budget = Arc::new(RetryBudget::new(0.2, 0, 100));
         while budget.withdraw() {}
-        let template = policy().max_attempts(10).budget(Arc::clone(&budget));
+        let template = policy().max_attempts(10).budget(budget.clone());
         // Five requests that succeed deposit one retry between them.
         for _ in 0..5 {
             let mut p = template.clone();

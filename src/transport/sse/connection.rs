@@ -464,15 +464,17 @@ impl Writer {
         }
     }
 
-    /// One POST; `Err` says what went wrong, naming no secret, and whether the server
-    /// provably did not process the frame (refused connection, 4xx status).
+    /// One POST; `Err` says what went wrong, naming no secret, whether the server provably did
+    /// not process the frame (refused connection, 4xx status) and whether sending it again may
+    /// help.
     async fn post(&self, frame: Bytes) -> Result<(), SendFailure> {
-        let failure = |message: String, not_delivered: bool| SendFailure {
+        let failure = |message: String, not_delivered: bool, retryable: bool| SendFailure {
             message,
             not_delivered,
+            retryable,
         };
         let req = request(Method::POST, &self.endpoint, &self.headers, frame)
-            .map_err(|e| failure(format!("cannot build the POST request: {e}"), true))?;
+            .map_err(|e| failure(format!("cannot build the POST request: {e}"), true, false))?;
         let response =
             match tokio::time::timeout(self.timeout, self.http.clone().oneshot(req)).await {
                 Err(_) => {
@@ -482,13 +484,16 @@ impl Writer {
                             self.timeout.as_millis()
                         ),
                         false,
+                        false,
                     ))
                 }
                 Ok(Err(e)) => {
+                    let unsent = never_connected(&*e);
                     return Err(failure(
                         format!("the POST failed: {}", chain(&*e)),
-                        never_connected(&*e),
-                    ))
+                        unsent,
+                        unsent,
+                    ));
                 }
                 Ok(Ok(response)) => response,
             };
@@ -498,8 +503,10 @@ impl Writer {
         if status.is_success() {
             return Ok(());
         }
-        // A 4xx means the server refused the request without processing it.
+        // A 4xx means the server refused the request without processing it; only some
+        // refusals pass.
         let refused = status.is_client_error();
+        let passing = matches!(status.as_u16(), 408 | 425 | 429);
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             return Err(failure(
                 format!(
@@ -507,9 +514,14 @@ impl Writer {
                      server's `auth` and its secret in local.toml"
                 ),
                 refused,
+                false,
             ));
         }
-        Err(failure(format!("the POST was answered {status}"), refused))
+        Err(failure(
+            format!("the POST was answered {status}"),
+            refused,
+            passing,
+        ))
     }
 
     /// A POST failed: a request fails at once (through the reader task); anything else is

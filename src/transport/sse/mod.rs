@@ -12,8 +12,9 @@
 //!   [`InboundHandler::on_send_failed`](super::InboundHandler::on_send_failed) (the client's
 //!   error is `ClientError::SendFailed`, naming the server, the request and the status; a 401
 //!   or 403 says authentication was refused). A refused connection or a 4xx status means the
-//!   server did not process the request (`not_delivered`), so the retry layer may send it
-//!   again; after a 5xx or a timeout nobody knows. A failed notification or answer is logged.
+//!   server did not process the request (`not_delivered`); after a refused connection, 408,
+//!   425 or 429 the retry layer may send it again (`retryable`); after a 5xx or a timeout
+//!   nobody knows. A failed notification or answer is logged.
 //! - A 401 or 403 on the `GET`, and an endpoint on a foreign origin, fail `connect` with an
 //!   error whose [source](std::error::Error::source) is an [`std::io::Error`] of kind
 //!   [`PermissionDenied`](std::io::ErrorKind::PermissionDenied): retrying cannot help.

@@ -8,7 +8,8 @@
 //! bytes and last [`OVERSIZE_TAIL`] bytes are kept, the rest is discarded up to the next
 //! newline, and the handler gets an [`OversizeFrame`]. What the handler gets does not depend on
 //! where the reads end (the `stdio_frames` fuzz target checks it against a model of the whole
-//! stream). Memory stays below `frame_limit + 1 + READ_CHUNK` whatever the server writes.
+//! stream). Memory stays below `max(128 KiB, frame_limit + 1 + READ_CHUNK)` plus ~4.6 KiB
+//! for an oversize report, whatever the server writes.
 
 use memchr::memchr;
 use tokio::io::{AsyncRead, AsyncReadExt};
