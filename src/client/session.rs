@@ -665,7 +665,7 @@ impl InboundHandler for Session {
             not_delivered = failure.not_delivered,
             retryable = failure.retryable,
             problem = %failure.message,
-            "request could not be delivered; it fails"
+            "sending the request failed; it fails"
         );
         pending.fail(ClientError::SendFailed {
             server: Arc::clone(&self.server),
