@@ -1,20 +1,4 @@
 //! [`RetryBudget`]: a retry budget whose per-request cost is one atomic add.
-//!
-//! tower's [`TpsBudget`](tower::retry::budget::TpsBudget) keeps its deposits in time slots, so
-//! every deposit (every request) reads the clock and expires old slots. A retry budget only
-//! does real work when something fails, so [`RetryBudget`] is a token bucket that moves the
-//! clock reading to [`withdraw`](Budget::withdraw):
-//!
-//! - each request deposits `ratio` of a retry (one relaxed `fetch_add`, no clock);
-//! - the bucket also refills with `min_per_sec` retries per second of wall time, computed when a
-//!   retry is asked for, so a server with little traffic can still be retried;
-//! - the balance never counts more than `max_balance` retries: a long run of successes cannot
-//!   save up an unbounded burst of retries for the next outage.
-//!
-//! The time-based refill uses `std::time::Instant`, so tokio's paused clock does not move it.
-//!
-//! The balance is kept in thousandths of a retry in one `AtomicI64`; deposits may push it past
-//! the cap between withdrawals, and each withdrawal clamps it first.
 
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -26,8 +10,23 @@ use tower::retry::budget::Budget;
 /// Thousandths of a retry per retry.
 const MILLI: i64 = 1000;
 
-/// A token-bucket retry budget that never reads the clock on the success path. See the
-/// [module docs](self).
+/// A token-bucket retry budget that never reads the clock on the success path.
+///
+/// tower's [`TpsBudget`](tower::retry::budget::TpsBudget) keeps its deposits in time slots, so
+/// every deposit (every request) reads the clock and expires old slots. A retry budget only
+/// does real work when something fails, so [`RetryBudget`] is a token bucket that moves the
+/// clock reading to [`withdraw`](Budget::withdraw):
+///
+/// - each request deposits `ratio` of a retry (one relaxed `fetch_add`, no clock);
+/// - the bucket also refills with `min_per_sec` retries per second of wall time, computed when a
+///   retry is asked for, so a server with little traffic can still be retried;
+/// - the balance never counts more than `max_balance` retries: a long run of successes cannot
+///   save up an unbounded burst of retries for the next outage.
+///
+/// The time-based refill uses `std::time::Instant`, so tokio's paused clock does not move it.
+///
+/// The balance is kept in thousandths of a retry in one `AtomicI64`; deposits may push it past
+/// the cap between withdrawals, and each withdrawal clamps it first.
 ///
 /// # Example
 /// ```

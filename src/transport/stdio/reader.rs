@@ -106,7 +106,10 @@ impl Discard {
     }
 }
 
-/// Splits a byte stream into frames. See the [module docs](self).
+/// Splits a byte stream into newline-delimited frames, with a frame limit: one final `\r`
+/// dropped, blank lines skipped, a line over the limit reported by its first
+/// [`OVERSIZE_HEAD`] and last [`OVERSIZE_TAIL`] bytes and discarded, whatever the read
+/// boundaries.
 #[derive(Debug)]
 pub struct LineReader {
     buf: Vec<u8>,
