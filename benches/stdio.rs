@@ -616,14 +616,10 @@ fn main() {
             });
         }
     }
-    placement_reset(&all_cpus);
+    // Give the main thread back every CPU it started with.
+    Placement::Free.apply(&all_cpus);
     c.final_summary();
     if !rows.is_empty() {
         print_table(&rows);
     }
-}
-
-/// Gives the main thread back every CPU it started with.
-fn placement_reset(all: &CpuSet) {
-    Placement::Free.apply(all);
 }

@@ -356,12 +356,10 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let out = ready!(this.inner.poll(cx));
-        let latency_ms = this
-            .start
-            .map(|s| s.elapsed().as_secs_f64() * 1000.0)
-            .unwrap_or_default();
-        if this.start.is_some() {
-            this.span.record("latency_ms", latency_ms);
+        // `None` when the span is disabled (no clock was read).
+        let latency_ms = this.start.map(|s| s.elapsed().as_secs_f64() * 1000.0);
+        if let Some(ms) = latency_ms {
+            this.span.record("latency_ms", ms);
         }
         let out = match out {
             Ok(r) => {
@@ -386,7 +384,7 @@ where
                 Err(e)
             }
         };
-        if this.start.is_some() {
+        if let Some(latency_ms) = latency_ms {
             let _enter = this.span.enter();
             tracing::debug!(latency_ms, "call finished");
         }

@@ -9,8 +9,11 @@ use common::peers::{self, Fault, SseFault, SsePeer};
 
 const SECRET: &str = "sk-live-TOPSECRET-4242";
 
-fn kaged() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
+/// `kaged-mcp <command> --project <project>`; add the rest and run it.
+fn kaged(command: &str, project: &tempfile::TempDir) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"));
+    c.args([command, "--project"]).arg(project.path());
+    c
 }
 
 fn project(yaml: &str, local: &str) -> tempfile::TempDir {
@@ -51,10 +54,7 @@ fn no_secret_in_any_output_at_trace_level() {
         vec!["call", "mcp.custom.echo", "--args", r#"{"message":"m"}"#],
         vec!["call", "mcp.wrong.echo", "--args", r#"{"message":"m"}"#],
     ] {
-        let out = kaged()
-            .args(&cmd[..1])
-            .arg("--project")
-            .arg(d.path())
+        let out = kaged(cmd[0], &d)
             .args(&cmd[1..])
             .env("RUST_LOG", "trace")
             .output()
@@ -76,11 +76,7 @@ fn no_secret_in_any_output_at_trace_level() {
             assert_eq!(out.status.code(), Some(1), "{text}");
         }
     }
-    let st = kaged()
-        .args(["status", "--project"])
-        .arg(d.path())
-        .output()
-        .unwrap();
+    let st = kaged("status", &d).output().unwrap();
     let text = all_output(&st);
     assert!(
         text.contains("wrong\tfailed"),
@@ -97,11 +93,7 @@ fn a_header_value_with_cr_or_lf_is_refused() {
             ),
             "",
         );
-        let out = kaged()
-            .args(["check", "--project"])
-            .arg(d.path())
-            .output()
-            .unwrap();
+        let out = kaged("check", &d).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
         assert!(all_output(&out).contains("mcp.s1.headers.X-Flag: the value contains CR or LF"));
     }
@@ -110,11 +102,7 @@ fn a_header_value_with_cr_or_lf_is_refused() {
         "mcp:\n  s1:\n    transport: sse\n    url: http://127.0.0.1:9/sse\n    auth: { type: bearer, secret_ref: k.s }\n",
         &format!("[secrets.k]\ns = \"{SECRET}\\r\\nX-Evil: 1\"\n"),
     );
-    let out = kaged()
-        .args(["status", "--project"])
-        .arg(d.path())
-        .output()
-        .unwrap();
+    let out = kaged("status", &d).output().unwrap();
     let text = all_output(&out);
     assert!(text.contains("s1\tfailed"), "{text}");
     assert!(!text.contains("TOPSECRET"), "{text}");
@@ -135,11 +123,7 @@ fn a_foreign_origin_endpoint_is_refused_and_nothing_is_posted_there() {
         ),
         &format!("[secrets.k]\ns = \"{SECRET}\"\n"),
     );
-    let out = kaged()
-        .args(["status", "--project"])
-        .arg(d.path())
-        .output()
-        .unwrap();
+    let out = kaged("status", &d).output().unwrap();
     let text = all_output(&out);
     assert!(text.contains("another origin"), "{text}");
     let logged = std::fs::read_to_string(log.path()).unwrap_or_default();
@@ -156,11 +140,7 @@ fn a_cwd_escaping_through_dotdot_or_a_symlink_is_refused() {
         "mcp:\n  s1:\n    transport: stdio\n    command: [\"true\"]\n    cwd: ../x\n",
         "",
     );
-    let out = kaged()
-        .args(["check", "--project"])
-        .arg(d.path())
-        .output()
-        .unwrap();
+    let out = kaged("check", &d).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(all_output(&out).contains("mcp.s1.cwd: `../x` escapes the project root"));
 
@@ -169,11 +149,7 @@ fn a_cwd_escaping_through_dotdot_or_a_symlink_is_refused() {
         "",
     );
     std::os::unix::fs::symlink(outside.path(), d.path().join("link")).unwrap();
-    let out = kaged()
-        .args(["status", "--project"])
-        .arg(d.path())
-        .output()
-        .unwrap();
+    let out = kaged("status", &d).output().unwrap();
     let text = all_output(&out);
     assert!(text.contains("s1\tfailed"), "{text}");
     assert!(text.contains("outside the project root"), "{text}");
@@ -188,9 +164,7 @@ fn sampling_is_never_advertised_and_always_refused() {
         ),
         "",
     );
-    let out = kaged()
-        .args(["call", "--project"])
-        .arg(d.path())
+    let out = kaged("call", &d)
         .args(["mcp.s1.echo", "--args", "{}"])
         .env("RUST_LOG", "kaged_mcp=warn")
         .output()
@@ -225,9 +199,7 @@ fn a_stdio_server_gets_the_daemons_environment_plus_the_declared_env() {
         ),
         "",
     );
-    let out = kaged()
-        .args(["call", "--project"])
-        .arg(d.path())
+    let out = kaged("call", &d)
         .args(["mcp.ev.get-env", "--args", "{}"])
         .env("DAEMON_ONLY_VAR", "from-daemon")
         .output()

@@ -24,8 +24,8 @@
 //!   [`ClientOptions::stable_after`] of it) counts; the end of a connection that lived longer,
 //!   or on which the server answered a `tools/call`, starts a new count (so a server that
 //!   works between crashes, or an SSE stream a proxy cuts every few seconds, is restarted
-//!   after 1 s each time and never marked failed). After the n-th consecutive failure the next start may begin after
-//!   `backoff_base · 2ⁿ⁻¹` (1 s, 2 s, 4 s, 8 s … capped at 60 s); a call before that fails fast
+//!   after 1 s each time and never marked failed). After the n-th consecutive failure the
+//!   next start may begin after `backoff_base · 2ⁿ⁻¹` (1 s, 2 s, 4 s, 8 s … capped at 60 s); a call before that fails fast
 //!   with [`ClientError::BackingOff`], and the first call after it starts the server again.
 //! - After [`ClientOptions::max_consecutive_failures`] (5) the server is
 //!   [`ServerState::Failed`]: calls fail fast with [`ClientError::ServerFailed`] until

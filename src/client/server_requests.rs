@@ -32,7 +32,6 @@ use std::future::{ready, Ready};
 use std::task::{Context, Poll};
 
 use kaged_mcp_layers::reject_sampling::{error::Rejected, RejectSampling, RejectedCounter};
-
 use serde_json::Value;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service};

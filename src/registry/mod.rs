@@ -66,6 +66,18 @@ impl std::fmt::Debug for ToolRegistry {
     }
 }
 
+/// `Err(NotGranted)` unless `grants` enable `tool` for `agent`.
+fn check_grant(agent: &str, grants: &ToolGrants, tool: &str) -> Result<(), Error> {
+    if grants::is_granted(grants, tool) {
+        Ok(())
+    } else {
+        Err(Error::NotGranted {
+            agent: agent.to_owned(),
+            tool: tool.to_owned(),
+        })
+    }
+}
+
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(|p| p.into_inner())
 }
@@ -190,12 +202,7 @@ impl ToolRegistry {
         progress: ProgressHandle,
     ) -> Result<ToolResult, Error> {
         if let Some((agent, grants)) = agent {
-            if !grants::is_granted(grants, tool) {
-                return Err(Error::NotGranted {
-                    agent: agent.to_owned(),
-                    tool: tool.to_owned(),
-                });
-            }
+            check_grant(agent, grants, tool)?;
         }
         self.dispatch(tool, arguments, Some(progress)).await
     }
@@ -209,12 +216,7 @@ impl ToolRegistry {
         tool: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<ToolResult, Error> {
-        if !grants::is_granted(grants, tool) {
-            return Err(Error::NotGranted {
-                agent: agent.to_owned(),
-                tool: tool.to_owned(),
-            });
-        }
+        check_grant(agent, grants, tool)?;
         self.dispatch(tool, arguments, None).await
     }
 
@@ -241,11 +243,12 @@ impl ToolRegistry {
                     .ok_or_else(|| Error::UnknownTool {
                         tool: tool.to_owned(),
                     })?;
-                let name = t.definition.mcp_tool_name.clone().unwrap_or_default();
+                let name: Arc<str> =
+                    Arc::from(t.definition.mcp_tool_name.as_deref().unwrap_or_default());
                 (entry.stack.clone(), name, t.retry_safe)
             };
             let call = ToolCall {
-                name: Arc::from(name.as_str()),
+                name: Arc::clone(&name),
                 arguments: arguments.map(Arc::new),
                 retry_safe,
                 progress,

@@ -74,11 +74,11 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// The most bytes that may wait for a server that does not read its stdin.
 pub const DEFAULT_MAX_QUEUED: usize = 64 * 1024 * 1024;
 
-/// How to run a stdio MCP server.
-///
 /// The stdout pipe size asked of the kernel (the default is 64 KiB).
 const STDOUT_PIPE_BYTES: i32 = 1024 * 1024;
 
+/// How to run a stdio MCP server.
+///
 /// Build it with [`StdioConfig::new`] and the setters; every field is public for a struct
 /// literal with `..StdioConfig::new(program)`.
 #[derive(Clone, PartialEq, Eq)]
