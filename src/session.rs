@@ -19,14 +19,13 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::client::{ClientOptions, McpClient, ServerState};
-use crate::config::{self, Config, McpServerConfig, Secret, TransportConfig};
+use crate::config::{self, Config, McpServerConfig, Secret};
 use crate::protocol::{ToolInfo, ToolResult};
 use crate::registry::{
     check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolRegistry, ToolSource,
 };
 use crate::stack::{StackBuilder, StackSettings, ToolService};
-use crate::transport::sse::SseTransport;
-use crate::transport::{StdioConfig, StdioTransport};
+use crate::transport;
 use crate::Error;
 
 /// A server's state as the session sees it.
@@ -118,41 +117,8 @@ fn client_for(
     secret: Option<&Secret>,
 ) -> Result<McpClient, String> {
     let options = ClientOptions::default().frame_limit(config.daemon.frame_limit_bytes);
-    match &server.transport {
-        TransportConfig::Stdio(s) => {
-            let cwd = match &s.cwd {
-                Some(rel) => config::resolve_cwd(&config.project_root, rel)?,
-                None => config
-                    .project_root
-                    .canonicalize()
-                    .map_err(|e| format!("project root {}: {e}", config.project_root.display()))?,
-            };
-            let stdio = StdioConfig::from_command(&s.command)
-                .ok_or_else(|| "empty command".to_owned())?
-                .cwd(cwd)
-                .env(s.env.iter().map(|(k, v)| (k.clone(), v.clone())))
-                .frame_limit(config.daemon.frame_limit_bytes);
-            Ok(McpClient::new(
-                server.key.clone(),
-                StdioTransport::new(stdio),
-                options,
-            ))
-        }
-        TransportConfig::Sse(sse) => {
-            let auth = match (&server.auth, secret) {
-                (Some(a), Some(s)) => Some((a, s)),
-                (Some(_), None) => {
-                    return Err(format!(
-                        "server `{}`: its secret is not resolved",
-                        server.key
-                    ))
-                }
-                (None, _) => None,
-            };
-            let t = SseTransport::from_config(&server.key, sse, auth).map_err(|e| e.to_string())?;
-            Ok(McpClient::new(server.key.clone(), t, options))
-        }
-    }
+    let transport = transport::from_config(config, server, secret).map_err(|e| e.to_string())?;
+    Ok(McpClient::new(server.key.clone(), transport, options))
 }
 
 impl Session {

@@ -29,11 +29,11 @@ fn check_exits_2_naming_file_key_and_line_on_a_broken_copy() {
         "/examples/demo/project.yaml"
     ))
     .unwrap();
-    let broken = good.replace("transport: stdio", "transport: streamable-http");
+    let broken = good.replace("transport: stdio", "transport: websocket");
     std::fs::write(d.path().join("project.yaml"), &broken).unwrap();
     let line = broken
         .lines()
-        .position(|l| l.contains("streamable-http"))
+        .position(|l| l.contains("websocket"))
         .unwrap()
         + 1;
     let out = kaged()
@@ -44,7 +44,7 @@ fn check_exits_2_naming_file_key_and_line_on_a_broken_copy() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let want = format!(
-        "project.yaml:{line}:16: mcp.demo.transport: unsupported transport `streamable-http`"
+        "project.yaml:{line}:16: mcp.demo.transport: unsupported transport `websocket`"
     );
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert!(stderr.contains(&want), "wanted {want}\n{stderr}");

@@ -52,9 +52,13 @@ fn cases() -> Vec<Case> {
         p("server is null in the base file", "mcp:\n  db:\n", "mcp.db", 2, "expected a mapping"),
         // --- transport
         p("transport missing", "mcp:\n  db:\n    command: [x]\n", "mcp.db.transport", 2, "transport` is required"),
-        p("transport streamable-http", "mcp:\n  db:\n    transport: streamable-http\n    url: http://x\n", "mcp.db.transport", 3, "supported transports are `stdio` and `sse`"),
-        p("transport websocket", "mcp:\n  db:\n    transport: websocket\n", "mcp.db.transport", 3, "unsupported transport `websocket`"),
-        p("transport is a number", "mcp:\n  db:\n    transport: 3\n", "mcp.db.transport", 3, "expected `stdio` or `sse`"),
+        p("transport websocket", "mcp:\n  db:\n    transport: websocket\n", "mcp.db.transport", 3, "unsupported transport `websocket`; supported transports are `stdio`, `sse`, `streamable-http`, `http`"),
+        p("transport is a number", "mcp:\n  db:\n    transport: 3\n", "mcp.db.transport", 3, "expected one of `stdio`, `sse`, `streamable-http`, `http`"),
+        p("streamable-http without url", "mcp:\n  db:\n    transport: streamable-http\n", "mcp.db.url", 2, "a streamable-http server needs `url`, such as https://example.com/mcp"),
+        p("http without url", "mcp:\n  db:\n    transport: http\n", "mcp.db.url", 2, "a streamable-http server needs `url`"),
+        p("streamable-http with a command", "mcp:\n  db:\n    transport: streamable-http\n    url: http://x/mcp\n    command: [x]\n", "mcp.db.command", 5, "`command` belongs to `transport: stdio`, not to a streamable-http server"),
+        p("streamable-http url not http", "mcp:\n  db:\n    transport: streamable-http\n    url: ftp://x/mcp\n", "mcp.db.url", 4, "the scheme must be http or https"),
+        p("stdio with a url", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    url: http://x/mcp\n", "mcp.db.url", 5, "`url` belongs to `transport: sse` or `streamable-http`, not to a stdio server"),
         // --- stdio fields
         p("command missing", "mcp:\n  db:\n    transport: stdio\n", "mcp.db.command", 2, "needs `command`"),
         p("command is a string", "mcp:\n  db:\n    transport: stdio\n    command: node db.js\n", "mcp.db.command", 4, "found a string"),

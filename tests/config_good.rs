@@ -273,3 +273,44 @@ fn cwd_through_a_symlink_out_of_the_project_is_refused() {
     let e = resolve_cwd(d.path(), std::path::Path::new("escape")).unwrap_err();
     assert!(e.contains("outside the project root"), "{e}");
 }
+
+#[test]
+fn streamable_http_servers_read_url_headers_and_auth_and_http_is_the_same_transport() {
+    let yaml = r#"
+mcp:
+  remote:
+    transport: streamable-http
+    url: https://mcp.example.com/mcp
+    headers: { X-Feature-Flag: beta }
+    auth: { type: bearer, secret_ref: api_keys.remote }
+  short:
+    transport: http
+    url: http://127.0.0.1:3000/mcp
+"#;
+    let c = Sources::new(yaml)
+        .local("[secrets.api_keys]\nremote = \"tok-1\"\n")
+        .load()
+        .unwrap();
+    for (key, url) in [
+        ("remote", "https://mcp.example.com/mcp"),
+        ("short", "http://127.0.0.1:3000/mcp"),
+    ] {
+        let server = c.project.server(key).unwrap();
+        assert_eq!(server.transport.name(), "streamable-http", "{key}");
+        let TransportConfig::StreamableHttp(http) = &server.transport else {
+            panic!("{key} is not streamable-http")
+        };
+        assert_eq!(http.url.as_str(), url);
+    }
+    let remote = c.project.server("remote").unwrap();
+    assert_eq!(
+        remote.transport.http().unwrap().headers[0].0.as_str(),
+        "x-feature-flag"
+    );
+    assert_eq!(
+        remote.auth.as_ref().unwrap().secret_ref.as_str(),
+        "api_keys.remote"
+    );
+    let secrets = c.resolve_secrets().unwrap();
+    assert!(secrets.get("remote").is_some());
+}

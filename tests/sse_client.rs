@@ -213,7 +213,7 @@ async fn an_unreachable_sse_server_backs_off_then_is_marked_failed_after_five_fa
     for attempt in 1..=5u32 {
         let err = client.start().await.unwrap_err();
         assert!(
-            matches!(&err, ClientError::SpawnFailed { server, .. } if &**server == "gone"),
+            matches!(&err, ClientError::ConnectFailed { server, .. } if &**server == "gone"),
             "attempt {attempt}: {err}"
         );
         if attempt == 5 {

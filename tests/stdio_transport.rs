@@ -117,7 +117,7 @@ async fn frames_arrive_in_order_and_an_over_long_one_is_reported_not_kept() {
     assert_eq!(*handler.oversize.lock().unwrap(), [5000]);
     let closed = handler.closed.lock().unwrap();
     assert!(!closed[0].requested);
-    assert_eq!(closed[0].exit_status.and_then(|s| s.code()), Some(0));
+    assert_eq!(closed[0].exit_status().and_then(|s| s.code()), Some(0));
     drop(closed);
     drop(connection);
 }
@@ -172,8 +172,8 @@ async fn a_closed_stderr_tail_is_attached_to_the_close_reason() {
         .unwrap();
     wait_until(|| !handler.closed.lock().unwrap().is_empty()).await;
     let closed = handler.closed.lock().unwrap();
-    assert_eq!(closed[0].stderr_tail, "last words\n");
-    assert_eq!(closed[0].exit_status.and_then(|s| s.code()), Some(7));
+    assert_eq!(closed[0].stderr_tail(), "last words\n");
+    assert_eq!(closed[0].exit_status().and_then(|s| s.code()), Some(7));
     assert!(
         closed[0].to_string().contains("exit status: 7"),
         "{}",

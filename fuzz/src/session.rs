@@ -240,12 +240,9 @@ impl FuzzOutbound {
         if !self.closed.swap(true, Ordering::SeqCst) {
             let handler = self.handler.lock().expect("not poisoned").take();
             if let Some(handler) = handler {
-                handler.on_closed(CloseReason {
-                    message: message.to_owned(),
-                    exit_status: None,
-                    stderr_tail: String::new(),
-                    requested,
-                });
+                let mut reason = CloseReason::new(message);
+                reason.requested = requested;
+                handler.on_closed(reason);
             }
         }
     }

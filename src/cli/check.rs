@@ -54,10 +54,10 @@ pub(crate) fn describe(config: &Config) -> String {
                     let _ = writeln!(out, "  env: {}", env.join(" "));
                 }
             }
-            TransportConfig::Sse(sse) => {
-                let _ = writeln!(out, "  url: {}", sse.url);
-                if !sse.headers.is_empty() {
-                    let names: Vec<&str> = sse.headers.iter().map(|(n, _)| n.as_str()).collect();
+            TransportConfig::Sse(http) | TransportConfig::StreamableHttp(http) => {
+                let _ = writeln!(out, "  url: {}", http.url);
+                if !http.headers.is_empty() {
+                    let names: Vec<&str> = http.headers.iter().map(|(n, _)| n.as_str()).collect();
                     let _ = writeln!(out, "  headers: {}", names.join(", "));
                 }
             }

@@ -61,7 +61,7 @@ impl fmt::Display for Stderr<'_> {
 /// As a [`tower::Service`], [`McpClient`](super::McpClient) returns these in a
 /// [`BoxError`]. When the request provably never reached the server, the error is wrapped in
 /// [`kaged_mcp_layers::retry::NotSent`] so the retry policy retries it whatever the tool:
-/// [`SpawnFailed`](Self::SpawnFailed), [`ServerFailed`](Self::ServerFailed),
+/// [`ConnectFailed`](Self::ConnectFailed), [`ServerFailed`](Self::ServerFailed),
 /// [`BackingOff`](Self::BackingOff), [`Disabled`](Self::Disabled),
 /// [`TooManyInFlight`](Self::TooManyInFlight), [`NoRuntime`](Self::NoRuntime), a
 /// [`ConnectionClosed`](Self::ConnectionClosed) refused before the write, a
@@ -75,7 +75,7 @@ impl fmt::Display for Stderr<'_> {
 pub enum ClientError {
     /// The transport could not connect (stdio: the process could not be spawned).
     #[error("MCP server `{server}` could not be started: {source}")]
-    SpawnFailed {
+    ConnectFailed {
         /// The server.
         server: Arc<str>,
         /// What the transport reported.
@@ -153,8 +153,12 @@ pub enum ClientError {
         detail: String,
         /// The server provably did not process the request.
         not_delivered: bool,
-        /// Sending it again may succeed (the refusal passes, or no connection was made).
+        /// Sending it again may succeed (the refusal passes, no connection was made, or the
+        /// session it went on expired).
         retryable: bool,
+        /// Trying again cannot help (401, 403, a redirect elsewhere): when this was the
+        /// handshake, the server is marked failed at once.
+        permanent: bool,
     },
     /// The server failed too many times in a row; calls fail fast until it is re-enabled.
     #[error("MCP server `{server}` is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}")]
@@ -228,7 +232,7 @@ impl ClientError {
     /// The server the error is about.
     pub fn server(&self) -> &str {
         match self {
-            Self::SpawnFailed { server, .. }
+            Self::ConnectFailed { server, .. }
             | Self::Exited { server, .. }
             | Self::FrameTooLarge { server, .. }
             | Self::JsonRpc { server, .. }

@@ -331,12 +331,7 @@ impl McpClient {
 /// Fails what is in flight on `session` after the client ended it.
 fn session_close_requested(session: &Session, detail: &str) {
     use crate::transport::InboundHandler;
-    session.on_closed(CloseReason {
-        message: detail.to_owned(),
-        exit_status: None,
-        stderr_tail: String::new(),
-        requested: true,
-    });
+    session.on_closed(CloseReason::new(detail).requested());
 }
 
 impl fmt::Debug for McpClient {
@@ -485,7 +480,12 @@ impl Shared {
             Err(e) => {
                 let connection = sup.connection.take();
                 sup.session = None;
-                if matches!(&e, ClientError::SpawnFailed { source, .. } if source.is_permanent()) {
+                let permanent = match &e {
+                    ClientError::ConnectFailed { source, .. } => source.is_permanent(),
+                    ClientError::SendFailed { permanent, .. } => *permanent,
+                    _ => false,
+                };
+                if permanent {
                     // Refused (auth, foreign endpoint): no restart loop, failed at once.
                     sup.failures = self.options.max_consecutive_failures.saturating_sub(1);
                 }
@@ -520,7 +520,7 @@ impl Shared {
             self.transport
                 .connect(ctx)
                 .await
-                .map_err(|source| ClientError::SpawnFailed {
+                .map_err(|source| ClientError::ConnectFailed {
                     server: Arc::clone(&self.server),
                     source,
                 })?;
@@ -556,6 +556,9 @@ impl Shared {
                 server: Arc::clone(&self.server),
                 version: init.protocol_version,
             });
+        }
+        if let Some(connection) = &self.lock().connection {
+            connection.negotiated(&init.protocol_version);
         }
         session.initialized();
         Ok((session, init))
@@ -596,6 +599,16 @@ impl Shared {
         }
         let connection = sup.connection.take();
         let answered = sup.session.take().is_some_and(|s| s.answered_a_call());
+        if reason.session_expired {
+            // Not a failure: the server ended the session and expects a new one, which the
+            // next call starts at once.
+            tracing::info!(server = &*self.server, reason = %reason.message, "MCP server ended the session; a new one starts on the next call");
+            sup.next_attempt = None;
+            self.set_state(&mut sup, ServerState::Restarting);
+            drop(sup);
+            drop(connection);
+            return;
+        }
         let lived = sup
             .ready_at
             .map(|at| at.elapsed())

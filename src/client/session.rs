@@ -183,8 +183,8 @@ impl Session {
             ClientError::Exited {
                 server: Arc::clone(&self.server),
                 reason: reason.message.clone(),
-                exit_status: reason.exit_status,
-                stderr_tail: reason.stderr_tail.clone(),
+                exit_status: reason.exit_status(),
+                stderr_tail: reason.stderr_tail().to_owned(),
                 request,
             }
         }
@@ -673,7 +673,13 @@ impl InboundHandler for Session {
             detail: failure.message,
             not_delivered: failure.not_delivered,
             retryable: failure.retryable,
+            permanent: failure.permanent,
         });
+    }
+
+    fn awaits(&self, id: &RequestId) -> bool {
+        id.as_u64()
+            .is_some_and(|id| self.table().map.contains_key(&id))
     }
 
     fn on_closed(&self, reason: CloseReason) {

@@ -16,8 +16,8 @@ use tower::{BoxError, Service, ServiceExt};
 
 use super::*;
 use crate::transport::{
-    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, SendError,
-    TransportError,
+    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, ProcessExit,
+    SendError, TransportError,
 };
 
 /// What the scripted server does with one message.
@@ -78,12 +78,12 @@ struct MockOutbound {
 impl MockOutbound {
     fn close(&self, message: &str, requested: bool) {
         if !self.closed.swap(true, Ordering::SeqCst) {
-            self.handler.on_closed(CloseReason {
-                message: message.to_owned(),
-                exit_status: None,
+            let mut reason = CloseReason::new(message).process(ProcessExit {
+                status: None,
                 stderr_tail: "mock stderr line".into(),
-                requested,
             });
+            reason.requested = requested;
+            self.handler.on_closed(reason);
         }
     }
 }
@@ -653,7 +653,7 @@ async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenable
         let err = call(&c, echo("x")).await.unwrap_err();
         assert!(NotSent::in_chain(&*err), "attempt {attempt}: {err}");
         assert!(
-            matches!(client_error(&err), ClientError::SpawnFailed { .. }),
+            matches!(client_error(&err), ClientError::ConnectFailed { .. }),
             "attempt {attempt}"
         );
         assert_eq!(t.connects.load(Ordering::SeqCst), attempt as usize);

@@ -39,9 +39,9 @@ pub use daemon::DaemonConfig;
 pub use error::{ConfigError, ConfigErrors, Location};
 pub use local::{LocalConfig, ServerOverrides};
 pub use project::{
-    is_valid_server_key, AgentGrants, AuthConfig, AuthKind, GrantPattern, McpServerConfig,
-    ProjectConfig, SseServerConfig, StdioServerConfig, ToolFilter, ToolGrant, ToolGrants,
-    TransportConfig, MAX_SERVERS,
+    is_valid_server_key, AgentGrants, AuthConfig, AuthKind, GrantPattern, HttpServerConfig,
+    McpServerConfig, ProjectConfig, SseServerConfig, StdioServerConfig, ToolFilter, ToolGrant,
+    ToolGrants, TransportConfig, MAX_SERVERS,
 };
 pub use secret::{Secret, SecretRef};
 

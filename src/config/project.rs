@@ -47,19 +47,77 @@ pub struct McpServerConfig {
 
 /// `transport:` and the fields that go with it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum TransportConfig {
     /// A child process speaking newline-delimited JSON-RPC.
     Stdio(StdioServerConfig),
     /// A remote server over the 2024-11-05 HTTP+SSE transport.
-    Sse(SseServerConfig),
+    Sse(HttpServerConfig),
+    /// A remote server over the Streamable HTTP transport (2025-03-26 and later).
+    StreamableHttp(HttpServerConfig),
+}
+
+/// The transports, as `transport:` names them: `(name, kind)`. `http` is another name for
+/// `streamable-http`, as other MCP hosts write it.
+pub(crate) const TRANSPORT_NAMES: &[(&str, TransportKind)] = &[
+    ("stdio", TransportKind::Stdio),
+    ("sse", TransportKind::Sse),
+    ("streamable-http", TransportKind::StreamableHttp),
+    ("http", TransportKind::StreamableHttp),
+];
+
+/// A transport, without its fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransportKind {
+    Stdio,
+    Sse,
+    StreamableHttp,
+}
+
+impl TransportKind {
+    fn lookup(name: &str) -> Option<Self> {
+        TRANSPORT_NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| *k)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            TransportKind::Stdio => "stdio",
+            TransportKind::Sse => "sse",
+            TransportKind::StreamableHttp => "streamable-http",
+        }
+    }
+
+    /// The keys of this transport's own fields.
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            TransportKind::Stdio => STDIO_KEYS,
+            TransportKind::Sse | TransportKind::StreamableHttp => HTTP_KEYS,
+        }
+    }
 }
 
 impl TransportConfig {
-    /// `stdio` or `sse`.
+    /// `stdio`, `sse` or `streamable-http`.
     pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    fn kind(&self) -> TransportKind {
         match self {
-            TransportConfig::Stdio(_) => "stdio",
-            TransportConfig::Sse(_) => "sse",
+            TransportConfig::Stdio(_) => TransportKind::Stdio,
+            TransportConfig::Sse(_) => TransportKind::Sse,
+            TransportConfig::StreamableHttp(_) => TransportKind::StreamableHttp,
+        }
+    }
+
+    /// The URL and static headers of a remote server (`sse` or `streamable-http`).
+    pub fn http(&self) -> Option<&HttpServerConfig> {
+        match self {
+            TransportConfig::Stdio(_) => None,
+            TransportConfig::Sse(h) | TransportConfig::StreamableHttp(h) => Some(h),
         }
     }
 }
@@ -76,14 +134,18 @@ pub struct StdioServerConfig {
     pub env: BTreeMap<String, String>,
 }
 
-/// The fields of a `transport: sse` server.
+/// The fields of a `transport: sse` or `transport: streamable-http` server.
 #[derive(Debug, Clone)]
-pub struct SseServerConfig {
-    /// The SSE endpoint, an absolute `http` or `https` URL.
+pub struct HttpServerConfig {
+    /// The endpoint, an absolute `http` or `https` URL: the event stream (`sse`) or the MCP
+    /// endpoint (`streamable-http`).
     pub url: url::Url,
-    /// Static headers sent on the GET and on every POST.
+    /// Static headers sent on every request.
     pub headers: Vec<(HeaderName, HeaderValue)>,
 }
+
+/// The former name of [`HttpServerConfig`].
+pub type SseServerConfig = HttpServerConfig;
 
 /// `auth.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -388,86 +450,107 @@ fn servers(w: &mut Walk<'_>, mcp: &Node) -> Vec<McpServerConfig> {
 
 const COMMON_KEYS: &[&str] = &["transport", "auth", "tools"];
 const STDIO_KEYS: &[&str] = &["command", "cwd", "env"];
-const SSE_KEYS: &[&str] = &["url", "headers"];
+const HTTP_KEYS: &[&str] = &["url", "headers"];
+
+/// `stdio`, `sse`, `streamable-http` (or `http`), for messages.
+fn transport_choices() -> String {
+    let names: Vec<String> = TRANSPORT_NAMES
+        .iter()
+        .map(|(n, _)| format!("`{n}`"))
+        .collect();
+    names.join(", ")
+}
 
 fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpServerConfig> {
     let entries = w.map(node, path)?;
     let before = w.errors.len();
-    let transport_name = match node.get("transport") {
+    let kind = match node.get("transport") {
         None => {
             w.err(
                 node,
                 &format!("{path}.transport"),
-                "missing; `transport` is required: `stdio` or `sse`",
+                format!("missing; `transport` is required: {}", transport_choices()),
             );
             None
         }
         Some(t) => match &t.value {
-            Value::Str(s) if s == "stdio" || s == "sse" => Some(s.as_str()),
             Value::Str(s) => {
-                let later = if s == "streamable-http" || s == "http" {
-                    " (streamable HTTP is not supported yet)"
-                } else {
-                    ""
-                };
-                w.err(
-                    t,
-                    &format!("{path}.transport"),
-                    format!("unsupported transport `{s}`{later}; supported transports are `stdio` and `sse`"),
-                );
-                None
+                let kind = TransportKind::lookup(s);
+                if kind.is_none() {
+                    w.err(
+                        t,
+                        &format!("{path}.transport"),
+                        format!(
+                            "unsupported transport `{s}`; supported transports are {}",
+                            transport_choices()
+                        ),
+                    );
+                }
+                kind
             }
             _ => {
                 w.err(
                     t,
                     &format!("{path}.transport"),
-                    format!("expected `stdio` or `sse`, found {}", t.type_name()),
+                    format!(
+                        "expected one of {}, found {}",
+                        transport_choices(),
+                        t.type_name()
+                    ),
                 );
                 None
             }
         },
     };
+    let transport_keys = |k: &str| STDIO_KEYS.contains(&k) || HTTP_KEYS.contains(&k);
     for e in entries {
         let k = e.key.as_str();
         if COMMON_KEYS.contains(&k) {
             continue;
         }
         let p = format!("{path}.{k}");
-        match transport_name {
-            Some("stdio") if STDIO_KEYS.contains(&k) => {}
-            Some("sse") if SSE_KEYS.contains(&k) => {}
-            Some(t) if STDIO_KEYS.contains(&k) || SSE_KEYS.contains(&k) => {
-                let other = if t == "stdio" { "sse" } else { "stdio" };
+        match kind {
+            Some(t) if t.keys().contains(&k) => {}
+            Some(t) if transport_keys(k) => {
+                let other = if STDIO_KEYS.contains(&k) {
+                    "`transport: stdio`"
+                } else {
+                    "`transport: sse` or `streamable-http`"
+                };
                 w.err_key(
                     node,
                     e,
                     &p,
-                    format!("`{k}` belongs to `transport: {other}`, not to a {t} server"),
+                    format!("`{k}` belongs to {other}, not to a {} server", t.name()),
                 );
             }
-            None if STDIO_KEYS.contains(&k) || SSE_KEYS.contains(&k) => {}
+            None if transport_keys(k) => {}
             _ => w.err_key(
                 node,
                 e,
                 &p,
                 format!(
                     "unknown key `{k}`; a server has {}",
-                    "transport, command, cwd, env (stdio), url, headers (sse), auth, tools"
+                    "transport, command, cwd, env (stdio), url, headers (sse, streamable-http), \
+                     auth, tools"
                 ),
             ),
         }
     }
-    let transport = match transport_name {
-        Some("stdio") => stdio(w, node, path).map(TransportConfig::Stdio),
-        Some("sse") => sse(w, node, path).map(TransportConfig::Sse),
-        _ => None,
+    let transport = match kind {
+        Some(TransportKind::Stdio) => stdio(w, node, path).map(TransportConfig::Stdio),
+        Some(TransportKind::Sse) => http(w, node, path, "sse").map(TransportConfig::Sse),
+        Some(TransportKind::StreamableHttp) => {
+            http(w, node, path, "streamable-http").map(TransportConfig::StreamableHttp)
+        }
+        None => None,
     };
     let auth = match node.get("auth") {
         None => None,
         Some(a) => auth(w, key, a, &format!("{path}.auth")),
     };
-    if let (Some(TransportConfig::Sse(sse)), Some(a)) = (&transport, &auth) {
-        if sse.headers.iter().any(|(n, _)| *n == a.header_name) {
+    if let (Some(remote), Some(a)) = (transport.as_ref().and_then(|t| t.http()), &auth) {
+        if remote.headers.iter().any(|(n, _)| *n == a.header_name) {
             let headers = node.get("headers").unwrap_or(node);
             let written = headers.as_map().and_then(|es| {
                 es.iter()
@@ -610,13 +693,18 @@ fn check_relative(s: &str) -> Result<PathBuf, String> {
     Ok(p.to_path_buf())
 }
 
-fn sse(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<SseServerConfig> {
+fn http(w: &mut Walk<'_>, node: &Node, path: &str, name: &str) -> Option<HttpServerConfig> {
     let url = match node.get("url") {
         None => {
+            let example = if name == "sse" {
+                "https://example.com/sse"
+            } else {
+                "https://example.com/mcp"
+            };
             w.err(
                 node,
                 &format!("{path}.url"),
-                "missing; an sse server needs `url`, such as https://example.com/sse",
+                format!("missing; a {name} server needs `url`, such as {example}"),
             );
             None
         }
@@ -665,7 +753,7 @@ fn sse(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<SseServerConfig> {
             ok.then_some(out)
         }
     };
-    Some(SseServerConfig {
+    Some(HttpServerConfig {
         url: url?,
         headers: headers?,
     })

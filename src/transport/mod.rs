@@ -85,8 +85,10 @@
 //! }
 //! ```
 
+pub mod http;
 pub mod sse;
 pub mod stdio;
+pub mod streamable_http;
 
 use std::fmt;
 use std::future::Future;
@@ -98,6 +100,95 @@ use std::sync::Arc;
 use crate::protocol::RequestId;
 
 pub use self::stdio::{StdioConfig, StdioTransport};
+
+use self::sse::SseTransport;
+use self::streamable_http::StreamableHttpTransport;
+use crate::config::{self, Config, McpServerConfig, Secret, TransportConfig};
+
+/// The transport of the configured server `server`, with the secret its `auth` block refers to
+/// (resolved from `local.toml` by [`Config::resolve_secrets`]).
+///
+/// # Errors
+/// [`InvalidTransport`] naming the server: a `cwd` that escapes the project or does not
+/// exist, an `auth` block whose secret was not resolved or cannot make a header, a URL or
+/// header the transport refuses.
+pub fn from_config(
+    config: &Config,
+    server: &McpServerConfig,
+    secret: Option<&Secret>,
+) -> Result<Box<dyn Transport>, InvalidTransport> {
+    let invalid = |message: String| InvalidTransport {
+        server: server.key.clone(),
+        message,
+    };
+    let auth = match (&server.auth, secret) {
+        (Some(a), Some(s)) => Some((a, s)),
+        (Some(a), None) => {
+            return Err(invalid(format!(
+                "server `{}`: its secret `{}` is not resolved",
+                server.key, a.secret_ref
+            )))
+        }
+        (None, _) => None,
+    };
+    match &server.transport {
+        TransportConfig::Stdio(s) => {
+            let cwd = match &s.cwd {
+                Some(rel) => config::resolve_cwd(&config.project_root, rel)
+                    .map_err(|e| invalid(format!("server `{}`: {e}", server.key)))?,
+                None => config.project_root.canonicalize().map_err(|e| {
+                    invalid(format!(
+                        "server `{}`: project root {}: {e}",
+                        server.key,
+                        config.project_root.display()
+                    ))
+                })?,
+            };
+            let stdio = StdioConfig::from_command(&s.command)
+                .ok_or_else(|| invalid(format!("server `{}`: empty command", server.key)))?
+                .cwd(cwd)
+                .env(s.env.iter().map(|(k, v)| (k.clone(), v.clone())))
+                .frame_limit(config.daemon.frame_limit_bytes);
+            Ok(Box::new(StdioTransport::new(stdio)))
+        }
+        TransportConfig::Sse(http) => SseTransport::from_config(&server.key, http, auth)
+            .map(|t| Box::new(t) as Box<dyn Transport>)
+            .map_err(|e| invalid(e.to_string())),
+        TransportConfig::StreamableHttp(http) => {
+            StreamableHttpTransport::from_config(&server.key, http, auth)
+                .map(|t| Box::new(t) as Box<dyn Transport>)
+                .map_err(|e| invalid(e.to_string()))
+        }
+    }
+}
+
+/// A configured server whose transport cannot be built: see [`from_config`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct InvalidTransport {
+    server: String,
+    message: String,
+}
+
+impl InvalidTransport {
+    /// The server's key.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+}
+
+impl Transport for Box<dyn Transport> {
+    fn connect(
+        &self,
+        ctx: ConnectContext,
+    ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
+        (**self).connect(ctx)
+    }
+
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+}
 
 /// A boxed, sendable future (connecting and closing happen once per session, not per call).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -151,6 +242,14 @@ pub trait Connection: Send + Sync + fmt::Debug + 'static {
     fn process_id(&self) -> Option<u32> {
         None
     }
+
+    /// Tells the connection the protocol revision the session agreed on (`2025-11-25`), once,
+    /// right after the handshake and before anything else is sent. A transport that must name
+    /// it on every message (Streamable HTTP's `MCP-Protocol-Version` header) keeps it; the
+    /// others ignore it.
+    fn negotiated(&self, protocol_version: &str) {
+        let _ = protocol_version;
+    }
 }
 
 /// The sending half of a connection, shared by the session and the transport's tasks.
@@ -193,10 +292,22 @@ pub trait InboundHandler: Send + Sync + 'static {
     /// A message longer than the frame limit was discarded.
     fn on_oversize(&self, frame: OversizeFrame<'_>);
 
-    /// A request the session queued could not be delivered (SSE: its POST failed). The
-    /// session fails that request at once with a transport error naming it. Not called for
-    /// notifications or answers, nor after [`on_closed`](Self::on_closed).
+    /// A request the session queued could not be delivered (SSE: its POST failed), or its
+    /// answer can no longer come (Streamable HTTP: the response stream ended before the answer
+    /// and cannot be resumed). The session fails that request at once with a transport error
+    /// naming it. Not called for notifications or answers, nor after
+    /// [`on_closed`](Self::on_closed).
     fn on_send_failed(&self, id: &RequestId, failure: SendFailure);
+
+    /// Whether someone still waits for the answer to request `id`: `false` once it was
+    /// answered, failed or abandoned by its caller. A transport that reads each answer on a
+    /// stream of its own (Streamable HTTP) asks when that stream ends, to know whether to
+    /// resume it, and while a body runs past the frame limit, to know whether to go on. The
+    /// default says no one waits.
+    fn awaits(&self, id: &RequestId) -> bool {
+        let _ = id;
+        false
+    }
 
     /// The connection ended. Called once, after the last `on_frame`.
     fn on_closed(&self, reason: CloseReason);
@@ -212,9 +323,14 @@ pub struct SendFailure {
     /// that was not delivered is safe to send again, whatever the tool.
     pub not_delivered: bool,
     /// Sending it again may succeed: no connection could be made, or the refusal is one that
-    /// passes (408 Request Timeout, 425 Too Early, 429 Too Many Requests). A 400, 401, 403 or
-    /// 404 would only be refused again.
+    /// passes (408 Request Timeout, 425 Too Early, 429 Too Many Requests), or the session it
+    /// was sent on expired (a new one is started at once). A 400, 401, 403 or other 404 would
+    /// only be refused again.
     pub retryable: bool,
+    /// The server refused us in a way that trying again cannot fix (401, 403, a redirect to
+    /// another origin). When the request was the handshake, the client marks the server failed
+    /// at once instead of restarting it with backoff.
+    pub permanent: bool,
 }
 
 /// What is left of a discarded oversized message: enough to find its request id, which sits
@@ -232,24 +348,78 @@ pub struct OversizeFrame<'a> {
 }
 
 /// Why a connection ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct CloseReason {
     /// What happened, for the error message: "exited with exit status: 3", "stdout closed",
     /// "event stream ended", …
     pub message: String,
-    /// The process's exit status, for a transport that runs a process.
-    pub exit_status: Option<ExitStatus>,
-    /// The last bytes the server wrote to stderr (stdio), lossily decoded; empty if none.
-    pub stderr_tail: String,
     /// `true` when the client asked for it ([`Connection::close`] or drop).
     pub requested: bool,
+    /// The server ended the session in an orderly way and expects a new one (Streamable HTTP:
+    /// a 404 to a request carrying the session id). The client starts a new session on the
+    /// next call at once, without counting a failure or waiting out a backoff.
+    pub session_expired: bool,
+    /// How the server's process ended, for a transport that runs one.
+    pub process: Option<ProcessExit>,
+}
+
+/// How a server's process ended: see [`CloseReason::process`].
+#[derive(Debug, Clone, Default)]
+pub struct ProcessExit {
+    /// The exit status, when it could be read.
+    pub status: Option<ExitStatus>,
+    /// The last bytes the process wrote to stderr, lossily decoded; empty if none.
+    pub stderr_tail: String,
+}
+
+impl CloseReason {
+    /// A connection that ended for the reason `message`, not asked for by the client.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Marks the end as asked for by the client.
+    #[must_use]
+    pub fn requested(mut self) -> Self {
+        self.requested = true;
+        self
+    }
+
+    /// Marks the end as the server ending the session (see [`CloseReason::session_expired`]).
+    #[must_use]
+    pub fn session_expired(mut self) -> Self {
+        self.session_expired = true;
+        self
+    }
+
+    /// Attaches how the server's process ended.
+    #[must_use]
+    pub fn process(mut self, process: ProcessExit) -> Self {
+        self.process = Some(process);
+        self
+    }
+
+    /// The exit status of the server's process, if it ran one and the status is known.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        self.process.as_ref().and_then(|p| p.status)
+    }
+
+    /// The last stderr bytes of the server's process; empty if none.
+    pub fn stderr_tail(&self) -> &str {
+        self.process.as_ref().map_or("", |p| p.stderr_tail.as_str())
+    }
 }
 
 impl fmt::Display for CloseReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
-        if !self.stderr_tail.is_empty() {
-            write!(f, "; last stderr:\n{}", self.stderr_tail.trim_end())?;
+        let tail = self.stderr_tail();
+        if !tail.is_empty() {
+            write!(f, "; last stderr:\n{}", tail.trim_end())?;
         }
         Ok(())
     }
@@ -277,6 +447,7 @@ pub struct TransportError {
     message: String,
     #[source]
     source: Option<Arc<io::Error>>,
+    permanent: bool,
 }
 
 impl TransportError {
@@ -285,6 +456,7 @@ impl TransportError {
         Self {
             message: message.into(),
             source: None,
+            permanent: false,
         }
     }
 
@@ -293,7 +465,17 @@ impl TransportError {
         Self {
             message: message.into(),
             source: Some(Arc::new(source)),
+            permanent: false,
         }
+    }
+
+    /// Marks the error as one that trying again cannot fix: the server refused us (an HTTP 401
+    /// or 403, an endpoint or a redirect to another origin). The client then marks the server
+    /// failed at once instead of restarting it with backoff.
+    #[must_use]
+    pub fn permanent(mut self) -> Self {
+        self.permanent = true;
+        self
     }
 
     /// The message, without the source.
@@ -301,13 +483,8 @@ impl TransportError {
         &self.message
     }
 
-    /// Whether trying again cannot help: the server refused us (an HTTP 401 or 403, an
-    /// endpoint on another origin). Transports say so with a source of kind
-    /// [`io::ErrorKind::PermissionDenied`]; the client then marks the server failed at once
-    /// instead of restarting it with backoff.
+    /// Whether trying again cannot help; see [`TransportError::permanent`].
     pub fn is_permanent(&self) -> bool {
-        self.source
-            .as_ref()
-            .is_some_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+        self.permanent
     }
 }

@@ -64,7 +64,8 @@ use tokio::sync::watch;
 use self::stderr::StderrTail;
 use self::writer::StdioOutbound;
 use super::{
-    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Transport, TransportError,
+    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, ProcessExit, Transport,
+    TransportError,
 };
 
 /// The default number of stderr bytes kept for errors: 4 KiB.
@@ -303,12 +304,12 @@ impl Proc {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .text();
-        self.handler.on_closed(CloseReason {
-            message,
-            exit_status,
+        let mut reason = CloseReason::new(message).process(ProcessExit {
+            status: exit_status,
             stderr_tail,
-            requested,
         });
+        reason.requested = requested;
+        self.handler.on_closed(reason);
     }
 }
 

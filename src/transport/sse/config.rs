@@ -3,11 +3,12 @@
 use std::fmt;
 use std::time::Duration;
 
-use http::header::{self, HeaderName, HeaderValue};
-use kaged_mcp_layers::auth::{AuthHeader, InvalidHeader};
+use http::header::{HeaderName, HeaderValue};
+use kaged_mcp_layers::auth::AuthHeader;
 use url::Url;
 
-use crate::config::{AuthConfig, AuthKind, Secret, SseServerConfig};
+use crate::config::{AuthConfig, HttpServerConfig, Secret};
+use crate::transport::http::{auth_header, validate, InvalidHttpConfig};
 
 /// The default for [`SseConfig::connect_timeout`]: 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -15,17 +16,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default for [`SseConfig::post_timeout`]: 30 s.
 pub const DEFAULT_POST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Headers the transport sets itself or that frame the HTTP message; a static header may not
-/// name them.
-const RESERVED: [HeaderName; 6] = [
-    header::HOST,
-    header::CONTENT_LENGTH,
-    header::TRANSFER_ENCODING,
-    header::CONNECTION,
-    header::CONTENT_TYPE,
-    header::ACCEPT,
-];
 
 /// How to reach one server over the 2024-11-05 HTTP+SSE transport.
 ///
@@ -46,6 +36,9 @@ pub struct SseConfig {
     pub endpoint_timeout: Duration,
     /// How long one `POST` may take; past it the message it carried fails.
     pub post_timeout: Duration,
+    /// The name of the secret behind `auth` (`api_keys.example`), for the message of a 401 or
+    /// 403; never the secret itself.
+    pub secret_ref: Option<String>,
 }
 
 impl SseConfig {
@@ -58,6 +51,7 @@ impl SseConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             endpoint_timeout: DEFAULT_ENDPOINT_TIMEOUT,
             post_timeout: DEFAULT_POST_TIMEOUT,
+            secret_ref: None,
         }
     }
 
@@ -70,18 +64,14 @@ impl SseConfig {
     /// never holds the secret.
     pub fn from_config(
         server: &str,
-        sse: &SseServerConfig,
+        sse: &HttpServerConfig,
         auth: Option<(&AuthConfig, &Secret)>,
     ) -> Result<Self, InvalidSseConfig> {
         let mut config = Self::new(sse.url.clone());
         config.headers = sse.headers.clone();
         if let Some((auth, secret)) = auth {
-            let header = match auth.kind {
-                AuthKind::Bearer => AuthHeader::bearer(secret.expose()),
-                AuthKind::Header => AuthHeader::header(auth.header_name.as_str(), secret.expose()),
-            }
-            .map_err(|e| InvalidSseConfig::new(server, InvalidKind::Auth(e)))?;
-            config.auth = Some(header);
+            config.auth = Some(auth_header(server, auth, secret)?);
+            config.secret_ref = Some(auth.secret_ref.to_string());
         }
         Ok(config)
     }
@@ -118,25 +108,7 @@ impl SseConfig {
 
     /// Checks what can be checked before connecting.
     pub(crate) fn validate(&self, server: &str) -> Result<(), InvalidSseConfig> {
-        let err = |kind| Err(InvalidSseConfig::new(server, kind));
-        if !matches!(self.url.scheme(), "http" | "https") {
-            return err(InvalidKind::Scheme(self.url.scheme().to_owned()));
-        }
-        if self.url.host().is_none() {
-            return err(InvalidKind::NoHost);
-        }
-        if !self.url.username().is_empty() || self.url.password().is_some() {
-            return err(InvalidKind::Credentials);
-        }
-        for (name, _) in &self.headers {
-            if self.auth.as_ref().is_some_and(|a| a.name() == name) {
-                return err(InvalidKind::Collision(name.clone()));
-            }
-            if RESERVED.contains(name) {
-                return err(InvalidKind::Reserved(name.clone()));
-            }
-        }
-        Ok(())
+        validate(server, &self.url, &self.headers, self.auth.as_ref())
     }
 }
 
@@ -152,97 +124,20 @@ impl fmt::Debug for SseConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("endpoint_timeout", &self.endpoint_timeout)
             .field("post_timeout", &self.post_timeout)
+            .field("secret_ref", &self.secret_ref)
             .finish()
     }
 }
 
 /// An [`SseConfig`] that cannot work: it names the server and what is wrong, never a secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidSseConfig {
-    server: String,
-    kind: InvalidKind,
-}
-
-/// What is wrong in an [`InvalidSseConfig`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum InvalidKind {
-    /// The URL's scheme is not `http` or `https`.
-    Scheme(String),
-    /// The URL has no host.
-    NoHost,
-    /// The URL carries a user name or password (they would never be sent; use `auth`).
-    Credentials,
-    /// A static header has the auth header's name.
-    Collision(HeaderName),
-    /// A static header names one the transport sets itself (`Content-Type`, `Accept`, `Host`,
-    /// framing headers).
-    Reserved(HeaderName),
-    /// The secret cannot make an auth header.
-    Auth(InvalidHeader),
-}
-
-impl InvalidSseConfig {
-    pub(crate) fn new(server: &str, kind: InvalidKind) -> Self {
-        Self {
-            server: server.to_owned(),
-            kind,
-        }
-    }
-
-    /// The server's label.
-    pub fn server(&self) -> &str {
-        &self.server
-    }
-
-    /// What is wrong.
-    pub fn kind(&self) -> &InvalidKind {
-        &self.kind
-    }
-}
-
-impl fmt::Display for InvalidSseConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let server = &self.server;
-        match &self.kind {
-            InvalidKind::Scheme(s) => write!(
-                f,
-                "server `{server}`: the SSE url must be http or https, not `{s}`"
-            ),
-            InvalidKind::NoHost => write!(f, "server `{server}`: the SSE url has no host"),
-            InvalidKind::Credentials => write!(
-                f,
-                "server `{server}`: the SSE url carries a user name or password, which is never \
-                 sent; put the secret in local.toml and use `auth`"
-            ),
-            InvalidKind::Collision(h) => write!(
-                f,
-                "server `{server}`: the static header `{h}` collides with the auth header; \
-                 remove it from `headers`"
-            ),
-            InvalidKind::Reserved(h) => write!(
-                f,
-                "server `{server}`: the static header `{h}` is set by the transport itself; \
-                 remove it from `headers`"
-            ),
-            InvalidKind::Auth(e) => write!(f, "server `{server}`: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for InvalidSseConfig {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            InvalidKind::Auth(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+pub type InvalidSseConfig = InvalidHttpConfig;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SecretRef;
+    use crate::config::{AuthKind, SecretRef};
+    use crate::transport::http::InvalidKind;
+    use http::header;
 
     const SECRET: &str = "tok-0a1b2c";
 
@@ -308,7 +203,7 @@ mod tests {
 
     #[test]
     fn from_config_builds_bearer_and_custom_headers_and_debug_hides_the_secret() {
-        let sse = SseServerConfig {
+        let sse = HttpServerConfig {
             url: url("https://h/sse"),
             headers: vec![("x-flag".parse().unwrap(), HeaderValue::from_static("1"))],
         };

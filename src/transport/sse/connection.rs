@@ -18,11 +18,12 @@ use tower::ServiceExt;
 use tracing::Instrument;
 use url::Url;
 
-use super::client::{request, Body, HttpService};
 use super::endpoint::{self, EndpointError};
 use super::parser::{EventParser, SseItem};
-use super::{redacted, Inner};
+use super::Inner;
 use crate::protocol::RequestId;
+use crate::transport::http::client::{request, Body, HttpService};
+use crate::transport::http::{chain, drain, io_kind, post_error, post_refused, redacted};
 use crate::transport::{
     CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
     SendFailure, TransportError,
@@ -30,8 +31,6 @@ use crate::transport::{
 
 /// The most bytes of POST bodies that may wait for the writer.
 const MAX_QUEUED: usize = 64 * 1024 * 1024;
-/// The most bytes of a POST's response body read (and thrown away) so the connection is reused.
-const MAX_POST_RESPONSE: usize = 64 * 1024;
 
 /// Opens the event stream, waits for the endpoint, and starts the reader and writer.
 pub(super) async fn open(
@@ -73,7 +72,13 @@ pub(super) async fn open(
         };
     let status = response.status();
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-        return Err(auth_refused(&server, "GET", &shown, status));
+        return Err(auth_refused(
+            &server,
+            "GET",
+            &shown,
+            status,
+            &inner.auth_hint,
+        ));
     }
     if !status.is_success() {
         return Err(fail(format!("GET {shown} answered {status}")));
@@ -143,7 +148,8 @@ pub(super) async fn open(
         EndpointError::Foreign(_) => TransportError::io(
             format!("server `{server}`: {e} (the stream is {shown})"),
             io::Error::new(io::ErrorKind::PermissionDenied, "foreign endpoint"),
-        ),
+        )
+        .permanent(),
         EndpointError::Invalid(_) => fail(e.to_string()),
     })?;
     tracing::debug!(
@@ -180,6 +186,7 @@ pub(super) async fn open(
         endpoint,
         headers: inner.headers.clone(),
         timeout: inner.post_timeout,
+        auth_hint: inner.auth_hint.clone(),
         failed: failed_tx,
     };
     let writer = tokio::spawn(writer.run().instrument(span));
@@ -203,42 +210,22 @@ fn kind_of(item: &SseItem) -> &str {
     }
 }
 
-/// A 401 or 403: an error the supervision must not retry (its source is `PermissionDenied`).
-fn auth_refused(server: &str, verb: &str, shown: &str, status: StatusCode) -> TransportError {
+/// A 401 or 403: an error the supervision must not retry.
+fn auth_refused(
+    server: &str,
+    verb: &str,
+    shown: &str,
+    status: StatusCode,
+    auth: &str,
+) -> TransportError {
     TransportError::io(
         format!(
             "server `{server}`: authentication refused: {verb} {shown} answered {status}; check \
-             the server's `auth` and its secret in local.toml"
+             the server's `auth` and {auth}"
         ),
         io::Error::new(io::ErrorKind::PermissionDenied, format!("HTTP {status}")),
     )
-}
-
-/// `error: source: source…`, one line.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(e) = next {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        next = e.source();
-    }
-    text
-}
-
-/// The kind of the first I/O error in `error`'s chain (`ConnectionRefused`, …), else `Other`.
-fn io_kind(error: &(dyn std::error::Error + 'static)) -> io::ErrorKind {
-    let mut next = Some(error);
-    while let Some(e) = next {
-        if let Some(io) = e.downcast_ref::<io::Error>() {
-            return io.kind();
-        }
-        next = e.source();
-    }
-    io::ErrorKind::Other
+    .permanent()
 }
 
 /// The queue between the session and the writer.
@@ -393,11 +380,11 @@ impl Reader {
 }
 
 fn closed(message: &str, requested: bool) -> CloseReason {
-    CloseReason {
-        message: message.to_owned(),
-        exit_status: None,
-        stderr_tail: String::new(),
-        requested,
+    let reason = CloseReason::new(message);
+    if requested {
+        reason.requested()
+    } else {
+        reason
     }
 }
 
@@ -432,6 +419,7 @@ struct Writer {
     endpoint: Url,
     headers: Vec<(HeaderName, HeaderValue)>,
     timeout: Duration,
+    auth_hint: String,
     failed: mpsc::UnboundedSender<(RequestId, SendFailure)>,
 }
 
@@ -468,33 +456,28 @@ impl Writer {
     /// not process the frame (refused connection, 4xx status) and whether sending it again may
     /// help.
     async fn post(&self, frame: Bytes) -> Result<(), SendFailure> {
-        let failure = |message: String, not_delivered: bool, retryable: bool| SendFailure {
-            message,
-            not_delivered,
-            retryable,
-        };
-        let req = request(Method::POST, &self.endpoint, &self.headers, frame)
-            .map_err(|e| failure(format!("cannot build the POST request: {e}"), true, false))?;
+        let req = request(Method::POST, &self.endpoint, &self.headers, frame).map_err(|e| {
+            SendFailure {
+                message: format!("cannot build the POST request: {e}"),
+                not_delivered: true,
+                retryable: false,
+                permanent: false,
+            }
+        })?;
         let response =
             match tokio::time::timeout(self.timeout, self.http.clone().oneshot(req)).await {
                 Err(_) => {
-                    return Err(failure(
-                        format!(
+                    return Err(SendFailure {
+                        message: format!(
                             "the POST got no answer within {} ms",
                             self.timeout.as_millis()
                         ),
-                        false,
-                        false,
-                    ))
+                        not_delivered: false,
+                        retryable: false,
+                        permanent: false,
+                    })
                 }
-                Ok(Err(e)) => {
-                    let unsent = never_connected(&*e);
-                    return Err(failure(
-                        format!("the POST failed: {}", chain(&*e)),
-                        unsent,
-                        unsent,
-                    ));
-                }
+                Ok(Err(e)) => return Err(post_error(&*e)),
                 Ok(Ok(response)) => response,
             };
         let status = response.status();
@@ -503,25 +486,7 @@ impl Writer {
         if status.is_success() {
             return Ok(());
         }
-        // A 4xx means the server refused the request without processing it; only some
-        // refusals pass.
-        let refused = status.is_client_error();
-        let passing = matches!(status.as_u16(), 408 | 425 | 429);
-        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            return Err(failure(
-                format!(
-                    "authentication refused: the POST was answered {status}; check the \
-                     server's `auth` and its secret in local.toml"
-                ),
-                refused,
-                false,
-            ));
-        }
-        Err(failure(
-            format!("the POST was answered {status}"),
-            refused,
-            passing,
-        ))
+        Err(post_refused(status, &self.auth_hint))
     }
 
     /// A POST failed: a request fails at once (through the reader task); anything else is
@@ -545,32 +510,6 @@ impl Writer {
             }
             _ => {
                 tracing::warn!(server = %server, problem = %failure.message, "POST of a notification or an answer failed");
-            }
-        }
-    }
-}
-
-/// Whether an HTTP client error happened before the request could be written: no connection
-/// was made (refused, unreachable, connect timeout).
-fn never_connected(err: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        if let Some(e) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
-            return e.is_connect();
-        }
-        next = e.source();
-    }
-    false
-}
-
-/// Reads and drops a POST's response body, at most [`MAX_POST_RESPONSE`] bytes of it.
-async fn drain(mut body: Body) {
-    let mut seen = 0;
-    while let Some(Ok(frame)) = body.frame().await {
-        if let Ok(data) = frame.into_data() {
-            seen += data.len();
-            if seen > MAX_POST_RESPONSE {
-                return;
             }
         }
     }

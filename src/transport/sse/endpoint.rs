@@ -10,6 +10,8 @@ use std::fmt;
 
 use url::Url;
 
+use crate::transport::http::{origin, same_origin};
+
 /// Why an `endpoint` event was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum EndpointError {
@@ -42,24 +44,11 @@ pub(crate) fn resolve(base: &Url, data: &str) -> Result<Url, EndpointError> {
         .join(data)
         .map_err(|e| EndpointError::Invalid(e.to_string()))?;
     url.set_fragment(None);
-    let same = url.scheme() == base.scheme()
-        && url.host() == base.host()
-        && url.port_or_known_default() == base.port_or_known_default()
-        && url.username().is_empty()
-        && url.password().is_none();
+    let same = same_origin(&url, base) && url.username().is_empty() && url.password().is_none();
     if !same {
         return Err(EndpointError::Foreign(origin(&url)));
     }
     Ok(url)
-}
-
-/// `scheme://host:port` of `url`, without user info, path or query.
-fn origin(url: &Url) -> String {
-    match (url.host_str(), url.port_or_known_default()) {
-        (Some(host), Some(port)) => format!("{}://{host}:{port}", url.scheme()),
-        (Some(host), None) => format!("{}://{host}", url.scheme()),
-        _ => url.scheme().to_owned(),
-    }
 }
 
 #[cfg(test)]

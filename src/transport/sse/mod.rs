@@ -47,7 +47,6 @@
 //! # Ok(()) }
 //! ```
 
-mod client;
 mod config;
 mod connection;
 mod endpoint;
@@ -67,11 +66,14 @@ use http::header::{HeaderName, HeaderValue};
 use url::Url;
 
 pub use self::config::{
-    InvalidKind, InvalidSseConfig, SseConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENDPOINT_TIMEOUT,
+    InvalidSseConfig, SseConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENDPOINT_TIMEOUT,
     DEFAULT_POST_TIMEOUT,
 };
+use super::http::client::{self, HttpService};
+pub use super::http::InvalidKind;
+use super::http::{auth_hint, redacted};
 use super::{BoxFuture, ConnectContext, Connection, Transport, TransportError};
-use crate::config::{AuthConfig, Secret, SseServerConfig};
+use crate::config::{AuthConfig, HttpServerConfig, Secret};
 
 /// Connects to an MCP server over HTTP+SSE (2024-11-05). See the [module docs](self).
 #[derive(Debug, Clone)]
@@ -87,7 +89,8 @@ struct Inner {
     connect_timeout: Duration,
     endpoint_timeout: Duration,
     post_timeout: Duration,
-    http: client::HttpService,
+    auth_hint: String,
+    http: HttpService,
 }
 
 impl std::fmt::Debug for Inner {
@@ -121,7 +124,7 @@ impl SseTransport {
     /// As [`SseTransport::new`], and when the secret cannot make a header.
     pub fn from_config(
         server: &str,
-        sse: &SseServerConfig,
+        sse: &HttpServerConfig,
         auth: Option<(&AuthConfig, &Secret)>,
     ) -> Result<Self, InvalidSseConfig> {
         Self::checked(server, SseConfig::from_config(server, sse, auth)?)
@@ -137,6 +140,7 @@ impl SseTransport {
                 connect_timeout: config.connect_timeout,
                 endpoint_timeout: config.endpoint_timeout,
                 post_timeout: config.post_timeout,
+                auth_hint: auth_hint(config.secret_ref.as_deref()),
                 http,
             }),
         })
@@ -164,15 +168,4 @@ impl Transport for SseTransport {
     fn describe(&self) -> String {
         format!("sse: {}", redacted(&self.inner.url))
     }
-}
-
-/// `url` without user name and password, for logs and errors.
-fn redacted(url: &Url) -> String {
-    if url.username().is_empty() && url.password().is_none() {
-        return url.to_string();
-    }
-    let mut url = url.clone();
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.to_string()
 }

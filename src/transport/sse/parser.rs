@@ -136,6 +136,18 @@ impl EventParser {
         self.retry
     }
 
+    /// Starts the parser as if a stream before it had set the last event id and the `retry`
+    /// interval (a resumed stream carries on from the one it resumes).
+    pub fn seed(&mut self, last_event_id: Option<String>, retry: Option<Duration>) {
+        self.last_id = last_event_id;
+        self.retry = retry;
+    }
+
+    /// The last event id seen (the `id:` field of any event so far, dispatched or not).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
     /// Parses `chunk`, appending every event it completes to `out`.
     pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<SseItem>) {
         if let Some(matched) = self.bom {

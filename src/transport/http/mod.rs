@@ -1,0 +1,205 @@
+//! What both HTTP transports share: the pooled client, the checks made on a URL and its static
+//! headers before anything is sent, the same-origin rule, and how an HTTP failure becomes a
+//! [`SendFailure`] or a [`TransportError`].
+//!
+//! [`sse`](super::sse) (2024-11-05) and [`streamable_http`](super::streamable_http)
+//! (2025-03-26 and later) differ in how messages travel; everything here is the same for both:
+//! - one `hyper-util` client per transport ([`client::client`]), pooled and kept alive across
+//!   reconnects, HTTP/1.1 and HTTP/2 (by ALPN over TLS), the auth header added by a layer and
+//!   marked sensitive;
+//! - a URL must be `http` or `https`, have a host and carry no credentials; a static header may
+//!   not collide with the auth header or name one the transport sets ([`InvalidHttpConfig`]);
+//! - the client only ever sends to the origin (scheme, host, port) of the configured URL:
+//!   redirects are not followed, and an SSE `endpoint` elsewhere is refused;
+//! - URLs in logs and errors are [`redacted`]; header values never appear.
+
+pub(crate) mod client;
+mod config;
+
+use std::io;
+
+use http::StatusCode;
+use http_body_util::BodyExt;
+use url::Url;
+
+pub(crate) use self::config::{auth_header, validate};
+pub use self::config::{InvalidHttpConfig, InvalidKind};
+
+use super::SendFailure;
+use client::Body;
+
+/// The most bytes of a response body read (and thrown away) so its connection is reused.
+pub(crate) const MAX_DRAINED: usize = 64 * 1024;
+
+/// `url` without user name and password, for logs and errors.
+pub(crate) fn redacted(url: &Url) -> String {
+    if url.username().is_empty() && url.password().is_none() {
+        return url.to_string();
+    }
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.to_string()
+}
+
+/// Whether `a` and `b` have the same origin: scheme, host and port (the default port counts).
+pub(crate) fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host() == b.host()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// `scheme://host:port` of `url`, without user info, path or query.
+pub(crate) fn origin(url: &Url) -> String {
+    match (url.host_str(), url.port_or_known_default()) {
+        (Some(host), Some(port)) => format!("{}://{host}:{port}", url.scheme()),
+        (Some(host), None) => format!("{}://{host}", url.scheme()),
+        _ => url.scheme().to_owned(),
+    }
+}
+
+/// `error: source: source…`, one line.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(e) = next {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = e.source();
+    }
+    text
+}
+
+/// The kind of the first I/O error in `error`'s chain (`ConnectionRefused`, …), else `Other`.
+pub(crate) fn io_kind(error: &(dyn std::error::Error + 'static)) -> io::ErrorKind {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            return io.kind();
+        }
+        next = e.source();
+    }
+    io::ErrorKind::Other
+}
+
+/// Whether an HTTP client error happened before the request could be written: no connection
+/// was made (refused, unreachable, connect timeout).
+pub(crate) fn never_connected(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(e) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return e.is_connect();
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// Reads and drops a response body, at most [`MAX_DRAINED`] bytes of it, so a short body's
+/// connection goes back to the pool. Never logs it.
+pub(crate) async fn drain(mut body: Body) {
+    let mut seen = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(data) = frame.into_data() {
+            seen += data.len();
+            if seen > MAX_DRAINED {
+                return;
+            }
+        }
+    }
+}
+
+/// A POST that could not be sent: the client error of the HTTP stack, as a [`SendFailure`].
+pub(crate) fn post_error(err: &(dyn std::error::Error + 'static)) -> SendFailure {
+    let unsent = never_connected(err);
+    SendFailure {
+        message: format!("the POST failed: {}", chain(err)),
+        not_delivered: unsent,
+        retryable: unsent,
+        permanent: false,
+    }
+}
+
+/// A POST answered with the unsuccessful `status`, as a [`SendFailure`]. `auth` names the
+/// server's credentials for the 401/403 message ("its secret `api.key` in local.toml").
+///
+/// A 4xx means the server refused the request without processing it (`not_delivered`); only
+/// 408, 425 and 429 pass (`retryable`); 401 and 403 are `permanent`. After a 5xx nobody knows.
+pub(crate) fn post_refused(status: StatusCode, auth: &str) -> SendFailure {
+    let refused = status.is_client_error();
+    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        return SendFailure {
+            message: format!(
+                "authentication refused: the POST was answered {status}; check the server's \
+                 `auth` and {auth}"
+            ),
+            not_delivered: true,
+            retryable: false,
+            permanent: true,
+        };
+    }
+    SendFailure {
+        message: format!("the POST was answered {status}"),
+        not_delivered: refused,
+        retryable: matches!(status.as_u16(), 408 | 425 | 429),
+        permanent: false,
+    }
+}
+
+/// What a 401/403 message tells the operator to check, for a server whose `auth` refers to
+/// `secret_ref` (or has none).
+pub(crate) fn auth_hint(secret_ref: Option<&str>) -> String {
+    match secret_ref {
+        Some(r) => format!("its secret `{r}` in local.toml"),
+        None => "its secret in local.toml (the server has no `auth` block)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_delivery_and_retry() {
+        let f = post_refused(StatusCode::TOO_MANY_REQUESTS, "x");
+        assert!(f.not_delivered && f.retryable && !f.permanent);
+        let f = post_refused(StatusCode::BAD_REQUEST, "x");
+        assert!(f.not_delivered && !f.retryable && !f.permanent);
+        let f = post_refused(StatusCode::INTERNAL_SERVER_ERROR, "x");
+        assert!(!f.not_delivered && !f.retryable && !f.permanent);
+        let f = post_refused(
+            StatusCode::UNAUTHORIZED,
+            "its secret `api.key` in local.toml",
+        );
+        assert!(f.not_delivered && !f.retryable && f.permanent);
+        assert!(
+            f.message.contains("401 Unauthorized") && f.message.contains("`api.key`"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        let a = Url::parse("https://h.example/mcp").unwrap();
+        assert!(same_origin(
+            &a,
+            &Url::parse("https://h.example:443/x").unwrap()
+        ));
+        assert!(!same_origin(
+            &a,
+            &Url::parse("http://h.example/mcp").unwrap()
+        ));
+        assert!(!same_origin(
+            &a,
+            &Url::parse("https://h.example:8443/mcp").unwrap()
+        ));
+        assert_eq!(
+            origin(&Url::parse("http://u:p@127.0.0.2:9/x?y").unwrap()),
+            "http://127.0.0.2:9"
+        );
+    }
+}

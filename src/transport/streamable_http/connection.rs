@@ -1,0 +1,1010 @@
+//! One Streamable HTTP session: the outbound path (a task per request, one ordered queue for
+//! notifications and answers), the response readers (JSON body or event stream, resumed with
+//! `Last-Event-ID`), the GET stream, session expiry and shutdown.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::FutureExt;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde::Deserialize;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+use tracing::Instrument;
+
+use super::Inner;
+use crate::protocol::RequestId;
+use crate::transport::http::client::Body;
+use crate::transport::http::{
+    chain, drain, origin, post_error, post_refused, redacted, same_origin,
+};
+use crate::transport::sse::{EventParser, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL};
+use crate::transport::{
+    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame,
+    SendError, SendFailure, TransportError,
+};
+
+/// `Mcp-Session-Id`.
+static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+static PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Last-Event-ID`.
+static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+/// What a POST accepts.
+static ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+static ACCEPT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+static JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// The wait before resuming a response stream when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The first wait before opening the GET stream again; it doubles up to [`MAX_GET_BACKOFF`].
+const FIRST_GET_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_GET_BACKOFF: Duration = Duration::from_secs(60);
+/// The most bytes of notifications and answers that may wait to be POSTed.
+const MAX_QUEUED: usize = 64 * 1024 * 1024;
+/// How long shutdown waits for queued notifications (cancellations) to go out.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Starts a session: nothing is sent until the client's first message.
+pub(super) fn open(
+    inner: Arc<Inner>,
+    ctx: ConnectContext,
+) -> Result<StreamableConnection, TransportError> {
+    let runtime = Handle::try_current().map_err(|_| {
+        TransportError::new(format!(
+            "server `{}`: the Streamable HTTP transport needs a Tokio runtime",
+            ctx.server
+        ))
+    })?;
+    let span = tracing::debug_span!("mcp.http", server = %ctx.server);
+    let (done, _) = watch::channel(0);
+    let conn = Arc::new(Conn {
+        inner,
+        server: Arc::clone(&ctx.server),
+        limit: ctx.frame_limit,
+        runtime,
+        span,
+        cancel: CancellationToken::new(),
+        handler: Mutex::new(Some(Arc::clone(&ctx.handler))),
+        awaiting: Arc::downgrade(&ctx.handler),
+        session: Mutex::new(SessionHeaders::default()),
+        ordered: Mutex::new(Ordered::default()),
+        queued_seq: AtomicU64::new(0),
+        sent_seq: done,
+    });
+    ctx.handler
+        .on_open(Arc::new(HttpOutbound(Arc::clone(&conn))) as Arc<dyn Outbound>);
+    Ok(StreamableConnection { conn: Some(conn) })
+}
+
+/// What every task of one session shares.
+struct Conn {
+    inner: Arc<Inner>,
+    server: Arc<str>,
+    limit: usize,
+    runtime: Handle,
+    span: tracing::Span,
+    /// Cancelled when the session ends: every task stops.
+    cancel: CancellationToken,
+    /// The session, until `on_closed`; held while a frame is delivered, so frames from several
+    /// streams reach it one at a time and never after `on_closed`.
+    handler: Mutex<Option<Arc<dyn InboundHandler>>>,
+    /// The same handler, for [`InboundHandler::awaits`] without the delivery lock (weak: the
+    /// session owns this connection's outbound half).
+    awaiting: Weak<dyn InboundHandler>,
+    session: Mutex<SessionHeaders>,
+    ordered: Mutex<Ordered>,
+    /// The sequence number of the last notification or answer queued.
+    queued_seq: AtomicU64,
+    /// The sequence number of the last notification or answer whose POST ended.
+    sent_seq: watch::Sender<u64>,
+}
+
+/// The headers a session adds to every message once it knows them.
+#[derive(Debug, Default)]
+struct SessionHeaders {
+    id: Option<HeaderValue>,
+    protocol: Option<HeaderValue>,
+    /// The GET stream was started.
+    listening: bool,
+}
+
+/// Notifications and answers waiting to be POSTed, in order.
+#[derive(Debug, Default)]
+struct Ordered {
+    frames: VecDeque<(u64, Bytes)>,
+    bytes: usize,
+    /// A task is POSTing them.
+    running: bool,
+}
+
+/// What a frame of the session is, as far as the transport cares.
+enum Kind {
+    /// A request: its POST's response carries the answer.
+    Request(RequestId),
+    /// A notification or an answer: `202 Accepted`.
+    Other,
+}
+
+/// How a response stream ended.
+enum StreamEnd {
+    /// The answer came (or no one waits for it any more).
+    Done,
+    /// The stream ended or failed before the answer; the text says how.
+    Cut(String),
+}
+
+impl Conn {
+    fn lock_handler(&self) -> MutexGuard<'_, Option<Arc<dyn InboundHandler>>> {
+        self.handler.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_session(&self) -> MutexGuard<'_, SessionHeaders> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_ordered(&self) -> MutexGuard<'_, Ordered> {
+        self.ordered.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let cancel = self.cancel.clone();
+        self.runtime.spawn(
+            async move {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {}
+                    () = task => {}
+                }
+            }
+            .instrument(self.span.clone()),
+        );
+    }
+
+    /// Ends the session once: no frame is delivered after this, every task stops.
+    fn close(&self, reason: CloseReason) {
+        self.cancel.cancel();
+        let handler = self.lock_handler().take();
+        {
+            let mut ordered = self.lock_ordered();
+            ordered.frames.clear();
+            ordered.bytes = 0;
+        }
+        if let Some(handler) = handler {
+            tracing::debug!(server = %self.server, reason = %reason.message, "Streamable HTTP session closed");
+            handler.on_closed(reason);
+        }
+    }
+
+    fn deliver(&self, frame: &[u8]) {
+        if let Some(handler) = &*self.lock_handler() {
+            handler.on_frame(frame);
+        }
+    }
+
+    fn oversize(&self, frame: OversizeFrame<'_>) {
+        tracing::warn!(
+            server = %self.server,
+            len = frame.len,
+            limit = frame.limit,
+            "message over the frame limit discarded"
+        );
+        if let Some(handler) = &*self.lock_handler() {
+            handler.on_oversize(frame);
+        }
+    }
+
+    /// Fails request `id`, naming why.
+    fn fail(&self, id: &RequestId, failure: SendFailure) {
+        tracing::debug!(server = %self.server, request_id = %id, problem = %failure.message, "request failed in the transport");
+        if let Some(handler) = &*self.lock_handler() {
+            handler.on_send_failed(id, failure);
+        }
+    }
+
+    fn awaits(&self, id: &RequestId) -> bool {
+        !self.is_closed() && self.awaiting.upgrade().is_some_and(|h| h.awaits(id))
+    }
+
+    /// The server ended the session (a 404 to a message carrying its id): the request that
+    /// met it fails as not delivered and retryable, then the session closes so the client
+    /// starts a new one at once.
+    fn expire(&self, id: Option<&RequestId>, verb: &str) {
+        tracing::info!(server = %self.server, "the server ended the session (404); a new one will be started");
+        if let Some(id) = id {
+            self.fail(
+                id,
+                SendFailure {
+                    message: format!(
+                        "the session expired ({verb} answered 404 Not Found); a new one is \
+                         started"
+                    ),
+                    not_delivered: true,
+                    retryable: true,
+                    permanent: false,
+                },
+            );
+        }
+        self.close(
+            CloseReason::new(format!(
+                "ended the session ({verb} answered 404 Not Found); a new one is started"
+            ))
+            .session_expired(),
+        );
+    }
+
+    /// A request to the endpoint with the static headers, the session's headers and `accept`.
+    fn request(
+        &self,
+        method: Method,
+        accept: &HeaderValue,
+        body: Bytes,
+        last_event_id: Option<&str>,
+    ) -> Result<(Request<Full<Bytes>>, bool), http::Error> {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(self.inner.url.as_str())
+            .header(header::ACCEPT, accept.clone());
+        if !body.is_empty() {
+            builder = builder.header(header::CONTENT_TYPE, JSON.clone());
+        }
+        for (name, value) in &self.inner.headers {
+            builder = builder.header(name, value);
+        }
+        let with_session = {
+            let session = self.lock_session();
+            if let Some(id) = &session.id {
+                builder = builder.header(&SESSION_ID, id.clone());
+            }
+            if let Some(v) = &session.protocol {
+                builder = builder.header(&PROTOCOL_VERSION, v.clone());
+            }
+            session.id.is_some()
+        };
+        if let Some(last) = last_event_id {
+            if let Ok(v) = HeaderValue::from_str(last) {
+                builder = builder.header(&LAST_EVENT_ID, v);
+            }
+        }
+        Ok((builder.body(Full::new(body))?, with_session))
+    }
+
+    /// Keeps the session id of the first answer that gives one.
+    fn note_session(&self, response: &Response<Body>) {
+        if let Some(id) = response.headers().get(&SESSION_ID) {
+            let mut session = self.lock_session();
+            if session.id.is_none() {
+                let mut id = id.clone();
+                id.set_sensitive(true);
+                session.id = Some(id);
+            }
+        }
+    }
+
+    fn has_session(&self) -> bool {
+        self.lock_session().id.is_some()
+    }
+
+    /// A redirect is never followed: the failure names where it pointed.
+    fn redirect_failure(&self, response: &Response<Body>) -> SendFailure {
+        let to = response
+            .headers()
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|l| self.inner.url.join(l).ok());
+        let target = match to {
+            Some(url) if same_origin(&url, &self.inner.url) => {
+                format!("{} on the same origin", url.path())
+            }
+            Some(url) => format!("another origin ({})", origin(&url)),
+            None => "nowhere valid".to_owned(),
+        };
+        SendFailure {
+            message: format!(
+                "the POST was answered {} to {target}; redirects are not followed, so nothing \
+                 is sent anywhere but the configured url",
+                response.status()
+            ),
+            not_delivered: true,
+            retryable: false,
+            permanent: true,
+        }
+    }
+
+    // --- requests ------------------------------------------------------------------------
+
+    /// POSTs request `id` and reads its answer.
+    async fn post_request(self: Arc<Self>, body: Bytes, id: RequestId, after: u64) {
+        if after > *self.sent_seq.borrow() {
+            let mut sent = self.sent_seq.subscribe();
+            if sent.wait_for(|s| *s >= after).await.is_err() {
+                return;
+            }
+        }
+        let (req, with_session) = match self.request(Method::POST, &ACCEPT_BOTH, body, None) {
+            Ok(r) => r,
+            Err(e) => {
+                return self.fail(
+                    &id,
+                    SendFailure {
+                        message: format!("cannot build the POST request: {e}"),
+                        not_delivered: true,
+                        retryable: false,
+                        permanent: false,
+                    },
+                )
+            }
+        };
+        let response = match self.inner.http.clone().oneshot(req).await {
+            Ok(r) => r,
+            Err(e) => return self.fail(&id, post_error(&*e)),
+        };
+        self.note_session(&response);
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && with_session {
+            drain_soon(response.into_body()).await;
+            return self.expire(Some(&id), "the POST");
+        }
+        if status.is_redirection() {
+            let failure = self.redirect_failure(&response);
+            tracing::warn!(server = %self.server, status = %status, "redirect refused");
+            return self.fail(&id, failure);
+        }
+        if !status.is_success() {
+            drain_soon(response.into_body()).await;
+            return self.fail(&id, post_refused(status, &self.inner.auth_hint));
+        }
+        if status == StatusCode::ACCEPTED {
+            tracing::debug!(server = %self.server, request_id = %id, "request accepted without an answer; it may come on the GET stream");
+            return;
+        }
+        match content_type(&response) {
+            ContentType::Json => self.read_json(response.into_body(), &id).await,
+            ContentType::EventStream => self.read_answer_stream(response.into_body(), &id).await,
+            ContentType::Other(ct) => self.fail(
+                &id,
+                SendFailure {
+                    message: format!(
+                        "the POST was answered `Content-Type: {}`, neither application/json \
+                         nor text/event-stream; is this the MCP endpoint?",
+                        ct.escape_debug()
+                    ),
+                    not_delivered: false,
+                    retryable: false,
+                    permanent: false,
+                },
+            ),
+        }
+    }
+
+    /// Reads a JSON answer: delivered whole, or reported over the limit with its first and last
+    /// bytes. Past the limit the body is read on only while the request's caller waits.
+    async fn read_json(&self, mut body: Body, id: &RequestId) {
+        let mut first: Option<Bytes> = None;
+        let mut rest = BytesMut::new();
+        let mut over: Option<Over> = None;
+        loop {
+            let frame = match body.frame().await {
+                None => break,
+                Some(Ok(frame)) => frame,
+                Some(Err(e)) => {
+                    if self.awaits(id) {
+                        self.fail(
+                            id,
+                            SendFailure {
+                                message: format!(
+                                    "the answer's body failed before its end: {}",
+                                    chain(&*e)
+                                ),
+                                not_delivered: false,
+                                retryable: false,
+                                permanent: false,
+                            },
+                        );
+                    }
+                    return;
+                }
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if let Some(over) = &mut over {
+                over.push(&data);
+                if !self.awaits(id) {
+                    return;
+                }
+                continue;
+            }
+            let held = first.as_ref().map_or(0, Bytes::len) + rest.len();
+            if held + data.len() > self.limit {
+                let mut o = Over::default();
+                if let Some(f) = first.take() {
+                    o.push(&f);
+                }
+                o.push(&rest);
+                o.push(&data);
+                rest = BytesMut::new();
+                over = Some(o);
+                if !self.awaits(id) {
+                    return;
+                }
+                continue;
+            }
+            match &first {
+                None => first = Some(data),
+                Some(f) => {
+                    if rest.is_empty() {
+                        rest.extend_from_slice(f);
+                    }
+                    rest.extend_from_slice(&data);
+                }
+            }
+        }
+        if let Some(over) = over {
+            if !self.awaits(id) {
+                return;
+            }
+            return self.oversize(OversizeFrame {
+                head: &over.head,
+                tail: &over.tail,
+                len: over.len,
+                limit: self.limit,
+            });
+        }
+        let whole: &[u8] = if rest.is_empty() {
+            first.as_deref().unwrap_or_default()
+        } else {
+            &rest
+        };
+        if whole.iter().all(u8::is_ascii_whitespace) {
+            if self.awaits(id) {
+                self.fail(
+                    id,
+                    SendFailure {
+                        message: "the POST was answered with an empty JSON body".into(),
+                        not_delivered: false,
+                        retryable: false,
+                        permanent: false,
+                    },
+                );
+            }
+            return;
+        }
+        self.deliver(whole);
+    }
+
+    /// Reads an answer's event stream, resuming it with `Last-Event-ID` while it ends before
+    /// the answer.
+    async fn read_answer_stream(&self, body: Body, id: &RequestId) {
+        let mut parser = EventParser::new(self.limit);
+        let mut body = body;
+        let mut fruitless = 0;
+        loop {
+            let (end, got_events) = self.pump(&mut body, &mut parser, Some(id)).await;
+            let why = match end {
+                StreamEnd::Done => return,
+                StreamEnd::Cut(why) => why,
+            };
+            if !self.awaits(id) {
+                return;
+            }
+            if got_events {
+                fruitless = 0;
+            }
+            let Some(last) = parser.last_event_id().map(str::to_owned) else {
+                return self.fail(
+                    id,
+                    SendFailure {
+                        message: format!(
+                            "the response stream {why} before the answer, and the server gave \
+                             no event id to resume it from"
+                        ),
+                        not_delivered: false,
+                        retryable: false,
+                        permanent: false,
+                    },
+                );
+            };
+            fruitless += 1;
+            if fruitless > self.inner.max_resumptions {
+                return self.fail(
+                    id,
+                    SendFailure {
+                        message: format!(
+                            "the response stream {why} before the answer; {} attempts to \
+                             resume it brought nothing",
+                            self.inner.max_resumptions
+                        ),
+                        not_delivered: false,
+                        retryable: false,
+                        permanent: false,
+                    },
+                );
+            }
+            let wait = parser.retry().unwrap_or(DEFAULT_RETRY);
+            tracing::debug!(server = %self.server, request_id = %id, retry_ms = wait.as_millis() as u64, "response stream cut before its answer; resuming");
+            tokio::time::sleep(wait).await;
+            match self.resume(&last).await {
+                Ok(next) => {
+                    body = next;
+                    // A resumed stream is a new stream: its events carry on the ids.
+                    let retry = parser.retry();
+                    parser = EventParser::new(self.limit);
+                    parser.seed(Some(last), retry);
+                }
+                Err(Resume::Expired) => return self.expire(None, "the GET resuming a stream"),
+                Err(Resume::Failed(why)) => {
+                    return self.fail(
+                        id,
+                        SendFailure {
+                            message: format!(
+                                "the response stream ended before the answer, and resuming it \
+                                 failed: {why}"
+                            ),
+                            not_delivered: false,
+                            retryable: false,
+                            permanent: false,
+                        },
+                    )
+                }
+            }
+        }
+    }
+
+    /// A GET with `Last-Event-ID: last`.
+    async fn resume(&self, last: &str) -> Result<Body, Resume> {
+        let (req, with_session) = self
+            .request(Method::GET, &ACCEPT_STREAM, Bytes::new(), Some(last))
+            .map_err(|e| Resume::Failed(format!("cannot build the GET request: {e}")))?;
+        let response = tokio::time::timeout(
+            self.inner.connect_timeout,
+            self.inner.http.clone().oneshot(req),
+        )
+        .await
+        .map_err(|_| {
+            Resume::Failed(format!(
+                "the GET got no answer within {} ms",
+                self.inner.connect_timeout.as_millis()
+            ))
+        })?
+        .map_err(|e| Resume::Failed(format!("the GET failed: {}", chain(&*e))))?;
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && with_session {
+            return Err(Resume::Expired);
+        }
+        if !status.is_success() {
+            drain_soon(response.into_body()).await;
+            return Err(Resume::Failed(format!("the GET was answered {status}")));
+        }
+        if !matches!(content_type(&response), ContentType::EventStream) {
+            return Err(Resume::Failed(
+                "the GET was not answered with an event stream".into(),
+            ));
+        }
+        Ok(response.into_body())
+    }
+
+    /// Delivers the events of `body` until it ends or, when `id` is given, until no one waits
+    /// for that request's answer any more. Returns how it ended and whether any event came.
+    async fn pump(
+        &self,
+        body: &mut Body,
+        parser: &mut EventParser,
+        id: Option<&RequestId>,
+    ) -> (StreamEnd, bool) {
+        let mut items = Vec::new();
+        let mut got_events = false;
+        loop {
+            let frame = match body.frame().await {
+                None => return (StreamEnd::Cut("ended".into()), got_events),
+                Some(Err(e)) => {
+                    return (
+                        StreamEnd::Cut(format!("failed ({})", chain(&*e))),
+                        got_events,
+                    )
+                }
+                Some(Ok(frame)) => frame,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            parser.push(&data, &mut items);
+            got_events |= !items.is_empty();
+            self.deliver_items(&mut items);
+            if let Some(id) = id {
+                if !self.awaits(id) {
+                    // Answered (or abandoned): read what is left of a finished stream so its
+                    // connection is reused; a stream left open is dropped.
+                    drain_soon(std::mem::replace(body, empty_body())).await;
+                    return (StreamEnd::Done, got_events);
+                }
+            }
+        }
+    }
+
+    fn deliver_items(&self, items: &mut Vec<SseItem>) {
+        for item in items.drain(..) {
+            match item {
+                SseItem::Event(e) if e.event == "message" => {
+                    if !e.data.trim().is_empty() {
+                        self.deliver(e.data.as_bytes());
+                    }
+                }
+                SseItem::Event(e) => {
+                    tracing::debug!(server = %self.server, event = %e.event.escape_debug(), "event of an unknown type ignored");
+                }
+                SseItem::Oversized(o) => {
+                    if matches!(o.event.as_deref(), None | Some("message" | "")) {
+                        self.oversize(OversizeFrame {
+                            head: &o.head,
+                            tail: &o.tail,
+                            len: o.len,
+                            limit: self.limit,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    // --- the GET stream ------------------------------------------------------------------
+
+    /// Keeps the stream of server-initiated messages open while the session lives.
+    async fn listen(self: Arc<Self>) {
+        let mut backoff = FIRST_GET_BACKOFF;
+        let mut last: Option<String> = None;
+        let mut retry: Option<Duration> = None;
+        loop {
+            let opened = self.open_get(last.as_deref()).await;
+            match opened {
+                Ok(mut body) => {
+                    tracing::debug!(server = %self.server, "GET stream open");
+                    let mut parser = EventParser::new(self.limit);
+                    parser.seed(last.clone(), retry);
+                    let (end, got_events) = self.pump(&mut body, &mut parser, None).await;
+                    if let StreamEnd::Cut(why) = end {
+                        tracing::debug!(server = %self.server, "GET stream {why}");
+                    }
+                    last = parser.last_event_id().map(str::to_owned);
+                    retry = parser.retry();
+                    if got_events {
+                        backoff = FIRST_GET_BACKOFF;
+                    }
+                }
+                Err(Listen::NotOffered(status)) => {
+                    tracing::debug!(server = %self.server, status = %status, "the server offers no GET stream");
+                    return;
+                }
+                Err(Listen::Expired) => return self.expire(None, "the GET"),
+                Err(Listen::Failed(why)) => {
+                    tracing::warn!(server = %self.server, problem = %why, backoff_ms = backoff.as_millis() as u64, "GET stream could not be opened; trying again");
+                }
+            }
+            let wait = retry.map_or(backoff, |r| r.max(backoff));
+            tokio::time::sleep(wait).await;
+            backoff = (backoff * 2).min(MAX_GET_BACKOFF);
+        }
+    }
+
+    async fn open_get(&self, last: Option<&str>) -> Result<Body, Listen> {
+        let (req, with_session) = self
+            .request(Method::GET, &ACCEPT_STREAM, Bytes::new(), last)
+            .map_err(|e| Listen::Failed(format!("cannot build the GET request: {e}")))?;
+        let response = tokio::time::timeout(
+            self.inner.connect_timeout,
+            self.inner.http.clone().oneshot(req),
+        )
+        .await
+        .map_err(|_| Listen::Failed("no answer in time".into()))?
+        .map_err(|e| Listen::Failed(chain(&*e)))?;
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && with_session {
+            return Err(Listen::Expired);
+        }
+        if status.is_client_error() && !matches!(status.as_u16(), 408 | 425 | 429) {
+            drain_soon(response.into_body()).await;
+            return Err(Listen::NotOffered(status));
+        }
+        if !status.is_success() {
+            drain_soon(response.into_body()).await;
+            return Err(Listen::Failed(format!("the GET was answered {status}")));
+        }
+        if !matches!(content_type(&response), ContentType::EventStream) {
+            return Err(Listen::NotOffered(status));
+        }
+        Ok(response.into_body())
+    }
+
+    // --- notifications and answers -----------------------------------------------------------
+
+    /// POSTs the queued notifications and answers one at a time, in order, until the queue is
+    /// empty.
+    async fn post_ordered(self: Arc<Self>) {
+        loop {
+            let next = {
+                let mut ordered = self.lock_ordered();
+                match ordered.frames.pop_front() {
+                    Some((seq, frame)) => {
+                        ordered.bytes -= frame.len();
+                        Some((seq, frame))
+                    }
+                    None => {
+                        ordered.running = false;
+                        None
+                    }
+                }
+            };
+            let Some((seq, frame)) = next else { return };
+            if let Err(problem) = self.post_other(frame).await {
+                tracing::warn!(server = %self.server, problem = %problem, "POST of a notification or an answer failed");
+            }
+            self.sent_seq.send_replace(seq);
+        }
+    }
+
+    async fn post_other(&self, frame: Bytes) -> Result<(), String> {
+        let (req, with_session) = self
+            .request(Method::POST, &ACCEPT_BOTH, frame, None)
+            .map_err(|e| format!("cannot build the POST request: {e}"))?;
+        let response = tokio::time::timeout(
+            self.inner.post_timeout,
+            self.inner.http.clone().oneshot(req),
+        )
+        .await
+        .map_err(|_| {
+            format!(
+                "the POST got no answer within {} ms",
+                self.inner.post_timeout.as_millis()
+            )
+        })?
+        .map_err(|e| post_error(&*e).message)?;
+        let status = response.status();
+        drain_soon(response.into_body()).await;
+        if status == StatusCode::NOT_FOUND && with_session {
+            self.expire(None, "the POST");
+            return Err("the session expired".into());
+        }
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(post_refused(status, &self.inner.auth_hint).message)
+        }
+    }
+
+    /// Sends `DELETE` with the session id; any answer is fine.
+    async fn delete(&self) {
+        if !self.has_session() {
+            return;
+        }
+        let Ok((req, _)) = self.request(Method::DELETE, &ACCEPT_BOTH, Bytes::new(), None) else {
+            return;
+        };
+        match tokio::time::timeout(
+            self.inner.connect_timeout,
+            self.inner.http.clone().oneshot(req),
+        )
+        .await
+        {
+            Ok(Ok(response)) => {
+                tracing::debug!(server = %self.server, status = %response.status(), "session deleted");
+                drain_soon(response.into_body()).await;
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(server = %self.server, error = %chain(&*e), "DELETE failed")
+            }
+            Err(_) => tracing::debug!(server = %self.server, "DELETE got no answer in time"),
+        }
+    }
+
+    /// Waits (bounded) until every queued notification and answer was POSTed.
+    async fn flush(&self) {
+        let target = self.queued_seq.load(Ordering::Acquire);
+        let mut sent = self.sent_seq.subscribe();
+        let _ = tokio::time::timeout(FLUSH_TIMEOUT, sent.wait_for(|s| *s >= target)).await;
+    }
+}
+
+enum Resume {
+    Expired,
+    Failed(String),
+}
+
+enum Listen {
+    NotOffered(StatusCode),
+    Expired,
+    Failed(String),
+}
+
+/// The first and last bytes of a body over the frame limit, and its length.
+#[derive(Default)]
+struct Over {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    len: u64,
+}
+
+impl Over {
+    fn push(&mut self, data: &[u8]) {
+        self.len += data.len() as u64;
+        let room = OVERSIZE_HEAD.saturating_sub(self.head.len());
+        let (to_head, rest) = data.split_at(room.min(data.len()));
+        self.head.extend_from_slice(to_head);
+        let rest = &rest[rest.len().saturating_sub(OVERSIZE_TAIL)..];
+        let drop = (self.tail.len() + rest.len()).saturating_sub(OVERSIZE_TAIL);
+        self.tail.drain(..drop.min(self.tail.len()));
+        self.tail.extend_from_slice(rest);
+    }
+}
+
+enum ContentType {
+    Json,
+    EventStream,
+    Other(String),
+}
+
+fn content_type(response: &Response<Body>) -> ContentType {
+    let ct = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        ContentType::Json
+    } else if essence.eq_ignore_ascii_case("text/event-stream") {
+        ContentType::EventStream
+    } else {
+        ContentType::Other(ct.to_owned())
+    }
+}
+
+fn empty_body() -> Body {
+    http_body_util::Empty::new()
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// Reads what is left of a body so its connection is reused: at once when its end is already
+/// there, else for at most a second (a stream the server keeps open is dropped).
+async fn drain_soon(mut body: Body) {
+    match body.frame().now_or_never() {
+        Some(None) => {}
+        Some(Some(_)) | None => {
+            let _ = tokio::time::timeout(Duration::from_secs(1), drain(body)).await;
+        }
+    }
+}
+
+/// What `frame` is: our own requests start `{"jsonrpc":"2.0","id":N,"method":` (written by
+/// the session); anything else is looked at by serde.
+fn classify(frame: &[u8]) -> Kind {
+    const PREFIX: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    if let Some(rest) = frame.strip_prefix(PREFIX) {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits > 0 && rest[digits..].starts_with(br#","method":"#) {
+            if let Some(id) = std::str::from_utf8(&rest[..digits])
+                .ok()
+                .and_then(|d| d.parse::<i64>().ok())
+            {
+                return Kind::Request(RequestId::Number(id));
+            }
+        }
+    }
+    #[derive(Deserialize)]
+    struct Peek {
+        id: Option<RequestId>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    match serde_json::from_slice::<Peek>(frame) {
+        Ok(Peek {
+            id: Some(id),
+            method: Some(_),
+        }) => Kind::Request(id),
+        _ => Kind::Other,
+    }
+}
+
+/// The sending half given to the session.
+struct HttpOutbound(Arc<Conn>);
+
+impl Outbound for HttpOutbound {
+    fn send_with(
+        &self,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        let conn = &self.0;
+        if conn.is_closed() {
+            return Err(SendError::Closed);
+        }
+        let mut frame = Vec::new();
+        write(&mut frame).map_err(SendError::Encode)?;
+        match classify(&frame) {
+            Kind::Request(id) => {
+                let after = conn.queued_seq.load(Ordering::Acquire);
+                conn.spawn(Arc::clone(conn).post_request(Bytes::from(frame), id, after));
+            }
+            Kind::Other => {
+                let start = {
+                    let mut ordered = conn.lock_ordered();
+                    if conn.is_closed() {
+                        return Err(SendError::Closed);
+                    }
+                    if ordered.bytes + frame.len() > MAX_QUEUED && !ordered.frames.is_empty() {
+                        return Err(SendError::Full(ordered.bytes));
+                    }
+                    let seq = conn.queued_seq.fetch_add(1, Ordering::AcqRel) + 1;
+                    ordered.bytes += frame.len();
+                    ordered.frames.push_back((seq, Bytes::from(frame)));
+                    !std::mem::replace(&mut ordered.running, true)
+                };
+                if start {
+                    conn.spawn(Arc::clone(conn).post_ordered());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An open Streamable HTTP session. Dropping it ends every task at once.
+pub(super) struct StreamableConnection {
+    /// `None` once [`Connection::close`] took it.
+    conn: Option<Arc<Conn>>,
+}
+
+impl fmt::Debug for StreamableConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("StreamableConnection");
+        if let Some(conn) = &self.conn {
+            d.field("server", &conn.server)
+                .field("url", &redacted(&conn.inner.url));
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+impl Connection for StreamableConnection {
+    fn close(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+        let conn = self.conn.take();
+        Box::pin(async move {
+            let Some(conn) = conn else { return };
+            conn.flush().await;
+            conn.cancel.cancel();
+            conn.delete().await;
+            conn.close(CloseReason::new("closed by the client").requested());
+        })
+    }
+
+    fn negotiated(&self, protocol_version: &str) {
+        let Some(conn) = &self.conn else { return };
+        let start = {
+            let mut session = conn.lock_session();
+            session.protocol = HeaderValue::from_str(protocol_version).ok();
+            !std::mem::replace(&mut session.listening, true)
+        };
+        if start {
+            conn.spawn(Arc::clone(conn).listen());
+        }
+    }
+}
+
+impl Drop for StreamableConnection {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.close(CloseReason::new("the connection was dropped").requested());
+        }
+    }
+}

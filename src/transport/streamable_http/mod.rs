@@ -1,0 +1,292 @@
+//! The Streamable HTTP transport of MCP revisions 2025-03-26, 2025-06-18 and 2025-11-25.
+//!
+//! One endpoint URL takes every message the client sends as a `POST` with
+//! `Accept: application/json, text/event-stream`. What comes back:
+//! - to a request: one JSON body (`application/json`), or an event stream
+//!   (`text/event-stream`) that may carry the server's own requests and notifications before
+//!   the answer; every `message` event is one inbound frame;
+//! - to a notification or an answer: `202 Accepted`.
+//!
+//! # How this transport maps the spec onto the [transport contract](super)
+//! - **Concurrency.** Each request goes out on a `POST` of its own, at once, on a task of its
+//!   own: calls never queue behind each other. Notifications and answers go out one at a
+//!   time, in order, and a request queued after a notification is sent only once that
+//!   notification was accepted (so `notifications/initialized` reaches the server before the
+//!   first `tools/list`, and a `notifications/cancelled` before the next call). Frames from
+//!   several response streams reach the session one at a time, whole, each stream's in its
+//!   order.
+//! - **Session.** The `Mcp-Session-Id` of the `initialize` answer goes on every later
+//!   message; [`Connection::negotiated`](super::Connection::negotiated) gives the
+//!   `MCP-Protocol-Version` that goes on every message after the handshake. A `404` to a message
+//!   that carried the session id means the server ended the session: the request it carried
+//!   fails as not delivered and retryable, and the connection closes with
+//!   [`CloseReason::session_expired`](super::CloseReason::session_expired), so the client
+//!   starts a new session at once and the retry layer sends the request again (a request is
+//!   never sent twice when its delivery is unknown).
+//! - **The GET stream.** Once the handshake is done, a `GET` opens the stream of
+//!   server-initiated messages; a `405` (or another 4xx) means the server offers none. When
+//!   it ends, it is opened again after the server's `retry` or a backoff (1 s, doubling to
+//!   60 s), with `Last-Event-ID` when the server gave event ids.
+//! - **Resumption.** When a response stream ends before the answer to its request arrived
+//!   (and its caller still waits), the transport waits the stream's `retry` interval
+//!   (default 1 s) and resumes it with a `GET` carrying `Last-Event-ID`; the request is never
+//!   sent again. Without an event id, or after [`StreamableHttpConfig::max_resumptions`]
+//!   attempts in a row that brought nothing, the request fails, naming why.
+//! - **Shutdown.** [`Connection::close`](super::Connection::close) lets queued notifications
+//!   (cancellations) go out, then sends `DELETE` with the session id (`405` is fine). Dropping
+//!   the connection ends every task at once.
+//! - **Bounds.** A JSON body or an event over the frame limit is not kept: its first and last
+//!   bytes go to [`on_oversize`](super::InboundHandler::on_oversize), and a body is read on
+//!   only while its caller still waits (an endless body ends with the call's timeout).
+//!   Redirects are never followed (every message goes to the configured origin). A `401` or
+//!   `403` names the server and its secret reference, and makes a failed handshake permanent.
+//!
+//! The HTTP client is the one the SSE transport uses (see the [`http`](super::http) module):
+//! pooled, kept alive, HTTP/2 by ALPN over TLS, the auth header from a layer.
+//!
+//! # Example
+//! ```
+//! use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
+//! use kaged_mcp::transport::Transport;
+//! use kaged_mcp_layers::auth::AuthHeader;
+//!
+//! # fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = StreamableHttpConfig::new("https://mcp.example.com/mcp".parse()?)
+//!     .auth(AuthHeader::bearer("sk-live-…")?);
+//! let transport = StreamableHttpTransport::new(config)?;
+//! assert_eq!(transport.describe(), "streamable-http: https://mcp.example.com/mcp");
+//! # Ok(()) }
+//! ```
+
+mod connection;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::{HeaderName, HeaderValue};
+use kaged_mcp_layers::auth::AuthHeader;
+use url::Url;
+
+use super::http::client::{self, HttpService};
+use super::http::{auth_header, auth_hint, redacted, validate, InvalidHttpConfig};
+use super::{BoxFuture, ConnectContext, Connection, Transport, TransportError};
+use crate::config::{AuthConfig, HttpServerConfig, Secret};
+
+/// The default for [`StreamableHttpConfig::connect_timeout`]: 10 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default for [`StreamableHttpConfig::post_timeout`]: 30 s.
+pub const DEFAULT_POST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default for [`StreamableHttpConfig::max_resumptions`]: 5.
+pub const DEFAULT_MAX_RESUMPTIONS: u32 = 5;
+
+/// How to reach one server over Streamable HTTP.
+///
+/// Build it with [`StreamableHttpConfig::new`] and the setters, or from the project
+/// configuration with [`StreamableHttpConfig::from_config`];
+/// [`StreamableHttpTransport::new`] checks it. `Debug` shows the auth header's name only.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct StreamableHttpConfig {
+    /// The MCP endpoint, `http` or `https`.
+    pub url: Url,
+    /// Static headers sent with every request.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The authentication header, sent with every request.
+    pub auth: Option<AuthHeader>,
+    /// The name of the secret behind `auth` (`api_keys.example`), for the message of a 401 or
+    /// 403; never the secret itself.
+    pub secret_ref: Option<String>,
+    /// How long connecting and getting the response headers of a `GET` or `DELETE` may take.
+    pub connect_timeout: Duration,
+    /// How long the `POST` of a notification or an answer may take; past it, it is logged as
+    /// failed. (A request's `POST` lasts as long as the call: the caller's timeout bounds it.)
+    pub post_timeout: Duration,
+    /// How many times in a row a response stream that ended before its answer is resumed
+    /// without bringing an event before the request fails.
+    pub max_resumptions: u32,
+}
+
+impl StreamableHttpConfig {
+    /// A configuration for `url` with no header, no auth and the default timeouts.
+    pub fn new(url: Url) -> Self {
+        Self {
+            url,
+            headers: Vec::new(),
+            auth: None,
+            secret_ref: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            post_timeout: DEFAULT_POST_TIMEOUT,
+            max_resumptions: DEFAULT_MAX_RESUMPTIONS,
+        }
+    }
+
+    /// The configuration of the `mcp.<server>` entry `http`, with its `auth` block and the
+    /// secret it refers to (resolved by the caller from `local.toml`).
+    ///
+    /// # Errors
+    /// [`InvalidHttpConfig`] when the secret cannot make a header (empty, a line break, a
+    /// control byte). The error names the server and never holds the secret.
+    pub fn from_config(
+        server: &str,
+        http: &HttpServerConfig,
+        auth: Option<(&AuthConfig, &Secret)>,
+    ) -> Result<Self, InvalidHttpConfig> {
+        let mut config = Self::new(http.url.clone());
+        config.headers = http.headers.clone();
+        if let Some((auth, secret)) = auth {
+            config.auth = Some(auth_header(server, auth, secret)?);
+            config.secret_ref = Some(auth.secret_ref.to_string());
+        }
+        Ok(config)
+    }
+
+    /// Adds a static header.
+    #[must_use]
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// Sets the authentication header.
+    #[must_use]
+    pub fn auth(mut self, auth: AuthHeader) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Sets [`connect_timeout`](Self::connect_timeout).
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets [`post_timeout`](Self::post_timeout).
+    #[must_use]
+    pub fn post_timeout(mut self, timeout: Duration) -> Self {
+        self.post_timeout = timeout;
+        self
+    }
+
+    /// Sets [`max_resumptions`](Self::max_resumptions).
+    #[must_use]
+    pub fn max_resumptions(mut self, n: u32) -> Self {
+        self.max_resumptions = n;
+        self
+    }
+}
+
+impl fmt::Debug for StreamableHttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamableHttpConfig")
+            .field("url", &redacted(&self.url))
+            .field(
+                "headers",
+                &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field("auth", &self.auth)
+            .field("secret_ref", &self.secret_ref)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("post_timeout", &self.post_timeout)
+            .field("max_resumptions", &self.max_resumptions)
+            .finish()
+    }
+}
+
+/// Connects to an MCP server over Streamable HTTP. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct StreamableHttpTransport {
+    inner: Arc<Inner>,
+}
+
+/// What every connection of one transport shares: the checked configuration and the client
+/// (its connection pool outlives sessions).
+struct Inner {
+    url: Url,
+    /// The static headers.
+    headers: Vec<(HeaderName, HeaderValue)>,
+    auth_hint: String,
+    connect_timeout: Duration,
+    post_timeout: Duration,
+    max_resumptions: u32,
+    http: HttpService,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamableHttpTransport")
+            .field("url", &redacted(&self.url))
+            .field(
+                "headers",
+                &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamableHttpTransport {
+    /// A transport for `config`; errors name the server by its URL.
+    ///
+    /// # Errors
+    /// [`InvalidHttpConfig`] when the URL is not `http`/`https`, has no host or carries
+    /// credentials, or a static header collides with the auth header or with one the transport
+    /// sets itself.
+    pub fn new(config: StreamableHttpConfig) -> Result<Self, InvalidHttpConfig> {
+        let name = redacted(&config.url);
+        Self::checked(&name, config)
+    }
+
+    /// The transport of the `mcp.<server>` entry `http`, with its `auth` block and the secret it
+    /// refers to; errors name `server`.
+    ///
+    /// # Errors
+    /// As [`StreamableHttpTransport::new`], and when the secret cannot make a header.
+    pub fn from_config(
+        server: &str,
+        http: &HttpServerConfig,
+        auth: Option<(&AuthConfig, &Secret)>,
+    ) -> Result<Self, InvalidHttpConfig> {
+        Self::checked(
+            server,
+            StreamableHttpConfig::from_config(server, http, auth)?,
+        )
+    }
+
+    fn checked(server: &str, config: StreamableHttpConfig) -> Result<Self, InvalidHttpConfig> {
+        validate(server, &config.url, &config.headers, config.auth.as_ref())?;
+        let http = client::client(config.auth.as_ref(), config.connect_timeout);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                auth_hint: auth_hint(config.secret_ref.as_deref()),
+                url: config.url,
+                headers: config.headers,
+                connect_timeout: config.connect_timeout,
+                post_timeout: config.post_timeout,
+                max_resumptions: config.max_resumptions,
+                http,
+            }),
+        })
+    }
+
+    /// The MCP endpoint.
+    pub fn url(&self) -> &Url {
+        &self.inner.url
+    }
+}
+
+impl Transport for StreamableHttpTransport {
+    fn connect(
+        &self,
+        ctx: ConnectContext,
+    ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(
+            async move { connection::open(inner, ctx).map(|c| Box::new(c) as Box<dyn Connection>) },
+        )
+    }
+
+    fn describe(&self) -> String {
+        format!("streamable-http: {}", redacted(&self.inner.url))
+    }
+}
