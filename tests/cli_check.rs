@@ -43,9 +43,8 @@ fn check_exits_2_naming_file_key_and_line_on_a_broken_copy() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    let want = format!(
-        "project.yaml:{line}:16: mcp.demo.transport: unsupported transport `websocket`"
-    );
+    let want =
+        format!("project.yaml:{line}:16: mcp.demo.transport: unsupported transport `websocket`");
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert!(stderr.contains(&want), "wanted {want}\n{stderr}");
 }

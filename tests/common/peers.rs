@@ -93,6 +93,16 @@ pub(crate) fn everything_sse(port: u16) -> Option<(Vec<String>, Env)> {
     ))
 }
 
+/// `PORT=<port> node <entry> streamableHttp`: server-everything on Streamable HTTP, endpoint
+/// `/mcp`. Returns the command and the environment to add.
+pub(crate) fn everything_http(port: u16) -> Option<(Vec<String>, Env)> {
+    let entry = everything_entry()?;
+    Some((
+        vec!["node".into(), string(&entry), "streamableHttp".into()],
+        vec![("PORT".into(), port.to_string())],
+    ))
+}
+
 // --- Python SDK (PyPI `mcp`) ------------------------------------------------------------------
 
 /// Which pinned line of the PyPI `mcp` SDK runs `tests/servers/py_server.py`.
@@ -141,6 +151,15 @@ pub(crate) enum PyMode {
         /// The port to listen on (see [`free_port`]).
         port: u16,
     },
+    /// Streamable HTTP on `127.0.0.1:<port>/mcp`.
+    StreamableHttp {
+        /// The port to listen on (see [`free_port`]).
+        port: u16,
+        /// No session id (`stateless_http=True`).
+        stateless: bool,
+        /// Answers as `application/json` instead of event streams (`json_response=True`).
+        json: bool,
+    },
 }
 
 /// `<venv>/bin/python tests/servers/py_server.py stdio` (or `sse --port N`). Tools: `echo`,
@@ -155,6 +174,19 @@ pub(crate) fn python_server(version: PyMcp, mode: PyMode) -> Option<Vec<String>>
         PyMode::Stdio => cmd.push("stdio".into()),
         PyMode::Sse { port } => {
             cmd.extend(["sse".into(), "--port".into(), port.to_string()]);
+        }
+        PyMode::StreamableHttp {
+            port,
+            stateless,
+            json,
+        } => {
+            cmd.extend(["streamable-http".into(), "--port".into(), port.to_string()]);
+            if stateless {
+                cmd.push("--stateless".into());
+            }
+            if json {
+                cmd.push("--json".into());
+            }
         }
     }
     Some(cmd)
@@ -185,6 +217,26 @@ fn target_profile_dir() -> PathBuf {
 pub(crate) fn rmcp_server() -> Option<Vec<String>> {
     let exe = target_profile_dir().join("examples").join("rmcp_server");
     exe.is_file().then(|| vec![string(&exe)])
+}
+
+/// `target/<profile>/examples/rmcp_http_server --port 0 [--stateless] [--json]`, if built: the
+/// same tools over rmcp's Streamable HTTP server (endpoint `/mcp`). It prints `PORT=<n>`; start
+/// it with [`SsePeer::start_reporting_port`].
+pub(crate) fn rmcp_http_server(stateless: bool, json: bool) -> Option<Vec<String>> {
+    let exe = target_profile_dir()
+        .join("examples")
+        .join("rmcp_http_server");
+    if !exe.is_file() {
+        return None;
+    }
+    let mut cmd = vec![string(&exe), "--port".into(), "0".into()];
+    if stateless {
+        cmd.push("--stateless".into());
+    }
+    if json {
+        cmd.push("--json".into());
+    }
+    Some(cmd)
 }
 
 // --- misbehaving stdio servers ----------------------------------------------------------------
@@ -339,6 +391,23 @@ pub(crate) fn sse_fault_server(mode: SseFault, extra: &[&str]) -> Vec<String> {
     cmd
 }
 
+/// `python3 tests/servers/http_fault_server.py --port 0 --mode <mode>` plus `extra` arguments
+/// (`--answers json`, `--stateless`, `--secret S`, `--log FILE`, `--call-log FILE`, `--delay
+/// SECS`, `--retry-ms N`); see the script's docstring for the modes. Start it with
+/// [`SsePeer::start_reporting_port`].
+pub(crate) fn http_fault_server(mode: &str, extra: &[&str]) -> Vec<String> {
+    let mut cmd = vec![
+        "python3".into(),
+        string(&server_script("http_fault_server.py")),
+        "--port".into(),
+        "0".into(),
+        "--mode".into(),
+        mode.into(),
+    ];
+    cmd.extend(extra.iter().map(|s| (*s).to_owned()));
+    cmd
+}
+
 // --- helpers ----------------------------------------------------------------------------------
 
 /// A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, let it go).
@@ -419,8 +488,13 @@ impl SsePeer {
     /// Starts `sse_fault_server.py` in `mode` on a port it picks, reads that port from its first
     /// stdout line (`PORT=<n>`), then waits until it accepts connections.
     pub(crate) fn start_fault(mode: SseFault, extra: &[&str]) -> Result<SsePeer, String> {
-        let command = sse_fault_server(mode, extra);
-        let mut peer = Self::spawn(&command, &[], Stdio::piped(), 0)?;
+        Self::start_reporting_port(&sse_fault_server(mode, extra))
+    }
+
+    /// Starts `command`, which listens on a port it picks and prints `PORT=<n>` as its first
+    /// stdout line; reads that port, then waits until it accepts connections.
+    pub(crate) fn start_reporting_port(command: &[String]) -> Result<SsePeer, String> {
+        let mut peer = Self::spawn(command, &[], Stdio::piped(), 0)?;
         let stdout = peer.child.stdout.take().expect("stdout is piped");
         let mut first = String::new();
         // The read ends at the first line or at EOF if the script dies first.
@@ -504,6 +578,11 @@ impl SsePeer {
     /// `http://127.0.0.1:<port>/sse`, the URL every SSE peer here serves its stream on.
     pub(crate) fn sse_url(&self) -> String {
         format!("http://127.0.0.1:{}/sse", self.port)
+    }
+
+    /// `http://127.0.0.1:<port>/mcp`, the Streamable HTTP endpoint of every peer here.
+    pub(crate) fn mcp_url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
     /// The process id, which is also its process group id.

@@ -7,6 +7,12 @@ One file for both pinned SDK lines (installed by .ci/install-peers):
 Usage:
   python py_server.py stdio
   python py_server.py sse --port N        (listens on 127.0.0.1; GET /sse, POST /messages/?session_id=...)
+  python py_server.py streamable-http --port N [--stateless] [--json]
+                                          (listens on 127.0.0.1; POST/GET/DELETE /mcp)
+      --stateless  stateless_http=True: no mcp-session-id, a fresh session per request
+      --json       json_response=True: answers are application/json, not text/event-stream
+      sample/sample_raw send sampling/createMessage on the tools/call POST's SSE answer; with
+      --json, on the standalone GET /mcp stream (open one first, or 1.x never answers the call)
 
 Tools:
   echo(message)  -> "Echo: <message>"                   (text only, no structuredContent)
@@ -79,8 +85,19 @@ def fail() -> str:
     raise ToolError("fail tool failed on purpose")
 
 
-def _sampling_request() -> dict:
+# streamable-http only: where sample/sample_raw send their sampling/createMessage.
+#   True  (SSE answers): related_request_id=<the tools/call id>, as the SDKs' own ctx.elicit does,
+#         so the request rides the tools/call POST's text/event-stream answer.
+#   False (--json, and stdio/sse, whose calls are unchanged): no related_request_id; on
+#         streamable-http the request goes to the standalone GET /mcp stream (an application/json
+#         answer cannot carry it: 1.x would drop it and hang the call, 2.x refuses at once).
+_SAMPLING_ON_POST_STREAM = False
+
+
+def _sampling_request(ctx: Context) -> dict:
+    related = {"related_request_id": ctx.request_id} if _SAMPLING_ON_POST_STREAM else {}
     return dict(
+        **related,
         messages=[
             types.SamplingMessage(
                 role="user", content=types.TextContent(type="text", text="Say hello")
@@ -100,7 +117,7 @@ def _sampling_text(result) -> str:
 async def sample(ctx: Context) -> str:
     """Ask the client for a sampling/createMessage; report its answer or its error."""
     try:
-        result = await ctx.session.create_message(**_sampling_request())
+        result = await ctx.session.create_message(**_sampling_request(ctx))
     except Exception as exc:  # the client's refusal arrives as an exception
         return f"sampling error: {exc}"
     return _sampling_text(result)
@@ -109,7 +126,7 @@ async def sample(ctx: Context) -> str:
 @server.tool(**TEXT_ONLY)
 async def sample_raw(ctx: Context) -> str:
     """Like sample, but a refusal is not caught (1.x: isError result; 2.x: JSON-RPC error)."""
-    result = await ctx.session.create_message(**_sampling_request())
+    result = await ctx.session.create_message(**_sampling_request(ctx))
     return _sampling_text(result)
 
 
@@ -126,27 +143,66 @@ def idem() -> str:
     return str(_idem_calls)
 
 
+def _run_streamable_http(port: int, *, stateless: bool, json_response: bool) -> None:
+    global _SAMPLING_ON_POST_STREAM
+    _SAMPLING_ON_POST_STREAM = not json_response
+    if SDK_LINE == 2:
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=port,
+            streamable_http_path="/mcp",
+            stateless_http=stateless,
+            json_response=json_response,
+        )
+    else:
+        # 1.x reads these settings when it builds the app in run(), so setting them here is
+        # the same as passing them to FastMCP(...).
+        server.settings.host = "127.0.0.1"
+        server.settings.port = port
+        server.settings.streamable_http_path = "/mcp"
+        server.settings.stateless_http = stateless
+        server.settings.json_response = json_response
+        server.run("streamable-http")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("transport", choices=["stdio", "sse"])
-    parser.add_argument("--port", type=int, default=0, help="SSE port on 127.0.0.1 (required for sse)")
+    parser.add_argument("transport", choices=["stdio", "sse", "streamable-http"])
+    parser.add_argument(
+        "--port", type=int, default=0, help="port on 127.0.0.1 (required for sse and streamable-http)"
+    )
+    parser.add_argument(
+        "--stateless", action="store_true", help="streamable-http: stateless_http=True (no session id)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="streamable-http: json_response=True (application/json answers)"
+    )
     args = parser.parse_args()
-    if args.transport == "sse" and args.port <= 0:
-        parser.error("sse needs --port N (a free port, N > 0)")
+    http = args.transport in ("sse", "streamable-http")
+    if http and args.port <= 0:
+        parser.error(f"{args.transport} needs --port N (a free port, N > 0)")
+    if args.transport != "streamable-http" and (args.stateless or args.json):
+        parser.error("--stateless and --json only apply to streamable-http")
     print(
         f"py_server: mcp {SDK_VERSION} (line {SDK_LINE}) starting, transport={args.transport}"
-        + (f" port={args.port}" if args.transport == "sse" else ""),
+        + (f" port={args.port}" if http else "")
+        + (" stateless" if args.stateless else "")
+        + (" json" if args.json else ""),
         file=sys.stderr,
         flush=True,
     )
     if args.transport == "stdio":
         server.run()
-    elif SDK_LINE == 2:
-        server.run("sse", host="127.0.0.1", port=args.port)
+    elif args.transport == "sse":
+        if SDK_LINE == 2:
+            server.run("sse", host="127.0.0.1", port=args.port)
+        else:
+            server.settings.host = "127.0.0.1"
+            server.settings.port = args.port
+            server.run("sse")
     else:
-        server.settings.host = "127.0.0.1"
-        server.settings.port = args.port
-        server.run("sse")
+        _run_streamable_http(args.port, stateless=args.stateless, json_response=args.json)
 
 
 if __name__ == "__main__":

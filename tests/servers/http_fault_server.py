@@ -1,0 +1,750 @@
+#!/usr/bin/env python3
+"""An MCP server on the Streamable HTTP transport (2025-11-25) with faults on demand, for kaged-mcp's tests.
+
+Usage:  python3 http_fault_server.py [--port N] [--mode MODE] [--answers sse|json] [--stateless]
+                                     [--secret S] [--log FILE] [--call-log FILE] [--delay SECS]
+                                     [--retry-ms N]
+
+Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1, TCP_NODELAY). The first line on
+stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on start.
+
+The transport (one endpoint, /mcp; any other path -> 404):
+  POST /mcp, a request          -> --answers sse (default): 200 text/event-stream (chunked), one
+                                   `event: message` / `id: <stream>-<n>` (n from 1) / `data: <json>`
+                                   event per message, ended after the response;
+                                   --answers json: 200 application/json, the response as the body
+  POST /mcp, a notification or
+             an answer to ours   -> 202, no body
+  POST /mcp, errors              -> bad JSON, a batch or not JSON-RPC 400; Accept lacking
+                                   application/json or text/event-stream 406; an unsupported
+                                   MCP-Protocol-Version header 400
+  GET  /mcp (Accept: text/event-stream)
+                                -> 200 standalone stream: a notifications/message (level info, data
+                                   "hello from GET") at once, then `: keepalive` every 5 s, plus any
+                                   server request with no POST stream to ride (ask under --answers
+                                   json); with `Last-Event-ID` it resumes a stream instead: a cut
+                                   response stream (see cut_before_answer) or a standalone stream of
+                                   the session; an unknown Last-Event-ID -> 404; no text/event-stream
+                                   in Accept -> 406
+  DELETE /mcp                   -> forgets the session, 200 (405 with --stateless)
+Sessions (unless --stateless): initialize issues `Mcp-Session-Id: <32 hex>`; every later request
+must carry it: missing 400, unknown, deleted or expired 404 (JSON-RPC error bodies, id null).
+MCP: initialize (protocolVersion = the client's if 2025-03-26, 2025-06-18 or 2025-11-25, else
+2025-11-25; serverInfo {name "http-fault", version "1"}; capabilities {tools: {listChanged: true}}),
+ping, tools/list, tools/call; unknown methods -32601, unknown tools -32602. Tools:
+  echo {message}  -> "Echo: <message>"; with --call-log FILE each executed echo appends its message
+                     (JSON-encoded, one line) there, so a test can prove nothing ran twice
+  big {n}         -> a text of n bytes ("x" repeated), one message, written in 64 KiB pieces
+  endless {}      -> an answer that never ends: one `data:` line (or, with json answers, a body
+                     `{"jsonrpc":"2.0","id":N,"result":{"content":[{"type":"text","text":"xxx...`)
+                     growing by 64 KiB of "x" until the client goes away
+  ask {}          -> sends the requests ping (id "p1") and sampling/createMessage (id 7) on the POST's
+                     stream (with json answers: on the session's GET stream), waits (up to 30 s) for
+                     both answers to be POSTed on the same session, then answers with a text holding
+                     the JSON {"ping": <answer>, "sampling": <answer>} (minus "jsonrpc"; null if none)
+  slow {ms}       -> sleeps ms milliseconds, then "slept <ms>"
+  http_NNN {}     -> (any mode) the POST of that call is answered with status NNN and an empty body;
+                     the call is not processed
+
+Modes (--mode):
+  ok                 as above
+  expire_after_first the session of the first tools/call ever answered is forgotten as that answer is
+                     sent (its id then gets 404, its GET streams end); later sessions live on
+  cut_before_answer  each tools/call of echo gets a stream (even with --answers json) sending only a
+                     priming event (`id: <stream>-0`, `retry: <--retry-ms, default 300>`, empty
+                     `data:`) and then ending properly (last chunk) BEFORE the answer; the echo runs
+                     once and its answer is kept; GET with `Last-Event-ID: <stream>-0` (and the
+                     session id) -> 200 stream sending the answer as `id: <stream>-1`, then ending
+                     (`<stream>-1` -> 200 stream ending at once); the log tells each GET's "resumed"
+                     and "since_cut_ms"
+  no_get             GET and DELETE -> 405 with `Allow: POST`
+  auth               401 with `WWW-Authenticate: Bearer realm="mcp"` on every request unless
+                     `Authorization: Bearer <secret>` (--secret, default s3cret)
+  forbidden          403 on every request
+  slow_headers       every POST's response headers (and its processing) come after --delay seconds
+                     (default 30)
+  malformed_sse      before each message on a POST's event stream: a `:` comment, an event with only
+                     `id:`, a `data: not json` event, an event of type `weird` (its data a JSON-RPC
+                     answer to the same id with the text "WRONG: event type weird"), a line without a
+                     colon; CRLF and LF line endings mixed; the real message's `data:` split over two
+                     lines (no effect on json answers)
+  redirect           every POST -> 307 with `Location: http://127.0.0.2:<port>/mcp` (GET and DELETE as
+                     in ok); a second listener on 127.0.0.2:<port> answers everything 404 and logs it
+                     (with "listener": "127.0.0.2") so a test can prove nothing, and no Authorization
+                     header, leaked
+
+--log FILE appends one JSON line per HTTP request, flushed, written before the response's last byte:
+{"listener", "verb", "path", "status", "session" (the Mcp-Session-Id header or null),
+"protocol_version" (the MCP-Protocol-Version header or null), "last_event_id" (header or null),
+"accept" (header or null), "id", "method", "tool", "response" (true for a POSTed answer to our
+request), "authorization" (true when an Authorization header was present; never its value),
+"resumed" (GET: true when it resumed a stream; null otherwise)}; also "issued_session" on an
+initialize that issued one, and "since_cut_ms" on a GET resuming a cut stream.
+"""
+
+import argparse
+import json
+import queue
+import secrets
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+MODES = ["ok", "expire_after_first", "cut_before_answer", "no_get", "auth", "forbidden", "slow_headers",
+         "malformed_sse", "redirect"]
+VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
+LATEST = "2025-11-25"
+PIECE = 64 * 1024
+KEEPALIVE_SECS = 5.0
+
+ARGS = None
+PORT = 0
+SESSIONS = {}  # session id -> Session
+SESSIONS_LOCK = threading.Lock()
+LOG_LOCK = threading.Lock()
+CALL_LOG_LOCK = threading.Lock()
+EXPIRED = {"done": False}  # expire_after_first: has a session been forgotten yet
+EXPIRED_LOCK = threading.Lock()
+
+
+def eprint(text):
+    sys.stderr.write(f"http_fault_server[{ARGS.mode}]: {text}\n")
+    sys.stderr.flush()
+
+
+def log_entry(entry):
+    if not ARGS.log:
+        return
+    with LOG_LOCK, open(ARGS.log, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+        f.flush()
+
+
+def new_stream_id():
+    return secrets.token_hex(8)
+
+
+class Session:
+    """One MCP session: answers awaited from the client, its GET streams' outbox, cut streams."""
+
+    def __init__(self, id_):
+        self.id = id_
+        self.alive = True
+        self.answers = {}
+        self.answered = threading.Condition()
+        self.outbox = queue.Queue()  # server messages for a GET stream
+        self.cut = {}  # stream id -> {"answer": msg, "cut_at": monotonic or None}
+        self.get_streams = set()  # ids of standalone streams opened so far (resumable)
+        self.lock = threading.Lock()
+
+    def await_answers(self, ids, timeout):
+        deadline = time.monotonic() + timeout
+        with self.answered:
+            while not all(i in self.answers for i in ids):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.answered.wait(left)
+            return {i: self.answers.pop(i, None) for i in ids}
+
+    def deliver_answer(self, msg):
+        with self.answered:
+            self.answers[msg.get("id")] = {k: v for k, v in msg.items() if k != "jsonrpc"}
+            self.answered.notify_all()
+
+
+STATELESS = Session(None)  # with --stateless, the one "session" everything shares
+
+
+def forget(session):
+    session.alive = False
+    with SESSIONS_LOCK:
+        SESSIONS.pop(session.id, None)
+
+
+def text_result(text):
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def as_int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def dumps(msg):
+    return json.dumps(msg, separators=(",", ":"))
+
+
+class Body:
+    """A JSON message to write: prefix, then `fill` bytes of "x" (None: forever), then suffix."""
+
+    SENTINEL = "\u0000FILL\u0000"
+
+    def __init__(self, msg, fill=0, filled=False):
+        text = dumps(msg)
+        mark = dumps(self.SENTINEL)[1:-1]
+        if filled:
+            head, _, tail = text.partition(mark)
+            self.prefix, self.suffix, self.fill = head.encode(), tail.encode(), fill
+        else:
+            self.prefix, self.suffix, self.fill = text.encode(), b"", 0
+
+    @classmethod
+    def filled(cls, id_, fill):
+        return cls({"jsonrpc": "2.0", "id": id_, "result": text_result(cls.SENTINEL)}, fill, True)
+
+    def length(self):
+        return None if self.fill is None else len(self.prefix) + self.fill + len(self.suffix)
+
+    def pieces(self):
+        """The bytes after the prefix."""
+        if self.fill is None:
+            chunk = b"x" * PIECE
+            while True:
+                yield chunk
+        left = self.fill
+        chunk = b"x" * min(PIECE, left)
+        while left > 0:
+            n = min(PIECE, left)
+            yield chunk if n == len(chunk) else chunk[:n]
+            left -= n
+        if self.suffix:
+            yield self.suffix
+
+
+TOOLS = [
+    {"name": "echo", "description": "Echo the message back",
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}},
+                     "required": ["message"]}},
+    {"name": "big", "description": "A text of n bytes",
+     "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
+    {"name": "endless", "description": "An answer that never ends",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "ask", "description": "Sends ping and sampling/createMessage to the client",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "slow", "description": "Sleeps ms milliseconds",
+     "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}},
+]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "http-fault-server/0.1"
+    listener = "127.0.0.1"
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format, *args):  # keep stderr quiet; --log has the facts
+        pass
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def read_body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def start_log(self):
+        self.entry = {
+            "listener": self.listener, "verb": self.command, "path": self.path, "status": None,
+            "session": self.headers.get("Mcp-Session-Id"),
+            "protocol_version": self.headers.get("MCP-Protocol-Version"),
+            "last_event_id": self.headers.get("Last-Event-ID"),
+            "accept": self.headers.get("Accept"),
+            "id": None, "method": None, "tool": None, "response": False,
+            "authorization": "Authorization" in self.headers,
+            "resumed": None,
+        }
+
+    def log(self, status, **fields):
+        self.entry["status"] = status
+        self.entry.update(fields)
+        log_entry(self.entry)
+
+    def note_message(self, msg):
+        """Copies id, method and tool of a parsed message into the log entry."""
+        if not isinstance(msg, dict):
+            return
+        self.entry["id"] = msg.get("id")
+        if "method" in msg:
+            self.entry["method"] = msg["method"]
+            if msg["method"] == "tools/call" and isinstance(msg.get("params"), dict):
+                self.entry["tool"] = msg["params"].get("name")
+        elif "result" in msg or "error" in msg:
+            self.entry["response"] = True
+
+    def reply(self, status, body=b"", content_type=None, headers=(), **fields):
+        """A whole response with Content-Length; logged first."""
+        self.log(status, **fields)
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        if body:
+            self.wfile.write(body)
+
+    def rpc_error(self, status, code, message, headers=()):
+        body = dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+        self.reply(status, body.encode(), "application/json", headers)
+
+    def authorized(self):
+        if ARGS.mode == "forbidden":
+            return False
+        if ARGS.mode != "auth":
+            return True
+        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and token.strip() == ARGS.secret
+
+    def refuse(self):
+        if ARGS.mode == "forbidden":
+            self.reply(403, b"forbidden", "text/plain; charset=utf-8")
+        else:
+            self.reply(401, b"unauthorized", "text/plain; charset=utf-8",
+                       [("WWW-Authenticate", 'Bearer realm="mcp"')])
+
+    def accepts(self, *types):
+        accept = self.headers.get("Accept", "").lower()
+        return all(t in accept for t in types)
+
+    def version_ok(self):
+        version = self.headers.get("MCP-Protocol-Version")
+        if version is None or version in VERSIONS:
+            return True
+        self.rpc_error(400, -32000, f"Bad Request: unsupported MCP-Protocol-Version {version}")
+        return False
+
+    def session(self):
+        """The request's session, or None after answering 400/404."""
+        if ARGS.stateless:
+            return STATELESS
+        id_ = self.headers.get("Mcp-Session-Id")
+        if not id_:
+            self.rpc_error(400, -32000, "Bad Request: Mcp-Session-Id header is required")
+            return None
+        with SESSIONS_LOCK:
+            session = SESSIONS.get(id_)
+        if session is None:
+            self.rpc_error(404, -32001, "Session not found")
+        return session
+
+    def common_checks(self):
+        """Path, auth; False once answered."""
+        if urlsplit(self.path).path != "/mcp":
+            self.reply(404, b"not found", "text/plain; charset=utf-8")
+            return False
+        if not self.authorized():
+            self.refuse()
+            return False
+        return True
+
+    # --- chunked event streams ----------------------------------------------------------------
+
+    def start_stream(self, status=200, headers=(), **fields):
+        self.log(status, **fields)
+        self.send_response(status)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+
+    def chunk(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        if data:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def end_chunks(self):
+        self.wfile.write(b"0\r\n\r\n")
+
+    def event(self, stream_id, n, body, split=False):
+        """One `event: message`; with split, its data over two `data:` lines."""
+        head = f"event: message\nid: {stream_id}-{n}\ndata: ".encode()
+        prefix = body.prefix
+        if split and prefix.startswith(b'{"jsonrpc":"2.0",'):
+            cut = len(b'{"jsonrpc":"2.0",')
+            head += prefix[:cut] + b"\r\ndata: "
+            prefix = prefix[cut:]
+        self.chunk(head + prefix)
+        for piece in body.pieces():
+            self.chunk(piece)
+        self.chunk(b"\n\n")
+
+    def junk(self, stream_id, req_id):
+        wrong = dumps({"jsonrpc": "2.0", "id": req_id,
+                       "result": text_result("WRONG: event type weird")})
+        self.chunk(": a comment before the message\r\n\r\n"
+                   f"id: {stream_id}-junk\n\n"
+                   "data: not json\r\n\n"
+                   f"event: weird\ndata: {wrong}\r\n\r\n"
+                   "a line without a colon\n\r\n")
+
+    # --- GET /mcp -----------------------------------------------------------------------------
+
+    def do_GET(self):
+        self.start_log()
+        self.read_body()
+        self.entry["resumed"] = False
+        if not self.common_checks():
+            return
+        if ARGS.mode == "no_get":
+            self.reply(405, b"", headers=[("Allow", "POST")])
+            return
+        if not self.accepts("text/event-stream"):
+            self.rpc_error(406, -32000, "Not Acceptable: Accept must list text/event-stream")
+            return
+        if not self.version_ok():
+            return
+        session = self.session()
+        if session is None:
+            return
+        last = self.headers.get("Last-Event-ID")
+        if last is None:
+            stream_id = new_stream_id()
+            with session.lock:
+                session.get_streams.add(stream_id)
+            self.standalone(session, stream_id, 0)
+            return
+        stream_id, _, n = last.strip().rpartition("-")
+        n = int(n) if n.isdigit() else -1
+        with session.lock:
+            cut = session.cut.get(stream_id)
+            standalone = stream_id in session.get_streams
+        if cut is not None and n >= 0:
+            since = None
+            if cut["cut_at"] is not None:
+                since = round((time.monotonic() - cut["cut_at"]) * 1000)
+            eprint(f"resuming stream {stream_id} after event {n}, {since} ms after the cut")
+            try:
+                self.start_stream(resumed=True, since_cut_ms=since)
+                if n == 0:
+                    self.event(stream_id, 1, Body(cut["answer"]))
+                self.end_chunks()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            return
+        if standalone and n >= 0:
+            self.standalone(session, stream_id, n, resumed=True)
+            return
+        self.rpc_error(404, -32001, f"Unknown Last-Event-ID {last}")
+
+    def standalone(self, session, stream_id, last_n, resumed=False):
+        n = last_n
+        try:
+            self.start_stream(resumed=resumed)
+            if not resumed:
+                n += 1
+                self.event(stream_id, n, Body({
+                    "jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": "hello from GET"}}))
+            next_keepalive = time.monotonic() + KEEPALIVE_SECS
+            while session.alive:
+                try:
+                    msg = session.outbox.get(timeout=0.25)
+                except queue.Empty:
+                    msg = None
+                if msg is not None:
+                    n += 1
+                    self.event(stream_id, n, Body(msg))
+                if time.monotonic() >= next_keepalive:
+                    self.chunk(": keepalive\n\n")
+                    next_keepalive += KEEPALIVE_SECS
+            eprint(f"session {session.id} is gone: ending GET stream {stream_id}")
+            self.end_chunks()
+        except (BrokenPipeError, ConnectionResetError):
+            eprint(f"GET stream {stream_id} closed by the client")
+            self.close_connection = True
+
+    # --- DELETE /mcp --------------------------------------------------------------------------
+
+    def do_DELETE(self):
+        self.start_log()
+        self.read_body()
+        if not self.common_checks():
+            return
+        if ARGS.mode == "no_get":
+            self.reply(405, b"", headers=[("Allow", "POST")])
+            return
+        if ARGS.stateless:
+            self.reply(405, b"", headers=[("Allow", "GET, POST")])
+            return
+        if not self.version_ok():
+            return
+        session = self.session()
+        if session is None:
+            return
+        forget(session)
+        eprint(f"session {session.id} deleted")
+        self.reply(200)
+
+    # --- POST /mcp ----------------------------------------------------------------------------
+
+    def do_POST(self):
+        self.start_log()
+        body = self.read_body()
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            msg = None
+        self.note_message(msg)
+        if not self.common_checks():
+            return
+        if ARGS.mode == "redirect":
+            self.reply(307, b"", headers=[("Location", f"http://127.0.0.2:{PORT}/mcp")])
+            return
+        if ARGS.mode == "slow_headers":
+            time.sleep(ARGS.delay)
+        if not self.accepts("application/json", "text/event-stream"):
+            self.rpc_error(406, -32000,
+                           "Not Acceptable: Accept must list application/json and text/event-stream")
+            return
+        if not self.version_ok():
+            return
+        if not isinstance(msg, dict):
+            code, text = (-32700, "Parse error") if msg is None else (-32600, "Invalid Request")
+            self.rpc_error(400, code, text)
+            return
+        is_request = "method" in msg and "id" in msg
+        is_notification = "method" in msg and "id" not in msg
+        is_response = "method" not in msg and "id" in msg and ("result" in msg or "error" in msg)
+        if not (is_request or is_notification or is_response):
+            self.rpc_error(400, -32600, "Invalid Request")
+            return
+        headers = []
+        if is_request and msg["method"] == "initialize":
+            session = STATELESS
+            if not ARGS.stateless:
+                session = Session(secrets.token_hex(16))
+                with SESSIONS_LOCK:
+                    SESSIONS[session.id] = session
+                headers.append(("Mcp-Session-Id", session.id))
+                self.entry["issued_session"] = session.id
+        else:
+            session = self.session()
+            if session is None:
+                return
+        tool = self.entry["tool"]
+        if isinstance(tool, str) and tool.startswith("http_") and tool[5:].isdigit():
+            self.reply(int(tool[5:]))
+            return
+        if not is_request:
+            if is_response:
+                session.deliver_answer(msg)
+            self.reply(202)
+            return
+        try:
+            self.answer(session, msg, headers)
+        except (BrokenPipeError, ConnectionResetError):
+            eprint(f"the client went away while answering {msg.get('method')} id {msg.get('id')}")
+            self.close_connection = True
+
+    def answer(self, session, msg, headers):
+        id_, method = msg["id"], msg["method"]
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        out = Reply(self, session, id_, headers)
+
+        def result(res):
+            out.final(Body({"jsonrpc": "2.0", "id": id_, "result": res}))
+
+        def error(code, text):
+            out.final(Body({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": text}}))
+
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            result({"protocolVersion": asked if asked in VERSIONS else LATEST,
+                    "capabilities": {"tools": {"listChanged": True}},
+                    "serverInfo": {"name": "http-fault", "version": "1"}})
+            return
+        if method == "ping":
+            result({})
+            return
+        if method == "tools/list":
+            result({"tools": TOOLS})
+            return
+        if method != "tools/call":
+            error(-32601, f"Method not found: {method}")
+            return
+        name = params.get("name")
+        args = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        if ARGS.mode == "expire_after_first":
+            out.before_final = lambda: self.expire(session)
+        if name == "echo":
+            message = args.get("message", "")
+            if ARGS.call_log:
+                with CALL_LOG_LOCK, open(ARGS.call_log, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(message) + "\n")
+                    f.flush()
+            answer = {"jsonrpc": "2.0", "id": id_, "result": text_result(f"Echo: {message}")}
+            if ARGS.mode == "cut_before_answer":
+                out.cut(answer)
+            else:
+                out.final(Body(answer))
+        elif name == "big":
+            out.final(Body.filled(id_, max(0, as_int(args.get("n")))))
+        elif name == "endless":
+            out.final(Body.filled(id_, None))
+        elif name == "slow":
+            ms = max(0, as_int(args.get("ms")))
+            time.sleep(ms / 1000)
+            result(text_result(f"slept {ms}"))
+        elif name == "ask":
+            out.request({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+            out.request({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
+                "maxTokens": 16,
+            }})
+            got = session.await_answers(["p1", 7], timeout=30)
+            result(text_result(json.dumps({"ping": got["p1"], "sampling": got[7]})))
+        else:
+            error(-32602, f"Unknown tool: {name}")
+
+    def expire(self, session):
+        with EXPIRED_LOCK:
+            if EXPIRED["done"] or session is STATELESS:
+                return
+            EXPIRED["done"] = True
+        forget(session)
+        eprint(f"session {session.id} expired after its first tools/call")
+
+
+class Reply:
+    """How one POSTed request is answered: an event stream or a JSON body."""
+
+    def __init__(self, handler, session, req_id, headers):
+        self.h = handler
+        self.session = session
+        self.req_id = req_id
+        self.headers = headers
+        self.sse = ARGS.answers == "sse"
+        self.stream_id = new_stream_id()
+        self.n = 0
+        self.started = False
+        self.before_final = None
+
+    def start(self):
+        if not self.started:
+            self.started = True
+            self.h.start_stream(headers=self.headers)
+
+    def send(self, body):
+        self.start()
+        if ARGS.mode == "malformed_sse":
+            self.h.junk(self.stream_id, self.req_id)
+        self.n += 1
+        self.h.event(self.stream_id, self.n, body, split=ARGS.mode == "malformed_sse")
+
+    def request(self, msg):
+        """A server request tied to this call: on the stream, else on a GET stream."""
+        if self.sse:
+            self.send(Body(msg))
+        else:
+            self.session.outbox.put(msg)
+
+    def final(self, body):
+        if self.before_final:
+            self.before_final()
+        if self.sse:
+            self.send(body)
+            self.h.end_chunks()
+            return
+        length = body.length()
+        self.h.log(200)
+        self.h.send_response(200)
+        self.h.send_header("Content-Type", "application/json")
+        if length is None:
+            self.h.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.h.send_header("Content-Length", str(length))
+        for k, v in self.headers:
+            self.h.send_header(k, v)
+        self.h.end_headers()
+        write = self.h.chunk if length is None else self.h.wfile.write
+        write(body.prefix)
+        for piece in body.pieces():
+            write(piece)
+        if length is None:
+            self.h.end_chunks()
+
+    def cut(self, answer):
+        """cut_before_answer: keep the answer, send the priming event, end the stream."""
+        with self.session.lock:
+            self.session.cut[self.stream_id] = {"answer": answer, "cut_at": None}
+        if self.before_final:
+            self.before_final()
+        self.h.start_stream(headers=self.headers)
+        self.h.chunk(f"id: {self.stream_id}-0\nretry: {ARGS.retry_ms}\ndata:\n\n")
+        with self.session.lock:
+            self.session.cut[self.stream_id]["cut_at"] = time.monotonic()
+        self.h.end_chunks()
+        eprint(f"stream {self.stream_id} cut before the answer to id {self.req_id}")
+
+
+class ForeignHandler(Handler):
+    """redirect: the listener on 127.0.0.2 logs whatever reaches it and answers 404."""
+
+    listener = "127.0.0.2"
+
+    def foreign(self):
+        self.start_log()
+        body = self.read_body()
+        try:
+            self.note_message(json.loads(body))
+        except ValueError:
+            pass
+        eprint(f"something reached 127.0.0.2: {self.command} {self.path}")
+        self.reply(404, b"not found", "text/plain; charset=utf-8")
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_OPTIONS = foreign
+
+
+def main():
+    global ARGS, PORT
+    parser = argparse.ArgumentParser(description="MCP Streamable HTTP server with faults on demand")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--mode", choices=MODES, default="ok")
+    parser.add_argument("--answers", choices=["sse", "json"], default="sse")
+    parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--secret", default="s3cret")
+    parser.add_argument("--log", default=None, help="append one JSON line per request here")
+    parser.add_argument("--call-log", default=None, help="append each executed echo's message here")
+    parser.add_argument("--delay", type=float, default=30.0, help="slow_headers: seconds")
+    parser.add_argument("--retry-ms", type=int, default=300, help="cut_before_answer: retry field")
+    ARGS = parser.parse_args()
+
+    ThreadingHTTPServer.daemon_threads = True
+    httpd = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    PORT = httpd.server_address[1]
+    if ARGS.mode == "redirect":
+        foreign = ThreadingHTTPServer(("127.0.0.2", PORT), ForeignHandler)
+        threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    print(f"PORT={PORT}", flush=True)
+    eprint(f"listening on 127.0.0.1:{PORT} (answers {ARGS.answers}"
+           f"{', stateless' if ARGS.stateless else ''})")
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
