@@ -25,7 +25,9 @@ const DEADLINE: Duration = Duration::from_secs(25);
 #[tokio::main]
 async fn main() -> ExitCode {
     let Some(url) = std::env::args().nth(1) else {
-        eprintln!("usage: conformance_client <server-url>  (MCP_CONFORMANCE_SCENARIO names the scenario)");
+        eprintln!(
+            "usage: conformance_client <server-url>  (MCP_CONFORMANCE_SCENARIO names the scenario)"
+        );
         return ExitCode::from(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();

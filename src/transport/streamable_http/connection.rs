@@ -664,6 +664,12 @@ impl Conn {
 
     /// Keeps the stream of server-initiated messages open while the session lives.
     async fn listen(self: Arc<Self>) {
+        // Not before the session's first notification (`notifications/initialized`, sent right
+        // after the handshake) was accepted: a server may refuse a stream before it.
+        let mut sent = self.sent_seq.subscribe();
+        if sent.wait_for(|s| *s >= 1).await.is_err() {
+            return;
+        }
         let mut backoff = FIRST_GET_BACKOFF;
         let mut last: Option<String> = None;
         let mut retry: Option<Duration> = None;

@@ -23,10 +23,10 @@
 //!   [`CloseReason::session_expired`](super::CloseReason::session_expired), so the client
 //!   starts a new session at once and the retry layer sends the request again (a request is
 //!   never sent twice when its delivery is unknown).
-//! - **The GET stream.** Once the handshake is done, a `GET` opens the stream of
-//!   server-initiated messages; a `405` (or another 4xx) means the server offers none. When
-//!   it ends, it is opened again after the server's `retry` or a backoff (1 s, doubling to
-//!   60 s), with `Last-Event-ID` when the server gave event ids.
+//! - **The GET stream.** Once the handshake is done (`notifications/initialized` accepted), a
+//!   `GET` opens the stream of server-initiated messages; a `405` (or another 4xx) means the
+//!   server offers none. When it ends, it is opened again after the server's `retry` or a
+//!   backoff (1 s, doubling to 60 s), with `Last-Event-ID` when the server gave event ids.
 //! - **Resumption.** When a response stream ends before the answer to its request arrived
 //!   (and its caller still waits), the transport waits the stream's `retry` interval
 //!   (default 1 s) and resumes it with a `GET` carrying `Last-Event-ID`; the request is never

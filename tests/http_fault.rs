@@ -1,0 +1,364 @@
+//! The Streamable HTTP transport against `tests/servers/http_fault_server.py`, for what no real
+//! peer does on demand: session expiry, a response stream cut before its answer, server requests
+//! on a response stream, no GET stream, 401/403, slow headers, bodies over the frame limit or
+//! endless, malformed event streams, a redirect to another origin, cancellation. Each test goes
+//! through the whole session and stack and reads the server's request log.
+
+#[path = "common/peers.rs"]
+mod peers;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use kaged_mcp::config::Sources;
+use kaged_mcp::{Error, Session};
+use peers::SsePeer;
+use serde_json::{json, Map, Value};
+
+const SECRET: &str = "tok-8f3a-very-secret";
+
+fn args(v: Value) -> Option<Map<String, Value>> {
+    v.as_object().cloned()
+}
+
+/// The fault server in `mode` with `extra` arguments, logging to `dir/log.jsonl` and
+/// `dir/calls.txt`.
+fn start(mode: &str, extra: &[&str], dir: &Path) -> SsePeer {
+    let log = dir.join("log.jsonl");
+    let calls = dir.join("calls.txt");
+    let mut all = vec![
+        "--log",
+        log.to_str().unwrap(),
+        "--call-log",
+        calls.to_str().unwrap(),
+    ];
+    all.extend_from_slice(extra);
+    SsePeer::start_reporting_port(&peers::http_fault_server(mode, &all))
+        .unwrap_or_else(|e| panic!("{mode}: {e}"))
+}
+
+/// A session on the server as `remote`, with `auth`/`local`/`config` text added.
+async fn session(peer: &SsePeer, auth: &str, local: &str, config: &str) -> Session {
+    let project = format!(
+        "mcp:\n  remote:\n    transport: streamable-http\n    url: {}\n{auth}",
+        peer.mcp_url()
+    );
+    let config = Sources::new(project)
+        .local(local.to_owned())
+        .config(config.to_owned())
+        .load()
+        .unwrap();
+    Session::start(config).await.unwrap()
+}
+
+fn log(dir: &Path) -> Vec<Value> {
+    peers::read_request_log(&dir.join("log.jsonl"))
+}
+
+fn calls(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("calls.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn posts_of<'a>(log: &'a [Value], method: &str) -> Vec<&'a Value> {
+    log.iter()
+        .filter(|e| e["verb"] == "POST" && e["method"] == method)
+        .collect()
+}
+
+async fn echo(session: &Session, message: &str) -> Result<String, Error> {
+    session
+        .call("mcp.remote.echo", args(json!({ "message": message })))
+        .await
+        .map(|r| r.joined_text())
+}
+
+#[tokio::test]
+async fn headers_session_id_protocol_version_get_stream_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("ok", &[], dir.path());
+    let session = session(&peer, "", "", "").await;
+    assert_eq!(echo(&session, "one").await.unwrap(), "Echo: one");
+    // The GET stream opened after the handshake (give it a moment to be logged).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    session.shutdown().await;
+    let log = log(dir.path());
+    let init = posts_of(&log, "initialize");
+    assert_eq!(init.len(), 1, "{log:#?}");
+    assert!(init[0]["session"].is_null() && init[0]["protocol_version"].is_null());
+    let sid = init[0]["issued_session"].as_str().unwrap().to_owned();
+    // Every later request carries the session id and the negotiated version.
+    let later: Vec<&Value> = log
+        .iter()
+        .skip_while(|e| e["method"] != "initialize")
+        .skip(1)
+        .collect();
+    assert!(later.len() >= 4, "{log:#?}");
+    for e in &later {
+        assert_eq!(e["session"], sid.as_str(), "{e}");
+        assert_eq!(e["protocol_version"], "2025-11-25", "{e}");
+    }
+    assert!(
+        later
+            .iter()
+            .any(|e| e["verb"] == "GET" && e["status"] == 200),
+        "{log:#?}"
+    );
+    let delete = later
+        .iter()
+        .find(|e| e["verb"] == "DELETE")
+        .expect("a DELETE on shutdown");
+    assert_eq!(delete["status"], 200);
+    // Notifications were accepted in order: initialized before tools/list.
+    let order: Vec<&str> = log.iter().filter_map(|e| e["method"].as_str()).collect();
+    let initialized = order.iter().position(|m| *m == "notifications/initialized");
+    let list = order.iter().position(|m| *m == "tools/list");
+    assert!(initialized.is_some() && initialized < list, "{order:?}");
+    // The GET stream opens only once `notifications/initialized` was accepted.
+    let at = |f: &dyn Fn(&Value) -> bool| log.iter().position(|e| f(e)).unwrap();
+    assert!(
+        at(&|e| e["method"] == "notifications/initialized") < at(&|e| e["verb"] == "GET"),
+        "{log:#?}"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_session_is_replaced_without_the_caller_noticing_and_nothing_runs_twice() {
+    for answers in ["sse", "json"] {
+        let dir = tempfile::tempdir().unwrap();
+        let peer = start("expire_after_first", &["--answers", answers], dir.path());
+        let session = session(&peer, "", "", "").await;
+        assert_eq!(echo(&session, "first").await.unwrap(), "Echo: first");
+        // The server forgot the session as it answered: this call meets a 404, the client
+        // starts a new session and sends the call again on it.
+        assert_eq!(echo(&session, "second").await.unwrap(), "Echo: second");
+        assert_eq!(echo(&session, "third").await.unwrap(), "Echo: third");
+        assert_eq!(session.status()[0].state, "ready");
+        session.shutdown().await;
+        let log = log(dir.path());
+        assert_eq!(posts_of(&log, "initialize").len(), 2, "{answers}: {log:#?}");
+        let refused = posts_of(&log, "tools/call")
+            .into_iter()
+            .filter(|e| e["status"] == 404)
+            .count();
+        assert_eq!(refused, 1, "{answers}: {log:#?}");
+        assert_eq!(
+            calls(dir.path()),
+            ["\"first\"", "\"second\"", "\"third\""],
+            "{answers}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_its_answer_is_resumed_with_last_event_id_after_retry() {
+    for answers in ["sse", "json"] {
+        let dir = tempfile::tempdir().unwrap();
+        let peer = start(
+            "cut_before_answer",
+            &["--answers", answers, "--retry-ms", "400"],
+            dir.path(),
+        );
+        let session = session(&peer, "", "", "").await;
+        assert_eq!(echo(&session, "once").await.unwrap(), "Echo: once");
+        assert_eq!(echo(&session, "twice").await.unwrap(), "Echo: twice");
+        session.shutdown().await;
+        let log = log(dir.path());
+        // Each call was POSTed once and ran once; its answer came on a resuming GET.
+        assert_eq!(posts_of(&log, "tools/call").len(), 2, "{answers}: {log:#?}");
+        assert_eq!(calls(dir.path()), ["\"once\"", "\"twice\""], "{answers}");
+        let resumed: Vec<&Value> = log
+            .iter()
+            .filter(|e| e["verb"] == "GET" && e["resumed"] == true)
+            .collect();
+        assert_eq!(resumed.len(), 2, "{answers}: {log:#?}");
+        for g in resumed {
+            assert!(g["last_event_id"].as_str().unwrap().ends_with("-0"), "{g}");
+            assert!(g["since_cut_ms"].as_f64().unwrap() >= 390.0, "{g}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn server_requests_on_a_response_stream_are_answered_and_sampling_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("ok", &[], dir.path());
+    let session = session(&peer, "", "", "").await;
+    let text = session
+        .call("mcp.remote.ask", args(json!({})))
+        .await
+        .unwrap()
+        .joined_text();
+    let answers: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answers["ping"]["result"], json!({}), "{answers}");
+    assert_eq!(answers["sampling"]["error"]["code"], -32601, "{answers}");
+    session.shutdown().await;
+    let log = log(dir.path());
+    let posted: Vec<&Value> = log.iter().filter(|e| e["response"] == true).collect();
+    assert_eq!(posted.len(), 2, "{log:#?}");
+}
+
+#[tokio::test]
+async fn a_server_without_a_get_stream_is_asked_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("no_get", &[], dir.path());
+    let session = session(&peer, "", "", "").await;
+    assert_eq!(echo(&session, "a").await.unwrap(), "Echo: a");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(echo(&session, "b").await.unwrap(), "Echo: b");
+    session.shutdown().await;
+    let log = log(dir.path());
+    let gets: Vec<&Value> = log.iter().filter(|e| e["verb"] == "GET").collect();
+    assert_eq!(gets.len(), 1, "{log:#?}");
+    assert_eq!(gets[0]["status"], 405);
+}
+
+#[tokio::test]
+async fn a_wrong_secret_or_403_fails_the_server_at_once_naming_it_and_the_secret_ref() {
+    let auth = "    auth: { type: bearer, secret_ref: api_keys.remote }\n";
+    for (mode, secret, status) in [
+        ("auth", "not-the-secret", "401 Unauthorized"),
+        ("forbidden", SECRET, "403 Forbidden"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let peer = start(mode, &["--secret", SECRET], dir.path());
+        let local = format!("[secrets.api_keys]\nremote = \"{secret}\"\n");
+        let session = session(&peer, auth, &local, "").await;
+        let status_now = &session.status()[0];
+        assert_eq!(status_now.state, "failed", "{mode}: {status_now:?}");
+        let err = status_now.last_error.clone().unwrap();
+        assert!(
+            err.contains("remote") && err.contains(status) && err.contains("`api_keys.remote`"),
+            "{mode}: {err}"
+        );
+        assert!(!err.contains(SECRET) && !err.contains(secret), "{err}");
+        // No restart loop: one initialize only, and a call fails fast.
+        let started = Instant::now();
+        assert!(echo(&session, "x").await.is_err());
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert_eq!(posts_of(&log(dir.path()), "initialize").len(), 1, "{mode}");
+    }
+    // The right secret works.
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("auth", &["--secret", SECRET], dir.path());
+    let local = format!("[secrets.api_keys]\nremote = \"{SECRET}\"\n");
+    let session = session(&peer, auth, &local, "").await;
+    assert_eq!(echo(&session, "in").await.unwrap(), "Echo: in");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_that_times_out_is_cancelled_on_the_wire_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("ok", &[], dir.path());
+    let local = "[mcp.remote]\ntimeout_ms = 500\n";
+    let session = session(&peer, "", local, "").await;
+    let err = session
+        .call("mcp.remote.slow", args(json!({"ms": 5000})))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert_eq!(echo(&session, "next").await.unwrap(), "Echo: next");
+    session.shutdown().await;
+    let log = log(dir.path());
+    // (The slow call itself is logged only when the server answers it, after 5 s.)
+    let cancelled = posts_of(&log, "notifications/cancelled");
+    assert_eq!(cancelled.len(), 1, "{log:#?}");
+    assert_eq!(cancelled[0]["status"], 202);
+}
+
+#[tokio::test]
+async fn slow_headers_are_bounded_by_the_call_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("slow_headers", &["--delay", "2"], dir.path());
+    // Initialize waits out the 2 s too; the call's own timeout is 500 ms.
+    let local = "[mcp.remote]\ntimeout_ms = 500\n";
+    let session = session(&peer, "", local, "").await;
+    assert_eq!(session.status()[0].state, "ready");
+    let started = Instant::now();
+    let err = echo(&session, "late").await.unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_millis(1500));
+}
+
+#[tokio::test]
+async fn answers_over_the_frame_limit_fail_their_call_and_the_session_goes_on() {
+    for answers in ["sse", "json"] {
+        let dir = tempfile::tempdir().unwrap();
+        let peer = start("ok", &["--answers", answers], dir.path());
+        let config = "[mcp]\nframe_limit_bytes = 1048576\n";
+        let session = session(&peer, "", "", config).await;
+        let err = session
+            .call("mcp.remote.big", args(json!({"n": 3_000_000})))
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("over the frame limit of 1048576 bytes") && text.contains("request"),
+            "{answers}: {text}"
+        );
+        // Under the limit is fine, and the session is still good.
+        let ok = session
+            .call("mcp.remote.big", args(json!({"n": 500_000})))
+            .await
+            .unwrap();
+        assert!(ok.truncated);
+        assert_eq!(echo(&session, "still").await.unwrap(), "Echo: still");
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn an_endless_answer_ends_with_the_call_timeout() {
+    for answers in ["sse", "json"] {
+        let dir = tempfile::tempdir().unwrap();
+        let peer = start("ok", &["--answers", answers], dir.path());
+        let local = "[mcp.remote]\ntimeout_ms = 1500\n";
+        let session = session(&peer, "", local, "").await;
+        let err = session
+            .call("mcp.remote.endless", args(json!({})))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{answers}: {err}");
+        assert_eq!(echo(&session, "after").await.unwrap(), "Echo: after");
+        session.shutdown().await;
+        // The server saw the client go away (the endless body is no longer read).
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let stderr = peer.stderr();
+        assert!(!stderr.contains("Traceback"), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn malformed_event_streams_still_deliver_the_real_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("malformed_sse", &[], dir.path());
+    let session = session(&peer, "", "", "").await;
+    assert_eq!(echo(&session, "clean").await.unwrap(), "Echo: clean");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_and_nothing_leaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("redirect", &["--secret", SECRET], dir.path());
+    let auth = "    auth: { type: bearer, secret_ref: api_keys.remote }\n";
+    let local = format!("[secrets.api_keys]\nremote = \"{SECRET}\"\n");
+    let session = session(&peer, auth, &local, "").await;
+    let status = &session.status()[0];
+    assert_eq!(status.state, "failed", "{status:?}");
+    let err = status.last_error.clone().unwrap();
+    assert!(
+        err.contains("307") && err.contains("another origin (http://127.0.0.2:"),
+        "{err}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = log(dir.path());
+    assert!(
+        !log.iter().any(|e| e["listener"] == "127.0.0.2"),
+        "{log:#?}"
+    );
+}
