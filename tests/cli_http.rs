@@ -1,0 +1,147 @@
+//! The built `kaged-mcp` binary against a Streamable HTTP server (the fault server in `ok` mode
+//! and with a wrong secret): `check`, `tools`, `call`, `status` and `shell`, with and without
+//! `--json`, work exactly as with the other transports.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::peers::{self, SsePeer};
+use serde_json::Value;
+
+const SECRET: &str = "tok-cli-4d2e-secret";
+
+fn project(url: &str, secret: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        format!(
+            "mcp:\n  remote:\n    transport: streamable-http\n    url: {url}\n    auth: {{ type: bearer, secret_ref: api_keys.remote }}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("local.toml"),
+        format!("[secrets.api_keys]\nremote = \"{secret}\"\n"),
+    )
+    .unwrap();
+    d
+}
+
+fn run(args: &[&str], dir: &tempfile::TempDir) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
+        .args(&args[..1])
+        .arg("--project")
+        .arg(dir.path())
+        .args(&args[1..])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_command_works_over_streamable_http() {
+    let peer =
+        SsePeer::start_reporting_port(&peers::http_fault_server("auth", &["--secret", SECRET]))
+            .unwrap();
+    let d = project(&peer.mcp_url(), SECRET);
+
+    let (code, out, err) = run(&["check"], &d);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("remote (streamable-http)"), "{out}");
+    assert!(out.contains(&format!("url: {}", peer.mcp_url())), "{out}");
+    assert!(out.contains("secret_ref api_keys.remote (set)"), "{out}");
+
+    let (code, out, err) = run(&["tools"], &d);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("mcp.remote.echo"), "{out}");
+
+    let (code, out, err) = run(
+        &[
+            "call",
+            "mcp.remote.echo",
+            "--args",
+            r#"{"message": "over http"}"#,
+        ],
+        &d,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Echo: over http");
+
+    let (code, out, err) = run(
+        &[
+            "call",
+            "--json",
+            "mcp.remote.echo",
+            "--args",
+            r#"{"message": "j"}"#,
+        ],
+        &d,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["content"][0]["text"], "Echo: j");
+
+    let (code, out, err) = run(&["status", "--json"], &d);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v[0]["server"], "remote");
+    assert_eq!(v[0]["state"], "ready");
+
+    let mut shell = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
+        .args(["shell", "--json", "--project"])
+        .arg(d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    shell
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"call mcp.remote.echo {\"message\": \"sh\"}\nstatus\nquit\n")
+        .unwrap();
+    let out = shell.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Echo: sh"), "{text}");
+    for (name, text) in [
+        ("stdout", text.as_ref()),
+        ("stderr", &*String::from_utf8_lossy(&out.stderr)),
+    ] {
+        assert!(!text.contains(SECRET), "{name}: {text}");
+    }
+}
+
+#[test]
+fn a_refused_secret_exits_1_naming_the_server_and_its_secret_ref() {
+    let peer =
+        SsePeer::start_reporting_port(&peers::http_fault_server("auth", &["--secret", SECRET]))
+            .unwrap();
+    let d = project(&peer.mcp_url(), "not-it-9c0b");
+    let (code, out, err) = run(
+        &["call", "mcp.remote.echo", "--args", r#"{"message": "x"}"#],
+        &d,
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("`remote`")
+            && err.contains("401 Unauthorized")
+            && err.contains("`api_keys.remote`"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("not-it-9c0b") && !out.contains("not-it-9c0b"),
+        "{err}"
+    );
+    let (code, out, _) = run(&["status", "--json"], &d);
+    assert_eq!(code, Some(0));
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v[0]["state"], "failed", "{v}");
+}
