@@ -33,6 +33,8 @@ use crate::Error;
 pub struct ServerStatus {
     /// The server key.
     pub server: String,
+    /// Its transport: `stdio`, `streamable-http` or `sse`.
+    pub transport: &'static str,
     /// `starting`, `ready`, `restarting`, `failed` or `disabled`.
     pub state: String,
     /// How many of its tools are registered.
@@ -343,6 +345,7 @@ impl Session {
                     }
                 };
                 ServerStatus {
+                    transport: s.config.transport.name(),
                     tools: self.registry.server_tool_count(&key),
                     server: key,
                     state,

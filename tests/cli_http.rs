@@ -92,6 +92,7 @@ fn every_command_works_over_streamable_http() {
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v[0]["server"], "remote");
     assert_eq!(v[0]["state"], "ready");
+    assert_eq!(v[0]["transport"], "streamable-http");
 
     let mut shell = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
         .args(["shell", "--json", "--project"])

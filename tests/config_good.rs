@@ -312,5 +312,5 @@ mcp:
         "api_keys.remote"
     );
     let secrets = c.resolve_secrets().unwrap();
-    assert!(secrets.get("remote").is_some());
+    assert!(secrets.contains_key("remote"));
 }

@@ -118,7 +118,7 @@ async fn headers_session_id_protocol_version_get_stream_and_delete() {
     let list = order.iter().position(|m| *m == "tools/list");
     assert!(initialized.is_some() && initialized < list, "{order:?}");
     // The GET stream opens only once `notifications/initialized` was accepted.
-    let at = |f: &dyn Fn(&Value) -> bool| log.iter().position(|e| f(e)).unwrap();
+    let at = |f: &dyn Fn(&Value) -> bool| log.iter().position(f).unwrap();
     assert!(
         at(&|e| e["method"] == "notifications/initialized") < at(&|e| e["verb"] == "GET"),
         "{log:#?}"

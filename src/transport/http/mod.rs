@@ -1,17 +1,17 @@
 //! What both HTTP transports share: the pooled client, the checks made on a URL and its static
 //! headers before anything is sent, the same-origin rule, and how an HTTP failure becomes a
-//! [`SendFailure`] or a [`TransportError`].
+//! [`SendFailure`] or a [`TransportError`](super::TransportError).
 //!
 //! [`sse`](super::sse) (2024-11-05) and [`streamable_http`](super::streamable_http)
 //! (2025-03-26 and later) differ in how messages travel; everything here is the same for both:
-//! - one `hyper-util` client per transport ([`client::client`]), pooled and kept alive across
+//! - one `hyper-util` client per transport (`client::client`), pooled and kept alive across
 //!   reconnects, HTTP/1.1 and HTTP/2 (by ALPN over TLS), the auth header added by a layer and
 //!   marked sensitive;
 //! - a URL must be `http` or `https`, have a host and carry no credentials; a static header may
 //!   not collide with the auth header or name one the transport sets ([`InvalidHttpConfig`]);
 //! - the client only ever sends to the origin (scheme, host, port) of the configured URL:
 //!   redirects are not followed, and an SSE `endpoint` elsewhere is refused;
-//! - URLs in logs and errors are [`redacted`]; header values never appear.
+//! - URLs in logs and errors are redacted; header values never appear.
 
 pub(crate) mod client;
 mod config;

@@ -16,7 +16,7 @@
 //!   several response streams reach the session one at a time, whole, each stream's in its
 //!   order.
 //! - **Session.** The `Mcp-Session-Id` of the `initialize` answer goes on every later
-//!   message; [`Connection::negotiated`](super::Connection::negotiated) gives the
+//!   message; [`Connection::negotiated`] gives the
 //!   `MCP-Protocol-Version` that goes on every message after the handshake. A `404` to a message
 //!   that carried the session id means the server ended the session: the request it carried
 //!   fails as not delivered and retryable, and the connection closes with
@@ -32,7 +32,7 @@
 //!   (default 1 s) and resumes it with a `GET` carrying `Last-Event-ID`; the request is never
 //!   sent again. Without an event id, or after [`StreamableHttpConfig::max_resumptions`]
 //!   attempts in a row that brought nothing, the request fails, naming why.
-//! - **Shutdown.** [`Connection::close`](super::Connection::close) lets queued notifications
+//! - **Shutdown.** [`Connection::close`] lets queued notifications
 //!   (cancellations) go out, then sends `DELETE` with the session id (`405` is fine). Dropping
 //!   the connection ends every task at once.
 //! - **Bounds.** A JSON body or an event over the frame limit is not kept: its first and last
