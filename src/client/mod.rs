@@ -599,20 +599,23 @@ impl Shared {
         }
         let connection = sup.connection.take();
         let answered = sup.session.take().is_some_and(|s| s.answered_a_call());
-        if reason.session_expired {
-            // Not a failure: the server ended the session and expects a new one, which the
-            // next call starts at once.
+        let lived = sup
+            .ready_at
+            .map(|at| at.elapsed())
+            .unwrap_or(Duration::ZERO);
+        if reason.session_expired && (answered || lived >= self.options.stable_after) {
+            // Not a failure: the server ended a session that worked and expects a new one,
+            // which the next call starts at once. (One that expires before it ever answered a
+            // call, behind a load balancer without sticky sessions say, counts as a failure
+            // below, so it backs off and is marked failed in the end.)
             tracing::info!(server = &*self.server, reason = %reason.message, "MCP server ended the session; a new one starts on the next call");
+            sup.failures = 0;
             sup.next_attempt = None;
             self.set_state(&mut sup, ServerState::Restarting);
             drop(sup);
             drop(connection);
             return;
         }
-        let lived = sup
-            .ready_at
-            .map(|at| at.elapsed())
-            .unwrap_or(Duration::ZERO);
         // A connection that lived long, or on which the server answered a call, worked: its
         // end starts a new count (a proxy that cuts SSE streams every few seconds, or a server
         // that dies after each answer, stays usable instead of being marked failed).

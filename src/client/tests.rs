@@ -26,6 +26,8 @@ enum Act {
     /// Sends a raw line (for odd key orders and garbage).
     Raw(String),
     Close(&'static str),
+    /// Ends the session as a Streamable HTTP server does with a 404.
+    Expire,
 }
 
 type Script = dyn Fn(&Value) -> Vec<Act> + Send + Sync;
@@ -105,6 +107,12 @@ impl Outbound for MockOutbound {
                 Act::Reply(v) => self.handler.on_frame(v.to_string().as_bytes()),
                 Act::Raw(line) => self.handler.on_frame(line.as_bytes()),
                 Act::Close(why) => self.close(why, false),
+                Act::Expire => {
+                    if !self.closed.swap(true, Ordering::SeqCst) {
+                        self.handler
+                            .on_closed(CloseReason::new("ended the session").session_expired());
+                    }
+                }
             }
         }
         Ok(())
@@ -765,6 +773,43 @@ async fn a_server_that_answers_each_call_then_dies_is_restarted_and_never_marked
         assert_eq!(t.connects.load(Ordering::SeqCst), n);
     }
     assert_ne!(c.state(), ServerState::Failed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_session_that_worked_restarts_at_once_and_one_that_never_did_backs_off() {
+    // Each session answers one call, then expires: restarted at once, no failure counted.
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => {
+            let mut acts = well_behaved(msg);
+            acts.push(Act::Expire);
+            acts
+        }
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    for n in 1..=4usize {
+        assert_eq!(call(&c, echo("x")).await.unwrap().joined_text(), "Echo: x");
+        assert_eq!(c.shared.lock().failures, 0, "after call {n}");
+        assert_eq!(c.shared.lock().next_attempt, None, "after call {n}");
+        assert_eq!(t.connects.load(Ordering::SeqCst), n);
+    }
+    // Each session expires before it answers anything (a load balancer without sticky
+    // sessions): a failure each time, with backoff, and failed after five.
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/list" => vec![Act::Expire],
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    for n in 1..=5u32 {
+        c.start().await.unwrap();
+        assert!(c.list_tools().await.is_err());
+        assert_eq!(c.shared.lock().failures, n);
+        if n < 5 {
+            assert_eq!(c.state(), ServerState::Restarting);
+            tokio::time::advance(Duration::from_secs(60)).await;
+        }
+    }
+    assert_eq!(c.state(), ServerState::Failed);
 }
 
 #[tokio::test(start_paused = true)]

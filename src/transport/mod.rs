@@ -7,12 +7,18 @@
 //! [`Outbound`] whose [`send_with`](Outbound::send_with) never awaits: a frame is queued whole
 //! or not at all, and the transport writes it out on its own.
 //!
-//! Two transports fit this shape:
+//! Three transports fit this shape (build any configured one with [`from_config`]):
 //! - [`stdio::StdioTransport`]: a child process, newline-delimited JSON on stdin/stdout, one
 //!   reader task owning stdout, writes coalesced on a shared buffer.
-//! - an SSE transport (MCP 2024-11-05 HTTP+SSE): `GET` opens the event stream, the first
+//! - [`streamable_http::StreamableHttpTransport`] (MCP 2025-03-26 and later): each outbound
+//!   frame is one `POST` to one endpoint, a request's answer comes back on its own response
+//!   (a JSON body or an event stream), the session id and the protocol version go on every
+//!   request, a `GET` stream carries what the server sends on its own.
+//! - [`sse::SseTransport`] (MCP 2024-11-05 HTTP+SSE): `GET` opens the event stream, the first
 //!   `endpoint` event names the POST URL, each outbound frame is one `POST`, each `message`
 //!   event is one inbound frame; a reconnect is a new session, that is a new `connect`.
+//!
+//! What the two HTTP transports share lives in [`http`].
 //!
 //! # Writing a transport
 //! The contract, in the order things happen:
@@ -302,11 +308,13 @@ pub trait InboundHandler: Send + Sync + 'static {
     /// Whether someone still waits for the answer to request `id`: `false` once it was
     /// answered, failed or abandoned by its caller. A transport that reads each answer on a
     /// stream of its own (Streamable HTTP) asks when that stream ends, to know whether to
-    /// resume it, and while a body runs past the frame limit, to know whether to go on. The
-    /// default says no one waits.
+    /// resume it, and after a body that should have answered it, to know whether it did. The
+    /// default says someone waits, always: such a handler may then hear
+    /// [`on_send_failed`](Self::on_send_failed) for a request it saw answered, and must
+    /// ignore it.
     fn awaits(&self, id: &RequestId) -> bool {
         let _ = id;
-        false
+        true
     }
 
     /// The connection ended. Called once, after the last `on_frame`.
@@ -327,9 +335,9 @@ pub struct SendFailure {
     /// was sent on expired (a new one is started at once). A 400, 401, 403 or other 404 would
     /// only be refused again.
     pub retryable: bool,
-    /// The server refused us in a way that trying again cannot fix (401, 403, a redirect to
-    /// another origin). When the request was the handshake, the client marks the server failed
-    /// at once instead of restarting it with backoff.
+    /// The server refused us in a way that trying again cannot fix (401, 403, a redirect,
+    /// which is never followed). When the request was the handshake, the client marks the
+    /// server failed at once instead of restarting it with backoff.
     pub permanent: bool,
 }
 

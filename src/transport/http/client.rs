@@ -1,4 +1,4 @@
-//! The HTTP client under the SSE transport: hyper-util's pooled client over rustls, under
+//! The HTTP client under both HTTP transports: hyper-util's pooled client over rustls, under
 //! tower-http's layers.
 //!
 //! From the outside in: the auth header ([`AuthLayer`], which also marks it sensitive),
@@ -21,7 +21,7 @@ use kaged_mcp_layers::auth::{AuthHeader, AuthLayer};
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnRequest, DefaultOnResponse, TraceLayer};
+use tower_http::trace::{DefaultOnRequest, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use url::Url;
 
@@ -37,6 +37,8 @@ pub(crate) fn client(auth: Option<&AuthHeader>, connect_timeout: Duration) -> Ht
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(connect_timeout));
+    // A half-open connection (a long GET stream whose peer vanished) is noticed.
+    http.set_keepalive(Some(Duration::from_secs(30)));
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_webpki_roots()
         .https_or_http()
@@ -57,12 +59,22 @@ pub(crate) fn client(auth: Option<&AuthHeader>, connect_timeout: Duration) -> Ht
         ]))
         .layer(
             TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                .make_span_with(span_without_query)
                 .on_request(DefaultOnRequest::new().level(Level::DEBUG))
                 .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
         )
         .service(client);
     BoxCloneSyncService::new(service)
+}
+
+/// The request's span: method and path, never the query (it may carry a token) nor headers.
+fn span_without_query<B>(request: &Request<B>) -> tracing::Span {
+    tracing::debug_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path(),
+        version = ?request.version(),
+    )
 }
 
 /// Erases the response body's type (the trace layer's wrapper over hyper's).

@@ -89,6 +89,8 @@ pub enum InvalidKind {
     Reserved(HeaderName),
     /// The secret cannot make an auth header.
     Auth(InvalidHeader),
+    /// The URL is not one an HTTP request can carry (the reason).
+    Url(String),
 }
 
 impl InvalidHttpConfig {
@@ -135,6 +137,7 @@ impl fmt::Display for InvalidHttpConfig {
                  remove it from `headers`"
             ),
             InvalidKind::Auth(e) => write!(f, "server `{server}`: {e}"),
+            InvalidKind::Url(why) => write!(f, "server `{server}`: the url is not usable: {why}"),
         }
     }
 }

@@ -31,14 +31,18 @@ use client::Body;
 /// The most bytes of a response body read (and thrown away) so its connection is reused.
 pub(crate) const MAX_DRAINED: usize = 64 * 1024;
 
-/// `url` without user name and password, for logs and errors.
+/// `url` without user name, password and query (which may carry a token: `?key=…`), for logs
+/// and errors; a query shows as `?…`.
 pub(crate) fn redacted(url: &Url) -> String {
-    if url.username().is_empty() && url.password().is_none() {
+    if url.username().is_empty() && url.password().is_none() && url.query().is_none() {
         return url.to_string();
     }
     let mut url = url.clone();
     let _ = url.set_username("");
     let _ = url.set_password(None);
+    if url.query().is_some() {
+        url.set_query(Some("…"));
+    }
     url.to_string()
 }
 
@@ -179,6 +183,21 @@ mod tests {
             f.message.contains("401 Unauthorized") && f.message.contains("`api.key`"),
             "{}",
             f.message
+        );
+    }
+
+    #[test]
+    fn redaction_drops_credentials_and_the_query() {
+        let url = Url::parse("https://u:p@h.example/mcp?api_key=tok-1#f").unwrap();
+        let shown = redacted(&url);
+        assert!(
+            !shown.contains("tok-1") && !shown.contains("u:p"),
+            "{shown}"
+        );
+        assert!(shown.starts_with("https://h.example/mcp?"), "{shown}");
+        assert_eq!(
+            redacted(&Url::parse("http://h/mcp").unwrap()),
+            "http://h/mcp"
         );
     }
 

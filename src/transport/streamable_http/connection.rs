@@ -2,10 +2,10 @@
 //! notifications and answers), the response readers (JSON body or event stream, resumed with
 //! `Last-Event-ID`), the GET stream, session expiry and shutdown.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -46,6 +46,10 @@ static JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// The wait before resuming a response stream when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// A server's `retry` is taken within these bounds (`retry: 0` must not make a busy loop, nor
+/// a huge one park a stream for the session's life).
+const MIN_RETRY: Duration = Duration::from_millis(50);
+const MAX_RETRY: Duration = Duration::from_secs(60);
 /// The first wait before opening the GET stream again; it doubles up to [`MAX_GET_BACKOFF`].
 const FIRST_GET_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_GET_BACKOFF: Duration = Duration::from_secs(60);
@@ -80,10 +84,17 @@ pub(super) fn open(
         ordered: Mutex::new(Ordered::default()),
         queued_seq: AtomicU64::new(0),
         sent_seq: done,
+        initialized_seq: AtomicU64::new(0),
+        requests: Mutex::new(HashMap::new()),
     });
     ctx.handler
         .on_open(Arc::new(HttpOutbound(Arc::clone(&conn))) as Arc<dyn Outbound>);
-    Ok(StreamableConnection { conn: Some(conn) })
+    Ok(StreamableConnection {
+        conn: CloseOnDrop {
+            conn: Some(conn),
+            reason: "the connection was dropped",
+        },
+    })
 }
 
 /// What every task of one session shares.
@@ -96,7 +107,8 @@ struct Conn {
     /// Cancelled when the session ends: every task stops.
     cancel: CancellationToken,
     /// The session, until `on_closed`; held while a frame is delivered, so frames from several
-    /// streams reach it one at a time and never after `on_closed`.
+    /// streams reach it one at a time and never after `on_closed`. (So the handler must not
+    /// close or drop this connection from inside `on_frame`: the session never does.)
     handler: Mutex<Option<Arc<dyn InboundHandler>>>,
     /// The same handler, for [`InboundHandler::awaits`] without the delivery lock (weak: the
     /// session owns this connection's outbound half).
@@ -107,6 +119,22 @@ struct Conn {
     queued_seq: AtomicU64,
     /// The sequence number of the last notification or answer whose POST ended.
     sent_seq: watch::Sender<u64>,
+    /// The sequence number `notifications/initialized` gets (the first notification queued
+    /// after [`Connection::negotiated`]); 0 before. Requests and the GET stream wait until it
+    /// was POSTed.
+    initialized_seq: AtomicU64,
+    /// The requests in flight: each one's task ends when its token is cancelled (the session
+    /// ended, or the caller gave up and `notifications/cancelled` went out for it).
+    requests: Mutex<HashMap<RequestId, Arc<InFlight>>>,
+}
+
+/// One request's task, as the connection sees it.
+#[derive(Debug)]
+struct InFlight {
+    /// Ends the task (a child of the session's token).
+    cancel: CancellationToken,
+    /// Its POST was started: it may have reached the server.
+    posted: AtomicBool,
 }
 
 /// The headers a session adds to every message once it knows them.
@@ -154,6 +182,55 @@ impl Conn {
 
     fn lock_ordered(&self) -> MutexGuard<'_, Ordered> {
         self.ordered.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_requests(&self) -> MutexGuard<'_, HashMap<RequestId, Arc<InFlight>>> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts request `id`'s task: it ends with the answer, with the session, or when the
+    /// caller gives up (see [`Conn::cancelled`]).
+    fn spawn_request(self: &Arc<Self>, id: RequestId, body: Bytes) {
+        let flight = Arc::new(InFlight {
+            cancel: self.cancel.child_token(),
+            posted: AtomicBool::new(false),
+        });
+        self.lock_requests().insert(id.clone(), Arc::clone(&flight));
+        let forget = Forget {
+            conn: Arc::clone(self),
+            id: id.clone(),
+        };
+        let task = Arc::clone(self).post_request(body, id, Arc::clone(&flight));
+        self.runtime.spawn(
+            async move {
+                let _forget = forget;
+                tokio::select! {
+                    biased;
+                    () = flight.cancel.cancelled() => {}
+                    () = task => {}
+                }
+            }
+            .instrument(self.span.clone()),
+        );
+    }
+
+    /// `frame` is a `notifications/cancelled`: the caller of that request gave up, so its
+    /// task stops (never sent if it was still waiting, its answer no longer read).
+    fn cancelled(&self, frame: &[u8]) {
+        #[derive(Deserialize)]
+        struct Cancelled {
+            params: Params,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params {
+            request_id: RequestId,
+        }
+        if let Ok(c) = serde_json::from_slice::<Cancelled>(frame) {
+            if let Some(flight) = self.lock_requests().get(&c.params.request_id) {
+                flight.cancel.cancel();
+            }
+        }
     }
 
     fn is_closed(&self) -> bool {
@@ -224,18 +301,37 @@ impl Conn {
     /// starts a new one at once.
     fn expire(&self, id: Option<&RequestId>, verb: &str) {
         tracing::info!(server = %self.server, "the server ended the session (404); a new one will be started");
+        // Requests whose POST never started provably did not reach the server: they fail as
+        // not delivered, so the retry layer sends them again on the next session. (Those in
+        // flight may have been processed: they fail with the session, delivery unknown.)
+        let unsent: Vec<RequestId> = self
+            .lock_requests()
+            .iter()
+            .filter(|(rid, f)| !f.posted.load(Ordering::Acquire) && Some(*rid) != id)
+            .map(|(rid, _)| rid.clone())
+            .collect();
+        // First end every task and refuse new messages, so nothing more goes to the old session.
+        self.cancel.cancel();
+        let expired = |message: String| SendFailure {
+            message,
+            not_delivered: true,
+            retryable: true,
+            permanent: false,
+        };
         if let Some(id) = id {
             self.fail(
                 id,
-                SendFailure {
-                    message: format!(
-                        "the session expired ({verb} answered 404 Not Found); a new one is \
-                         started"
-                    ),
-                    not_delivered: true,
-                    retryable: true,
-                    permanent: false,
-                },
+                expired(format!(
+                    "the session expired ({verb} answered 404 Not Found); a new one is started"
+                )),
+            );
+        }
+        for id in &unsent {
+            self.fail(
+                id,
+                expired(
+                    "the session expired before the request went out; a new one is started".into(),
+                ),
             );
         }
         self.close(
@@ -256,7 +352,7 @@ impl Conn {
     ) -> Result<(Request<Full<Bytes>>, bool), http::Error> {
         let mut builder = Request::builder()
             .method(method)
-            .uri(self.inner.url.as_str())
+            .uri(self.inner.uri.clone())
             .header(header::ACCEPT, accept.clone());
         if !body.is_empty() {
             builder = builder.header(header::CONTENT_TYPE, JSON.clone());
@@ -327,13 +423,9 @@ impl Conn {
     // --- requests ------------------------------------------------------------------------
 
     /// POSTs request `id` and reads its answer.
-    async fn post_request(self: Arc<Self>, body: Bytes, id: RequestId, after: u64) {
-        if after > *self.sent_seq.borrow() {
-            let mut sent = self.sent_seq.subscribe();
-            if sent.wait_for(|s| *s >= after).await.is_err() {
-                return;
-            }
-        }
+    async fn post_request(self: Arc<Self>, body: Bytes, id: RequestId, flight: Arc<InFlight>) {
+        self.initialized().await;
+        flight.posted.store(true, Ordering::Release);
         let (req, with_session) = match self.request(Method::POST, &ACCEPT_BOTH, body, None) {
             Ok(r) => r,
             Err(e) => {
@@ -355,7 +447,6 @@ impl Conn {
         self.note_session(&response);
         let status = response.status();
         if status == StatusCode::NOT_FOUND && with_session {
-            drain_soon(response.into_body()).await;
             return self.expire(Some(&id), "the POST");
         }
         if status.is_redirection() {
@@ -428,13 +519,15 @@ impl Conn {
                 }
                 continue;
             }
-            let held = first.as_ref().map_or(0, Bytes::len) + rest.len();
+            // The body so far is `first` alone (the common one-chunk case, not copied) or, once
+            // a second chunk came, `rest` alone.
+            let held = first.as_ref().map_or(rest.len(), Bytes::len);
             if held + data.len() > self.limit {
                 let mut o = Over::default();
-                if let Some(f) = first.take() {
-                    o.push(&f);
+                match first.take() {
+                    Some(f) => o.push(&f),
+                    None => o.push(&rest),
                 }
-                o.push(&rest);
                 o.push(&data);
                 rest = BytesMut::new();
                 over = Some(o);
@@ -443,14 +536,13 @@ impl Conn {
                 }
                 continue;
             }
-            match &first {
-                None => first = Some(data),
-                Some(f) => {
-                    if rest.is_empty() {
-                        rest.extend_from_slice(f);
-                    }
-                    rest.extend_from_slice(&data);
-                }
+            if let Some(f) = first.take() {
+                rest.extend_from_slice(&f);
+                rest.extend_from_slice(&data);
+            } else if rest.is_empty() {
+                first = Some(data);
+            } else {
+                rest.extend_from_slice(&data);
             }
         }
         if let Some(over) = over {
@@ -464,10 +556,9 @@ impl Conn {
                 limit: self.limit,
             });
         }
-        let whole: &[u8] = if rest.is_empty() {
-            first.as_deref().unwrap_or_default()
-        } else {
-            &rest
+        let whole: &[u8] = match &first {
+            Some(f) => f,
+            None => &rest,
         };
         if whole.iter().all(u8::is_ascii_whitespace) {
             if self.awaits(id) {
@@ -484,6 +575,19 @@ impl Conn {
             return;
         }
         self.deliver(whole);
+        if self.awaits(id) {
+            // Delivered, yet the request still waits: the body answered something else (an
+            // error without an id, say). No other answer will come on this POST.
+            self.fail(
+                id,
+                SendFailure {
+                    message: "the POST's JSON body did not answer the request".into(),
+                    not_delivered: false,
+                    retryable: false,
+                    permanent: false,
+                },
+            );
+        }
     }
 
     /// Reads an answer's event stream, resuming it with `Last-Event-ID` while it ends before
@@ -534,7 +638,7 @@ impl Conn {
                     },
                 );
             }
-            let wait = parser.retry().unwrap_or(DEFAULT_RETRY);
+            let wait = parser.retry().map_or(DEFAULT_RETRY, clamp_retry);
             tracing::debug!(server = %self.server, request_id = %id, retry_ms = wait.as_millis() as u64, "response stream cut before its answer; resuming");
             tokio::time::sleep(wait).await;
             match self.resume(&last).await {
@@ -546,6 +650,11 @@ impl Conn {
                     parser.seed(Some(last), retry);
                 }
                 Err(Resume::Expired) => return self.expire(None, "the GET resuming a stream"),
+                Err(Resume::Failed(why)) if fruitless < self.inner.max_resumptions => {
+                    tracing::debug!(server = %self.server, request_id = %id, problem = %why, "resuming the response stream failed; trying again");
+                    // Parse nothing new: the next attempt resumes from the same event id.
+                    body = empty_body();
+                }
                 Err(Resume::Failed(why)) => {
                     return self.fail(
                         id,
@@ -664,12 +773,9 @@ impl Conn {
 
     /// Keeps the stream of server-initiated messages open while the session lives.
     async fn listen(self: Arc<Self>) {
-        // Not before the session's first notification (`notifications/initialized`, sent right
-        // after the handshake) was accepted: a server may refuse a stream before it.
-        let mut sent = self.sent_seq.subscribe();
-        if sent.wait_for(|s| *s >= 1).await.is_err() {
-            return;
-        }
+        // Not before `notifications/initialized` was POSTed: a server may refuse a stream
+        // before it.
+        self.initialized().await;
         let mut backoff = FIRST_GET_BACKOFF;
         let mut last: Option<String> = None;
         let mut retry: Option<Duration> = None;
@@ -699,7 +805,7 @@ impl Conn {
                     tracing::warn!(server = %self.server, problem = %why, backoff_ms = backoff.as_millis() as u64, "GET stream could not be opened; trying again");
                 }
             }
-            let wait = retry.map_or(backoff, |r| r.max(backoff));
+            let wait = retry.map_or(backoff, |r| clamp_retry(r).max(backoff));
             tokio::time::sleep(wait).await;
             backoff = (backoff * 2).min(MAX_GET_BACKOFF);
         }
@@ -732,6 +838,16 @@ impl Conn {
             return Err(Listen::NotOffered(status));
         }
         Ok(response.into_body())
+    }
+
+    /// Waits until `notifications/initialized` was POSTed (at once before the handshake is
+    /// done, when there is nothing to wait for yet).
+    async fn initialized(&self) {
+        let target = self.initialized_seq.load(Ordering::Acquire);
+        if target > *self.sent_seq.borrow() {
+            let mut sent = self.sent_seq.subscribe();
+            let _ = sent.wait_for(|s| *s >= target).await;
+        }
     }
 
     // --- notifications and answers -----------------------------------------------------------
@@ -820,6 +936,38 @@ impl Conn {
         let target = self.queued_seq.load(Ordering::Acquire);
         let mut sent = self.sent_seq.subscribe();
         let _ = tokio::time::timeout(FLUSH_TIMEOUT, sent.wait_for(|s| *s >= target)).await;
+    }
+}
+
+/// A server's `retry` within [`MIN_RETRY`, `MAX_RETRY`].
+fn clamp_retry(retry: Duration) -> Duration {
+    retry.clamp(MIN_RETRY, MAX_RETRY)
+}
+
+/// Removes a request from [`Conn::requests`] when its task ends, however it ends.
+struct Forget {
+    conn: Arc<Conn>,
+    id: RequestId,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.conn.lock_requests().remove(&self.id);
+    }
+}
+
+/// Ends the session when dropped: [`Connection::close`]'s future, even when it is dropped
+/// before it finishes, and the connection itself.
+struct CloseOnDrop {
+    conn: Option<Arc<Conn>>,
+    reason: &'static str,
+}
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.close(CloseReason::new(self.reason).requested());
+        }
     }
 }
 
@@ -935,14 +1083,14 @@ impl Outbound for HttpOutbound {
         if conn.is_closed() {
             return Err(SendError::Closed);
         }
-        let mut frame = Vec::new();
+        let mut frame = Vec::with_capacity(256);
         write(&mut frame).map_err(SendError::Encode)?;
         match classify(&frame) {
-            Kind::Request(id) => {
-                let after = conn.queued_seq.load(Ordering::Acquire);
-                conn.spawn(Arc::clone(conn).post_request(Bytes::from(frame), id, after));
-            }
+            Kind::Request(id) => conn.spawn_request(id, Bytes::from(frame)),
             Kind::Other => {
+                if memchr::memmem::find(&frame, b"\"notifications/cancelled\"").is_some() {
+                    conn.cancelled(&frame);
+                }
                 let start = {
                     let mut ordered = conn.lock_ordered();
                     if conn.is_closed() {
@@ -967,14 +1115,14 @@ impl Outbound for HttpOutbound {
 
 /// An open Streamable HTTP session. Dropping it ends every task at once.
 pub(super) struct StreamableConnection {
-    /// `None` once [`Connection::close`] took it.
-    conn: Option<Arc<Conn>>,
+    /// Its `conn` is `None` once [`Connection::close`] took it.
+    conn: CloseOnDrop,
 }
 
 impl fmt::Debug for StreamableConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("StreamableConnection");
-        if let Some(conn) = &self.conn {
+        if let Some(conn) = &self.conn.conn {
             d.field("server", &conn.server)
                 .field("url", &redacted(&conn.inner.url));
         }
@@ -984,33 +1132,36 @@ impl fmt::Debug for StreamableConnection {
 
 impl Connection for StreamableConnection {
     fn close(mut self: Box<Self>) -> BoxFuture<'static, ()> {
-        let conn = self.conn.take();
+        // Closed by this guard when the future ends, or when it is dropped before.
+        let guard = CloseOnDrop {
+            conn: self.conn.conn.take(),
+            reason: "closed by the client",
+        };
         Box::pin(async move {
-            let Some(conn) = conn else { return };
+            let Some(conn) = guard.conn.clone() else {
+                return;
+            };
             conn.flush().await;
             conn.cancel.cancel();
             conn.delete().await;
-            conn.close(CloseReason::new("closed by the client").requested());
+            drop(guard);
         })
     }
 
     fn negotiated(&self, protocol_version: &str) {
-        let Some(conn) = &self.conn else { return };
+        let Some(conn) = &self.conn.conn else { return };
         let start = {
             let mut session = conn.lock_session();
             session.protocol = HeaderValue::from_str(protocol_version).ok();
+            // `notifications/initialized` is the next notification the session queues.
+            conn.initialized_seq.store(
+                conn.queued_seq.load(Ordering::Acquire) + 1,
+                Ordering::Release,
+            );
             !std::mem::replace(&mut session.listening, true)
         };
         if start {
             conn.spawn(Arc::clone(conn).listen());
-        }
-    }
-}
-
-impl Drop for StreamableConnection {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            conn.close(CloseReason::new("the connection was dropped").requested());
         }
     }
 }

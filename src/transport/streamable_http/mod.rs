@@ -10,27 +10,32 @@
 //! # How this transport maps the spec onto the [transport contract](super)
 //! - **Concurrency.** Each request goes out on a `POST` of its own, at once, on a task of its
 //!   own: calls never queue behind each other. Notifications and answers go out one at a
-//!   time, in order, and a request queued after a notification is sent only once that
-//!   notification was accepted (so `notifications/initialized` reaches the server before the
-//!   first `tools/list`, and a `notifications/cancelled` before the next call). Frames from
-//!   several response streams reach the session one at a time, whole, each stream's in its
-//!   order.
+//!   time, in order. Requests (and the GET stream) wait only for `notifications/initialized`
+//!   to have been POSTed, so it reaches the server before the first `tools/list`. Frames
+//!   from several response streams reach the session one at a time, whole, each stream's in
+//!   its order.
+//! - **Cancellation.** When the session sends `notifications/cancelled` for a request (its
+//!   caller gave up), that request's task ends: not sent if it had not gone out yet, its
+//!   answer no longer read, its HTTP connection dropped.
 //! - **Session.** The `Mcp-Session-Id` of the `initialize` answer goes on every later
 //!   message; [`Connection::negotiated`] gives the
 //!   `MCP-Protocol-Version` that goes on every message after the handshake. A `404` to a message
 //!   that carried the session id means the server ended the session: the request it carried
-//!   fails as not delivered and retryable, and the connection closes with
+//!   fails as not delivered and retryable (so do requests whose `POST` had not started), and
+//!   the connection closes with
 //!   [`CloseReason::session_expired`](super::CloseReason::session_expired), so the client
 //!   starts a new session at once and the retry layer sends the request again (a request is
-//!   never sent twice when its delivery is unknown).
+//!   never sent twice when its delivery is unknown: a call whose `POST` was in flight when the
+//!   session ended fails, delivery unknown). A session that expires before it ever answered a
+//!   call counts as a failure, so a server that loses every session at once backs off.
 //! - **The GET stream.** Once the handshake is done (`notifications/initialized` accepted), a
 //!   `GET` opens the stream of server-initiated messages; a `405` (or another 4xx) means the
 //!   server offers none. When it ends, it is opened again after the server's `retry` or a
 //!   backoff (1 s, doubling to 60 s), with `Last-Event-ID` when the server gave event ids.
 //! - **Resumption.** When a response stream ends before the answer to its request arrived
 //!   (and its caller still waits), the transport waits the stream's `retry` interval
-//!   (default 1 s) and resumes it with a `GET` carrying `Last-Event-ID`; the request is never
-//!   sent again. Without an event id, or after [`StreamableHttpConfig::max_resumptions`]
+//!   (default 1 s, taken within 50 ms … 60 s) and resumes it with a `GET` carrying
+//!   `Last-Event-ID`; the request is never sent again. Without an event id, or after [`StreamableHttpConfig::max_resumptions`]
 //!   attempts in a row that brought nothing, the request fails, naming why.
 //! - **Shutdown.** [`Connection::close`] lets queued notifications
 //!   (cancellations) go out, then sends `DELETE` with the session id (`405` is fine). Dropping
@@ -69,7 +74,7 @@ use kaged_mcp_layers::auth::AuthHeader;
 use url::Url;
 
 use super::http::client::{self, HttpService};
-use super::http::{auth_header, auth_hint, redacted, validate, InvalidHttpConfig};
+use super::http::{auth_header, auth_hint, redacted, validate, InvalidHttpConfig, InvalidKind};
 use super::{BoxFuture, ConnectContext, Connection, Transport, TransportError};
 use crate::config::{AuthConfig, HttpServerConfig, Secret};
 
@@ -100,7 +105,8 @@ pub struct StreamableHttpConfig {
     /// How long connecting and getting the response headers of a `GET` or `DELETE` may take.
     pub connect_timeout: Duration,
     /// How long the `POST` of a notification or an answer may take; past it, it is logged as
-    /// failed. (A request's `POST` lasts as long as the call: the caller's timeout bounds it.)
+    /// failed. (A request's `POST` lasts as long as the call: the caller's timeout bounds it,
+    /// through the cancellation it sends.)
     pub post_timeout: Duration,
     /// How many times in a row a response stream that ended before its answer is resumed
     /// without bringing an event before the request fails.
@@ -204,6 +210,8 @@ pub struct StreamableHttpTransport {
 /// (its connection pool outlives sessions).
 struct Inner {
     url: Url,
+    /// The same, parsed once for every request.
+    uri: http::Uri,
     /// The static headers.
     headers: Vec<(HeaderName, HeaderValue)>,
     auth_hint: String,
@@ -255,11 +263,17 @@ impl StreamableHttpTransport {
 
     fn checked(server: &str, config: StreamableHttpConfig) -> Result<Self, InvalidHttpConfig> {
         validate(server, &config.url, &config.headers, config.auth.as_ref())?;
+        let uri = config
+            .url
+            .as_str()
+            .parse::<http::Uri>()
+            .map_err(|e| InvalidHttpConfig::new(server, InvalidKind::Url(e.to_string())))?;
         let http = client::client(config.auth.as_ref(), config.connect_timeout);
         Ok(Self {
             inner: Arc::new(Inner {
                 auth_hint: auth_hint(config.secret_ref.as_deref()),
                 url: config.url,
+                uri,
                 headers: config.headers,
                 connect_timeout: config.connect_timeout,
                 post_timeout: config.post_timeout,
