@@ -118,7 +118,10 @@ fn client_for(
     server: &McpServerConfig,
     secret: Option<&Secret>,
 ) -> Result<McpClient, String> {
-    let options = ClientOptions::default().frame_limit(config.daemon.frame_limit_bytes);
+    // A call may wait for a restart as long as its own timeout would let it.
+    let options = ClientOptions::default()
+        .frame_limit(config.daemon.frame_limit_bytes)
+        .wait_for_restart(config.timeout_for(&server.key));
     let transport = transport::from_config(config, server, secret).map_err(|e| e.to_string())?;
     Ok(McpClient::new(server.key.clone(), transport, options))
 }

@@ -25,8 +25,11 @@
 //!   or on which the server answered a `tools/call`, starts a new count (so a server that
 //!   works between crashes, or an SSE stream a proxy cuts every few seconds, is restarted
 //!   after 1 s each time and never marked failed). After the n-th consecutive failure the
-//!   next start may begin after `backoff_base · 2ⁿ⁻¹` (1 s, 2 s, 4 s, 8 s … capped at 60 s); a call before that fails fast
-//!   with [`ClientError::BackingOff`], and the first call after it starts the server again.
+//!   next start may begin after `backoff_base · 2ⁿ⁻¹` (1 s, 2 s, 4 s, 8 s … capped at 60 s).
+//!   A call before that waits for the restart when the backoff still to run is at most
+//!   [`ClientOptions::wait_for_restart`] (the session sets it to the server's call timeout),
+//!   and otherwise fails fast with [`ClientError::BackingOff`], saying when the next attempt
+//!   is; the first call after it starts the server again.
 //! - After [`ClientOptions::max_consecutive_failures`] (5) the server is
 //!   [`ServerState::Failed`]: calls fail fast with [`ClientError::ServerFailed`] until
 //!   [`McpClient::reenable`].
@@ -411,14 +414,21 @@ impl Shared {
             ServerState::Idle | ServerState::Starting | ServerState::Restarting => {}
         }
         if !sup.attempt_running {
+            // The restart may begin at once, or after the rest of the backoff when the call
+            // may wait that long (its timeout still bounds it); else the call fails at once,
+            // saying when the next attempt is.
+            let mut delay = None;
             if let Some(at) = sup.next_attempt {
                 let now = Instant::now();
                 if now < at {
-                    return Acquire::Fail(ClientError::BackingOff {
-                        server: Arc::clone(&self.server),
-                        retry_in: at - now,
-                        last_error: sup.last_error.clone().unwrap_or_default(),
-                    });
+                    if at - now > self.options.wait_for_restart {
+                        return Acquire::Fail(ClientError::BackingOff {
+                            server: Arc::clone(&self.server),
+                            retry_in: at - now,
+                            last_error: sup.last_error.clone().unwrap_or_default(),
+                        });
+                    }
+                    delay = Some(at);
                 }
             }
             let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -434,7 +444,17 @@ impl Shared {
                 ServerState::Restarting
             };
             self.set_state(&mut sup, new_state);
-            runtime.spawn(Arc::clone(self).attempt(sup.generation));
+            let (this, generation) = (Arc::clone(self), sup.generation);
+            match delay {
+                None => drop(runtime.spawn(this.attempt(generation))),
+                Some(at) => drop(runtime.spawn(async move {
+                    tokio::time::sleep_until(at).await;
+                    // Shut down, disabled or re-enabled meanwhile: that answered the waiters.
+                    if this.lock().generation == generation {
+                        this.attempt(generation).await;
+                    }
+                })),
+            }
         }
         let (tx, rx) = oneshot::channel();
         sup.waiters.push(tx);

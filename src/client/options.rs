@@ -42,6 +42,12 @@ pub struct ClientOptions {
     /// [`DefaultServerRequests`](super::server_requests::DefaultServerRequests): `ping`
     /// answered, everything else "method not found"). Sampling is refused whatever is set here.
     pub server_request_handler: Option<ServerRequestService>,
+    /// How long a call may wait for a restart whose backoff is still running (default 0: it
+    /// fails at once with [`BackingOff`](super::ClientError::BackingOff)). A call that
+    /// arrives while the server waits out its backoff waits for the restart and goes through
+    /// when the backoff still to run is at most this; the session sets it to the server's call
+    /// timeout, which then bounds the wait. A call never waits on a failed server.
+    pub wait_for_restart: Duration,
 }
 
 impl Default for ClientOptions {
@@ -56,6 +62,7 @@ impl Default for ClientOptions {
             max_in_flight: 1024,
             client_info: Implementation::this_client(),
             server_request_handler: None,
+            wait_for_restart: Duration::ZERO,
         }
     }
 }
@@ -97,6 +104,13 @@ impl ClientOptions {
         self
     }
 
+    /// Sets [`wait_for_restart`](Self::wait_for_restart).
+    #[must_use]
+    pub fn wait_for_restart(mut self, limit: Duration) -> Self {
+        self.wait_for_restart = limit;
+        self
+    }
+
     /// The restart delay after `failures` consecutive failures (1 → `backoff_base`).
     pub fn backoff_delay(&self, failures: u32) -> Duration {
         let exp = failures.saturating_sub(1).min(31);
@@ -117,6 +131,7 @@ impl fmt::Debug for ClientOptions {
             .field("initialize_timeout", &self.initialize_timeout)
             .field("max_in_flight", &self.max_in_flight)
             .field("client_info", &self.client_info)
+            .field("wait_for_restart", &self.wait_for_restart)
             .field(
                 "server_request_handler",
                 &self.server_request_handler.as_ref().map(|_| "custom"),

@@ -776,6 +776,57 @@ async fn a_server_that_answers_each_call_then_dies_is_restarted_and_never_marked
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeout_allows() {
+    // The server exits right after answering a call: 1 s of backoff before the next start.
+    let script = |msg: &Value| match method(msg) {
+        "tools/call" => {
+            let mut acts = well_behaved(msg);
+            acts.push(Act::Close("exited (exit status: 0)"));
+            acts
+        }
+        _ => well_behaved(msg),
+    };
+    let t = MockTransport::new(script);
+    let c = McpClient::new(
+        "mock",
+        t.clone(),
+        ClientOptions::default().wait_for_restart(Duration::from_secs(5)),
+    );
+    call(&c, echo("a")).await.unwrap();
+    assert_eq!(c.state(), ServerState::Restarting);
+    tokio::time::advance(Duration::from_millis(300)).await;
+    // 700 ms of backoff left, 5 s allowed: the call waits, the server restarts, it goes through.
+    let started = Instant::now();
+    assert_eq!(call(&c, echo("b")).await.unwrap().joined_text(), "Echo: b");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(700) && waited < Duration::from_millis(800),
+        "{waited:?}"
+    );
+    assert_eq!(t.connects.load(Ordering::SeqCst), 2);
+
+    // Allowed less than the backoff still to run: it fails at once, saying when.
+    let c = McpClient::new(
+        "mock",
+        MockTransport::new(script),
+        ClientOptions::default().wait_for_restart(Duration::from_millis(500)),
+    );
+    call(&c, echo("a")).await.unwrap();
+    let err = call(&c, echo("b")).await.unwrap_err();
+    assert!(
+        matches!(client_error(&err), ClientError::BackingOff { retry_in, .. } if *retry_in > Duration::from_millis(500)),
+        "{err}"
+    );
+    // A failed server is never waited on.
+    c.shared.lock().state = ServerState::Failed;
+    let err = call(&c, echo("c")).await.unwrap_err();
+    assert!(
+        matches!(client_error(&err), ClientError::ServerFailed { .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_expired_session_that_worked_restarts_at_once_and_one_that_never_did_backs_off() {
     // Each session answers one call, then expires: restarted at once, no failure counted.
     let t = MockTransport::new(|msg| match method(msg) {

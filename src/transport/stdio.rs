@@ -494,8 +494,9 @@ impl Connection for StdioConnection {
         let proc = Arc::clone(&self.proc);
         proc.requested.store(true, Ordering::Release);
         Box::pin(async move {
-            // Closing stdin is the polite way to ask an MCP stdio server to leave.
-            proc.outbound.close();
+            // Closing stdin is the polite way to ask an MCP stdio server to leave; what is
+            // queued (cancellations of calls that just gave up) goes out first.
+            proc.outbound.flush_and_close(proc.grace).await;
             if !proc.wait_exit(proc.grace).await {
                 proc.terminate().await;
             }

@@ -13,6 +13,7 @@
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::net::unix::pipe;
 use tokio::sync::Notify;
@@ -126,6 +127,30 @@ impl StdioOutbound {
         if st.pos == st.buf.len() {
             st.burst_open = false;
         }
+    }
+
+    /// Writes what is still queued (a `notifications/cancelled` queued by a call that just
+    /// timed out, say), waiting for the pipe at most `limit`, then closes stdin.
+    pub(crate) async fn flush_and_close(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let fd = {
+                let mut st = self.lock();
+                if st.closed {
+                    return;
+                }
+                match st.flush() {
+                    Ok(Flush::WouldBlock) => st.fd.clone(),
+                    Ok(Flush::Done) | Err(_) => None,
+                }
+            };
+            let Some(fd) = fd else { break };
+            match tokio::time::timeout_at(deadline, fd.writable()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => break,
+            }
+        }
+        self.close();
     }
 
     /// Stops all writing and closes stdin (once the writer task lets go of it).
