@@ -5,13 +5,15 @@
 //! cargo run --example custom_layer
 //! ```
 
+#[path = "demo/support.rs"]
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use futures::future::BoxFuture;
 use kaged_mcp::client::ToolCall;
-use kaged_mcp::config::{load, ConfigPaths};
 use kaged_mcp::protocol::ToolResult;
 use kaged_mcp::{Session, SessionOptions};
 use serde_json::json;
@@ -75,10 +77,16 @@ where
     }
 }
 
+fn main() -> std::process::ExitCode {
+    if let Some(code) = support::serve_demo_if_asked() {
+        return code;
+    }
+    support::report(run())
+}
+
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
-    let config = load(&ConfigPaths::new(dir).config(format!("{dir}/config.toml")))?;
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let config = support::demo_config()?;
     let log = Arc::new(Mutex::new(Vec::new()));
     let audit_log = log.clone();
     let options = SessionOptions::new().customize_stack(move |server, stack| {

@@ -7,8 +7,10 @@
 //! The grants come from `examples/demo/project.yaml`: `primary` gets `mcp.demo` and the
 //! builtin `notes` namespace, the subagent `researcher` only `mcp.demo.echo`.
 
+#[path = "demo/support.rs"]
+mod support;
+
 use kaged_mcp::client::ToolCall;
-use kaged_mcp::config::{load, ConfigPaths};
 use kaged_mcp::protocol::ToolResult;
 use kaged_mcp::registry::{ToolDefinition, ToolSource};
 use kaged_mcp::stack::ToolService;
@@ -16,10 +18,16 @@ use kaged_mcp::Session;
 use serde_json::json;
 use tower::{service_fn, BoxError};
 
+fn main() -> std::process::ExitCode {
+    if let Some(code) = support::serve_demo_if_asked() {
+        return code;
+    }
+    support::report(run())
+}
+
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
-    let config = load(&ConfigPaths::new(dir).config(format!("{dir}/config.toml")))?;
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let config = support::demo_config()?;
     let session = Session::start(config).await?;
 
     // A builtin tool: any tower service from ToolCall to ToolResult.

@@ -7,14 +7,22 @@
 //! with a `tools:` filter; the session spawns it, discovers its tools and calls one through the
 //! full stack (trace, result cap, timeout, retry).
 
-use kaged_mcp::config::{load, ConfigPaths};
+#[path = "demo/support.rs"]
+mod support;
+
 use kaged_mcp::Session;
 use serde_json::json;
 
+fn main() -> std::process::ExitCode {
+    if let Some(code) = support::serve_demo_if_asked() {
+        return code;
+    }
+    support::report(run())
+}
+
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
-    let config = load(&ConfigPaths::new(dir).config(format!("{dir}/config.toml")))?;
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let config = support::demo_config()?;
     let session = Session::start(config).await?;
 
     println!("catalog:");

@@ -23,6 +23,17 @@ pub enum Error {
         /// The name asked for.
         tool: String,
     },
+    /// The tool belongs to a server that is not ready (it failed to start, is disabled or is
+    /// restarting), so its tools are not registered now.
+    #[error("server `{server}` is not ready ({state}){}", last_error.as_deref().map(|e| format!(": {e}")).unwrap_or_default())]
+    ServerNotReady {
+        /// The server.
+        server: String,
+        /// Its state: `failed`, `disabled`, `starting`, `restarting`, …
+        state: String,
+        /// Its last error, if any.
+        last_error: Option<String>,
+    },
     /// The agent's `tools:` block does not grant the tool; no server was contacted.
     #[error("tool `{tool}` is not granted to agent `{agent}`")]
     NotGranted {

@@ -1,8 +1,9 @@
 //! kaged-mcp: the MCP client subsystem of the kaged agent daemon.
 //!
 //! It reads the `mcp:` block of a kaged project, connects to each declared MCP server over
-//! stdio or SSE, discovers its tools and proxies every `tools/call` through a stack of `tower`
-//! layers. See the README for the picture and the configuration reference.
+//! stdio, Streamable HTTP or the legacy HTTP+SSE transport, discovers its tools and proxies
+//! every `tools/call` through a stack of `tower` layers. See the README for the configuration
+//! reference and `ARCHITECTURE.md` for the tiers, the hot path and the invariants.
 #![forbid(unsafe_code)]
 
 pub mod cli;

@@ -282,12 +282,36 @@ impl Session {
     }
 
     /// Calls a tool by its full name, with no agent restriction.
+    ///
+    /// # Errors
+    /// [`Error::ServerNotReady`] for a tool of a server that is not ready (with its last
+    /// error), [`Error::UnknownTool`] for a name no server offers, and whatever the call met.
     pub async fn call(
         &self,
         tool: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<ToolResult, Error> {
-        self.registry.call(tool, arguments).await
+        let result = self.registry.call(tool, arguments).await;
+        result.map_err(|e| self.explain_unknown(tool, e))
+    }
+
+    /// An unknown `mcp.<server>.<tool>` of a declared server that is not ready becomes
+    /// [`Error::ServerNotReady`]: its tools are missing because it is not running.
+    fn explain_unknown(&self, tool: &str, err: Error) -> Error {
+        if !matches!(err, Error::UnknownTool { .. }) {
+            return err;
+        }
+        let Some((server, _)) = tool.strip_prefix("mcp.").and_then(|t| t.split_once('.')) else {
+            return err;
+        };
+        match self.status().into_iter().find(|s| s.server == server) {
+            Some(s) if s.state != "ready" => Error::ServerNotReady {
+                server: s.server,
+                state: s.state,
+                last_error: s.last_error,
+            },
+            _ => err,
+        }
     }
 
     /// Calls a tool for `agent`: refused without contacting a server unless granted.
@@ -298,7 +322,8 @@ impl Session {
         arguments: Option<Map<String, Value>>,
     ) -> Result<ToolResult, Error> {
         let grants = self.grants(agent)?;
-        self.registry.call_as(agent, grants, tool, arguments).await
+        let result = self.registry.call_as(agent, grants, tool, arguments).await;
+        result.map_err(|e| self.explain_unknown(tool, e))
     }
 
     /// Calls a tool that reports progress, for `agent` (grants checked) or for the daemon
@@ -315,9 +340,11 @@ impl Session {
             Some(a) => Some((a, self.grants(a)?)),
             None => None,
         };
-        self.registry
+        let result = self
+            .registry
             .call_with_progress(agent, tool, arguments, progress)
-            .await
+            .await;
+        result.map_err(|e| self.explain_unknown(tool, e))
     }
 
     /// Every declared server's state, tool count and last error, in declaration order.

@@ -58,3 +58,60 @@ fn a_call_that_times_out_is_cancelled_on_the_wire_before_the_cli_exits() {
         .unwrap_or_else(|| panic!("no notifications/cancelled reached the server: {entries:?}"));
     assert_eq!(cancelled["requestId"], call["id"], "{entries:?}");
 }
+
+#[test]
+fn a_call_to_a_tool_of_a_server_that_is_not_ready_says_so() {
+    let command = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
+    let d = project(
+        &format!("mcp:\n  broken:\n    transport: stdio\n    command: {command}\n"),
+        "",
+    );
+    let (code, out, err) = kaged(
+        &["call", "mcp.broken.echo", "--args", r#"{"message": "x"}"#],
+        &d,
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("error: server `broken` is not ready (failed): ")
+            && err.contains("exiting with code 1 before initialize"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("UnknownTool") && !err.contains("unknown tool"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_quickstart_example_runs_its_demo_server_without_a_nested_cargo() {
+    let Some(exe) = peers::example("quickstart") else {
+        panic!("target/<profile>/examples/quickstart is built by `cargo test`");
+    };
+    let out = Command::new(exe)
+        // A PATH without cargo: the example must not need it.
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("mcp.demo.echo -> Echo: hello from kaged"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn status_says_one_tool_not_one_tools() {
+    let command = serde_json::to_string(&peers::faulty(Fault::Ok)).unwrap();
+    let d = project(
+        &format!("mcp:\n  single:\n    transport: stdio\n    command: {command}\n"),
+        "",
+    );
+    let (code, out, err) = kaged(&["status"], &d);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "single\tready\t1 tool\n");
+}

@@ -1,6 +1,6 @@
 //! A `ToolResult` built from the input (text, image, audio, resource link, embedded resource and
 //! unknown blocks, optional `structuredContent`) cut with `Truncatable::truncate_to(cap)`; the
-//! result must keep the invariants of DESIGN.md "Truncation, precisely" (see
+//! result must keep the invariants of "Truncation, precisely" (module docs of `src/protocol/result.rs`) (see
 //! `kaged_mcp_fuzz::truncate::check_truncate`).
 #![no_main]
 

@@ -1,4 +1,4 @@
-//! `truncate`: the invariants of DESIGN.md "Truncation, precisely" for
+//! `truncate`: the invariants of "Truncation, precisely" (module docs of `src/protocol/result.rs`) for
 //! [`Truncatable::truncate_to`] on a [`ToolResult`].
 
 use kaged_mcp::protocol::content::ContentBlock;

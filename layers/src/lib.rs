@@ -25,7 +25,8 @@
 //! client, where [`retry::NotSent`] errors come from.
 //!
 //! Server→client requests pass their own stack: RejectSampling → the handlers of `kaged-mcp`.
-//! An SSE transport puts [`auth::AuthLayer`] over its HTTP client.
+//! Both HTTP transports (Streamable HTTP and SSE) put [`auth::AuthLayer`] over their HTTP
+//! client.
 //!
 //! # Example
 //! ```

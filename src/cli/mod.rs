@@ -122,6 +122,12 @@ pub const EXIT_FAILED: u8 = 1;
 /// Exit code 2: a usage or configuration error.
 pub const EXIT_CONFIG: u8 = 2;
 
+/// Serves the bundled demo MCP server on stdin/stdout until end of input (what
+/// `kaged-mcp demo-server` runs); the examples run it from their own executable.
+pub fn demo_server() -> ExitCode {
+    ExitCode::from(demo_server::run())
+}
+
 /// Runs a parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     init_tracing();

@@ -203,7 +203,8 @@ fn print_status(st: &[ServerStatus], json: bool, out: &mut impl Write) -> std::i
         writeln!(out)
     } else {
         for s in st {
-            write!(out, "{}\t{}\t{} tools", s.server, s.state, s.tools)?;
+            let noun = if s.tools == 1 { "tool" } else { "tools" };
+            write!(out, "{}\t{}\t{} {noun}", s.server, s.state, s.tools)?;
             if let Some(e) = &s.last_error {
                 write!(out, "\t{}", e.replace('\n', " "))?;
             }

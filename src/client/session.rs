@@ -1,7 +1,7 @@
 //! One JSON-RPC session over one connection: request ids, the pending table, the send path and
 //! what happens to every inbound message.
 //!
-//! The hot path, as DESIGN.md describes it:
+//! The hot path (`ARCHITECTURE.md`, "The hot path"):
 //! - a request gets the next id of a counter, a `oneshot` in the pending table (a synchronous
 //!   mutex, never held across an await, with a multiplicative hasher for our own ids), and is
 //!   serialized straight into the transport's outbound buffer, which never awaits;

@@ -38,8 +38,8 @@ fn object_schema() -> Value {
 
 impl ToolInfo {
     /// Whether a repeated call is harmless by the tool's own word: `readOnlyHint` or
-    /// `idempotentHint` is `true`. The retry policy uses this (DESIGN.md, "Retry is only where
-    /// it is safe").
+    /// `idempotentHint` is `true`. The retry policy uses this (`ARCHITECTURE.md`, "Retry only
+    /// when safe").
     pub fn is_retry_safe(&self) -> bool {
         self.annotations
             .as_ref()
