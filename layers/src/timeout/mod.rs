@@ -1,7 +1,15 @@
-//! Timeouts: tower's plain [`Timeout`], and [`ProgressTimeout`] for calls that report progress.
+//! [`ProgressTimeout`]: a timeout for calls that may report progress, and its one error type,
+//! [`Elapsed`].
 //!
-//! The plain case is tower's own [`Timeout`] / [`TimeoutLayer`] (re-exported here, and
-//! `ServiceBuilder::timeout`); its error is `tower::timeout::error::Elapsed`.
+//! (For a plain fixed deadline use tower's own `tower::timeout::Timeout`, or
+//! `ServiceBuilder::timeout`; its error is tower's `Elapsed`, a different type. It is not
+//! re-exported here, so `err.is::<kaged_mcp_layers::timeout::Elapsed>()` means exactly "this
+//! layer's timeout fired".)
+//!
+//! ```compile_fail
+//! // One name, one type: tower's plain `Timeout` is not re-exported beside this `Elapsed`.
+//! use kaged_mcp_layers::timeout::Timeout;
+//! ```
 //!
 //! [`ProgressTimeout`] is for calls that opt into "reset on progress, with a total cap": the
 //! request exposes a [`ProgressHandle`] through [`ProgressAware`], its owner calls
@@ -54,7 +62,6 @@ use std::time::Duration;
 
 use tower::{BoxError, Service};
 
-pub use tower::timeout::{Timeout, TimeoutLayer};
 
 pub use self::error::{Elapsed, ElapsedKind};
 pub use self::layer::ProgressTimeoutLayer;
