@@ -1,7 +1,14 @@
 //! `kaged-mcp`: the operator's command line for the kaged MCP client.
 //!
-//! `check` validates a project's configuration; `demo-server` is the small MCP server the
-//! bundled example project spawns. See `kaged-mcp --help` and the README.
+//! Commands (each reads `--project DIR`; see `kaged-mcp --help` and the README's CLI table):
+//! - `check`: validates the configuration and prints the resolved servers;
+//! - `tools`: starts a session and prints the catalog (`--agent`, `--json`);
+//! - `call TOOL --args JSON`: calls a tool through the full stack (`--agent`, `--json`);
+//! - `status`: each server's state, tool count and last error (`--json`);
+//! - `shell`: one session, one command per stdin line (`tools`, `call`, `status`, `enable`);
+//! - `demo-server`: the small MCP server the bundled example project spawns.
+//!
+//! Built with the library's default `cli` feature.
 
 use std::process::ExitCode;
 
