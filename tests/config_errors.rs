@@ -119,13 +119,72 @@ fn cases() -> Vec<Case> {
         p("subagent grant not a map", "primary:\n  subagents:\n    researcher:\n      tools:\n        'mcp.gh.issue.list': yes\n", "primary.subagents.researcher.tools.\"mcp.gh.issue.list\"", 5, "expected { enabled"),
         p("tools block a list", "primary:\n  tools: [a]\n", "primary.tools", 2, "expected a mapping"),
         // --- YAML itself
-        p("duplicate server key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n  db:\n    transport: stdio\n    command: [y]\n", "", 5, "duplicate key `db`"),
+        p("duplicate server key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n  db:\n    transport: stdio\n    command: [y]\n", "mcp.db", 5, "duplicate key `db` (first defined at line 2)"),
         p("syntax error", "mcp:\n  db: [x\n", "", 3, "invalid YAML"),
         p("tab indentation", "mcp:\n\tdb: {}\n", "", 2, "invalid YAML"),
         p("two documents", "mcp: {}\n---\nmcp: {}\n", "", 2, "more than one YAML document"),
         p("a list as a key", "mcp:\n  ? [a, b]\n  : x\n", "", 2, "mapping keys must be plain strings"),
         p("root is a list", "- a\n- b\n", "", 1, "expected a mapping"),
         p("alias to unknown anchor", "mcp: *nowhere\n", "", 1, "invalid YAML"),
+        // --- duplicate keys name their key path, at every depth
+        p("duplicate top-level key", "mcp: {}\nname: x\nmcp: {}\n", "mcp", 3, "duplicate key `mcp` (first defined at line 1)"),
+        p("duplicate transport", "mcp:\n  github:\n    transport: sse\n    transport: stdio\n", "mcp.github.transport", 4, "duplicate key `transport` (first defined at line 3)"),
+        p("duplicate key in a flow server", "mcp:\n  db: { transport: stdio, transport: sse }\n", "mcp.db.transport", 2, "duplicate key `transport` (first defined at line 2)"),
+        p("duplicate header", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    headers:\n      X-A: a\n      X-A: b\n", "mcp.gh.headers.X-A", 7, "duplicate key `X-A` (first defined at line 6)"),
+        p("duplicate env variable", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      A: '1'\n      B: '2'\n      A: '3'\n", "mcp.db.env.A", 8, "duplicate key `A` (first defined at line 6)"),
+        p("duplicate auth key", "mcp:\n  gh:\n    transport: sse\n    url: https://x.test/sse\n    auth:\n      type: bearer\n      secret_ref: a.b\n      secret_ref: a.c\n", "mcp.gh.auth.secret_ref", 8, "duplicate key `secret_ref` (first defined at line 7)"),
+        p("duplicate tools filter key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      allow: [a]\n      allow: [b]\n", "mcp.db.tools.allow", 7, "duplicate key `allow` (first defined at line 6)"),
+        p("duplicate key in a list item", "mcp:\n  db:\n    transport: stdio\n    command:\n      - node\n      - {a: 1, a: 2}\n", "mcp.db.command[1].a", 6, "duplicate key `a`"),
+        p("duplicate grant", "primary:\n  tools:\n    'mcp.db.query': { enabled: true }\n    'mcp.db.query': { enabled: false }\n", "primary.tools.\"mcp.db.query\"", 4, "duplicate key `mcp.db.query` (first defined at line 3)"),
+        p("duplicate enabled in a grant", "primary:\n  tools:\n    'mcp.db.query':\n      enabled: true\n      enabled: false\n", "primary.tools.\"mcp.db.query\".enabled", 5, "duplicate key `enabled` (first defined at line 4)"),
+        p("duplicate subagent grant", "primary:\n  subagents:\n    researcher:\n      tools:\n        mcp.gh: { enabled: true }\n        mcp.gh: { enabled: false }\n", "primary.subagents.researcher.tools.\"mcp.gh\"", 6, "duplicate key `mcp.gh` (first defined at line 5)"),
+        p("duplicate subagent", "primary:\n  subagents:\n    researcher: {}\n    researcher: {}\n", "primary.subagents.researcher", 4, "duplicate key `researcher` (first defined at line 3)"),
+        p("duplicate key in a block not ours", "cage:\n  net:\n    allow: [a]\n    allow: [b]\n", "cage.net.allow", 4, "duplicate key `allow` (first defined at line 3)"),
+        Case {
+            overlay: Some("mcp:\n  db:\n    env:\n      A: x\n      A: y\n"),
+            file: "project.local.yaml",
+            ..p("overlay duplicate env variable", STDIO, "mcp.db.env.A", 5, "duplicate key `A` (first defined at line 4)")
+        },
+        Case {
+            overlay: Some("mcp:\n  db: null\n  db: null\n"),
+            file: "project.local.yaml",
+            ..p("overlay duplicate server", STDIO, "mcp.db", 3, "duplicate key `db` (first defined at line 2)")
+        },
+        Case {
+            local: Some("[mcp.db]\ndisabled = true\n\n[mcp.db]\ntimeout_ms = 3\n"),
+            file: "local.toml",
+            ..p("local duplicate table", STDIO, "mcp.db", 4, "duplicate key `db` (first defined at line 1)")
+        },
+        Case {
+            local: Some("mcp.db.disabled = true\nmcp.db.disabled = false\n"),
+            file: "local.toml",
+            ..p("local duplicate dotted key", STDIO, "mcp.db.disabled", 2, "duplicate key `disabled` (first defined at line 1)")
+        },
+        Case {
+            local: Some("[mcp]\ndb = { disabled = true, \"disabled\" = false }\n"),
+            file: "local.toml",
+            ..p("local duplicate key in an inline table", STDIO, "mcp.db.disabled", 2, "duplicate key `disabled` (first defined at line 2)")
+        },
+        Case {
+            local: Some("[secrets.api_keys]\ngithub = \"sk-one\"\ngithub = \"sk-two\"\n"),
+            file: "local.toml",
+            ..p("local duplicate secret", STDIO, "secrets.api_keys.github", 3, "duplicate key `github` (first defined at line 2)")
+        },
+        Case {
+            local: Some("[secrets.api_keys]\ngithub = \"sk-one\"\n[secrets]\napi_keys.github = \"sk-two\"\n"),
+            file: "local.toml",
+            ..p("local secret table redefined by a dotted key", STDIO, "secrets.api_keys", 4, "duplicate key `api_keys` (first defined at line 1)")
+        },
+        Case {
+            local: Some("[[hooks]]\nname = \"a\"\n[[hooks]]\nname = \"b\"\nname = \"c\"\n"),
+            file: "local.toml",
+            ..p("local duplicate key in an array of tables", STDIO, "hooks[1].name", 5, "duplicate key `name` (first defined at line 4)")
+        },
+        Case {
+            config: Some("[mcp]\nmax_in_flight = 1\nmax_in_flight = 2\n"),
+            file: "config.toml",
+            ..p("config duplicate key", STDIO, "mcp.max_in_flight", 3, "duplicate key `max_in_flight` (first defined at line 2)")
+        },
         // --- the overlay
         Case {
             overlay: Some("mcp:\n  db:\n    transport: carrier-pigeon\n"),
@@ -176,7 +235,7 @@ fn cases() -> Vec<Case> {
         Case {
             local: Some("[mcp.db]\ndisabled = true\ndisabled = false\n"),
             file: "local.toml",
-            ..p("local duplicate key", STDIO, "", 3, "invalid TOML")
+            ..p("local duplicate key", STDIO, "mcp.db.disabled", 3, "duplicate key `disabled` (first defined at line 2)")
         },
         Case {
             local: Some("mcp = 3\n"),
@@ -307,4 +366,34 @@ fn errors_never_contain_a_secret_value() {
     let errs = r.unwrap_err();
     let shown = format!("{errs} {errs:?}");
     assert!(!shown.contains("VERYSECRET"), "{shown}");
+}
+
+#[test]
+fn a_duplicate_key_reads_like_every_other_error() {
+    let errs = Sources::new("mcp:\n  github:\n    transport: sse\n    transport: stdio\n")
+        .load()
+        .unwrap_err();
+    assert_eq!(
+        errs.to_string(),
+        "project.yaml:4:5: mcp.github.transport: duplicate key `transport` (first defined at line 3)"
+    );
+    let errs = Sources::new(STDIO)
+        .local("[mcp.db]\ndisabled = true\ndisabled = false\n")
+        .load()
+        .unwrap_err();
+    assert_eq!(
+        errs.to_string(),
+        "local.toml:3:1: mcp.db.disabled: duplicate key `disabled` (first defined at line 2)"
+    );
+}
+
+#[test]
+fn a_duplicate_secret_never_shows_its_value() {
+    let errs = Sources::new(STDIO)
+        .local("[secrets.api_keys]\ngithub = \"sk-live-ONE\"\n\"github\" = \"sk-live-TWO\"\n")
+        .load()
+        .unwrap_err();
+    let shown = format!("{errs} {errs:?}");
+    assert!(shown.contains("secrets.api_keys.github"), "{shown}");
+    assert!(!shown.contains("sk-live"), "{shown}");
 }

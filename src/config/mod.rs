@@ -131,7 +131,7 @@ impl Sources {
     pub fn load(&self) -> Result<Config, ConfigErrors> {
         let mut errors = Vec::new();
         let mut warnings = Vec::new();
-        let tree = match yaml::parse(&self.project.1, &self.project.0) {
+        let tree = match yaml::parse(&self.project.1, &self.project.0, project::key_path) {
             Ok(t) => Some(t),
             Err(e) => {
                 errors.push(e);
@@ -139,7 +139,7 @@ impl Sources {
             }
         };
         let tree = match (&self.overlay, tree) {
-            (Some((file, text)), Some(base)) => match yaml::parse(text, file) {
+            (Some((file, text)), Some(base)) => match yaml::parse(text, file, project::key_path) {
                 Ok(over) => Some(overlay::merge(base, over)),
                 Err(e) => {
                     errors.push(e);
@@ -147,7 +147,7 @@ impl Sources {
                 }
             },
             (Some((file, text)), None) => {
-                if let Err(e) = yaml::parse(text, file) {
+                if let Err(e) = yaml::parse(text, file, project::key_path) {
                     errors.push(e);
                 }
                 None

@@ -60,14 +60,14 @@ pub(crate) fn merge(base: Node, overlay: Node) -> Node {
 
 #[cfg(test)]
 mod tests {
-    use super::super::yaml::parse;
+    use super::super::yaml::{dotted, parse};
     use super::*;
     use std::path::Path;
 
     fn m(base: &str, over: &str) -> Node {
         merge(
-            parse(base, Path::new("project.yaml")).unwrap(),
-            parse(over, Path::new("project.local.yaml")).unwrap(),
+            parse(base, Path::new("project.yaml"), dotted).unwrap(),
+            parse(over, Path::new("project.local.yaml"), dotted).unwrap(),
         )
     }
 

@@ -11,7 +11,7 @@ use http::{HeaderName, HeaderValue};
 
 use super::error::ConfigError;
 use super::secret::SecretRef;
-use super::yaml::{Entry, Node, Value};
+use super::yaml::{self, Entry, Node, Step, Value};
 
 /// Most servers a project may declare (ADR-0043 §1).
 pub const MAX_SERVERS: usize = 16;
@@ -388,6 +388,28 @@ pub fn is_valid_server_key(key: &str) -> bool {
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
         && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+}
+
+/// The key path of a place in `project.yaml`, as the validators write it: the keys of an
+/// agent's `tools:` block are tool patterns, dotted themselves, so they are quoted
+/// (`primary.tools."mcp.db.query"`). The YAML reader names duplicate keys with it.
+pub(crate) fn key_path(steps: &[Step<'_>]) -> String {
+    yaml::write_path(steps, is_tools_block)
+}
+
+/// Whether `steps` lead to an agent's `tools:` block: `primary.tools` or
+/// `primary.subagents.<name>.tools`.
+fn is_tools_block(steps: &[Step<'_>]) -> bool {
+    matches!(
+        steps,
+        [Step::Key("primary"), Step::Key("tools")]
+            | [
+                Step::Key("primary"),
+                Step::Key("subagents"),
+                Step::Key(_),
+                Step::Key("tools")
+            ]
+    )
 }
 
 /// Reads the project tree (after the overlay) into a [`ProjectConfig`].

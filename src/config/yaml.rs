@@ -6,8 +6,13 @@
 //! and its line and column. The reader is strict and bounded: duplicate keys, non-string keys
 //! and several documents are errors; aliases are expanded against a node budget, so an alias
 //! bomb ("billion laughs") fails in microseconds; nesting depth is capped.
+//!
+//! A duplicate key is found while the tree is still being built, so the reader names its key
+//! path itself; the caller says how a path is written ([`KeyPath`]), so the error reads like
+//! the validators' errors about the same place.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -80,6 +85,47 @@ impl Node {
             .find(|e| e.key == key)
             .map(|e| &e.value)
     }
+}
+
+/// One step from the root of a document to a value: a mapping key or a list index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// Writes the steps to a place as the key path errors name it.
+pub(crate) type KeyPath = fn(&[Step<'_>]) -> String;
+
+/// Writes `steps` as a key path: keys joined by `.`, indices as `[i]` (`mcp.db.command[1]`);
+/// a key whose parent place satisfies `quoted` is written in double quotes
+/// (`primary.tools."mcp.db.query"`).
+pub(crate) fn write_path(steps: &[Step<'_>], quoted: impl Fn(&[Step<'_>]) -> bool) -> String {
+    let mut out = String::new();
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            Step::Index(n) => {
+                let _ = write!(out, "[{n}]");
+            }
+            Step::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                if quoted(&steps[..i]) {
+                    let _ = write!(out, "\"{k}\"");
+                } else {
+                    out.push_str(k);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The plain [`KeyPath`]: no key is quoted.
+#[cfg(test)]
+pub(crate) fn dotted(steps: &[Step<'_>]) -> String {
+    write_path(steps, |_| false)
 }
 
 fn loc(m: &Marker) -> Location {
@@ -156,8 +202,22 @@ fn resolve_plain(s: &str) -> Value {
     Value::Str(s.to_owned())
 }
 
-/// Parses one YAML document into a [`Node`] tree; an empty document is `Null`.
-pub(crate) fn parse(text: &str, file: &Path) -> Result<Node, ConfigError> {
+/// The steps from the root to `key`, a key about to be added to the innermost open mapping.
+fn steps_to<'s>(stack: &'s [Frame], key: &'s str) -> Vec<Step<'s>> {
+    let mut steps: Vec<Step<'s>> = stack
+        .iter()
+        .filter_map(|frame| match frame {
+            Frame::Seq { items, .. } => Some(Step::Index(items.len())),
+            Frame::Map { key, .. } => key.as_ref().map(|(k, _)| Step::Key(k.as_str())),
+        })
+        .collect();
+    steps.push(Step::Key(key));
+    steps
+}
+
+/// Parses one YAML document into a [`Node`] tree; an empty document is `Null`. A duplicate
+/// key's error names its place as `key_path` writes it.
+pub(crate) fn parse(text: &str, file: &Path, key_path: KeyPath) -> Result<Node, ConfigError> {
     let file: Arc<Path> = Arc::from(file);
     let err = |l: Option<Location>, msg: String| ConfigError::new(file.to_path_buf(), "", l, msg);
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -195,11 +255,25 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Node, ConfigError> {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 if let Some(Frame::Map {
-                    key: key @ None, ..
-                }) = stack.last_mut()
+                    entries, key: None, ..
+                }) = stack.last()
                 {
-                    // A mapping key: kept as written, never resolved.
-                    *key = Some((text, here));
+                    // A mapping key: kept as written, never resolved. A repeated one is
+                    // refused here, while the open collections still spell out its path.
+                    if let Some(prev) = entries.iter().find(|e| e.key == text) {
+                        return Err(ConfigError::new(
+                            file.to_path_buf(),
+                            key_path(&steps_to(&stack, &text)),
+                            Some(here),
+                            format!(
+                                "duplicate key `{text}` (first defined at line {})",
+                                prev.key_loc.line
+                            ),
+                        ));
+                    }
+                    if let Some(Frame::Map { key, .. }) = stack.last_mut() {
+                        *key = Some((text, here));
+                    }
                     None
                 } else {
                     let forced_str = tag.as_ref().is_some_and(|t| t.suffix == "str");
@@ -298,15 +372,6 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Node, ConfigError> {
                         "mapping keys must be plain strings".into(),
                     ));
                 };
-                if let Some(prev) = entries.iter().find(|e| e.key == k) {
-                    return Err(err(
-                        Some(key_loc),
-                        format!(
-                            "duplicate key `{k}` (first defined at line {})",
-                            prev.key_loc.line
-                        ),
-                    ));
-                }
                 let mut node = node;
                 // A block collection or an empty value starts on a later line than its key;
                 // errors about it read best at the key.
@@ -336,7 +401,7 @@ mod tests {
     use super::*;
 
     fn p(s: &str) -> Result<Node, ConfigError> {
-        parse(s, Path::new("t.yaml"))
+        parse(s, Path::new("t.yaml"), dotted)
     }
 
     #[test]
@@ -371,6 +436,29 @@ mod tests {
         let e = p("a: 1\nb: 2\na: 3\n").unwrap_err();
         assert!(e.message.contains("duplicate key `a`"), "{e}");
         assert_eq!(e.location.unwrap().line, 3);
+    }
+
+    #[test]
+    fn names_the_key_path_of_a_duplicate_at_any_depth() {
+        let e = p("a:\n  - x\n  - b: 1\n    c:\n      d: 1\n      d: 2\n").unwrap_err();
+        assert_eq!(e.key_path, "a[1].c.d", "{e}");
+        assert_eq!(e.location, Some(Location { line: 6, column: 7 }));
+        assert!(e.message.contains("first defined at line 5"), "{e}");
+        let e = p("- {k: 1, k: 2}\n").unwrap_err();
+        assert_eq!(e.key_path, "[0].k", "{e}");
+    }
+
+    #[test]
+    fn writes_quoted_keys_where_the_caller_says() {
+        let steps = [
+            Step::Key("t"),
+            Step::Key("a.b"),
+            Step::Index(2),
+            Step::Key("c"),
+        ];
+        let quoted = |s: &[Step<'_>]| s == [Step::Key("t")];
+        assert_eq!(write_path(&steps, quoted), "t.\"a.b\"[2].c");
+        assert_eq!(dotted(&steps), "t.a.b[2].c");
     }
 
     #[test]
