@@ -11,7 +11,7 @@ use tower::BoxError;
 
 use super::call::ToolCall;
 use super::error::ClientError;
-use super::session::{CallGuard, Session};
+use super::rpc::{CallGuard, RpcSession};
 use crate::protocol::ToolResult;
 
 /// The future of [`McpClient::call`](super::McpClient): waits for the server to be ready if it
@@ -29,7 +29,7 @@ enum State {
     Failed(Option<BoxError>),
     /// Waiting for the server to finish starting.
     Starting {
-        rx: oneshot::Receiver<Result<Arc<Session>, ClientError>>,
+        rx: oneshot::Receiver<Result<Arc<RpcSession>, ClientError>>,
         call: ToolCall,
         server: Arc<str>,
     },
@@ -48,7 +48,7 @@ impl ResponseFuture {
     }
 
     pub(crate) fn starting(
-        rx: oneshot::Receiver<Result<Arc<Session>, ClientError>>,
+        rx: oneshot::Receiver<Result<Arc<RpcSession>, ClientError>>,
         call: ToolCall,
         server: Arc<str>,
     ) -> Self {
@@ -58,7 +58,7 @@ impl ResponseFuture {
     }
 
     /// Sends `call` on `session`: in flight, or failed without reaching the server.
-    pub(crate) fn send(session: &Arc<Session>, call: &ToolCall) -> Self {
+    pub(crate) fn send(session: &Arc<RpcSession>, call: &ToolCall) -> Self {
         match session.start_call(call) {
             Ok((rx, guard)) => Self {
                 state: State::InFlight { rx, guard },

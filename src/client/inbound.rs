@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::error::RequestRef;
-use super::session::{Expect, Pending, Session};
+use super::rpc::{Expect, Pending, RpcSession};
 use crate::protocol::jsonrpc::CowStr;
 use crate::protocol::lifecycle::InitializeResult;
 use crate::protocol::{JsonRpcError, ListToolsResult, RequestId, ToolResult};
@@ -52,7 +52,7 @@ pub(crate) enum Frame<'a> {
 
 /// Decodes one frame for `session`, completing the pending request it answers when it can.
 pub(crate) fn decode<'a>(
-    session: &Session,
+    session: &RpcSession,
     bytes: &'a [u8],
 ) -> Result<Frame<'a>, serde_json::Error> {
     crate::protocol::content::json_bytes_path(|| {
@@ -75,7 +75,7 @@ pub(crate) fn excerpt(bytes: &[u8]) -> String {
 }
 
 /// Completes `pending` from the raw text of its `result`.
-pub(crate) fn complete_from_str(session: &Session, id: u64, pending: Pending, raw: &str) {
+pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending, raw: &str) {
     let request = RequestRef {
         id: RequestId::from(id),
         method: pending.method,
@@ -104,7 +104,7 @@ pub(crate) fn complete_from_str(session: &Session, id: u64, pending: Pending, ra
 
 /// Decodes the `result` value now under the map cursor into what `pending` expects.
 fn complete_in_place<'de, A: MapAccess<'de>>(
-    session: &Session,
+    session: &RpcSession,
     id: u64,
     pending: Pending,
     map: &mut A,
@@ -143,7 +143,7 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
 }
 
 struct FrameSeed<'s> {
-    session: &'s Session,
+    session: &'s RpcSession,
 }
 
 impl<'de> DeserializeSeed<'de> for FrameSeed<'_> {

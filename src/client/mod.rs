@@ -66,8 +66,8 @@ mod error;
 mod future;
 mod inbound;
 mod options;
+mod rpc;
 pub mod server_requests;
-mod session;
 mod state;
 
 use std::collections::HashSet;
@@ -87,8 +87,8 @@ pub use self::future::ResponseFuture;
 pub use self::options::ClientOptions;
 pub use self::state::ServerState;
 
+use self::rpc::RpcSession;
 use self::server_requests::ServerRequestService;
-use self::session::Session;
 use crate::protocol::lifecycle::is_supported_version;
 use crate::protocol::{Implementation, InitializeResult, ToolInfo};
 use crate::transport::{CloseReason, ConnectContext, Connection, Transport};
@@ -123,10 +123,10 @@ struct Supervisor {
     state: ServerState,
     /// Bumped by every start attempt, shutdown and disable; stale events are ignored.
     generation: u64,
-    session: Option<Arc<Session>>,
+    session: Option<Arc<RpcSession>>,
     connection: Option<Box<dyn Connection>>,
     attempt_running: bool,
-    waiters: Vec<oneshot::Sender<Result<Arc<Session>, ClientError>>>,
+    waiters: Vec<oneshot::Sender<Result<Arc<RpcSession>, ClientError>>>,
     failures: u32,
     next_attempt: Option<Instant>,
     ready_at: Option<Instant>,
@@ -136,8 +136,8 @@ struct Supervisor {
 
 /// How a call gets its session.
 enum Acquire {
-    Ready(Arc<Session>),
-    Wait(oneshot::Receiver<Result<Arc<Session>, ClientError>>),
+    Ready(Arc<RpcSession>),
+    Wait(oneshot::Receiver<Result<Arc<RpcSession>, ClientError>>),
     Fail(ClientError),
 }
 
@@ -332,7 +332,7 @@ impl McpClient {
 }
 
 /// Fails what is in flight on `session` after the client ended it.
-fn session_close_requested(session: &Session, detail: &str) {
+fn session_close_requested(session: &RpcSession, detail: &str) {
     use crate::transport::InboundHandler;
     session.on_closed(CloseReason::new(detail).requested());
 }
@@ -376,7 +376,7 @@ impl Shared {
     }
 
     /// The ready session, waiting for a start-up when needed.
-    async fn session(self: &Arc<Self>) -> Result<Arc<Session>, ClientError> {
+    async fn session(self: &Arc<Self>) -> Result<Arc<RpcSession>, ClientError> {
         match self.acquire() {
             Acquire::Ready(session) => Ok(session),
             Acquire::Fail(e) => Err(e),
@@ -522,8 +522,8 @@ impl Shared {
     async fn connect_and_initialize(
         self: &Arc<Self>,
         generation: u64,
-    ) -> Result<(Arc<Session>, InitializeResult), ClientError> {
-        let session = Session::new(
+    ) -> Result<(Arc<RpcSession>, InitializeResult), ClientError> {
+        let session = RpcSession::new(
             Arc::clone(&self.server),
             generation,
             Arc::downgrade(self),
@@ -649,7 +649,7 @@ impl Shared {
     }
 
     /// Moves to `state` (disabled), ending the session and answering waiters.
-    fn stop(&self, state: ServerState) -> (Option<Arc<Session>>, Option<Box<dyn Connection>>) {
+    fn stop(&self, state: ServerState) -> (Option<Arc<RpcSession>>, Option<Box<dyn Connection>>) {
         let mut sup = self.lock();
         sup.generation += 1;
         sup.attempt_running = false;

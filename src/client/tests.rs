@@ -995,7 +995,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
     let warnings = Arc::new(AtomicU64::new(0));
     let subscriber = tracing_subscriber::registry().with(CountWarnings(Arc::clone(&warnings)));
     tracing::subscriber::with_default(subscriber, || {
-        let session = Session::new(
+        let session = RpcSession::new(
             "mock".into(),
             1,
             std::sync::Weak::new(),

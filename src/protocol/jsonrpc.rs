@@ -184,7 +184,7 @@ impl Serialize for Version2 {
 }
 
 /// A request the client writes: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`. The client
-/// writes these bytes by hand on its hot path (`client::session::write_request`); this type is
+/// writes these bytes by hand on its hot path (`client::rpc::write_request`); this type is
 /// the reference its tests compare against.
 #[cfg(test)]
 #[derive(Debug, Serialize)]

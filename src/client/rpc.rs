@@ -101,9 +101,9 @@ struct Table {
 }
 
 /// One session. See the [module docs](self).
-pub(crate) struct Session {
+pub(crate) struct RpcSession {
     /// This session, for the tasks that answer slow server requests.
-    this: Weak<Session>,
+    this: Weak<RpcSession>,
     pub(crate) server: Arc<str>,
     /// The supervisor's generation this session belongs to.
     pub(crate) generation: u64,
@@ -121,16 +121,16 @@ pub(crate) struct Session {
     answered_call: AtomicBool,
 }
 
-impl std::fmt::Debug for Session {
+impl std::fmt::Debug for RpcSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
+        f.debug_struct("RpcSession")
             .field("server", &self.server)
             .field("generation", &self.generation)
             .finish_non_exhaustive()
     }
 }
 
-impl Session {
+impl RpcSession {
     pub(crate) fn new(
         server: Arc<str>,
         generation: u64,
@@ -623,7 +623,7 @@ fn log_server_message(server: &str, params: &LoggingMessageParams) {
     }
 }
 
-impl InboundHandler for Session {
+impl InboundHandler for RpcSession {
     fn on_open(&self, outbound: Arc<dyn Outbound>) {
         let _ = self.outbound.set(outbound);
     }
@@ -643,7 +643,7 @@ impl InboundHandler for Session {
             "server sent a message over the frame limit; discarded"
         );
         if let Some((num, pending)) = pending {
-            let request = Session::request_ref(num, pending.method);
+            let request = RpcSession::request_ref(num, pending.method);
             pending.fail(ClientError::FrameTooLarge {
                 server: Arc::clone(&self.server),
                 limit: frame.limit,
@@ -657,7 +657,7 @@ impl InboundHandler for Session {
         let Some((num, pending)) = self.take_pending(id) else {
             return; // answered, abandoned or failed already
         };
-        let request = Session::request_ref(num, pending.method);
+        let request = RpcSession::request_ref(num, pending.method);
         tracing::warn!(
             server = &*self.server,
             request_id = num,
@@ -694,13 +694,13 @@ impl InboundHandler for Session {
 /// `notifications/cancelled`. Disarmed once the answer is in.
 #[derive(Debug)]
 pub(crate) struct CallGuard {
-    session: Arc<Session>,
+    session: Arc<RpcSession>,
     id: u64,
     armed: bool,
 }
 
 impl CallGuard {
-    fn new(session: Arc<Session>, id: u64) -> Self {
+    fn new(session: Arc<RpcSession>, id: u64) -> Self {
         Self {
             session,
             id,
