@@ -27,6 +27,7 @@ use crate::registry::{
 use crate::stack::{StackBuilder, StackSettings, ToolService};
 use crate::transport;
 use crate::Error;
+use kaged_mcp_layers::stats::CallStats;
 
 /// A server's state as the session sees it.
 #[derive(Debug, Clone, Serialize)]
@@ -41,6 +42,22 @@ pub struct ServerStatus {
     pub tools: usize,
     /// The last error, if any.
     pub last_error: Option<String>,
+    /// Calls since the session started, through the server's stack (as agents see them).
+    pub calls: u64,
+    /// Calls answered with a tool error (`isError: true`).
+    pub tool_errors: u64,
+    /// Calls that failed (transport, protocol, JSON-RPC error, server not running), timeouts
+    /// excluded.
+    pub failures: u64,
+    /// Calls that timed out.
+    pub timeouts: u64,
+    /// Times the server was started again after its first start.
+    pub restarts: u64,
+    /// Median call latency in milliseconds (a histogram estimate, at most ~25 % high); `None`
+    /// before the first call.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile call latency in milliseconds (same estimate).
+    pub p99_ms: Option<f64>,
 }
 
 /// The embedder's hook on each server's stack: server key and standard builder in, builder out.
@@ -81,6 +98,7 @@ impl SessionOptions {
 struct Server {
     config: McpServerConfig,
     client: Option<McpClient>,
+    stats: Option<Arc<CallStats>>,
     disabled: bool,
     startup_error: Mutex<Option<String>>,
 }
@@ -143,14 +161,16 @@ impl Session {
             let mut server = Server {
                 config: sc.clone(),
                 client: None,
+                stats: None,
                 disabled: overrides.disabled,
                 startup_error: Mutex::new(None),
             };
             if !overrides.disabled {
                 match client_for(&config, sc, secrets.get(&sc.key)) {
                     Ok(client) => {
-                        let mut builder =
-                            StackBuilder::new(StackSettings::from_config(&config, &sc.key));
+                        let settings = StackSettings::from_config(&config, &sc.key);
+                        server.stats = Some(Arc::clone(&settings.stats));
+                        let mut builder = StackBuilder::new(settings);
                         if let Some(f) = &options.customize {
                             builder = f(&sc.key, builder);
                         }
@@ -374,12 +394,21 @@ impl Session {
                         (name, c.last_error().or(startup))
                     }
                 };
+                let stats = s.stats.as_ref().map(|st| st.snapshot()).unwrap_or_default();
+                let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
                 ServerStatus {
                     transport: s.config.transport.name(),
                     tools: self.registry.server_tool_count(&key),
                     server: key,
                     state,
                     last_error,
+                    calls: stats.calls,
+                    tool_errors: stats.errors,
+                    failures: stats.failures,
+                    timeouts: stats.timeouts,
+                    restarts: s.client.as_ref().map_or(0, McpClient::restarts),
+                    p50_ms: ms(stats.p50),
+                    p99_ms: ms(stats.p99),
                 }
             })
             .collect()

@@ -1,7 +1,7 @@
 //! The standard per-server stack: every `tools/call` of one server passes through it.
 //!
 //! ```text
-//! [embedder outer layers] ─▶ Trace ─▶ Truncate(result cap) ─▶ Timeout(timeout_ms)
+//! [embedder outer layers] ─▶ Trace ─▶ Stats ─▶ Truncate(result cap) ─▶ Timeout(timeout_ms)
 //!     ─▶ Retry(backoff, only when safe) ─▶ [embedder inner layers] ─▶ McpClient
 //! ```
 //!
@@ -9,6 +9,9 @@
 //! - **Trace** opens one `mcp.call` span per call (`server`, `tool`, `request_id`, `attempt`,
 //!   `outcome`, `latency_ms`) and turns a timeout into [`TimedOut`], which names the server
 //!   and the timeout that fired.
+//! - **Stats** counts every call as the caller sees it (retries included in its latency):
+//!   calls, tool errors (`isError`), failures, timeouts, and latency quantiles, read through
+//!   [`StackSettings::stats`] (the session's `status`).
 //! - **Truncate** sits outside the timeout, so what reaches the agent is always capped.
 //! - **Timeout** wraps the retry, so `timeout_ms` bounds the whole call as the caller sees it,
 //!   backoff included. Every layer below it is always ready, so readiness costs no time
@@ -46,6 +49,7 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use kaged_mcp_layers::retry::{NotSent, RetryPolicy};
+use kaged_mcp_layers::stats::{CallStats, StatsLayer};
 use kaged_mcp_layers::timeout::{Elapsed, ElapsedKind, ProgressTimeoutLayer};
 use kaged_mcp_layers::truncate::TruncateLayer;
 use pin_project::pin_project;
@@ -76,6 +80,8 @@ pub struct StackSettings {
     pub progress_cap: Duration,
     /// The retry policy.
     pub retry: RetryPolicy,
+    /// Where the stack counts its calls (shared by every clone of the stack).
+    pub stats: Arc<CallStats>,
 }
 
 impl StackSettings {
@@ -88,6 +94,7 @@ impl StackSettings {
             timeout: Duration::from_secs(30),
             progress_cap: Duration::from_secs(600),
             retry: default_retry_policy(),
+            stats: Arc::new(CallStats::new()),
         }
     }
 
@@ -232,6 +239,7 @@ impl StackBuilder {
             .layer(TraceLayer {
                 server: s.server.clone(),
             })
+            .layer(StatsLayer::new(s.stats))
             .layer(TruncateLayer::new(s.result_max_bytes))
             .layer(ProgressTimeoutLayer::new(
                 s.timeout,

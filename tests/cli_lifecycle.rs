@@ -115,3 +115,68 @@ fn status_says_one_tool_not_one_tools() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(out, "single\tready\t1 tool\n");
 }
+
+#[test]
+fn status_counts_calls_errors_failures_timeouts_restarts_and_latency() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let demo = serde_json::to_string(&[env!("CARGO_BIN_EXE_kaged-mcp"), "demo-server"]).unwrap();
+    let d = project(
+        &format!("mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n"),
+        "[mcp.demo]\ntimeout_ms = 3000\n",
+    );
+    let mut shell = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
+        .args(["shell", "--json", "--project"])
+        .arg(d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let script = [
+        r#"call mcp.demo.echo {"message": "a"}"#,
+        r#"call mcp.demo.echo {"message": "b"}"#,
+        r#"call mcp.demo.add {"a": "not a number"}"#, // a tool error
+        r#"call mcp.demo.slow {"ms": 3500}"#,         // a timeout
+        r#"call mcp.demo.crash {}"#,                  // a failure: the server exits
+        r#"call mcp.demo.echo {"message": "c"}"#,     // waits for the restart
+        "status",
+        "quit",
+    ];
+    shell
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{}\n", script.join("\n")).as_bytes())
+        .unwrap();
+    let out = shell.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 7, "{stdout}");
+    assert!(
+        lines[5].contains("Echo: c"),
+        "the call after the crash waited: {stdout}"
+    );
+    let status: serde_json::Value = serde_json::from_str(lines[6]).unwrap();
+    let s = &status[0];
+    assert_eq!(
+        (
+            &s["calls"],
+            &s["tool_errors"],
+            &s["timeouts"],
+            &s["failures"],
+            &s["restarts"]
+        ),
+        (
+            &serde_json::json!(6),
+            &serde_json::json!(1),
+            &serde_json::json!(1),
+            &serde_json::json!(1),
+            &serde_json::json!(1)
+        ),
+        "{s}"
+    );
+    let (p50, p99) = (s["p50_ms"].as_f64().unwrap(), s["p99_ms"].as_f64().unwrap());
+    assert!(p50 > 0.0 && p50 <= p99 && p99 >= 3000.0, "{s}");
+}

@@ -7,6 +7,7 @@
 //! | module | what it does | the trait it needs |
 //! |---|---|---|
 //! | [`truncate`] | caps every response at a number of bytes | [`Truncatable`](truncate::Truncatable) on the response |
+//! | [`stats`] | [`Stats`](stats::Stats): calls, errors, failures, timeouts and latency quantiles in bounded memory | [`Outcome`](stats::Outcome) on the response |
 //! | [`timeout`] | [`ProgressTimeout`](timeout::ProgressTimeout): idle timeout reset by progress, with a total cap (a plain timeout for a request without progress); one error type, [`Elapsed`](timeout::Elapsed) | [`ProgressAware`](timeout::ProgressAware) on the request |
 //! | [`retry`] | [`RetryPolicy`](retry::RetryPolicy) for tower's `Retry`: only what is safe, jittered backoff, attempt limit, budget | [`RetrySafe`](retry::RetrySafe) on the request |
 //! | [`reject_sampling`] | refuses a server's `sampling/createMessage` | [`JsonRpcMethod`](reject_sampling::JsonRpcMethod) on the request |
@@ -71,6 +72,7 @@ pub mod auth;
 mod builder;
 pub mod reject_sampling;
 pub mod retry;
+pub mod stats;
 pub mod timeout;
 pub mod truncate;
 

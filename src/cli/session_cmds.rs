@@ -209,6 +209,21 @@ fn print_status(st: &[ServerStatus], json: bool, out: &mut impl Write) -> std::i
                 write!(out, "\t{}", e.replace('\n', " "))?;
             }
             writeln!(out)?;
+            if s.calls > 0 || s.restarts > 0 {
+                let ms =
+                    |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1} ms"));
+                writeln!(
+                    out,
+                    "  calls {} · tool errors {} · failures {} · timeouts {} · restarts {} · p50 {} · p99 {}",
+                    s.calls,
+                    s.tool_errors,
+                    s.failures,
+                    s.timeouts,
+                    s.restarts,
+                    ms(s.p50_ms),
+                    ms(s.p99_ms)
+                )?;
+            }
         }
         Ok(())
     }

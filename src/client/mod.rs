@@ -114,6 +114,8 @@ pub(crate) struct Shared {
     options: ClientOptions,
     sup: Mutex<Supervisor>,
     tools_changed: Arc<watch::Sender<u64>>,
+    /// Start attempts after the first (restarts after a failure or a lost connection).
+    restarts: std::sync::atomic::AtomicU64,
     sampling_refused: RejectedCounter,
     server_requests: ServerRequestService,
 }
@@ -177,6 +179,7 @@ impl McpClient {
                     init: None,
                 }),
                 tools_changed: Arc::new(tools_changed),
+                restarts: std::sync::atomic::AtomicU64::new(0),
                 sampling_refused,
                 server_requests,
             }),
@@ -316,6 +319,14 @@ impl McpClient {
         self.shared.lock().init.clone()
     }
 
+    /// How many times the server was started again after the first start (after a crash, a
+    /// lost connection, an expired session or a failed attempt).
+    pub fn restarts(&self) -> u64 {
+        self.shared
+            .restarts
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// How many `sampling/createMessage` requests this server sent and the client refused.
     pub fn sampling_refused_count(&self) -> u64 {
         self.shared.sampling_refused.get()
@@ -441,6 +452,8 @@ impl Shared {
             let new_state = if sup.failures == 0 && sup.ready_at.is_none() {
                 ServerState::Starting
             } else {
+                self.restarts
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 ServerState::Restarting
             };
             self.set_state(&mut sup, new_state);

@@ -135,6 +135,12 @@ fn floor_char_boundary(s: &str, at: usize) -> usize {
     i
 }
 
+impl kaged_mcp_layers::stats::Outcome for ToolResult {
+    fn is_error(&self) -> bool {
+        self.is_error
+    }
+}
+
 impl Truncatable for ToolResult {
     fn truncate_to(&mut self, max_bytes: usize) -> usize {
         let total = self.size();
