@@ -1,0 +1,260 @@
+//! The `mcp:` block of `project.yaml` (ADR-0043 §1, §4) and the agents' `tools:` grants: the
+//! public data model, and [`from_tree`], which turns the located YAML tree into it.
+//!
+//! Validation walks the tree and collects every problem it finds, each with its file, key path
+//! and line, before giving up; a valid tree becomes [`ProjectConfig`]. The reading is split by
+//! concern: [`walk`] is the walker that collects errors and reads plain values, [`transport`]
+//! the table of transport names, [`servers`] the `mcp:` block with each server's transport
+//! fields, [`auth`] and [`filter`] a server's `auth:` and `tools:` blocks, and [`agents`] the
+//! agents' grants. This module keeps the types, the entry point and the way key paths are
+//! written.
+
+mod agents;
+mod auth;
+mod filter;
+mod servers;
+mod transport;
+mod walk;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use globset::GlobSet;
+use http::{HeaderName, HeaderValue};
+
+use super::error::ConfigError;
+use super::secret::SecretRef;
+use super::yaml::{self, Node, Step, Value};
+use transport::TransportKind;
+use walk::Walk;
+
+pub use servers::is_valid_server_key;
+
+/// Most servers a project may declare (ADR-0043 §1).
+pub const MAX_SERVERS: usize = 16;
+
+/// The part of `project.yaml` this crate reads: the `mcp:` block and the agents' grants.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectConfig {
+    /// The declared servers, in the order of the file.
+    pub servers: Vec<McpServerConfig>,
+    /// `primary.tools` and `primary.subagents.<name>.tools`.
+    pub agents: AgentGrants,
+}
+
+impl ProjectConfig {
+    /// The server declared under `key`.
+    pub fn server(&self, key: &str) -> Option<&McpServerConfig> {
+        self.servers.iter().find(|s| s.key == key)
+    }
+}
+
+/// One server of the `mcp:` block.
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    /// The server key, the middle part of `mcp.<key>.<tool>`.
+    pub key: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// The auth header, when the server needs one.
+    pub auth: Option<AuthConfig>,
+    /// Which of its tools get registered.
+    pub tools: ToolFilter,
+}
+
+/// `transport:` and the fields that go with it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum TransportConfig {
+    /// A child process speaking newline-delimited JSON-RPC.
+    Stdio(StdioServerConfig),
+    /// A remote server over the 2024-11-05 HTTP+SSE transport.
+    Sse(HttpServerConfig),
+    /// A remote server over the Streamable HTTP transport (2025-03-26 and later).
+    StreamableHttp(HttpServerConfig),
+}
+
+impl TransportConfig {
+    /// `stdio`, `sse` or `streamable-http`.
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    fn kind(&self) -> TransportKind {
+        match self {
+            TransportConfig::Stdio(_) => TransportKind::Stdio,
+            TransportConfig::Sse(_) => TransportKind::Sse,
+            TransportConfig::StreamableHttp(_) => TransportKind::StreamableHttp,
+        }
+    }
+
+    /// The URL and static headers of a remote server (`sse` or `streamable-http`).
+    pub fn http(&self) -> Option<&HttpServerConfig> {
+        match self {
+            TransportConfig::Stdio(_) => None,
+            TransportConfig::Sse(h) | TransportConfig::StreamableHttp(h) => Some(h),
+        }
+    }
+}
+
+/// The fields of a `transport: stdio` server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdioServerConfig {
+    /// Program and arguments; never empty.
+    pub command: Vec<String>,
+    /// Working directory relative to the project root, checked not to escape it lexically;
+    /// [`crate::config::resolve_cwd`] checks symlinks when the server starts.
+    pub cwd: Option<PathBuf>,
+    /// Variables added on top of the daemon's environment.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The fields of a `transport: sse` or `transport: streamable-http` server.
+#[derive(Debug, Clone)]
+pub struct HttpServerConfig {
+    /// The endpoint, an absolute `http` or `https` URL: the event stream (`sse`) or the MCP
+    /// endpoint (`streamable-http`).
+    pub url: url::Url,
+    /// Static headers sent on every request.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// The former name of [`HttpServerConfig`].
+pub type SseServerConfig = HttpServerConfig;
+
+/// `auth.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthKind {
+    /// `Authorization: Bearer <secret>`.
+    Bearer,
+    /// `<header_name>: <secret>`.
+    Header,
+}
+
+/// The `auth:` block of a server (ADR-0043 §4, tiers 1 and 2).
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    /// `bearer` or `header`.
+    pub kind: AuthKind,
+    /// The header that carries the secret (`Authorization` unless `header_name` says otherwise).
+    pub header_name: HeaderName,
+    /// Where the secret lives in `local.toml` `[secrets]`.
+    pub secret_ref: SecretRef,
+}
+
+/// The `tools:` filter of a server: applied at registration, deny wins over allow.
+#[derive(Debug, Clone)]
+pub struct ToolFilter {
+    /// `false` registers none of the server's tools.
+    pub enabled: bool,
+    /// Glob patterns, as written; empty means every tool.
+    pub allow: Vec<String>,
+    /// Glob patterns, as written.
+    pub deny: Vec<String>,
+    allow_set: GlobSet,
+    deny_set: GlobSet,
+}
+
+impl Default for ToolFilter {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            allow: Vec::new(),
+            deny: Vec::new(),
+            allow_set: GlobSet::empty(),
+            deny_set: GlobSet::empty(),
+        }
+    }
+}
+
+impl ToolFilter {
+    /// Whether a tool, by the name its server gives it, is registered.
+    pub fn permits(&self, tool: &str) -> bool {
+        self.enabled
+            && (self.allow.is_empty() || self.allow_set.is_match(tool))
+            && !self.deny_set.is_match(tool)
+    }
+}
+
+/// Per-agent tool grants (ADR-0043 §2): pattern → enabled.
+#[derive(Debug, Clone, Default)]
+pub struct AgentGrants {
+    /// `primary.tools`, when present.
+    pub primary: Option<ToolGrants>,
+    /// `primary.subagents.<name>.tools`, by subagent name.
+    pub subagents: BTreeMap<String, ToolGrants>,
+}
+
+impl AgentGrants {
+    /// The grants of `agent`: `primary` or a subagent's name.
+    pub fn for_agent(&self, agent: &str) -> Option<&ToolGrants> {
+        if agent == "primary" {
+            self.primary.as_ref()
+        } else {
+            self.subagents.get(agent)
+        }
+    }
+
+    /// Every agent name with a `tools:` block: `primary` first, then the subagents.
+    pub fn agent_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        if self.primary.is_some() {
+            names.push("primary");
+        }
+        names.extend(self.subagents.keys().map(String::as_str));
+        names
+    }
+}
+
+/// One agent's `tools:` map, in file order.
+#[derive(Debug, Clone, Default)]
+pub struct ToolGrants {
+    /// The grants.
+    pub grants: Vec<ToolGrant>,
+}
+
+/// One key of an agent's `tools:` map.
+#[derive(Debug, Clone)]
+pub struct ToolGrant {
+    /// The key as written: an exact name, a dotted prefix or a glob.
+    pub pattern: String,
+    /// What the pattern means.
+    pub kind: GrantPattern,
+    /// `enabled:`.
+    pub enabled: bool,
+}
+
+/// How a grant key matches tool names.
+#[derive(Debug, Clone)]
+pub enum GrantPattern {
+    /// No glob characters: matches that name, and every name below it at a dot boundary.
+    Name,
+    /// A glob (`*`, `?`, `[`, `{`), matched against whole names.
+    Glob(globset::GlobMatcher),
+}
+
+/// The key path of a place in `project.yaml`, as the validators write it: the keys of an
+/// agent's `tools:` block are tool patterns, dotted themselves, so they are quoted
+/// (`primary.tools."mcp.db.query"`). The YAML reader names duplicate keys with it.
+pub(crate) fn key_path(steps: &[Step<'_>]) -> String {
+    yaml::write_path(steps, agents::is_tools_block)
+}
+
+/// Reads the project tree (after the overlay) into a [`ProjectConfig`].
+pub(crate) fn from_tree(root: &Node, errors: &mut Vec<ConfigError>) -> ProjectConfig {
+    let mut w = Walk { errors };
+    let mut out = ProjectConfig::default();
+    let Some(_) = (match &root.value {
+        Value::Null => return out,
+        _ => w.map(root, ""),
+    }) else {
+        return out;
+    };
+    if let Some(mcp) = root.get("mcp") {
+        out.servers = servers::servers(&mut w, mcp);
+    }
+    if let Some(primary) = root.get("primary") {
+        out.agents = agents::agents(&mut w, primary);
+    }
+    out
+}

@@ -1,0 +1,383 @@
+//! The `mcp:` block: the server keys, each server's `transport:` and the fields that go with
+//! it (`command`, `cwd`, `env` for stdio; `url`, `headers` for the HTTP transports), and the
+//! unknown or misplaced keys. A server's `auth:` and `tools:` blocks are read by
+//! [`super::auth`] and [`super::filter`].
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use http::{HeaderName, HeaderValue};
+
+use crate::config::yaml::{Node, Value};
+
+use super::auth::auth;
+use super::filter::tool_filter;
+use super::transport::{transport_choices, TransportKind, COMMON_KEYS, HTTP_KEYS, STDIO_KEYS};
+use super::walk::Walk;
+use super::{
+    HttpServerConfig, McpServerConfig, StdioServerConfig, ToolFilter, TransportConfig, MAX_SERVERS,
+};
+
+/// Whether `key` is a valid server key: `^[a-z][a-z0-9_-]{0,30}[a-z0-9]$`.
+pub fn is_valid_server_key(key: &str) -> bool {
+    let b = key.as_bytes();
+    (2..=32).contains(&b.len())
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
+        && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+}
+
+/// Reads the `mcp:` block: every server, in file order, that has no error.
+pub(super) fn servers(w: &mut Walk<'_>, mcp: &Node) -> Vec<McpServerConfig> {
+    if matches!(mcp.value, Value::Null) {
+        return Vec::new();
+    }
+    let Some(entries) = w.map(mcp, "mcp") else {
+        return Vec::new();
+    };
+    if entries.len() > MAX_SERVERS {
+        w.err(
+            mcp,
+            "mcp",
+            format!(
+                "{} servers declared; at most {MAX_SERVERS} are allowed",
+                entries.len()
+            ),
+        );
+    }
+    let mut out = Vec::new();
+    for e in entries {
+        let path = format!("mcp.{}", e.key);
+        if !is_valid_server_key(&e.key) {
+            w.err_key(
+                mcp,
+                e,
+                &path,
+                format!(
+                    "`{}` is not a valid server key: 2 to 32 characters of a-z, 0-9, `_` and `-`, starting with a letter and ending with a letter or digit",
+                    e.key
+                ),
+            );
+            continue;
+        }
+        if let Some(s) = server(w, &e.key, &e.value, &path) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpServerConfig> {
+    let entries = w.map(node, path)?;
+    let before = w.errors.len();
+    let kind = match node.get("transport") {
+        None => {
+            w.err(
+                node,
+                &format!("{path}.transport"),
+                format!("missing; `transport` is required: {}", transport_choices()),
+            );
+            None
+        }
+        Some(t) => match &t.value {
+            Value::Str(s) => {
+                let kind = TransportKind::lookup(s);
+                if kind.is_none() {
+                    w.err(
+                        t,
+                        &format!("{path}.transport"),
+                        format!(
+                            "unsupported transport `{s}`; supported transports are {}",
+                            transport_choices()
+                        ),
+                    );
+                }
+                kind
+            }
+            _ => {
+                w.err(
+                    t,
+                    &format!("{path}.transport"),
+                    format!(
+                        "expected one of {}, found {}",
+                        transport_choices(),
+                        t.type_name()
+                    ),
+                );
+                None
+            }
+        },
+    };
+    let transport_keys = |k: &str| STDIO_KEYS.contains(&k) || HTTP_KEYS.contains(&k);
+    for e in entries {
+        let k = e.key.as_str();
+        if COMMON_KEYS.contains(&k) {
+            continue;
+        }
+        let p = format!("{path}.{k}");
+        match kind {
+            Some(t) if t.keys().contains(&k) => {}
+            Some(t) if transport_keys(k) => {
+                let other = if STDIO_KEYS.contains(&k) {
+                    "`transport: stdio`"
+                } else {
+                    "`transport: sse` or `streamable-http`"
+                };
+                w.err_key(
+                    node,
+                    e,
+                    &p,
+                    format!("`{k}` belongs to {other}, not to a {} server", t.name()),
+                );
+            }
+            None if transport_keys(k) => {}
+            _ => w.err_key(
+                node,
+                e,
+                &p,
+                format!(
+                    "unknown key `{k}`; a server has {}",
+                    "transport, command, cwd, env (stdio), url, headers (sse, streamable-http), \
+                     auth, tools"
+                ),
+            ),
+        }
+    }
+    let transport = match kind {
+        Some(TransportKind::Stdio) => stdio(w, node, path).map(TransportConfig::Stdio),
+        Some(k @ TransportKind::Sse) => http(w, node, path, k).map(TransportConfig::Sse),
+        Some(k @ TransportKind::StreamableHttp) => {
+            http(w, node, path, k).map(TransportConfig::StreamableHttp)
+        }
+        None => None,
+    };
+    let auth = match node.get("auth") {
+        None => None,
+        Some(a) => auth(w, key, a, &format!("{path}.auth")),
+    };
+    if let (Some(remote), Some(a)) = (transport.as_ref().and_then(|t| t.http()), &auth) {
+        if remote.headers.iter().any(|(n, _)| *n == a.header_name) {
+            let headers = node.get("headers").unwrap_or(node);
+            let written = headers.as_map().and_then(|es| {
+                es.iter()
+                    .find(|e| e.key.eq_ignore_ascii_case(a.header_name.as_str()))
+            });
+            let (loc_node, name) = match written {
+                Some(e) => (&e.value, e.key.clone()),
+                None => (headers, a.header_name.to_string()),
+            };
+            w.err(
+                loc_node,
+                &format!("{path}.headers.{name}"),
+                format!(
+                    "collides with the auth header `{}`; the secret goes there, set it only through `auth`",
+                    a.header_name
+                ),
+            );
+        }
+    }
+    let tools = match node.get("tools") {
+        None => Some(ToolFilter::default()),
+        Some(t) => tool_filter(w, t, &format!("{path}.tools")),
+    };
+    if w.errors.len() != before {
+        return None;
+    }
+    Some(McpServerConfig {
+        key: key.to_owned(),
+        transport: transport?,
+        auth,
+        tools: tools?,
+    })
+}
+
+fn stdio(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<StdioServerConfig> {
+    let command = match node.get("command") {
+        None => {
+            w.err(
+                node,
+                &format!("{path}.command"),
+                "missing; a stdio server needs `command`, a list such as [\"node\", \"server.js\"]",
+            );
+            None
+        }
+        Some(c) => {
+            let p = format!("{path}.command");
+            if let Value::Str(_) = c.value {
+                w.err(
+                    c,
+                    &p,
+                    "expected a list of strings (program and arguments), found a string",
+                );
+                None
+            } else {
+                match w.string_list(c, &p) {
+                    Some(list) if list.is_empty() => {
+                        w.err(c, &p, "must not be empty: name the program to run");
+                        None
+                    }
+                    Some(list) => Some(list.into_iter().map(|(s, _)| s).collect()),
+                    None => None,
+                }
+            }
+        }
+    };
+    let cwd = match node.get("cwd") {
+        None => Some(None),
+        Some(c) => {
+            let p = format!("{path}.cwd");
+            match w.string(c, &p) {
+                None => None,
+                Some(s) => match check_relative(&s) {
+                    Ok(pb) => Some(Some(pb)),
+                    Err(msg) => {
+                        w.err(c, &p, msg);
+                        None
+                    }
+                },
+            }
+        }
+    };
+    let env = match node.get("env") {
+        None => Some(BTreeMap::new()),
+        Some(e) => {
+            let p = format!("{path}.env");
+            let pairs = w.string_map(e, &p)?;
+            let mut out = BTreeMap::new();
+            let mut ok = true;
+            for (k, v, vnode) in pairs {
+                if k.is_empty() || k.contains('=') || k.contains('\0') {
+                    w.err(
+                        &vnode,
+                        &format!("{p}.{k}"),
+                        "not a valid environment variable name (empty, or contains `=` or NUL)",
+                    );
+                    ok = false;
+                } else if v.contains('\0') {
+                    w.err(&vnode, &format!("{p}.{k}"), "contains a NUL byte");
+                    ok = false;
+                } else {
+                    out.insert(k, v);
+                }
+            }
+            ok.then_some(out)
+        }
+    };
+    Some(StdioServerConfig {
+        command: command?,
+        cwd: cwd?,
+        env: env?,
+    })
+}
+
+/// Checks that `s` is a relative path that stays inside the directory it is relative to.
+fn check_relative(s: &str) -> Result<PathBuf, String> {
+    let p = Path::new(s);
+    if p.is_absolute() {
+        return Err(format!(
+            "`{s}` is absolute; `cwd` is relative to the project root"
+        ));
+    }
+    let mut depth: i64 = 0;
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err(format!("`{s}` escapes the project root"));
+                }
+            }
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!(
+                    "`{s}` is absolute; `cwd` is relative to the project root"
+                ))
+            }
+        }
+    }
+    Ok(p.to_path_buf())
+}
+
+fn http(
+    w: &mut Walk<'_>,
+    node: &Node,
+    path: &str,
+    kind: TransportKind,
+) -> Option<HttpServerConfig> {
+    let url = match node.get("url") {
+        None => {
+            w.err(
+                node,
+                &format!("{path}.url"),
+                format!(
+                    "missing; a {} server needs `url`, such as {}",
+                    kind.name(),
+                    kind.example_url()
+                ),
+            );
+            None
+        }
+        Some(u) => {
+            let p = format!("{path}.url");
+            let s = w.string(u, &p)?;
+            match url::Url::parse(&s) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+                    Some(url)
+                }
+                Ok(url) => {
+                    w.err(
+                        u,
+                        &p,
+                        format!(
+                            "`{s}`: the scheme must be http or https with a host, found `{}`",
+                            url.scheme()
+                        ),
+                    );
+                    None
+                }
+                Err(e) => {
+                    w.err(u, &p, format!("`{s}` is not an absolute URL: {e}"));
+                    None
+                }
+            }
+        }
+    };
+    let headers = match node.get("headers") {
+        None => Some(Vec::new()),
+        Some(h) => {
+            let p = format!("{path}.headers");
+            let pairs = w.string_map(h, &p)?;
+            let mut out = Vec::new();
+            let mut ok = true;
+            for (k, v, vnode) in pairs {
+                let kp = format!("{p}.{k}");
+                match header_pair(&k, &v) {
+                    Ok(pair) => out.push(pair),
+                    Err(msg) => {
+                        w.err(&vnode, &kp, msg);
+                        ok = false;
+                    }
+                }
+            }
+            ok.then_some(out)
+        }
+    };
+    Some(HttpServerConfig {
+        url: url?,
+        headers: headers?,
+    })
+}
+
+fn header_pair(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let name = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
+    if value.contains(['\r', '\n']) {
+        return Err("the value contains CR or LF, which would split the header".into());
+    }
+    let value = HeaderValue::from_str(value).map_err(|_| {
+        "the value is not a valid HTTP header value (control characters?)".to_string()
+    })?;
+    Ok((name, value))
+}
