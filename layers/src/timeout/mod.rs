@@ -62,7 +62,6 @@ use std::time::Duration;
 
 use tower::{BoxError, Service};
 
-
 pub use self::error::{Elapsed, ElapsedKind};
 pub use self::layer::ProgressTimeoutLayer;
 pub use self::progress::ProgressHandle;
