@@ -4,9 +4,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use common::peers::{self, SsePeer};
 use serde_json::Value;
 
@@ -30,18 +27,8 @@ fn project(url: &str, secret: &str) -> tempfile::TempDir {
 }
 
 fn run(args: &[&str], dir: &tempfile::TempDir) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
-        .args(&args[..1])
-        .arg("--project")
-        .arg(dir.path())
-        .args(&args[1..])
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let o = common::cli::run(args, dir.path());
+    (o.code, o.stdout, o.stderr)
 }
 
 #[test]
@@ -94,28 +81,18 @@ fn every_command_works_over_streamable_http() {
     assert_eq!(v[0]["state"], "ready");
     assert_eq!(v[0]["transport"], "streamable-http");
 
-    let mut shell = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
-        .args(["shell", "--json", "--project"])
-        .arg(d.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    shell
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"call mcp.remote.echo {\"message\": \"sh\"}\nstatus\nquit\n")
-        .unwrap();
-    let out = shell.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("Echo: sh"), "{text}");
-    for (name, text) in [
-        ("stdout", text.as_ref()),
-        ("stderr", &*String::from_utf8_lossy(&out.stderr)),
-    ] {
+    let out = common::cli::shell(
+        d.path(),
+        &["--json"],
+        &[
+            r#"call mcp.remote.echo {"message": "sh"}"#,
+            "status",
+            "quit",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("Echo: sh"), "{}", out.stdout);
+    for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
         assert!(!text.contains(SECRET), "{name}: {text}");
     }
 }

@@ -16,18 +16,8 @@ fn project(yaml: &str, local: &str) -> tempfile::TempDir {
 }
 
 fn kaged(args: &[&str], dir: &tempfile::TempDir) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
-        .args(&args[..1])
-        .arg("--project")
-        .arg(dir.path())
-        .args(&args[1..])
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let o = common::cli::run(args, dir.path());
+    (o.code, o.stdout, o.stderr)
 }
 
 #[test]
@@ -118,22 +108,11 @@ fn status_says_one_tool_not_one_tools() {
 
 #[test]
 fn status_counts_calls_errors_failures_timeouts_restarts_and_latency() {
-    use std::io::Write;
-    use std::process::Stdio;
-
     let demo = serde_json::to_string(&[env!("CARGO_BIN_EXE_kaged-mcp"), "demo-server"]).unwrap();
     let d = project(
         &format!("mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n"),
         "[mcp.demo]\ntimeout_ms = 3000\n",
     );
-    let mut shell = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
-        .args(["shell", "--json", "--project"])
-        .arg(d.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let script = [
         r#"call mcp.demo.echo {"message": "a"}"#,
         r#"call mcp.demo.echo {"message": "b"}"#,
@@ -144,14 +123,8 @@ fn status_counts_calls_errors_failures_timeouts_restarts_and_latency() {
         "status",
         "quit",
     ];
-    shell
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{}\n", script.join("\n")).as_bytes())
-        .unwrap();
-    let out = shell.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = common::cli::shell(d.path(), &["--json"], &script);
+    let stdout = out.stdout;
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 7, "{stdout}");
     assert!(

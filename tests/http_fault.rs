@@ -8,7 +8,7 @@
 mod peers;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kaged_mcp::config::Sources;
 use kaged_mcp::{Error, Session};
@@ -235,10 +235,12 @@ async fn a_wrong_secret_or_403_fails_the_server_at_once_naming_it_and_the_secret
             "{mode}: {err}"
         );
         assert!(!err.contains(SECRET) && !err.contains(secret), "{err}");
-        // No restart loop: one initialize only, and a call fails fast.
-        let started = Instant::now();
-        assert!(echo(&session, "x").await.is_err());
-        assert!(started.elapsed() < Duration::from_secs(1));
+        // No restart loop: one initialize only; a call says the server is not ready.
+        let err = echo(&session, "x").await.unwrap_err().to_string();
+        assert!(
+            err.contains("server `remote` is not ready (failed)"),
+            "{mode}: {err}"
+        );
         assert_eq!(posts_of(&log(dir.path()), "initialize").len(), 1, "{mode}");
     }
     // The right secret works.
@@ -278,10 +280,11 @@ async fn slow_headers_are_bounded_by_the_call_timeout() {
     let local = "[mcp.remote]\ntimeout_ms = 500\n";
     let session = session(&peer, "", local, "").await;
     assert_eq!(session.status()[0].state, "ready");
-    let started = Instant::now();
     let err = echo(&session, "late").await.unwrap_err();
-    assert!(matches!(err, Error::Timeout { .. }), "{err}");
-    assert!(started.elapsed() < Duration::from_millis(1500));
+    assert!(
+        matches!(err, Error::Timeout { timeout, .. } if timeout == Duration::from_millis(500)),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -4,43 +4,21 @@
 //! transport, the session and the errors are printed with `Debug` and `Display`. The captured
 //! text must not contain either secret.
 
+#[path = "common/capture.rs"]
+mod capture;
 #[path = "common/peers.rs"]
 mod peers;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
+use capture::Captured;
 use kaged_mcp::config::Sources;
 use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
 use kaged_mcp::Session;
 use kaged_mcp_layers::auth::AuthHeader;
 use peers::SsePeer;
 use serde_json::json;
-use tracing_subscriber::fmt::MakeWriter;
 
 const SECRET: &str = "sk-live-HTTPSECRET-6c1f0a";
 const WRONG: &str = "sk-live-WRONGSECRET-93be22";
-
-/// Everything written by the subscriber.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
 
 async fn session(peer: &SsePeer, secret: &str) -> Session {
     let project = format!(
@@ -105,7 +83,7 @@ async fn no_secret_appears_in_trace_level_logs() {
         .auth(AuthHeader::header("X-API-Key", SECRET).unwrap());
     tracing::info!(config = ?cfg, transport = ?StreamableHttpTransport::new(cfg.clone()).unwrap(), "built");
 
-    let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    let text = captured.text();
     // The capture works: the transport's and the HTTP layers' events are in it.
     assert!(text.contains("mcp.http"), "{text}");
     assert!(text.contains("TRACE") || text.contains("DEBUG"), "{text}");

@@ -2,14 +2,14 @@
 //! sessions run over SSE (a working one, a refused one, a POST refused mid-session), and the
 //! captured text must not contain the secret.
 
+#[path = "common/capture.rs"]
+mod capture;
 #[path = "sse_harness/mod.rs"]
 mod harness;
 #[path = "common/peers.rs"]
 mod peers;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
+use capture::Captured;
 use harness::mini::{Mini, MiniConfig};
 use harness::Session;
 use kaged_mcp::config::{AuthConfig, AuthKind, Secret, SecretRef, SseServerConfig};
@@ -17,31 +17,9 @@ use kaged_mcp::transport::sse::{SseConfig, SseTransport};
 use kaged_mcp_layers::auth::AuthHeader;
 use peers::{SseFault, SsePeer};
 use serde_json::json;
-use tracing_subscriber::fmt::MakeWriter;
 
 const SECRET: &str = "sk-live-SECRET-0b9d7e55";
 const LIMIT: usize = 16 * 1024 * 1024;
-
-/// Everything written by the subscriber.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
 
 #[tokio::test]
 async fn no_secret_appears_in_trace_level_logs() {
@@ -99,7 +77,7 @@ async fn no_secret_appears_in_trace_level_logs() {
     assert_eq!(answer["send_failed"]["not_delivered"], true, "{answer}");
     session.close().await;
 
-    let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    let text = captured.text();
     // The capture works: events from the transport and the HTTP layers are in it.
     assert!(text.contains("SSE stream open"), "{text}");
     assert!(text.contains("TRACE") || text.contains("DEBUG"), "{text}");

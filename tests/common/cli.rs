@@ -1,0 +1,68 @@
+//! Running the built `kaged-mcp` binary from a test: `kaged()` for a command of its own,
+//! [`run`] for `kaged-mcp <command> --project DIR <args…>` with its exit code and output, and
+//! [`shell`] to feed `kaged-mcp shell` its stdin.
+#![allow(dead_code)] // each test crate uses a different part of this module
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The built binary.
+pub(crate) fn kaged() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
+}
+
+/// What a run printed and how it exited.
+#[derive(Debug)]
+pub(crate) struct Out {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+/// `kaged-mcp <args[0]> --project <dir> <args[1..]>`.
+pub(crate) fn run(args: &[&str], dir: &Path) -> Out {
+    let out = kaged()
+        .args(&args[..1])
+        .arg("--project")
+        .arg(dir)
+        .args(&args[1..])
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `kaged-mcp shell --project <dir> <extra…>` with `lines` on its stdin (each ended by `\n`),
+/// run to its end.
+pub(crate) fn shell(dir: &Path, extra: &[&str], lines: &[&str]) -> Out {
+    let mut child = kaged()
+        .args(["shell", "--project"])
+        .arg(dir)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = String::new();
+    for line in lines {
+        input.push_str(line);
+        input.push('\n');
+    }
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Out {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
