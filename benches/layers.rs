@@ -30,12 +30,14 @@
 //! `cargo bench --bench layers -- --warm-up-time 1 --measurement-time 3`.
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use kaged_mcp::client::ToolCall;
 use kaged_mcp::protocol::ToolResult;
 use kaged_mcp::stack::{default_retry_policy, StackBuilder, StackSettings};
+use kaged_mcp_layers::stats::{CallStats, StatsLayer};
 use kaged_mcp_layers::ServiceBuilderExt;
 use serde_json::json;
 use tokio::runtime::Runtime;
@@ -138,6 +140,14 @@ fn group(c: &mut Criterion, rt: &Runtime, group: &str, bare: impl ToolSvc) {
         &name("progress_timeout"),
         ServiceBuilder::new()
             .progress_timeout(TIMEOUT, PROGRESS_CAP)
+            .service(bare.clone()),
+    );
+    bench_service(
+        c,
+        rt,
+        &name("stats"),
+        ServiceBuilder::new()
+            .layer(StatsLayer::new(Arc::new(CallStats::new())))
             .service(bare.clone()),
     );
     bench_service(
