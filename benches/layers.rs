@@ -17,8 +17,8 @@
 //!   it (64 KiB cap; 30 s idle timeout with a 600 s cap; [`default_retry_policy`]); `timeout` is
 //!   tower's plain `Timeout` (30 s), for comparison.
 //! - `truncate+progress_timeout+retry`: the three, unboxed, without the trace layer.
-//! - `full_stack`: `StackBuilder::new(StackSettings::new("bench")).build(..)`: Trace → Truncate
-//!   → ProgressTimeout → Retry, type-erased into a `ToolService`. The trace layer is private to
+//! - `full_stack`: `StackBuilder::new(StackSettings::new("bench")).build(..)`: Trace → Stats →
+//!   Truncate → ProgressTimeout → Retry, type-erased into a `ToolService`. The trace layer is private to
 //!   the stack, so its cost is `full_stack` minus `truncate+progress_timeout+retry` (the type
 //!   erasure included).
 //! - `full_stack/clone+oneshot`: as the registry dispatches: clone the stored stack, `oneshot`.

@@ -315,8 +315,10 @@ impl Session {
         result.map_err(|e| self.explain_unknown(tool, e))
     }
 
-    /// An unknown `mcp.<server>.<tool>` of a declared server that is not ready becomes
-    /// [`Error::ServerNotReady`]: its tools are missing because it is not running.
+    /// An unknown `mcp.<server>.<tool>` of a declared server that is not ready and has no
+    /// tools registered becomes [`Error::ServerNotReady`]: its tools are missing because it is
+    /// not running. (A restarting server keeps its catalog, so a misspelt tool of it stays
+    /// [`Error::UnknownTool`].)
     fn explain_unknown(&self, tool: &str, err: Error) -> Error {
         if !matches!(err, Error::UnknownTool { .. }) {
             return err;
@@ -325,7 +327,7 @@ impl Session {
             return err;
         };
         match self.status().into_iter().find(|s| s.server == server) {
-            Some(s) if s.state != "ready" => Error::ServerNotReady {
+            Some(s) if s.state != "ready" && s.tools == 0 => Error::ServerNotReady {
                 server: s.server,
                 state: s.state,
                 last_error: s.last_error,

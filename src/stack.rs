@@ -9,7 +9,8 @@
 //! - **Trace** opens one `mcp.call` span per call (`server`, `tool`, `request_id`, `attempt`,
 //!   `outcome`, `latency_ms`) and turns a timeout into [`TimedOut`], which names the server
 //!   and the timeout that fired.
-//! - **Stats** counts every call as the caller sees it (retries included in its latency):
+//! - **Stats** counts every call that ends as the caller sees it (retries included in its
+//!   latency; a call whose caller drops it first is not counted):
 //!   calls, tool errors (`isError`), failures, timeouts, and latency quantiles, read through
 //!   [`StackSettings::stats`] (the session's `status`).
 //! - **Truncate** sits outside the timeout, so what reaches the agent is always capped.

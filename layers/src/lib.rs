@@ -18,7 +18,7 @@
 //! # Order
 //! The standard stack of a tool call, outermost first:
 //!
-//! **Trace → Truncate → Timeout → Retry → client.**
+//! **Trace → Stats → Truncate → Timeout → Retry → client.**
 //!
 //! The trace span (opened by `kaged-mcp`) sees the whole call. Truncation sits outside the
 //! timeout, so what reaches the agent is always capped. The timeout wraps the retry, so

@@ -452,26 +452,44 @@ impl Shared {
             let new_state = if sup.failures == 0 && sup.ready_at.is_none() {
                 ServerState::Starting
             } else {
-                self.restarts
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 ServerState::Restarting
             };
+            let restart = new_state == ServerState::Restarting;
             self.set_state(&mut sup, new_state);
-            let (this, generation) = (Arc::clone(self), sup.generation);
+            let generation = sup.generation;
             match delay {
-                None => drop(runtime.spawn(this.attempt(generation))),
-                Some(at) => drop(runtime.spawn(async move {
-                    tokio::time::sleep_until(at).await;
-                    // Shut down, disabled or re-enabled meanwhile: that answered the waiters.
-                    if this.lock().generation == generation {
+                None => {
+                    self.count_restart(restart);
+                    drop(runtime.spawn(Arc::clone(self).attempt(generation)));
+                }
+                Some(at) => {
+                    // Weak: a client dropped while the backoff runs starts nothing.
+                    let this = Arc::downgrade(self);
+                    drop(runtime.spawn(async move {
+                        tokio::time::sleep_until(at).await;
+                        let Some(this) = this.upgrade() else { return };
+                        // Shut down, disabled or re-enabled meanwhile: that answered the
+                        // waiters.
+                        if this.lock().generation != generation {
+                            return;
+                        }
+                        this.count_restart(restart);
                         this.attempt(generation).await;
-                    }
-                })),
+                    }));
+                }
             }
         }
         let (tx, rx) = oneshot::channel();
         sup.waiters.push(tx);
         Acquire::Wait(rx)
+    }
+
+    /// Counts a start attempt that is a restart (see [`McpClient::restarts`]).
+    fn count_restart(&self, restart: bool) {
+        if restart {
+            self.restarts
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     fn set_state(&self, sup: &mut Supervisor, state: ServerState) {

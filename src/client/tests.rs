@@ -804,6 +804,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
         "{waited:?}"
     );
     assert_eq!(t.connects.load(Ordering::SeqCst), 2);
+    assert_eq!(c.restarts(), 1);
 
     // Allowed less than the backoff still to run: it fails at once, saying when.
     let c = McpClient::new(
@@ -817,6 +818,27 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
         matches!(client_error(&err), ClientError::BackingOff { retry_in, .. } if *retry_in > Duration::from_millis(500)),
         "{err}"
     );
+    // Shut down while a call waits out the backoff: the call fails, nothing restarts.
+    let t = MockTransport::new(script);
+    let c = McpClient::new(
+        "mock",
+        t.clone(),
+        ClientOptions::default().wait_for_restart(Duration::from_secs(5)),
+    );
+    call(&c, echo("a")).await.unwrap();
+    let mut waiting = c.clone().call(echo("b"));
+    assert!(futures::poll!(&mut waiting).is_pending());
+    c.shutdown().await;
+    let err = waiting.await.unwrap_err();
+    assert!(
+        matches!(client_error(&err), ClientError::Disabled { .. }),
+        "{err}"
+    );
+    tokio::time::advance(Duration::from_secs(2)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(t.connects.load(Ordering::SeqCst), 1, "nothing restarted");
+    assert_eq!(c.restarts(), 0, "no restart happened, none is counted");
+
     // A failed server is never waited on.
     c.shared.lock().state = ServerState::Failed;
     let err = call(&c, echo("c")).await.unwrap_err();

@@ -18,8 +18,10 @@
 //! When stdout ends, the handler's `on_closed` gets the exit status and the stderr tail.
 //!
 //! # Shutdown
-//! [`Connection::close`] closes stdin, waits [`StdioConfig::shutdown_grace`], sends SIGTERM to
-//! the process group, waits again, then SIGKILL; the child is reaped by the exit watcher.
+//! [`Connection::close`] writes what is still queued (a timed-out call's
+//! `notifications/cancelled`) and closes stdin, both within [`StdioConfig::shutdown_grace`]
+//! together with the wait for the exit, then sends SIGTERM to the process group, waits again,
+//! then SIGKILL; the child is reaped by the exit watcher.
 //! Dropping the connection sends SIGKILL to the group at once; outside a runtime it also reaps
 //! the child synchronously. No orphans, no zombies.
 //!
@@ -98,7 +100,8 @@ pub struct StdioConfig {
     /// The longest stdout line accepted, in bytes; `None` takes the client's
     /// [`ClientOptions::frame_limit`](crate::client::ClientOptions::frame_limit).
     pub frame_limit: Option<usize>,
-    /// How long the server gets to exit after stdin closes, and again after SIGTERM.
+    /// How long the server gets to take what is queued and exit after stdin closes (one period
+    /// for both), and again after SIGTERM.
     pub shutdown_grace: Duration,
 }
 
@@ -495,9 +498,12 @@ impl Connection for StdioConnection {
         proc.requested.store(true, Ordering::Release);
         Box::pin(async move {
             // Closing stdin is the polite way to ask an MCP stdio server to leave; what is
-            // queued (cancellations of calls that just gave up) goes out first.
+            // queued (cancellations of calls that just gave up) goes out first, within the
+            // same grace period as the wait for the exit.
+            let started = tokio::time::Instant::now();
             proc.outbound.flush_and_close(proc.grace).await;
-            if !proc.wait_exit(proc.grace).await {
+            let left = proc.grace.saturating_sub(started.elapsed());
+            if !proc.wait_exit(left).await {
                 proc.terminate().await;
             }
             let mut done = proc.reader_done.subscribe();

@@ -5,8 +5,8 @@
 //! response itself marks as an error ([`Outcome::is_error`]: an MCP `isError` result), timed
 //! out (this crate's [`timeout::Elapsed`](crate::timeout::Elapsed) or tower's), or failed
 //! otherwise; and its latency in a fixed log-scale histogram (4 buckets per power of two from
-//! 1 µs to about 78 hours, 152 counters: 1.2 KiB whatever the traffic), from which
-//! [`CallStats::snapshot`] reads p50 and p99 with at most ~19 % error (a bucket's upper bound).
+//! 1 µs to about 78 hours, 153 counters: 1.2 KiB whatever the traffic), from which
+//! [`CallStats::snapshot`] reads p50 and p99 at most 25 % high (a bucket's upper bound).
 //!
 //! The cost per call: two clock reads and three relaxed atomic additions; no lock, no
 //! allocation. No existing tower layer keeps quantiles in bounded memory (tower's `load`
@@ -57,7 +57,8 @@ const SUB: u32 = 4;
 const FIRST: u32 = 10;
 /// Powers of two covered: 2^10 ns .. 2^48 ns (~78 h; the last bucket takes the rest).
 const POWERS: u32 = 38;
-const BUCKETS: usize = (POWERS * SUB) as usize;
+/// Bucket 0 (under 2^FIRST ns), then SUB per power of two.
+const BUCKETS: usize = (POWERS * SUB) as usize + 1;
 
 /// The counters of one service: shared by its clones, read with [`CallStats::snapshot`].
 pub struct CallStats {
