@@ -45,7 +45,7 @@
 //! 1. **criterion**: one benchmark per runtime, scenario and client; one iteration is N calls,
 //!    so criterion's throughput is calls/s.
 //! 2. **the ratio table**, measured apart in interleaved rounds: per placement, runtime and
-//!    scenario, [`ROUNDS`] rounds of about [`ROUND_TIME`] per client, the order of the three
+//!    scenario, `support::ROUNDS` (10) rounds of about `support::ROUND_TIME` (200 ms) per client, the order of the three
 //!    clients changing every round (the six orders in turn). It prints, per client, the median
 //!    calls/s over the rounds, the median latency over every call, and the CPU time per call
 //!    of the client (this process, all threads but the server's, from
@@ -70,6 +70,11 @@
 //!
 //! Run with `cargo bench --bench http -- --warm-up-time 1 --measurement-time 2`.
 
+#[path = "support/mod.rs"]
+mod support;
+
+use support::{median_f64, median_u64, micros, round_calls, table_rounds, Flavor, Placement};
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -92,7 +97,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
 use kaged_mcp::stack::{StackBuilder, StackSettings, ToolService};
 use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
-use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+use nix::sched::{sched_getaffinity, CpuSet};
 use nix::unistd::Pid;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
@@ -109,10 +114,6 @@ use tower::ServiceExt as _;
 
 /// The text every client sends.
 const MESSAGE: &str = "hello";
-/// Interleaved rounds per client, runtime and scenario in the ratio table (by default).
-const ROUNDS: usize = 10;
-/// The target length of one round.
-const ROUND_TIME: Duration = Duration::from_millis(200);
 /// rmcp's `max_concurrent_requests`: at least the most calls any scenario keeps in flight.
 const RMCP_MAX_CONCURRENT: usize = 64;
 /// The protocol revision every client speaks (the server answers `initialize` with it).
@@ -160,76 +161,6 @@ const SCENARIOS: [Scenario; 4] = [
         target_vs_rmcp: 2.4,
     },
 ];
-
-/// Where the benchmark's threads (the server's included) may run. See the [module docs](self).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Placement {
-    /// Everything pinned to one CPU.
-    SharedCore,
-    /// The scheduler's choice, on every CPU the process may use.
-    Free,
-}
-
-impl Placement {
-    fn name(self) -> &'static str {
-        match self {
-            Placement::SharedCore => "shared_core",
-            Placement::Free => "free",
-        }
-    }
-
-    /// The placements asked for by `$KAGED_HTTP_PLACEMENT` (both by default).
-    fn chosen() -> Vec<Placement> {
-        match std::env::var("KAGED_HTTP_PLACEMENT").as_deref() {
-            Ok("shared_core") => vec![Placement::SharedCore],
-            Ok("free") => vec![Placement::Free],
-            Ok("both") | Err(_) => vec![Placement::SharedCore, Placement::Free],
-            Ok(other) => panic!("KAGED_HTTP_PLACEMENT={other}: say shared_core, free or both"),
-        }
-    }
-
-    /// Sets the calling thread's CPU affinity, which the runtime's threads and the server's
-    /// thread started afterwards inherit. `all` is the set the process started with.
-    fn apply(self, all: &CpuSet) {
-        let set = match self {
-            Placement::Free => *all,
-            Placement::SharedCore => {
-                // The last CPU the process may use (CPU 0 takes most device interrupts).
-                let cpu = (0..CpuSet::count())
-                    .rev()
-                    .find(|&cpu| all.is_set(cpu).unwrap_or(false))
-                    .expect("the process may run on some CPU");
-                let mut one = CpuSet::new();
-                one.set(cpu).expect("a CPU index in range");
-                one
-            }
-        };
-        sched_setaffinity(Pid::from_raw(0), &set).expect("sched_setaffinity");
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavor {
-    CurrentThread,
-    MultiThread,
-}
-
-impl Flavor {
-    fn name(self) -> &'static str {
-        match self {
-            Flavor::CurrentThread => "current_thread",
-            Flavor::MultiThread => "multi_thread",
-        }
-    }
-
-    fn runtime(self) -> Runtime {
-        let mut builder = match self {
-            Flavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
-            Flavor::MultiThread => tokio::runtime::Builder::new_multi_thread(),
-        };
-        builder.enable_all().build().expect("a tokio runtime")
-    }
-}
 
 // --- the server --------------------------------------------------------------------------------
 
@@ -844,24 +775,6 @@ fn process_cpu_ns() -> u64 {
         .sum()
 }
 
-fn median_f64(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn median_u64(values: &mut [u64]) -> u64 {
-    values.sort_unstable();
-    values[values.len() / 2]
-}
-
-/// The calls of one round for a client that made `rate` calls/s: about [`ROUND_TIME`], whole
-/// multiples of the calls in flight.
-fn round_calls(rate: f64, in_flight: usize) -> u64 {
-    let n = in_flight as u64;
-    let calls = (rate * ROUND_TIME.as_secs_f64()) as u64;
-    (calls / n).max(4) * n
-}
-
 /// The six orders of the three clients, one per round in turn.
 const ORDERS: [[usize; 3]; 6] = [
     [0, 1, 2],
@@ -932,10 +845,6 @@ fn table_phase(
     rows
 }
 
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
 fn print_table(rows: &[Row]) {
     println!();
     println!("Calls/s: median over the rounds; p50: median latency of one call; CPU: client (this");
@@ -984,22 +893,6 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-/// How many table rounds to measure: none in test mode, with `--profile-time` or `--list`.
-fn table_rounds() -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    let benchmarking = args.iter().any(|a| a == "--bench")
-        && !args
-            .iter()
-            .any(|a| a == "--test" || a == "--list" || a.starts_with("--profile-time"));
-    if !benchmarking {
-        return 0;
-    }
-    std::env::var("KAGED_HTTP_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(ROUNDS)
-}
-
 /// `KAGED_HTTP_PROFILE="<client> <runtime> <scenario> <calls>"`: runs that many calls of one
 /// client alone in the first placement chosen (after 1 000 calls of warm-up), prints its
 /// calls/s and CPU per call, and exits; for `perf`, `strace -c` or `valgrind --tool=callgrind`.
@@ -1022,7 +915,7 @@ fn profile_mode(spec: &str, all_cpus: &CpuSet) {
         .expect("a scenario");
     let n = scenario.in_flight as u64;
     let calls: u64 = calls.parse::<u64>().expect("a number of calls") / n * n;
-    let placement = Placement::chosen()[0];
+    let placement = Placement::chosen("KAGED_HTTP")[0];
     placement.apply(all_cpus);
     let server = Server::start();
     let rt = flavor.runtime();
@@ -1071,10 +964,10 @@ fn main() {
         // Plotting took ~5 s per benchmark here, longer than measuring it.
         .without_plots()
         .configure_from_args();
-    let rounds = table_rounds();
+    let rounds = table_rounds("KAGED_HTTP");
     let all_cpus = sched_getaffinity(Pid::from_raw(0)).expect("sched_getaffinity");
     let mut rows = Vec::new();
-    for (i, placement) in Placement::chosen().into_iter().enumerate() {
+    for (i, placement) in Placement::chosen("KAGED_HTTP").into_iter().enumerate() {
         placement.apply(&all_cpus);
         for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
             // Started after `apply`, so the server's thread and the runtime's threads inherit

@@ -26,8 +26,8 @@
 //!    in_flight_16/kaged`, …); one iteration is N calls, so criterion's throughput is calls/s.
 //! 2. **the ratio table**: criterion runs one client after the other, so a change in the
 //!    machine's load between them skews their ratio. The table is measured apart, in
-//!    interleaved rounds: per runtime and scenario, [`ROUNDS`] rounds of about
-//!    [`ROUND_TIME`] per client, alternating which client goes first. It prints, per client,
+//!    interleaved rounds: per runtime and scenario, `support::ROUNDS` (10) rounds of about
+//!    `support::ROUND_TIME` (200 ms) per client, alternating which client goes first. It prints, per client,
 //!    the median calls/s over the rounds, the median latency over every call and the CPU time
 //!    per call of the client (this process, all threads, from `/proc/self/task/*/schedstat`)
 //!    and of its demo server, then the ratio kaged/rmcp of the medians against the issue's
@@ -56,6 +56,11 @@
 //! `KAGED_STDIO_SERVER="<program> <args>…"` runs another server instead of the demo server (it
 //! must answer `echo {message, pad}` like the demo server).
 
+#[path = "support/mod.rs"]
+mod support;
+
+use support::{median_f64, median_u64, micros, round_calls, table_rounds, Flavor, Placement};
+
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -64,7 +69,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
 use kaged_mcp::stack::{StackBuilder, StackSettings, ToolService};
 use kaged_mcp::transport::{StdioConfig, StdioTransport};
-use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+use nix::sched::sched_getaffinity;
 use nix::unistd::Pid;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
@@ -92,10 +97,6 @@ fn server_command() -> (String, Vec<String>) {
 
 /// The text both clients send.
 const MESSAGE: &str = "hello";
-/// Interleaved rounds per client, runtime and scenario in the ratio table (by default).
-const ROUNDS: usize = 10;
-/// The target length of one round.
-const ROUND_TIME: Duration = Duration::from_millis(200);
 
 /// One scenario of the benchmark.
 #[derive(Debug, Clone, Copy)]
@@ -133,76 +134,6 @@ const SCENARIOS: [Scenario; 4] = [
         target: 2.5,
     },
 ];
-
-/// Where the benchmark's threads and its servers may run. See the [module docs](self).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Placement {
-    /// Everything pinned to one CPU.
-    SharedCore,
-    /// The scheduler's choice, on every CPU the process may use.
-    Free,
-}
-
-impl Placement {
-    fn name(self) -> &'static str {
-        match self {
-            Placement::SharedCore => "shared_core",
-            Placement::Free => "free",
-        }
-    }
-
-    /// The placements asked for by `$KAGED_STDIO_PLACEMENT` (both by default).
-    fn chosen() -> Vec<Placement> {
-        match std::env::var("KAGED_STDIO_PLACEMENT").as_deref() {
-            Ok("shared_core") => vec![Placement::SharedCore],
-            Ok("free") => vec![Placement::Free],
-            Ok("both") | Err(_) => vec![Placement::SharedCore, Placement::Free],
-            Ok(other) => panic!("KAGED_STDIO_PLACEMENT={other}: say shared_core, free or both"),
-        }
-    }
-
-    /// Sets the calling thread's CPU affinity, which the runtime's threads and the servers
-    /// spawned afterwards inherit. `all` is the set the process started with.
-    fn apply(self, all: &CpuSet) {
-        let set = match self {
-            Placement::Free => *all,
-            Placement::SharedCore => {
-                // The last CPU the process may use (CPU 0 takes most device interrupts).
-                let cpu = (0..CpuSet::count())
-                    .rev()
-                    .find(|&cpu| all.is_set(cpu).unwrap_or(false))
-                    .expect("the process may run on some CPU");
-                let mut one = CpuSet::new();
-                one.set(cpu).expect("a CPU index in range");
-                one
-            }
-        };
-        sched_setaffinity(Pid::from_raw(0), &set).expect("sched_setaffinity");
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavor {
-    CurrentThread,
-    MultiThread,
-}
-
-impl Flavor {
-    fn name(self) -> &'static str {
-        match self {
-            Flavor::CurrentThread => "current_thread",
-            Flavor::MultiThread => "multi_thread",
-        }
-    }
-
-    fn runtime(self) -> Runtime {
-        let mut builder = match self {
-            Flavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
-            Flavor::MultiThread => tokio::runtime::Builder::new_multi_thread(),
-        };
-        builder.enable_all().build().expect("a tokio runtime")
-    }
-}
 
 // --- the two clients ---------------------------------------------------------------------------
 
@@ -442,24 +373,6 @@ fn cpu_ns(pid: Option<u32>) -> u64 {
         .sum()
 }
 
-fn median_f64(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn median_u64(values: &mut [u64]) -> u64 {
-    values.sort_unstable();
-    values[values.len() / 2]
-}
-
-/// The calls of one round for a client that made `rate` calls/s: about [`ROUND_TIME`], whole
-/// multiples of the calls in flight.
-fn round_calls(rate: f64, in_flight: usize) -> u64 {
-    let n = in_flight as u64;
-    let calls = (rate * ROUND_TIME.as_secs_f64()) as u64;
-    (calls / n).max(4) * n
-}
-
 fn table_phase(
     rt: &Runtime,
     clients: &Clients,
@@ -523,10 +436,6 @@ fn table_phase(
     rows
 }
 
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
 fn print_table(rows: &[Row]) {
     println!();
     println!(
@@ -567,32 +476,16 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-/// How many table rounds to measure: none in test mode, with `--profile-time` or `--list`.
-fn table_rounds() -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    let benchmarking = args.iter().any(|a| a == "--bench")
-        && !args
-            .iter()
-            .any(|a| a == "--test" || a == "--list" || a.starts_with("--profile-time"));
-    if !benchmarking {
-        return 0;
-    }
-    std::env::var("KAGED_STDIO_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(ROUNDS)
-}
-
 fn main() {
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
         .sample_size(30)
         .configure_from_args();
-    let rounds = table_rounds();
+    let rounds = table_rounds("KAGED_STDIO");
     let all_cpus = sched_getaffinity(Pid::from_raw(0)).expect("sched_getaffinity");
     let mut rows = Vec::new();
-    for (i, placement) in Placement::chosen().into_iter().enumerate() {
+    for (i, placement) in Placement::chosen("KAGED_STDIO").into_iter().enumerate() {
         placement.apply(&all_cpus);
         for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
             // Built after `apply`, so its threads and the servers inherit the placement.
