@@ -272,7 +272,7 @@ where
 pub mod future {
     use super::*;
 
-    /// Response future for [`Stats`](super::Stats).
+    /// Response future for [`Stats`].
     #[pin_project]
     #[derive(Debug)]
     pub struct ResponseFuture<F> {
