@@ -116,7 +116,8 @@ pub(crate) fn conformance() -> Option<(PathBuf, PathBuf)> {
     (node.is_file() && entry.is_file()).then_some((node, entry))
 }
 
-/// `target/<profile>/examples/<name>`, if built.
+/// `target/<profile>/examples/<name>`, if built (`.ci/install-peers` builds the ones the tests
+/// run: `cargo test` itself builds examples only as hashed test binaries).
 pub(crate) fn example(name: &str) -> Option<PathBuf> {
     let exe = target_profile_dir().join("examples").join(name);
     exe.is_file().then_some(exe)
