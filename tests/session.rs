@@ -150,8 +150,14 @@ primary:
     );
     let e = session.call("mcp.filtered.add", None).await.unwrap_err();
     assert!(matches!(e, Error::UnknownTool { .. }), "{e}");
+    // A tool of a server that failed to start: the error says the server is not ready, and
+    // why (a filtered tool of a ready server, above, stays unknown).
     let e = session.call("mcp.broken.echo", None).await.unwrap_err();
-    assert!(matches!(e, Error::UnknownTool { .. }), "{e}");
+    assert!(
+        matches!(&e, Error::ServerNotReady { server, state, last_error: Some(_) }
+            if server == "broken" && state == "failed"),
+        "{e}"
+    );
     let r = session
         .call("mcp.demo.add", args(json!({"a": 2, "b": 40})))
         .await
