@@ -46,7 +46,9 @@ pub(crate) fn client(auth: Option<&AuthHeader>, connect_timeout: Duration) -> Ht
         .enable_http2()
         .wrap_connector(http);
     let client = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
+        // Below the 5 s keep-alive of Node's and uvicorn's servers, so an idle connection is
+        // dropped here before the server closes it under a new request.
+        .pool_idle_timeout(Duration::from_secs(4))
         .build::<_, Full<Bytes>>(https);
     let service = ServiceBuilder::new()
         .map_err(BoxError::from)

@@ -102,6 +102,21 @@ pub(crate) fn never_connected(err: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// Whether an HTTP client error is a connection that closed after the request went out and
+/// before any answer (hyper's "connection closed before message completed": typically a pooled
+/// connection the server closed as it was reused). Safe to resend only for an idempotent
+/// request.
+pub(crate) fn closed_before_answer(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(e) = e.downcast_ref::<hyper::Error>() {
+            return e.is_incomplete_message();
+        }
+        next = e.source();
+    }
+    false
+}
+
 /// Reads and drops a response body, at most [`MAX_DRAINED`] bytes of it, so a short body's
 /// connection goes back to the pool. Never logs it.
 pub(crate) async fn drain(mut body: Body) {

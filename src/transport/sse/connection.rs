@@ -23,7 +23,9 @@ use super::parser::{EventParser, SseItem};
 use super::Inner;
 use crate::protocol::RequestId;
 use crate::transport::http::client::{request, Body, HttpService};
-use crate::transport::http::{chain, drain, io_kind, post_error, post_refused, redacted};
+use crate::transport::http::{
+    chain, closed_before_answer, drain, io_kind, post_error, post_refused, redacted,
+};
 use crate::transport::{
     CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
     SendFailure, TransportError,
@@ -48,28 +50,42 @@ pub(super) async fn open(
         HeaderValue::from_static("text/event-stream"),
     ));
     headers.push((header::CACHE_CONTROL, HeaderValue::from_static("no-cache")));
-    let get = request(Method::GET, &inner.url, &headers, Bytes::new())
-        .map_err(|e| fail(format!("cannot build the GET request for {shown}: {e}")))?;
-    let response =
-        match tokio::time::timeout(inner.connect_timeout, inner.http.clone().oneshot(get)).await {
-            Err(_) => {
-                return Err(TransportError::io(
-                    format!(
-                        "server `{server}`: no response from {shown} within {} ms",
-                        inner.connect_timeout.as_millis()
-                    ),
-                    io::Error::from(io::ErrorKind::TimedOut),
-                ))
+    let get = || {
+        request(Method::GET, &inner.url, &headers, Bytes::new())
+            .map_err(|e| fail(format!("cannot build the GET request for {shown}: {e}")))
+    };
+    // A pooled connection the server closed as we reused it (its previous stream just ended)
+    // fails the GET before any answer: the GET is idempotent, so it is sent once more on a
+    // fresh connection.
+    let attempt = async {
+        match inner.http.clone().oneshot(get()?).await {
+            Err(e) if closed_before_answer(&*e) => {
+                tracing::debug!(server = %server, "pooled connection closed under the GET; sending it again");
+                Ok(inner.http.clone().oneshot(get()?).await)
             }
-            Ok(Err(e)) => {
-                let text = chain(&*e);
-                return Err(TransportError::io(
-                    format!("server `{server}`: cannot connect to {shown}: {text}"),
-                    io::Error::new(io_kind(&*e), text),
-                ));
-            }
-            Ok(Ok(response)) => response,
-        };
+            other => Ok(other),
+        }
+    };
+    let response = match tokio::time::timeout(inner.connect_timeout, attempt).await {
+        Err(_) => {
+            return Err(TransportError::io(
+                format!(
+                    "server `{server}`: no response from {shown} within {} ms",
+                    inner.connect_timeout.as_millis()
+                ),
+                io::Error::from(io::ErrorKind::TimedOut),
+            ))
+        }
+        Ok(Err(unbuildable)) => return Err(unbuildable),
+        Ok(Ok(Err(e))) => {
+            let text = chain(&*e);
+            return Err(TransportError::io(
+                format!("server `{server}`: cannot connect to {shown}: {text}"),
+                io::Error::new(io_kind(&*e), text),
+            ));
+        }
+        Ok(Ok(Ok(response))) => response,
+    };
     let status = response.status();
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
         return Err(auth_refused(
