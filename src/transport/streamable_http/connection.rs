@@ -85,6 +85,7 @@ pub(super) fn open(
         queued_seq: AtomicU64::new(0),
         sent_seq: done,
         initialized_seq: AtomicU64::new(0),
+        get_settled: watch::channel(false).0,
         requests: Mutex::new(HashMap::new()),
     });
     ctx.handler
@@ -123,6 +124,11 @@ struct Conn {
     /// after [`Connection::negotiated`]); 0 before. Requests and the GET stream wait until it
     /// was POSTed.
     initialized_seq: AtomicU64,
+    /// Set once the first GET of the session was answered (a stream, a refusal, or an error):
+    /// requests wait for it (at most the connect timeout), so a server's messages about a call
+    /// can ride a stream that is open before the call, and a server that answers a pending
+    /// call on any GET cannot take a resumption's place.
+    get_settled: watch::Sender<bool>,
     /// The requests in flight: each one's task ends when its token is cancelled (the session
     /// ended, or the caller gave up and `notifications/cancelled` went out for it).
     requests: Mutex<HashMap<RequestId, Arc<InFlight>>>,
@@ -425,6 +431,7 @@ impl Conn {
     /// POSTs request `id` and reads its answer.
     async fn post_request(self: Arc<Self>, body: Bytes, id: RequestId, flight: Arc<InFlight>) {
         self.initialized().await;
+        self.get_answered().await;
         flight.posted.store(true, Ordering::Release);
         let (req, with_session) = match self.request(Method::POST, &ACCEPT_BOTH, body, None) {
             Ok(r) => r,
@@ -781,6 +788,7 @@ impl Conn {
         let mut retry: Option<Duration> = None;
         loop {
             let opened = self.open_get(last.as_deref()).await;
+            self.get_settled.send_replace(true);
             match opened {
                 Ok(mut body) => {
                     tracing::debug!(server = %self.server, "GET stream open");
@@ -848,6 +856,16 @@ impl Conn {
             let mut sent = self.sent_seq.subscribe();
             let _ = sent.wait_for(|s| *s >= target).await;
         }
+    }
+
+    /// After the handshake, waits (at most the connect timeout, which also bounds the GET)
+    /// until the first GET was answered; at once before the handshake and once it was.
+    async fn get_answered(&self) {
+        if self.initialized_seq.load(Ordering::Acquire) == 0 || *self.get_settled.borrow() {
+            return;
+        }
+        let mut settled = self.get_settled.subscribe();
+        let _ = tokio::time::timeout(self.inner.connect_timeout, settled.wait_for(|s| *s)).await;
     }
 
     // --- notifications and answers -----------------------------------------------------------

@@ -30,7 +30,9 @@
 //!   call counts as a failure, so a server that loses every session at once backs off.
 //! - **The GET stream.** Once the handshake is done (`notifications/initialized` accepted), a
 //!   `GET` opens the stream of server-initiated messages; a `405` (or another 4xx) means the
-//!   server offers none. When it ends, it is opened again after the server's `retry` or a
+//!   server offers none. Requests wait (at most the connect timeout, once per session) until
+//!   that first `GET` was answered, so what a server sends there about a call finds the stream open (the
+//!   Python SDK sends a call's sampling request there when it answers in JSON). When it ends, it is opened again after the server's `retry` or a
 //!   backoff (1 s, doubling to 60 s), with `Last-Event-ID` when the server gave event ids.
 //! - **Resumption.** When a response stream ends before the answer to its request arrived
 //!   (and its caller still waits), the transport waits the stream's `retry` interval
