@@ -35,13 +35,7 @@ async fn session(peer: &SsePeer, secret: &str) -> Session {
 
 #[tokio::test]
 async fn no_secret_appears_in_trace_level_logs() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(captured.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber here");
+    let captured = Captured::install_trace();
 
     let peer =
         SsePeer::start_reporting_port(&peers::http_fault_server("auth", &["--secret", SECRET]))

@@ -23,13 +23,7 @@ const LIMIT: usize = 16 * 1024 * 1024;
 
 #[tokio::test]
 async fn no_secret_appears_in_trace_level_logs() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(captured.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber here");
+    let captured = Captured::install_trace();
 
     let peer = SsePeer::start_fault(SseFault::Auth, &["--secret", SECRET]).unwrap();
 

@@ -11,6 +11,19 @@ use tracing_subscriber::fmt::MakeWriter;
 pub(crate) struct Captured(pub(crate) Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
+    /// Installs a TRACE-level subscriber writing here as the global default (once per test
+    /// binary) and returns the capture.
+    pub(crate) fn install_trace() -> Self {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(captured.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber here");
+        captured
+    }
+
     /// What was written so far, lossily decoded.
     pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()

@@ -117,6 +117,23 @@ pub(crate) fn closed_before_answer(err: &(dyn std::error::Error + 'static)) -> b
     false
 }
 
+/// The id of `frame` when it is a request (it has both `id` and `method`); `None` for a
+/// notification, an answer or anything unreadable.
+pub(crate) fn request_id(frame: &[u8]) -> Option<crate::protocol::RequestId> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        id: Option<crate::protocol::RequestId>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    match serde_json::from_slice::<Peek>(frame) {
+        Ok(Peek {
+            id: Some(id),
+            method: Some(_),
+        }) => Some(id),
+        _ => None,
+    }
+}
+
 /// Reads and drops a response body, at most [`MAX_DRAINED`] bytes of it, so a short body's
 /// connection goes back to the pool. Never logs it.
 pub(crate) async fn drain(mut body: Body) {

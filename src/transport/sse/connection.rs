@@ -11,7 +11,6 @@ use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
-use serde::Deserialize;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 use tower::ServiceExt;
@@ -24,7 +23,7 @@ use super::Inner;
 use crate::protocol::RequestId;
 use crate::transport::http::client::{request, Body, HttpService};
 use crate::transport::http::{
-    chain, closed_before_answer, drain, io_kind, post_error, post_refused, redacted,
+    chain, closed_before_answer, drain, io_kind, post_error, post_refused, redacted, request_id,
 };
 use crate::transport::{
     CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
@@ -508,23 +507,14 @@ impl Writer {
     /// A POST failed: a request fails at once (through the reader task); anything else is
     /// logged.
     fn failed(&self, frame: &[u8], failure: SendFailure) {
-        #[derive(Deserialize)]
-        struct Peek {
-            id: Option<RequestId>,
-            method: Option<serde::de::IgnoredAny>,
-        }
-        let peek: Option<Peek> = serde_json::from_slice(frame).ok();
         let server = &self.server;
-        match peek {
-            Some(Peek {
-                id: Some(id),
-                method: Some(_),
-            }) => {
+        match request_id(frame) {
+            Some(id) => {
                 tracing::debug!(server = %server, request_id = %id, problem = %failure.message, "POST failed");
                 // Gone only when the reader ended, and then the session failed it already.
                 let _ = self.failed.send((id, failure));
             }
-            _ => {
+            None => {
                 tracing::warn!(server = %server, problem = %failure.message, "POST of a notification or an answer failed");
             }
         }

@@ -25,7 +25,7 @@ use super::Inner;
 use crate::protocol::RequestId;
 use crate::transport::http::client::Body;
 use crate::transport::http::{
-    chain, drain, origin, post_error, post_refused, redacted, same_origin,
+    chain, drain, origin, post_error, post_refused, redacted, request_id, same_origin,
 };
 use crate::transport::sse::{EventParser, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL};
 use crate::transport::{
@@ -1075,18 +1075,7 @@ fn classify(frame: &[u8]) -> Kind {
             }
         }
     }
-    #[derive(Deserialize)]
-    struct Peek {
-        id: Option<RequestId>,
-        method: Option<serde::de::IgnoredAny>,
-    }
-    match serde_json::from_slice::<Peek>(frame) {
-        Ok(Peek {
-            id: Some(id),
-            method: Some(_),
-        }) => Kind::Request(id),
-        _ => Kind::Other,
-    }
+    request_id(frame).map_or(Kind::Other, Kind::Request)
 }
 
 /// The sending half given to the session.
