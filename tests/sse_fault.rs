@@ -152,7 +152,9 @@ async fn a_wrong_or_missing_secret_is_an_auth_error_naming_the_server() {
     ];
     for auth in attempts {
         let mut cfg = config(&peer.sse_url());
-        cfg.auth = auth;
+        if let Some(auth) = auth {
+            cfg = cfg.auth(auth);
+        }
         let err = Session::connect(&transport(cfg), "github", LIMIT)
             .await
             .err()

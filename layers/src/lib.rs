@@ -11,7 +11,7 @@
 //! | [`timeout`] | [`ProgressTimeout`](timeout::ProgressTimeout): idle timeout reset by progress, with a total cap (a plain timeout for a request without progress); one error type, [`Elapsed`](timeout::Elapsed) | [`ProgressAware`](timeout::ProgressAware) on the request |
 //! | [`retry`] | [`RetryPolicy`](retry::RetryPolicy) for tower's `Retry`: only what is safe, jittered backoff, attempt limit, budget | [`RetrySafe`](retry::RetrySafe) on the request |
 //! | [`reject_sampling`] | refuses a server's `sampling/createMessage` | [`JsonRpcMethod`](reject_sampling::JsonRpcMethod) on the request |
-//! | [`auth`] (feature `auth`, default) | adds a sensitive authentication header to HTTP requests | — |
+//! | [`auth`] (feature `auth`, default) | adds a sensitive authentication header to HTTP requests, renewed by a token source on 401/403 | [`TokenSource`](auth::TokenSource) for the header |
 //!
 //! [`ServiceBuilderExt`] adds them to `tower::ServiceBuilder`.
 //!

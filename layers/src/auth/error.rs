@@ -1,6 +1,9 @@
-//! Error of [`AuthHeader`](super::AuthHeader)'s constructors.
+//! The errors of the auth layer: [`InvalidHeader`] from [`AuthHeader`](super::AuthHeader)'s
+//! constructors, [`TokenError`] from a [`TokenSource`](super::TokenSource).
 
 use std::fmt;
+
+use tower::BoxError;
 
 /// A header name or secret that cannot make an authentication header.
 ///
@@ -65,6 +68,63 @@ impl fmt::Display for InvalidHeader {
 }
 
 impl std::error::Error for InvalidHeader {}
+
+/// A [`TokenSource`](super::TokenSource) could not give a header.
+///
+/// Its message is written by the source and names what failed and where (a server, an
+/// authorization server's endpoint), never a token or a secret. [`TokenError::login_required`]
+/// says that only the operator can fix it (a login), so retrying is pointless.
+#[derive(Debug)]
+pub struct TokenError {
+    login_required: bool,
+    message: String,
+    source: Option<BoxError>,
+}
+
+impl TokenError {
+    /// The operator must act (log in, grant a scope): `message` says how.
+    pub fn login_required(message: impl Into<String>) -> Self {
+        Self {
+            login_required: true,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Getting a token failed (an authorization server that did not answer, an answer that
+    /// could not be read): `message` says what, `source` why.
+    pub fn failed(message: impl Into<String>, source: impl Into<Option<BoxError>>) -> Self {
+        Self {
+            login_required: false,
+            message: message.into(),
+            source: source.into(),
+        }
+    }
+
+    /// Whether only the operator can fix this.
+    pub const fn is_login_required(&self) -> bool {
+        self.login_required
+    }
+
+    /// The message, without the source.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for TokenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TokenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,31 +1,38 @@
+use std::fmt;
 use std::sync::Arc;
 
-use http::header::HeaderName;
 use tower::Layer;
-use tower_http::sensitive_headers::SetSensitiveRequestHeaders;
 
-use super::{Auth, AuthHeader};
+use super::{Auth, AuthHeader, StaticToken, TokenSource};
 
-/// Applies [`Auth`] to an HTTP client: `ServiceBuilder::new().layer(AuthLayer::new(auth))`.
-/// See the [module docs](crate::auth) for an example.
+/// Applies [`Auth`] to an HTTP client: `ServiceBuilder::new().layer(AuthLayer::new(auth))`,
+/// or [`AuthLayer::with_source`] for a header that changes (OAuth, a daemon's credential
+/// store). See the [module docs](crate::auth) for an example.
 ///
-/// `Debug` prints the header name and `***`.
-#[derive(Debug, Clone)]
+/// `Debug` never prints a header value.
+#[derive(Clone)]
 pub struct AuthLayer {
-    header: AuthHeader,
-    sensitive: Arc<[HeaderName]>,
+    source: Arc<dyn TokenSource>,
 }
 
 impl AuthLayer {
     /// A layer adding `header` to every request.
     pub fn new(header: AuthHeader) -> Self {
-        let sensitive = Arc::from([header.name.clone()]);
-        Self { header, sensitive }
+        Self::with_source(Arc::new(StaticToken::new(header)))
     }
 
-    /// The header this layer adds (its value stays hidden).
-    pub const fn header(&self) -> &AuthHeader {
-        &self.header
+    /// A layer adding the header of `source` to every request, and resending a refused one
+    /// with the header `source` renews.
+    pub fn with_source(source: Arc<dyn TokenSource>) -> Self {
+        Self { source }
+    }
+}
+
+impl fmt::Debug for AuthLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthLayer")
+            .field("value", &format_args!("***"))
+            .finish()
     }
 }
 
@@ -33,7 +40,6 @@ impl<S> Layer<S> for AuthLayer {
     type Service = Auth<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let sensitive = SetSensitiveRequestHeaders::from_shared(inner, Arc::clone(&self.sensitive));
-        Auth::from_inner(sensitive, self.header.clone())
+        Auth::with_source(inner, Arc::clone(&self.source))
     }
 }

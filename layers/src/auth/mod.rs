@@ -1,18 +1,18 @@
-//! Adds an authentication header to every request of an HTTP client.
+//! Adds an authentication header to every request of an HTTP client, from a source that may
+//! renew it.
 //!
-//! [`AuthHeader`] is the header built once from configuration: [`AuthHeader::bearer`] gives
+//! [`AuthHeader`] is a header name and a secret value: [`AuthHeader::bearer`] gives
 //! `Authorization: Bearer <secret>`, [`AuthHeader::header`] gives `<name>: <secret>`. Its value
-//! is marked [sensitive](http::HeaderValue::set_sensitive) when built, its `Debug` prints `***`,
-//! and a rejected secret yields an [`error::InvalidHeader`] that names the header, never the
-//! value.
+//! is marked [sensitive](http::HeaderValue::set_sensitive) when built (so every layer below, a
+//! tower-http `Trace` for instance, sees it as sensitive), its `Debug` prints `***`, and a
+//! rejected secret yields an [`error::InvalidHeader`] that names the header, never the value.
 //!
-//! [`AuthLayer`] reuses tower-http: [`SetRequestHeader`] in overriding mode (a header of the same
-//! name set by the caller is replaced) over [`SetSensitiveRequestHeaders`] (so every layer below,
-//! a tower-http `Trace` for instance, sees the header as sensitive). The SSE transport puts it
-//! over its hyper client.
-//!
-//! [`SetRequestHeader`]: tower_http::set_header::SetRequestHeader
-//! [`SetSensitiveRequestHeaders`]: tower_http::sensitive_headers::SetSensitiveRequestHeaders
+//! [`AuthLayer`] puts the header of a [`TokenSource`] on every request: [`StaticToken`] for a
+//! configured secret, kaged-mcp's OAuth client, or a daemon's own credential store. When the
+//! server refuses a request (401, or 403 with `insufficient_scope` in its
+//! [`BearerChallenge`]), the source may renew the header and the request is sent again, at most
+//! [`MAX_RENEWALS`] times. Both HTTP transports put the layer over their hyper client; this
+//! crate has no HTTP client of its own.
 //!
 //! # Example
 //! ```
@@ -33,20 +33,25 @@
 //! # Ok(()) }
 //! ```
 
+mod challenge;
 pub mod error;
 mod layer;
+mod source;
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::header::{HeaderName, HeaderValue, AUTHORIZATION};
-use http::{Request, Response};
-use tower::Service;
-use tower_http::sensitive_headers::SetSensitiveRequestHeaders;
-use tower_http::set_header::SetRequestHeader;
+use http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+use http::{Method, Request, Response, StatusCode, Uri, Version};
+use tower::{BoxError, Service, ServiceExt};
 
-pub use self::error::InvalidHeader;
+pub use self::challenge::BearerChallenge;
+pub use self::error::{InvalidHeader, TokenError};
 pub use self::layer::AuthLayer;
+pub use self::source::{Refusal, StaticToken, TokenFuture, TokenSource};
 
 use self::error::InvalidHeaderKind;
 
@@ -116,6 +121,14 @@ fn check_secret(name: &str, secret: &str) -> Result<(), InvalidHeader> {
     Ok(())
 }
 
+impl PartialEq for AuthHeader {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.value == other.value
+    }
+}
+
+impl Eq for AuthHeader {}
+
 impl fmt::Debug for AuthHeader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AuthHeader")
@@ -125,29 +138,35 @@ impl fmt::Debug for AuthHeader {
     }
 }
 
-type Inner<S> = SetRequestHeader<SetSensitiveRequestHeaders<S>, HeaderValue>;
+/// At most this many times one request is resent with a renewed header (a refresh, then a
+/// step-up, then one more): a server that keeps refusing gets its refusal back.
+pub const MAX_RENEWALS: u32 = 3;
 
-/// Sets the [`AuthHeader`] on every request, replacing a header of the same name, and marks
-/// that header sensitive for the layers below. Built by [`AuthLayer`].
+/// Puts its [`TokenSource`]'s header on every request (replacing a header of the same name),
+/// and resends a refused request with the header the source renews. Built by [`AuthLayer`].
+///
+/// A request is refused when the answer is 401, or 403 with a `Bearer` challenge saying
+/// `insufficient_scope`; the source decides whether to renew ([`TokenSource::refused`]). The
+/// request body must be `Clone` to be resent (`Full<Bytes>` is). Errors of the source and of
+/// the inner service come out as [`BoxError`]; a source's is a [`TokenError`].
 ///
 /// # Clone
-/// Cloning clones the inner service; readiness is the inner service's.
+/// Cloning clones the inner service and shares the source; readiness is the inner service's.
 #[derive(Clone)]
 pub struct Auth<S> {
-    inner: Inner<S>,
+    inner: S,
+    source: Arc<dyn TokenSource>,
 }
 
 impl<S> Auth<S> {
     /// Wraps `inner` so that every request carries `auth`.
     pub fn new(inner: S, auth: AuthHeader) -> Self {
-        let sensitive = SetSensitiveRequestHeaders::new(inner, [auth.name.clone()]);
-        Self::from_inner(sensitive, auth)
+        Self::with_source(inner, Arc::new(StaticToken::new(auth)))
     }
 
-    fn from_inner(sensitive: SetSensitiveRequestHeaders<S>, auth: AuthHeader) -> Self {
-        Self {
-            inner: SetRequestHeader::overriding(sensitive, auth.name, auth.value),
-        }
+    /// Wraps `inner` so that every request carries the header of `source`.
+    pub fn with_source(inner: S, source: Arc<dyn TokenSource>) -> Self {
+        Self { inner, source }
     }
 
     /// An [`AuthLayer`] adding `auth`.
@@ -157,24 +176,24 @@ impl<S> Auth<S> {
 
     /// A reference to the inner service.
     pub fn get_ref(&self) -> &S {
-        self.inner.get_ref().get_ref()
+        &self.inner
     }
 
     /// A mutable reference to the inner service.
     pub fn get_mut(&mut self) -> &mut S {
-        self.inner.get_mut().get_mut()
+        &mut self.inner
     }
 
     /// Consumes `self`, returning the inner service.
     pub fn into_inner(self) -> S {
-        self.inner.into_inner().into_inner()
+        self.inner
     }
 }
 
 impl<S: fmt::Debug> fmt::Debug for Auth<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Auth")
-            .field("inner", self.get_ref())
+            .field("inner", &self.inner)
             .field("value", &format_args!("***"))
             .finish()
     }
@@ -182,19 +201,108 @@ impl<S: fmt::Debug> fmt::Debug for Auth<S> {
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Auth<S>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send,
+    ReqBody: Clone + Send + 'static,
+    ResBody: Send + 'static,
 {
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
+    type Response = Response<ResBody>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<ResBody>, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        self.inner.call(req)
+        // The ready service goes into the future; a fresh clone stays for the next call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let source = Arc::clone(&self.source);
+        Box::pin(async move {
+            let template = source.renews().then(|| Template::of(&req));
+            let mut sent = source.header().await?;
+            let mut req = req;
+            set_header(&mut req, sent.as_ref());
+            let mut response = inner.call(req).await.map_err(Into::into)?;
+            let Some(template) = template else {
+                return Ok(response);
+            };
+            for renewal in 0..MAX_RENEWALS {
+                let Some(refusal) = refusal_of(&response, sent.as_ref(), renewal) else {
+                    return Ok(response);
+                };
+                let Some(header) = source.refused(&refusal).await? else {
+                    return Ok(response);
+                };
+                drop(response);
+                let mut req = template.request();
+                set_header(&mut req, Some(&header));
+                sent = Some(header);
+                response = inner
+                    .ready()
+                    .await
+                    .map_err(Into::into)?
+                    .call(req)
+                    .await
+                    .map_err(Into::into)?;
+            }
+            Ok(response)
+        })
     }
+}
+
+/// What it takes to send a request again: everything but its extensions.
+struct Template<B> {
+    method: Method,
+    uri: Uri,
+    version: Version,
+    headers: HeaderMap,
+    body: B,
+}
+
+impl<B: Clone> Template<B> {
+    fn of(req: &Request<B>) -> Self {
+        Self {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            version: req.version(),
+            headers: req.headers().clone(),
+            body: req.body().clone(),
+        }
+    }
+
+    fn request(&self) -> Request<B> {
+        let mut req = Request::new(self.body.clone());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.version_mut() = self.version;
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
+
+fn set_header<B>(req: &mut Request<B>, header: Option<&AuthHeader>) {
+    if let Some(h) = header {
+        req.headers_mut().insert(h.name.clone(), h.value.clone());
+    }
+}
+
+/// The refusal a response is, if it is one: 401, or 403 with `insufficient_scope`.
+fn refusal_of<B>(
+    response: &Response<B>,
+    sent: Option<&AuthHeader>,
+    renewal: u32,
+) -> Option<Refusal> {
+    let status = response.status();
+    let challenge = BearerChallenge::find(response.headers());
+    let refused = status == StatusCode::UNAUTHORIZED
+        || (status == StatusCode::FORBIDDEN
+            && challenge
+                .as_ref()
+                .is_some_and(BearerChallenge::insufficient_scope));
+    refused.then(|| Refusal::new(status, challenge, sent.cloned(), renewal))
 }
 
 #[cfg(test)]
@@ -281,5 +389,211 @@ mod tests {
         *svc.get_mut() += 1;
         assert_eq!(*svc.get_ref(), 2);
         assert_eq!(svc.into_inner(), 2);
+    }
+
+    mod renewal {
+        use super::super::*;
+        use http::header::WWW_AUTHENTICATE;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::sync::Mutex;
+        use tower::{service_fn, Layer, ServiceExt};
+
+        /// Hands out `t0`, and `t<n>` after the n-th refusal.
+        #[derive(Debug, Default)]
+        struct Counting {
+            renewals: AtomicU32,
+            seen: Mutex<Vec<(u16, Option<String>, u32)>>,
+            none_first: bool,
+        }
+
+        impl TokenSource for Counting {
+            fn header(&self) -> TokenFuture<'_, Option<AuthHeader>> {
+                let n = self.renewals.load(Ordering::SeqCst);
+                Box::pin(async move {
+                    if self.none_first && n == 0 {
+                        return Ok(None);
+                    }
+                    Ok(Some(AuthHeader::bearer(&format!("t{n}")).unwrap()))
+                })
+            }
+
+            fn refused<'a>(&'a self, refusal: &'a Refusal) -> TokenFuture<'a, Option<AuthHeader>> {
+                self.seen.lock().unwrap().push((
+                    refusal.status().as_u16(),
+                    refusal.challenge().and_then(|c| c.scope.clone()),
+                    refusal.renewal(),
+                ));
+                let n = self.renewals.fetch_add(1, Ordering::SeqCst) + 1;
+                Box::pin(async move { Ok(Some(AuthHeader::bearer(&format!("t{n}")).unwrap())) })
+            }
+        }
+
+        /// A server accepting only `Bearer <good>`; 403 `insufficient_scope` for `Bearer t1`
+        /// when asked. Records the Authorization header of each request it sees.
+        fn server(
+            good: &'static str,
+            step_up: bool,
+            log: Arc<Mutex<Vec<Option<String>>>>,
+        ) -> impl Service<
+            Request<String>,
+            Response = Response<String>,
+            Error = BoxError,
+            Future = impl Send,
+        > + Clone
+               + Send
+               + 'static {
+            service_fn(move |req: Request<String>| {
+                let log = Arc::clone(&log);
+                async move {
+                    let auth = req
+                        .headers()
+                        .get(AUTHORIZATION)
+                        .map(|v| v.to_str().unwrap().to_owned());
+                    assert_eq!(req.body(), "body", "the body is resent as it was");
+                    assert_eq!(req.uri(), "/mcp");
+                    log.lock().unwrap().push(auth.clone());
+                    let mut response = Response::new(String::new());
+                    if auth.as_deref() == Some(good) {
+                        return Ok::<_, BoxError>(response);
+                    }
+                    if step_up && auth.as_deref() == Some("Bearer t1") {
+                        *response.status_mut() = StatusCode::FORBIDDEN;
+                        response.headers_mut().insert(
+                            WWW_AUTHENTICATE,
+                            HeaderValue::from_static(
+                                "Bearer error=\"insufficient_scope\", scope=\"a b\"",
+                            ),
+                        );
+                        return Ok(response);
+                    }
+                    *response.status_mut() = StatusCode::UNAUTHORIZED;
+                    response.headers_mut().insert(
+                        WWW_AUTHENTICATE,
+                        HeaderValue::from_static("Bearer scope=\"a\""),
+                    );
+                    Ok(response)
+                }
+            })
+        }
+
+        fn request() -> Request<String> {
+            Request::builder()
+                .uri("/mcp")
+                .body("body".to_owned())
+                .unwrap()
+        }
+
+        #[tokio::test]
+        async fn a_refused_request_is_resent_with_the_renewed_header() {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let source = Arc::new(Counting::default());
+            let svc = AuthLayer::with_source(source.clone()).layer(server(
+                "Bearer t1",
+                false,
+                Arc::clone(&log),
+            ));
+            let response = svc.oneshot(request()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            assert_eq!(
+                *log.lock().unwrap(),
+                [Some("Bearer t0".to_owned()), Some("Bearer t1".to_owned())]
+            );
+            assert_eq!(
+                *source.seen.lock().unwrap(),
+                [(401, Some("a".to_owned()), 0)]
+            );
+        }
+
+        #[tokio::test]
+        async fn no_header_first_then_a_401_then_a_step_up_on_403() {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let source = Arc::new(Counting {
+                none_first: true,
+                ..Counting::default()
+            });
+            let svc = AuthLayer::with_source(source.clone()).layer(server(
+                "Bearer t2",
+                true,
+                Arc::clone(&log),
+            ));
+            let response = svc.oneshot(request()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            assert_eq!(
+                *log.lock().unwrap(),
+                [
+                    None,
+                    Some("Bearer t1".to_owned()),
+                    Some("Bearer t2".to_owned())
+                ]
+            );
+            assert_eq!(
+                *source.seen.lock().unwrap(),
+                [
+                    (401, Some("a".to_owned()), 0),
+                    (403, Some("a b".to_owned()), 1)
+                ]
+            );
+        }
+
+        #[tokio::test]
+        async fn a_server_that_keeps_refusing_gets_max_renewals_resends() {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let source = Arc::new(Counting::default());
+            let svc = AuthLayer::with_source(source.clone()).layer(server(
+                "never",
+                false,
+                Arc::clone(&log),
+            ));
+            let response = svc.oneshot(request()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+            assert_eq!(log.lock().unwrap().len() as u32, 1 + MAX_RENEWALS);
+        }
+
+        #[tokio::test]
+        async fn a_static_secret_is_never_renewed_and_a_plain_403_is_no_refusal() {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let svc = AuthLayer::new(AuthHeader::bearer("t9").unwrap()).layer(server(
+                "Bearer other",
+                false,
+                Arc::clone(&log),
+            ));
+            let response = svc.oneshot(request()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+            assert_eq!(log.lock().unwrap().len(), 1);
+
+            let source = Arc::new(Counting::default());
+            let forbidden = service_fn(|_: Request<String>| async {
+                let mut r = Response::new(String::new());
+                *r.status_mut() = StatusCode::FORBIDDEN;
+                Ok::<_, BoxError>(r)
+            });
+            let svc = AuthLayer::with_source(source.clone()).layer(forbidden);
+            let response = svc.oneshot(request()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::FORBIDDEN);
+            assert!(source.seen.lock().unwrap().is_empty());
+        }
+
+        #[derive(Debug)]
+        struct NoLogin;
+        impl TokenSource for NoLogin {
+            fn header(&self) -> TokenFuture<'_, Option<AuthHeader>> {
+                Box::pin(async { Err(TokenError::login_required("run `login x`")) })
+            }
+        }
+
+        #[tokio::test]
+        async fn a_source_error_sends_nothing() {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let svc = AuthLayer::with_source(Arc::new(NoLogin)).layer(server(
+                "x",
+                false,
+                Arc::clone(&log),
+            ));
+            let err = svc.oneshot(request()).await.unwrap_err();
+            let token = err.downcast_ref::<TokenError>().unwrap();
+            assert!(token.is_login_required());
+            assert_eq!(token.to_string(), "run `login x`");
+            assert!(log.lock().unwrap().is_empty());
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The HTTP client under both HTTP transports: hyper-util's pooled client over rustls, under
 //! tower-http's layers.
 //!
-//! From the outside in: the auth header ([`AuthLayer`], which also marks it sensitive),
+//! From the outside in: the auth header ([`AuthLayer`] over the server's token source: a
+//! static secret or OAuth; it resends a request the server refused with a renewed header),
 //! tower-http's sensitive-header marking for `Authorization`, `Proxy-Authorization` and `Cookie`
 //! (a static header of one of those names is hidden too), a tower-http `Trace` at DEBUG (it
 //! never prints headers), then the `hyper-util` client. `http` and `https` (rustls with the
@@ -17,7 +18,9 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use kaged_mcp_layers::auth::{AuthHeader, AuthLayer};
+use std::sync::Arc;
+
+use kaged_mcp_layers::auth::{AuthLayer, TokenSource};
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
@@ -32,7 +35,10 @@ pub(crate) type Body = UnsyncBoxBody<Bytes, BoxError>;
 pub(crate) type HttpService = BoxCloneSyncService<Request<Full<Bytes>>, Response<Body>, BoxError>;
 
 /// Builds the layered client. Needs no runtime; requests need a Tokio runtime.
-pub(crate) fn client(auth: Option<&AuthHeader>, connect_timeout: Duration) -> HttpService {
+pub(crate) fn client(
+    auth: Option<&Arc<dyn TokenSource>>,
+    connect_timeout: Duration,
+) -> HttpService {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
@@ -53,7 +59,8 @@ pub(crate) fn client(auth: Option<&AuthHeader>, connect_timeout: Duration) -> Ht
     let service = ServiceBuilder::new()
         .map_err(BoxError::from)
         .map_response(box_body)
-        .option_layer(auth.cloned().map(AuthLayer::new))
+        .option_layer(auth.cloned().map(AuthLayer::with_source))
+        .map_err(BoxError::from)
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
             header::PROXY_AUTHORIZATION,

@@ -28,7 +28,7 @@ pub(crate) fn validate(
     server: &str,
     url: &Url,
     headers: &[(HeaderName, HeaderValue)],
-    auth: Option<&AuthHeader>,
+    auth_name: Option<&HeaderName>,
 ) -> Result<(), InvalidHttpConfig> {
     let err = |kind| Err(InvalidHttpConfig::new(server, kind));
     if !matches!(url.scheme(), "http" | "https") {
@@ -41,7 +41,7 @@ pub(crate) fn validate(
         return err(InvalidKind::Credentials);
     }
     for (name, _) in headers {
-        if auth.is_some_and(|a| a.name() == name) {
+        if auth_name == Some(name) {
             return err(InvalidKind::Collision(name.clone()));
         }
         if RESERVED.contains(name) || RESERVED_MCP.contains(&name.as_str()) {

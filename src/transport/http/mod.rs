@@ -20,6 +20,7 @@ use std::io;
 
 use http::StatusCode;
 use http_body_util::BodyExt;
+use kaged_mcp_layers::auth::TokenError;
 use url::Url;
 
 pub(crate) use self::config::{auth_header, validate};
@@ -150,6 +151,15 @@ pub(crate) async fn drain(mut body: Body) {
 
 /// A POST that could not be sent: the client error of the HTTP stack, as a [`SendFailure`].
 pub(crate) fn post_error(err: &(dyn std::error::Error + 'static)) -> SendFailure {
+    if let Some(token) = token_error(err) {
+        // The request was never sent: the token source could not give a header.
+        return SendFailure {
+            message: format!("authorization: {}", chain(token)),
+            not_delivered: true,
+            retryable: false,
+            permanent: token.is_login_required(),
+        };
+    }
     let unsent = never_connected(err);
     SendFailure {
         message: format!("the POST failed: {}", chain(err)),
@@ -157,6 +167,20 @@ pub(crate) fn post_error(err: &(dyn std::error::Error + 'static)) -> SendFailure
         retryable: unsent,
         permanent: false,
     }
+}
+
+/// The token source's error in `error`'s chain, if the auth layer failed.
+pub(crate) fn token_error<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a TokenError> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(t) = e.downcast_ref::<TokenError>() {
+            return Some(t);
+        }
+        next = e.source();
+    }
+    None
 }
 
 /// A POST answered with the unsuccessful `status`, as a [`SendFailure`]. `auth` names the
@@ -186,11 +210,12 @@ pub(crate) fn post_refused(status: StatusCode, auth: &str) -> SendFailure {
 }
 
 /// What a 401/403 message tells the operator to check, for a server whose `auth` refers to
-/// `secret_ref` (or has none).
-pub(crate) fn auth_hint(secret_ref: Option<&str>) -> String {
-    match secret_ref {
-        Some(r) => format!("its secret `{r}` in local.toml"),
-        None => "its secret in local.toml (the server has no `auth` block)".to_owned(),
+/// `secret_ref`, or has another token source (`has_source`), or has none.
+pub(crate) fn auth_hint(secret_ref: Option<&str>, has_source: bool) -> String {
+    match (secret_ref, has_source) {
+        (Some(r), _) => format!("its secret `{r}` in local.toml"),
+        (None, true) => "its credentials (the token source did not renew them)".to_owned(),
+        (None, false) => "its secret in local.toml (the server has no `auth` block)".to_owned(),
     }
 }
 

@@ -1,10 +1,11 @@
 //! [`SseConfig`]: what one SSE server needs, and the checks made before anything is sent.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
-use kaged_mcp_layers::auth::AuthHeader;
+use kaged_mcp_layers::auth::{AuthHeader, StaticToken, TokenSource};
 use url::Url;
 
 use crate::config::{AuthConfig, HttpServerConfig, Secret};
@@ -28,8 +29,9 @@ pub struct SseConfig {
     pub url: Url,
     /// Static headers sent on the `GET` and on every `POST`.
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The authentication header, sent on the `GET` and on every `POST`.
-    pub auth: Option<AuthHeader>,
+    /// Where the authentication header comes from (a static secret, OAuth, an embedder's
+    /// credential store); sent on the `GET` and on every `POST`.
+    pub auth: Option<Arc<dyn TokenSource>>,
     /// How long connecting and getting the `GET`'s response headers may take.
     pub connect_timeout: Duration,
     /// How long to wait for the `endpoint` event once the stream is open.
@@ -70,7 +72,9 @@ impl SseConfig {
         let mut config = Self::new(sse.url.clone());
         config.headers = sse.headers.clone();
         if let Some((auth, secret)) = auth {
-            config.auth = Some(auth_header(server, auth, secret)?);
+            config.auth = Some(Arc::new(StaticToken::new(auth_header(
+                server, auth, secret,
+            )?)));
             config.secret_ref = Some(auth.secret_ref.to_string());
         }
         Ok(config)
@@ -84,7 +88,15 @@ impl SseConfig {
 
     /// Sets the authentication header.
     pub fn auth(mut self, auth: AuthHeader) -> Self {
-        self.auth = Some(auth);
+        self.auth = Some(Arc::new(StaticToken::new(auth)));
+        self
+    }
+
+    /// Takes the authentication header from `source` (OAuth, a daemon's credential store),
+    /// which may renew it when the server refuses it.
+    #[must_use]
+    pub fn token_source(mut self, source: Arc<dyn TokenSource>) -> Self {
+        self.auth = Some(source);
         self
     }
 
@@ -108,7 +120,12 @@ impl SseConfig {
 
     /// Checks what can be checked before connecting.
     pub(crate) fn validate(&self, server: &str) -> Result<(), InvalidSseConfig> {
-        validate(server, &self.url, &self.headers, self.auth.as_ref())
+        validate(
+            server,
+            &self.url,
+            &self.headers,
+            self.auth.as_ref().map(|a| a.header_name()).as_ref(),
+        )
     }
 }
 
@@ -214,7 +231,10 @@ mod tests {
             secret_ref: SecretRef::parse("api.key").unwrap(),
         };
         let config = SseConfig::from_config("gh", &sse, Some((&bearer, &secret))).unwrap();
-        assert_eq!(config.auth.as_ref().unwrap().name(), header::AUTHORIZATION);
+        assert_eq!(
+            config.auth.as_ref().unwrap().header_name(),
+            header::AUTHORIZATION
+        );
         assert_eq!(config.headers.len(), 1);
         let text = format!("{config:?}");
         assert!(!text.contains(SECRET), "{text}");
@@ -229,7 +249,7 @@ mod tests {
             ..bearer.clone()
         };
         let config = SseConfig::from_config("gh", &sse, Some((&custom, &secret))).unwrap();
-        assert_eq!(config.auth.unwrap().name().as_str(), "x-api-key");
+        assert_eq!(config.auth.unwrap().header_name().as_str(), "x-api-key");
 
         let bad = Secret::new(format!("{SECRET}\n"));
         let err = SseConfig::from_config("gh", &sse, Some((&bearer, &bad))).unwrap_err();

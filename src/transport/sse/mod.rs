@@ -140,7 +140,7 @@ impl SseTransport {
                 connect_timeout: config.connect_timeout,
                 endpoint_timeout: config.endpoint_timeout,
                 post_timeout: config.post_timeout,
-                auth_hint: auth_hint(config.secret_ref.as_deref()),
+                auth_hint: auth_hint(config.secret_ref.as_deref(), config.auth.is_some()),
                 http,
             }),
         })

@@ -55,7 +55,7 @@
 //! ```
 //! use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
 //! use kaged_mcp::transport::Transport;
-//! use kaged_mcp_layers::auth::AuthHeader;
+//! use kaged_mcp_layers::auth::{AuthHeader, StaticToken, TokenSource};
 //!
 //! # fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = StreamableHttpConfig::new("https://mcp.example.com/mcp".parse()?)
@@ -72,7 +72,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
-use kaged_mcp_layers::auth::AuthHeader;
+use kaged_mcp_layers::auth::{AuthHeader, StaticToken, TokenSource};
 use url::Url;
 
 use super::http::client::{self, HttpService};
@@ -99,8 +99,9 @@ pub struct StreamableHttpConfig {
     pub url: Url,
     /// Static headers sent with every request.
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The authentication header, sent with every request.
-    pub auth: Option<AuthHeader>,
+    /// Where the authentication header comes from (a static secret, OAuth, an embedder's
+    /// credential store); sent with every request.
+    pub auth: Option<Arc<dyn TokenSource>>,
     /// The name of the secret behind `auth` (`api_keys.example`), for the message of a 401 or
     /// 403; never the secret itself.
     pub secret_ref: Option<String>,
@@ -143,7 +144,9 @@ impl StreamableHttpConfig {
         let mut config = Self::new(http.url.clone());
         config.headers = http.headers.clone();
         if let Some((auth, secret)) = auth {
-            config.auth = Some(auth_header(server, auth, secret)?);
+            config.auth = Some(Arc::new(StaticToken::new(auth_header(
+                server, auth, secret,
+            )?)));
             config.secret_ref = Some(auth.secret_ref.to_string());
         }
         Ok(config)
@@ -159,7 +162,15 @@ impl StreamableHttpConfig {
     /// Sets the authentication header.
     #[must_use]
     pub fn auth(mut self, auth: AuthHeader) -> Self {
-        self.auth = Some(auth);
+        self.auth = Some(Arc::new(StaticToken::new(auth)));
+        self
+    }
+
+    /// Takes the authentication header from `source` (OAuth, a daemon's credential store),
+    /// which may renew it when the server refuses it.
+    #[must_use]
+    pub fn token_source(mut self, source: Arc<dyn TokenSource>) -> Self {
+        self.auth = Some(source);
         self
     }
 
@@ -264,7 +275,12 @@ impl StreamableHttpTransport {
     }
 
     fn checked(server: &str, config: StreamableHttpConfig) -> Result<Self, InvalidHttpConfig> {
-        validate(server, &config.url, &config.headers, config.auth.as_ref())?;
+        validate(
+            server,
+            &config.url,
+            &config.headers,
+            config.auth.as_ref().map(|a| a.header_name()).as_ref(),
+        )?;
         let uri = config
             .url
             .as_str()
@@ -273,7 +289,7 @@ impl StreamableHttpTransport {
         let http = client::client(config.auth.as_ref(), config.connect_timeout);
         Ok(Self {
             inner: Arc::new(Inner {
-                auth_hint: auth_hint(config.secret_ref.as_deref()),
+                auth_hint: auth_hint(config.secret_ref.as_deref(), config.auth.is_some()),
                 url: config.url,
                 uri,
                 headers: config.headers,
