@@ -1,0 +1,955 @@
+#!/usr/bin/env python3
+"""An OAuth 2.1 authorization server and an MCP resource server it protects, for kaged-mcp's tests.
+
+Usage:  python3 oauth_server.py [--port N] [--log FILE] [--client ID[:SECRET[:METHOD]]]...
+                                [--token-ttl SECS] [--no-refresh] [--refresh-delay-ms N] [--no-dcr]
+                                [--resource-override URL] [--always-403]
+
+Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1 keep-alive, TCP_NODELAY). The first
+line on stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on
+start, nothing else. Every answer has a Content-Length (but 204, which has no body by RFC 9110).
+Bodies over 1 MiB -> 413; malformed input -> 400; one lock guards all state.
+
+BASE is http://127.0.0.1:<port>; RESOURCE is BASE/mcp; PRM_URL is
+BASE/.well-known/oauth-protected-resource/mcp. Scopes supported: mcp:read, mcp:admin, offline_access
+(a requested scope outside these is dropped, never an error).
+
+MCP resource server (Streamable HTTP 2025-11-25, JSON answers only, no sessions, no SSE):
+  POST /mcp without a valid, unexpired `Authorization: Bearer <access token>`
+      -> 401, JSON body {"error", "error_description"}, and
+         no (or a non-Bearer) Authorization:
+           `WWW-Authenticate: Bearer resource_metadata="PRM_URL", scope="mcp:read"`
+         an unknown or expired token:
+           `WWW-Authenticate: Bearer error="invalid_token", error_description="<no commas>",
+            resource_metadata="PRM_URL", scope="mcp:read"`
+  POST /mcp with one -> 200 application/json (a JSON-RPC answer); notifications and answers -> 202,
+      no body; bad JSON or a batch -> 400 (JSON-RPC error, id null); an MCP-Protocol-Version header
+      other than 2025-03-26/2025-06-18/2025-11-25 -> 400. (No scope is needed but for `admin`.)
+  GET /mcp, DELETE /mcp -> 405 (`Allow: POST`), whatever the token.
+  Methods: initialize (protocolVersion = the client's if 2025-03-26, 2025-06-18 or 2025-11-25, else
+  2025-11-25; capabilities {tools: {}}; serverInfo {name "oauth-test", version "1"}), ping -> {},
+  tools/list, tools/call; unknown methods -32601, unknown tools -32602. Tools:
+    whoami {} -> a text holding the JSON {"client_id", "scopes": [...], "token_generation": n}
+                 of the access token used
+    admin {}  -> "admin ok" if the token has mcp:admin; else (and always with --always-403)
+                 HTTP 403 with `WWW-Authenticate: Bearer error="insufficient_scope",
+                 scope="mcp:read mcp:admin", resource_metadata="PRM_URL"` and a JSON body; the call
+                 is not processed
+Discovery (GET):
+  /.well-known/oauth-protected-resource/mcp (RFC 9728) -> {"resource": RESOURCE (or
+      --resource-override URL), "authorization_servers": ["BASE/as"], "scopes_supported":
+      ["mcp:read","mcp:admin"], "bearer_methods_supported": ["header"]}
+  /.well-known/oauth-authorization-server/as (RFC 8414) -> {"issuer": "BASE/as",
+      "authorization_endpoint": "BASE/as/authorize", "token_endpoint": "BASE/as/token",
+      "registration_endpoint": "BASE/as/register" (absent with --no-dcr),
+      "response_types_supported": ["code"],
+      "grant_types_supported": ["authorization_code","refresh_token","client_credentials"],
+      "code_challenge_methods_supported": ["S256"], "token_endpoint_auth_methods_supported":
+      ["none","client_secret_basic","client_secret_post"], "scopes_supported":
+      ["mcp:read","mcp:admin","offline_access"], "client_id_metadata_document_supported": false,
+      "authorization_response_iss_parameter_supported": true}
+  any other /.well-known/... (the root PRM, OpenID configuration, ...) -> 404
+Clients:
+  --client ID[:SECRET[:METHOD]] (repeatable) pre-registers a client; METHOD is none,
+      client_secret_basic or client_secret_post (default client_secret_basic with a SECRET, none
+      without); SECRET may hold ':' (the last ':METHOD' is taken only if it names a method).
+      Pre-registered clients may use any loopback redirect URI: http://127.0.0.1|localhost|[::1]
+      with any port and path; every grant type (client_credentials needs a secret).
+  POST /as/register (RFC 7591; 404 with --no-dcr): a JSON object of client metadata. grant_types
+      defaults to ["authorization_code"] (subset of the supported ones), response_types to ["code"];
+      redirect_uris (absolute URIs, no fragment) required when grant_types has authorization_code;
+      token_endpoint_auth_method defaults to "none"; client_secret_basic/client_secret_post get a
+      client_secret; client_credentials needs one (grant_types is not enforced otherwise).
+      -> 201 {the metadata sent, with the defaults, "client_id": "dcr-<16 hex>",
+      "client_id_issued_at", and "client_secret", "client_secret_expires_at": 0 when a secret is
+      issued}; bad metadata -> 400
+      {"error": "invalid_client_metadata" | "invalid_redirect_uri", "error_description"}.
+      A registered redirect URI matches exactly, or, when it is a loopback one (see above), with any
+      port (RFC 8252 §7.3).
+Authorization endpoint, GET /as/authorize (an auto-approving user):
+  client_id unknown/missing, or redirect_uri missing or not matching the client -> 400 text/plain.
+  Otherwise every error -> 302 to redirect_uri?error=invalid_request&error_description=...
+  [&state=...]&iss=BASE/as: a repeated parameter, response_type not "code", code_challenge missing
+  or not 43 base64url chars, code_challenge_method not "S256", resource not exactly RESOURCE
+  (missing included), state missing. Success -> 302 `Location: <redirect_uri>?code=<random>&
+  state=<state>&iss=BASE/as` (any query of redirect_uri kept). The code keeps client, redirect_uri,
+  challenge, scopes (the `scope` parameter, space separated; absent -> none) and resource; it lives
+  60 s and is consumed by the first token request naming it (succeeding or not).
+Token endpoint, POST /as/token (application/x-www-form-urlencoded, else 400 invalid_request; a
+  repeated parameter -> 400 invalid_request). Answers are JSON with `Cache-Control: no-store`.
+  Client authentication must be exactly the client's method, else 401 {"error": "invalid_client"}
+  (with `WWW-Authenticate: Basic realm="oauth-test"`):
+    client_secret_basic: `Authorization: Basic base64(urlencode(id) ":" urlencode(secret))`, the
+                         form-urlencoding of RFC 6749 §2.3.1 undone strictly (so "+" is a space);
+                         a form client_id, if sent, must be the same; no form client_secret
+    client_secret_post:  client_id and client_secret in the form, no Authorization header
+    none:                client_id in the form, no secret anywhere
+  Grants (errors 400 {"error", "error_description"}):
+    authorization_code: code (unknown, used, expired or another client's -> invalid_grant),
+        redirect_uri (required, must equal the authorize one -> invalid_grant), code_verifier
+        (43-128 unreserved chars, BASE64URL(SHA256) = the challenge -> invalid_grant), resource
+        (missing or not RESOURCE -> invalid_target). Issues {"access_token", "token_type": "Bearer",
+        "expires_in": --token-ttl (default 3600), "scope": the granted scopes (omitted when none),
+        "refresh_token" (omitted with --no-refresh)}.
+    refresh_token: refresh_token (unknown, rotated away, revoked or another client's ->
+        invalid_grant), resource (if present must be RESOURCE -> invalid_target), scope (if present
+        must be a subset of the granted scopes -> invalid_scope; the new access token then has that
+        subset). Rotates: a new access token and a new refresh token (same scopes); the old refresh
+        token is dead at once. --refresh-delay-ms N sleeps N ms (outside the lock) before handling
+        each refresh request, so concurrent refreshes overlap.
+    client_credentials: only a client with a secret (else 400 unauthorized_client); scope optional;
+        resource if present must be RESOURCE; no refresh token.
+    missing grant_type -> invalid_request; any other -> unsupported_grant_type.
+  An access token records client_id, scopes, expiry and a generation: the count of access tokens
+  issued to that client so far (1 for the first, so each refresh of one login adds 1).
+Test controls (no auth):
+  GET  /stats          -> {"authorize": n, "token": {"authorization_code": n, "refresh_token": n,
+                          "client_credentials": n}, "register": n, "mcp_401": n, "mcp_403": n,
+                          "mcp_ok": n, "prm": n, "asm": n, "token_errors": n, "well_known_404": n}
+                          (requests received: "token" counts every request of that grant type,
+                          failed ones included, "token_errors" every token answer >= 400, "mcp_ok"
+                          every POST /mcp answered 200 or 202)
+  POST /expire         -> every access token issued so far is expired (401 invalid_token from now
+                          on; tokens issued later are fine), 204
+  POST /revoke-refresh -> every refresh token is dead (invalid_grant), 204
+Known paths with another verb -> 405; anything else -> 404.
+
+--log FILE appends one JSON line per HTTP request, flushed, written before the response is sent:
+{"verb", "path" (no query), "status", "authorization" (true when an Authorization header came; never
+its value)} plus, where they apply: "error" (the OAuth/HTTP error code), "error_description"
+(token and authorize errors), "client_id", "client_auth" (the method the token request used),
+"grant_type", "redirect_uri", "scope", "resource", "code",
+"refresh_token" (the one presented), "issued" ({"access_token", "refresh_token", "generation",
+"scopes"}), "token" (the bearer used at /mcp), "generation", "scopes", "id", "method", "tool",
+"expired" / "revoked" (how many tokens /expire or /revoke-refresh hit).
+Tokens, codes and refresh tokens appear only as the first 6 hex chars of their SHA-256; code
+verifiers and client secrets never appear.
+"""
+
+import argparse
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
+
+VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
+LATEST = "2025-11-25"
+METHODS = ["none", "client_secret_basic", "client_secret_post"]
+GRANTS = ["authorization_code", "refresh_token", "client_credentials"]
+SCOPES = ["mcp:read", "mcp:admin", "offline_access"]
+MAX_BODY = 1024 * 1024
+CODE_TTL = 60.0
+PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
+ASM_PATH = "/.well-known/oauth-authorization-server/as"
+CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
+VERIFIER_RE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+ARGS = None
+PORT = 0
+BASE = ""
+LOG_LOCK = threading.Lock()
+LOCK = threading.Lock()  # guards everything below
+CLIENTS = {}  # client_id -> Client
+CODES = {}  # code -> dict
+ACCESS = {}  # access token -> dict
+REFRESH = {}  # refresh token -> dict
+GENERATION = {}  # client_id -> access tokens issued so far
+STATS = {
+    "authorize": 0,
+    "token": {g: 0 for g in GRANTS},
+    "register": 0,
+    "mcp_401": 0,
+    "mcp_403": 0,
+    "mcp_ok": 0,
+    "prm": 0,
+    "asm": 0,
+    "token_errors": 0,
+    "well_known_404": 0,
+}
+
+
+class BadRequest(Exception):
+    """Malformed input: answered 400 (or 413) by the dispatcher."""
+
+    def __init__(self, text, status=400):
+        super().__init__(text)
+        self.status = status
+
+
+class OAuthError(Exception):
+    def __init__(self, status, error, description, headers=()):
+        super().__init__(description)
+        self.status, self.error, self.description, self.headers = status, error, description, headers
+
+
+class Client:
+    def __init__(self, client_id, secret, method, redirect_uris=None, preregistered=False):
+        self.id = client_id
+        self.secret = secret
+        self.method = method
+        self.redirect_uris = redirect_uris or []
+        self.preregistered = preregistered
+
+    def redirect_ok(self, uri):
+        if self.preregistered:
+            return is_loopback(uri)
+        for reg in self.redirect_uris:
+            if uri == reg:
+                return True
+            if is_loopback(reg) and is_loopback(uri):
+                a, b = urlsplit(reg), urlsplit(uri)
+                if (a.scheme, a.hostname, a.path, a.query) == (b.scheme, b.hostname, b.path, b.query):
+                    return True
+        return False
+
+
+def eprint(text):
+    sys.stderr.write(f"oauth_server: {text}\n")
+    sys.stderr.flush()
+
+
+def log_entry(entry):
+    if not ARGS.log:
+        return
+    with LOG_LOCK, open(ARGS.log, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+        f.flush()
+
+
+def sha6(value):
+    if value is None:
+        return None
+    return hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:6]
+
+
+def dumps(obj):
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def is_loopback(uri):
+    try:
+        u = urlsplit(uri)
+        u.port  # raises ValueError on a bad port
+    except ValueError:
+        return False
+    return (u.scheme == "http" and u.hostname in LOOPBACK and not u.fragment
+            and u.username is None and u.password is None)
+
+
+def absolute_uri(uri):
+    if not isinstance(uri, str) or not uri:
+        return False
+    try:
+        u = urlsplit(uri)
+        u.port
+    except ValueError:
+        return False
+    return bool(u.scheme) and "#" not in uri and (bool(u.netloc) or u.scheme not in ("http", "https"))
+
+
+def with_params(uri, params):
+    u = urlsplit(uri)
+    query = u.query + ("&" if u.query else "") + urlencode(params)
+    return urlunsplit((u.scheme, u.netloc, u.path, query, ""))
+
+
+def scopes_of(text):
+    out = []
+    for s in (text or "").split():
+        if s in SCOPES and s not in out:
+            out.append(s)
+    return out
+
+
+def resource_url():
+    return f"{BASE}/mcp"
+
+
+def prm_url():
+    return f"{BASE}{PRM_PATH}"
+
+
+def challenge_of(verifier):
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def issue_tokens(client_id, scopes, with_refresh):
+    """Under LOCK: a new access token (and refresh token); returns (response dict, log facts)."""
+    GENERATION[client_id] = GENERATION.get(client_id, 0) + 1
+    generation = GENERATION[client_id]
+    access = secrets.token_urlsafe(32)
+    ACCESS[access] = {"client_id": client_id, "scopes": list(scopes), "generation": generation,
+                      "expires": time.monotonic() + ARGS.token_ttl, "revoked": False}
+    answer = {"access_token": access, "token_type": "Bearer", "expires_in": ARGS.token_ttl}
+    if scopes:
+        answer["scope"] = " ".join(scopes)
+    refresh = None
+    if with_refresh and not ARGS.no_refresh:
+        refresh = secrets.token_urlsafe(32)
+        REFRESH[refresh] = {"client_id": client_id, "scopes": list(scopes)}
+        answer["refresh_token"] = refresh
+    issued = {"access_token": sha6(access), "refresh_token": sha6(refresh), "generation": generation,
+              "scopes": list(scopes)}
+    return answer, issued
+
+
+TOOLS = [
+    {"name": "whoami", "description": "Describes the access token used for this call",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "admin", "description": "Needs the mcp:admin scope",
+     "inputSchema": {"type": "object", "properties": {}}},
+]
+
+
+def text_result(text):
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "oauth-test-server/0.1"
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format, *args):  # keep stderr quiet; --log has the facts
+        pass
+
+    def handle_expect_100(self):
+        """No `100 Continue` for a body that will be refused (413 comes instead)."""
+        try:
+            too_big = int(self.headers.get("Content-Length", "0").strip()) > MAX_BODY
+        except ValueError:
+            too_big = True  # read_body answers 400
+        return True if too_big else super().handle_expect_100()
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def read_body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            data = b""
+            while True:
+                line = self.rfile.readline(1024)
+                try:
+                    size = int(line.split(b";")[0].strip() or b"0", 16)
+                except ValueError:
+                    raise BadRequest("bad chunk size")
+                if size < 0 or len(data) + size > MAX_BODY:
+                    raise BadRequest("request body too large", 413)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline(1024)
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            return b""
+        try:
+            length = int(raw.strip())
+        except ValueError:
+            raise BadRequest("bad Content-Length")
+        if length < 0:
+            raise BadRequest("bad Content-Length")
+        if length > MAX_BODY:
+            raise BadRequest("request body too large", 413)
+        return self.rfile.read(length) if length else b""
+
+    def reply(self, status, body=b"", content_type=None, headers=(), **fields):
+        """A whole response with Content-Length (none on 204); logged first."""
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        self.entry["status"] = status
+        self.entry.update(fields)
+        log_entry(self.entry)
+        self.responded = True
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        if status != 204:
+            self.send_header("Content-Length", str(len(body)))
+        for k, v in headers:
+            self.send_header(k, v)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if body and status != 204 and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def reply_json(self, status, obj, headers=(), **fields):
+        self.reply(status, dumps(obj), "application/json", headers, **fields)
+
+    def text(self, status, text, headers=(), **fields):
+        self.reply(status, text, "text/plain; charset=utf-8", headers, **fields)
+
+    def handle_any(self):
+        url = urlsplit(self.path)
+        self.route_path = url.path
+        self.query = url.query
+        self.responded = False
+        self.entry = {"verb": self.command, "path": url.path, "status": None,
+                      "authorization": "Authorization" in self.headers}
+        try:
+            self.body = self.read_body()
+            self.dispatch()
+        except BadRequest as e:
+            self.close_connection = True
+            if not self.responded:
+                self.text(e.status, str(e), error="invalid_request")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as e:  # never crash on malformed input
+            self.close_connection = True
+            if not self.responded:
+                try:
+                    self.text(400, f"bad request: {type(e).__name__}", error="invalid_request")
+                except OSError:
+                    pass
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = handle_any
+
+    def dispatch(self):
+        path, verb = self.route_path, self.command
+        routes = {
+            "/mcp": {"POST": self.mcp_post},
+            PRM_PATH: {"GET": self.prm},
+            ASM_PATH: {"GET": self.asm},
+            "/as/authorize": {"GET": self.authorize},
+            "/as/token": {"POST": self.token},
+            "/as/register": {"POST": self.register},
+            "/stats": {"GET": self.stats},
+            "/expire": {"POST": self.expire},
+            "/revoke-refresh": {"POST": self.revoke_refresh},
+        }
+        if path == "/as/register" and ARGS.no_dcr:
+            routes.pop(path)
+        handlers = routes.get(path)
+        if handlers is None:
+            if "/.well-known/" in path:
+                with LOCK:
+                    STATS["well_known_404"] += 1
+            self.text(404, "not found", error="not_found")
+            return
+        handler = handlers.get(verb)
+        if handler is None:
+            self.reply(405, headers=[("Allow", ", ".join(handlers))], error="method_not_allowed")
+            return
+        handler()
+
+    # --- discovery ----------------------------------------------------------------------------
+
+    def prm(self):
+        with LOCK:
+            STATS["prm"] += 1
+        self.reply_json(200, {
+            "resource": ARGS.resource_override or resource_url(),
+            "authorization_servers": [f"{BASE}/as"],
+            "scopes_supported": ["mcp:read", "mcp:admin"],
+            "bearer_methods_supported": ["header"],
+        })
+
+    def asm(self):
+        with LOCK:
+            STATS["asm"] += 1
+        meta = {
+            "issuer": f"{BASE}/as",
+            "authorization_endpoint": f"{BASE}/as/authorize",
+            "token_endpoint": f"{BASE}/as/token",
+            "registration_endpoint": f"{BASE}/as/register",
+            "response_types_supported": ["code"],
+            "grant_types_supported": list(GRANTS),
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": list(METHODS),
+            "scopes_supported": list(SCOPES),
+            "client_id_metadata_document_supported": False,
+            "authorization_response_iss_parameter_supported": True,
+        }
+        if ARGS.no_dcr:
+            del meta["registration_endpoint"]
+        self.reply_json(200, meta)
+
+    # --- test controls ------------------------------------------------------------------------
+
+    def stats(self):
+        with LOCK:
+            snapshot = json.loads(json.dumps(STATS))
+        self.reply_json(200, snapshot)
+
+    def expire(self):
+        with LOCK:
+            for tok in ACCESS.values():
+                tok["revoked"] = True
+            n = len(ACCESS)
+        self.reply(204, expired=n)
+
+    def revoke_refresh(self):
+        with LOCK:
+            n = len(REFRESH)
+            REFRESH.clear()
+        self.reply(204, revoked=n)
+
+    # --- dynamic client registration ----------------------------------------------------------
+
+    def register(self):
+        with LOCK:
+            STATS["register"] += 1
+
+        def fail(error, text):
+            self.reply_json(400, {"error": error, "error_description": text}, error=error)
+
+        try:
+            meta = json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            fail("invalid_client_metadata", "the body is not JSON")
+            return
+        if not isinstance(meta, dict):
+            fail("invalid_client_metadata", "the body is not a JSON object")
+            return
+        meta = {k: v for k, v in meta.items()
+                if k not in ("client_id", "client_secret", "client_id_issued_at",
+                             "client_secret_expires_at")}
+        grants = meta.get("grant_types", ["authorization_code"])
+        if (not isinstance(grants, list) or not grants
+                or not all(isinstance(g, str) and g in GRANTS for g in grants)):
+            fail("invalid_client_metadata", f"grant_types must be a non-empty subset of {GRANTS}")
+            return
+        responses = meta.get("response_types", ["code"])
+        if responses != ["code"]:
+            fail("invalid_client_metadata", 'response_types must be ["code"]')
+            return
+        method = meta.get("token_endpoint_auth_method", "none")
+        if method not in METHODS:
+            fail("invalid_client_metadata", f"token_endpoint_auth_method must be one of {METHODS}")
+            return
+        uris = meta.get("redirect_uris", [])
+        if not isinstance(uris, list) or not all(absolute_uri(u) for u in uris):
+            fail("invalid_redirect_uri", "redirect_uris must be absolute URIs without a fragment")
+            return
+        if "authorization_code" in grants and not uris:
+            fail("invalid_redirect_uri", "redirect_uris is required for authorization_code")
+            return
+        if "client_credentials" in grants and method == "none":
+            fail("invalid_client_metadata", "client_credentials needs a client secret")
+            return
+        client_id = "dcr-" + secrets.token_hex(8)
+        secret = None if method == "none" else secrets.token_urlsafe(24)
+        with LOCK:
+            CLIENTS[client_id] = Client(client_id, secret, method, list(uris))
+        answer = dict(meta)
+        answer.update({"client_id": client_id, "client_id_issued_at": int(time.time()),
+                       "grant_types": grants, "response_types": responses,
+                       "token_endpoint_auth_method": method})
+        if uris:
+            answer["redirect_uris"] = uris
+        if secret is not None:
+            answer["client_secret"] = secret
+            answer["client_secret_expires_at"] = 0
+        self.reply_json(201, answer, headers=[("Cache-Control", "no-store")], client_id=client_id,
+                        client_auth=method)
+
+    # --- authorization endpoint ---------------------------------------------------------------
+
+    def authorize(self):
+        with LOCK:
+            STATS["authorize"] += 1
+        pairs = parse_qsl(self.query, keep_blank_values=True, max_num_fields=100)
+        params, repeated = {}, []
+        for k, v in pairs:
+            if k in params:
+                repeated.append(k)
+            else:
+                params[k] = v
+        client_id = params.get("client_id")
+        redirect_uri = params.get("redirect_uri")
+        state = params.get("state")
+        self.entry.update({"client_id": client_id, "redirect_uri": redirect_uri,
+                           "scope": params.get("scope"), "resource": params.get("resource")})
+        with LOCK:
+            client = CLIENTS.get(client_id) if client_id else None
+        if client is None:
+            self.text(400, f"unknown client_id {client_id!r}", error="invalid_client")
+            return
+        if "client_id" in repeated or "redirect_uri" in repeated:
+            self.text(400, "client_id or redirect_uri repeated", error="invalid_request")
+            return
+        if not redirect_uri or not client.redirect_ok(redirect_uri):
+            self.text(400, f"redirect_uri {redirect_uri!r} is not registered for {client_id}",
+                      error="invalid_request")
+            return
+
+        problem = None
+        if repeated:
+            problem = f"parameter {repeated[0]} repeated"
+        elif params.get("response_type") != "code":
+            problem = "response_type must be code"
+        elif not CHALLENGE_RE.match(params.get("code_challenge", "")):
+            problem = "code_challenge missing or not 43 base64url characters"
+        elif params.get("code_challenge_method") != "S256":
+            problem = "code_challenge_method must be S256"
+        elif params.get("resource") != resource_url():
+            problem = f"resource must be {resource_url()}"
+        elif not state:
+            problem = "state is required"
+        if problem:
+            out = {"error": "invalid_request", "error_description": problem}
+            if state:
+                out["state"] = state
+            out["iss"] = f"{BASE}/as"
+            self.reply(302, headers=[("Location", with_params(redirect_uri, out))],
+                       error="invalid_request", error_description=problem)
+            return
+        code = secrets.token_urlsafe(24)
+        with LOCK:
+            now = time.monotonic()
+            for old in [c for c, v in CODES.items() if v["expires"] < now]:
+                del CODES[old]
+            CODES[code] = {"client_id": client_id, "redirect_uri": redirect_uri,
+                           "challenge": params["code_challenge"],
+                           "scopes": scopes_of(params.get("scope")),
+                           "resource": params["resource"], "expires": now + CODE_TTL}
+        location = with_params(redirect_uri, {"code": code, "state": state, "iss": f"{BASE}/as"})
+        self.reply(302, headers=[("Location", location)], code=sha6(code))
+
+    # --- token endpoint -----------------------------------------------------------------------
+
+    def token(self):
+        try:
+            answer = self.token_grant()
+        except OAuthError as e:
+            with LOCK:
+                STATS["token_errors"] += 1
+            headers = [("Cache-Control", "no-store"), ("Pragma", "no-cache")] + list(e.headers)
+            self.reply_json(e.status, {"error": e.error, "error_description": e.description},
+                            headers, error=e.error, error_description=e.description)
+            return
+        self.reply_json(200, answer, [("Cache-Control", "no-store"), ("Pragma", "no-cache")])
+
+    def token_form(self):
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if ctype != "application/x-www-form-urlencoded":
+            raise OAuthError(400, "invalid_request",
+                             "Content-Type must be application/x-www-form-urlencoded")
+        try:
+            pairs = parse_qsl(self.body.decode("utf-8"), keep_blank_values=True,
+                              max_num_fields=100)
+        except (UnicodeDecodeError, ValueError):
+            raise OAuthError(400, "invalid_request", "the body is not a form")
+        form = {}
+        for k, v in pairs:
+            if k in form:
+                raise OAuthError(400, "invalid_request", f"parameter {k} repeated")
+            form[k] = v
+        return form
+
+    def client_auth(self, form):
+        """The authenticated Client; raises invalid_client."""
+        def bad(text):
+            return OAuthError(401, "invalid_client", text,
+                              [("WWW-Authenticate", 'Basic realm="oauth-test"')])
+
+        basic = None
+        header = self.headers.get("Authorization")
+        if header is not None:
+            scheme, _, value = header.strip().partition(" ")
+            if scheme.lower() != "basic":
+                raise bad("only HTTP Basic client authentication is accepted in Authorization")
+            try:
+                decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                raise bad("malformed Basic credentials")
+            if ":" not in decoded:
+                raise bad("malformed Basic credentials")
+            raw_id, _, raw_secret = decoded.partition(":")
+            basic = (unquote_plus(raw_id), unquote_plus(raw_secret))
+        form_id, form_secret = form.get("client_id"), form.get("client_secret")
+        if basic and form_secret is not None:
+            raise bad("more than one client authentication method")
+        if basic and form_id is not None and form_id != basic[0]:
+            raise bad("client_id in the form differs from the Basic one")
+        client_id = basic[0] if basic else form_id
+        self.entry["client_id"] = client_id
+        if not client_id:
+            raise bad("no client authentication")
+        with LOCK:
+            client = CLIENTS.get(client_id)
+        if client is None:
+            raise bad("unknown client")
+        used = "client_secret_basic" if basic else (
+            "client_secret_post" if form_secret is not None else "none")
+        self.entry["client_auth"] = used
+        if used != client.method:
+            raise bad(f"the client authenticates with {client.method}")
+        if used != "none":
+            given = basic[1] if basic else form_secret
+            if not hmac.compare_digest(given.encode("utf-8", "surrogatepass"),
+                                       client.secret.encode("utf-8")):
+                raise bad("wrong client secret")
+        return client
+
+    def token_grant(self):
+        form = self.token_form()
+        grant = form.get("grant_type")
+        self.entry["grant_type"] = grant
+        if grant in GRANTS:
+            with LOCK:
+                STATS["token"][grant] += 1
+        client = self.client_auth(form)
+        if not grant:
+            raise OAuthError(400, "invalid_request", "grant_type is required")
+        if grant not in GRANTS:
+            raise OAuthError(400, "unsupported_grant_type", f"grant_type {grant} is not supported")
+        resource = form.get("resource")
+        self.entry["resource"] = resource
+        if grant == "authorization_code":
+            return self.grant_code(client, form, resource)
+        if grant == "refresh_token":
+            return self.grant_refresh(client, form, resource)
+        return self.grant_client_credentials(client, form, resource)
+
+    def grant_code(self, client, form, resource):
+        code = form.get("code")
+        self.entry["code"] = sha6(code)
+        with LOCK:
+            record = CODES.pop(code, None) if code else None
+        if record is None or record["client_id"] != client.id:
+            raise OAuthError(400, "invalid_grant", "unknown or used authorization code")
+        if record["expires"] < time.monotonic():
+            raise OAuthError(400, "invalid_grant", "the authorization code expired")
+        if form.get("redirect_uri") != record["redirect_uri"]:
+            raise OAuthError(400, "invalid_grant", "redirect_uri differs from the authorization one")
+        verifier = form.get("code_verifier") or ""
+        if not VERIFIER_RE.match(verifier):
+            raise OAuthError(400, "invalid_grant", "code_verifier missing or malformed")
+        if not hmac.compare_digest(challenge_of(verifier), record["challenge"]):
+            raise OAuthError(400, "invalid_grant", "code_verifier does not match the challenge")
+        if resource != resource_url() or resource != record["resource"]:
+            raise OAuthError(400, "invalid_target", f"resource must be {resource_url()}")
+        with LOCK:
+            answer, issued = issue_tokens(client.id, record["scopes"], True)
+        self.entry["issued"] = issued
+        return answer
+
+    def grant_refresh(self, client, form, resource):
+        if ARGS.refresh_delay_ms > 0:
+            time.sleep(ARGS.refresh_delay_ms / 1000)
+        old = form.get("refresh_token")
+        self.entry["refresh_token"] = sha6(old)
+        if resource is not None and resource != resource_url():
+            raise OAuthError(400, "invalid_target", f"resource must be {resource_url()}")
+        with LOCK:
+            record = REFRESH.get(old) if old else None
+            if record is None or record["client_id"] != client.id:
+                raise OAuthError(400, "invalid_grant", "unknown, rotated or revoked refresh token")
+            scopes = record["scopes"]
+            asked = form.get("scope")
+            if asked is not None:
+                wanted = [s for s in dict.fromkeys(asked.split())]
+                if not all(s in record["scopes"] for s in wanted):
+                    raise OAuthError(400, "invalid_scope", "scope exceeds the granted scopes")
+                scopes = wanted
+            del REFRESH[old]
+            answer, issued = issue_tokens(client.id, scopes, True)
+            if "refresh_token" in answer:
+                REFRESH[answer["refresh_token"]]["scopes"] = list(record["scopes"])
+        self.entry["issued"] = issued
+        return answer
+
+    def grant_client_credentials(self, client, form, resource):
+        if client.secret is None:
+            raise OAuthError(400, "unauthorized_client", "client_credentials needs a confidential client")
+        if resource is not None and resource != resource_url():
+            raise OAuthError(400, "invalid_target", f"resource must be {resource_url()}")
+        self.entry["scope"] = form.get("scope")
+        with LOCK:
+            answer, issued = issue_tokens(client.id, scopes_of(form.get("scope")), False)
+        self.entry["issued"] = issued
+        return answer
+
+    # --- MCP ----------------------------------------------------------------------------------
+
+    def bearer(self):
+        """The access token's record, or None after answering 401."""
+        header = self.headers.get("Authorization", "")
+        scheme, _, value = header.strip().partition(" ")
+        token = value.strip() if scheme.lower() == "bearer" else ""
+        record, why = None, None
+        if token:
+            self.entry["token"] = sha6(token)
+            with LOCK:
+                found = ACCESS.get(token)
+                if found is None:
+                    why = "unknown access token"
+                elif found["revoked"] or found["expires"] <= time.monotonic():
+                    why = "the access token expired"
+                else:
+                    record = dict(found)
+        if record is not None:
+            self.entry.update({"client_id": record["client_id"], "generation": record["generation"],
+                               "scopes": record["scopes"]})
+            return record
+        challenge = f'resource_metadata="{prm_url()}", scope="mcp:read"'
+        if why:
+            challenge = f'error="invalid_token", error_description="{why}", ' + challenge
+            body = {"error": "invalid_token", "error_description": why}
+        else:
+            body = {"error": "unauthorized", "error_description": "a bearer access token is required"}
+        with LOCK:
+            STATS["mcp_401"] += 1
+        self.reply_json(401, body, [("WWW-Authenticate", "Bearer " + challenge)],
+                        error=body["error"])
+        return None
+
+    def rpc_error(self, status, code, message):
+        self.reply_json(status, {"jsonrpc": "2.0", "id": None,
+                                 "error": {"code": code, "message": message}}, error="bad_request")
+
+    def mcp_ok(self, status, obj=None):
+        with LOCK:
+            STATS["mcp_ok"] += 1
+        if obj is None:
+            self.reply(status)
+        else:
+            self.reply_json(status, obj)
+
+    def mcp_post(self):
+        try:
+            msg = json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            msg = None
+        if isinstance(msg, dict):
+            self.entry["id"] = msg.get("id")
+            method = msg.get("method")
+            self.entry["method"] = method
+            if method == "tools/call" and isinstance(msg.get("params"), dict):
+                self.entry["tool"] = msg["params"].get("name")
+        record = self.bearer()
+        if record is None:
+            return
+        version = self.headers.get("MCP-Protocol-Version")
+        if version is not None and version not in VERSIONS:
+            self.rpc_error(400, -32000, f"Bad Request: unsupported MCP-Protocol-Version {version}")
+            return
+        if not isinstance(msg, dict):
+            code, text = (-32700, "Parse error") if msg is None else (-32600, "Invalid Request")
+            self.rpc_error(400, code, text)
+            return
+        is_request = isinstance(msg.get("method"), str) and "id" in msg
+        is_notification = isinstance(msg.get("method"), str) and "id" not in msg
+        is_response = "method" not in msg and "id" in msg and ("result" in msg or "error" in msg)
+        if not (is_request or is_notification or is_response):
+            self.rpc_error(400, -32600, "Invalid Request")
+            return
+        if not is_request:
+            self.mcp_ok(202)
+            return
+        id_, method = msg["id"], msg["method"]
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+
+        def result(res):
+            self.mcp_ok(200, {"jsonrpc": "2.0", "id": id_, "result": res})
+
+        def error(code, text):
+            self.mcp_ok(200, {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": text}})
+
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            result({"protocolVersion": asked if asked in VERSIONS else LATEST,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "oauth-test", "version": "1"}})
+        elif method == "ping":
+            result({})
+        elif method == "tools/list":
+            result({"tools": TOOLS})
+        elif method != "tools/call":
+            error(-32601, f"Method not found: {method}")
+        elif params.get("name") == "whoami":
+            result(text_result(json.dumps({"client_id": record["client_id"],
+                                           "scopes": record["scopes"],
+                                           "token_generation": record["generation"]})))
+        elif params.get("name") == "admin":
+            if ARGS.always_403 or "mcp:admin" not in record["scopes"]:
+                with LOCK:
+                    STATS["mcp_403"] += 1
+                challenge = (f'Bearer error="insufficient_scope", scope="mcp:read mcp:admin", '
+                             f'resource_metadata="{prm_url()}"')
+                self.reply_json(403, {"error": "insufficient_scope",
+                                      "error_description": "the admin tool needs mcp:admin"},
+                                [("WWW-Authenticate", challenge)], error="insufficient_scope")
+                return
+            result(text_result("admin ok"))
+        else:
+            error(-32602, f"Unknown tool: {params.get('name')}")
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def handle_error(self, request, client_address):  # quiet stderr
+        pass
+
+
+def client_spec(spec):
+    client_id, _, rest = spec.partition(":")
+    if not client_id:
+        raise argparse.ArgumentTypeError(f"--client {spec!r}: empty client id")
+    secret, method = rest, None
+    head, sep, tail = rest.rpartition(":")
+    if sep and tail in METHODS:
+        secret, method = head, tail
+    secret = secret or None
+    if method is None:
+        method = "client_secret_basic" if secret else "none"
+    if (method == "none") != (secret is None):
+        raise argparse.ArgumentTypeError(
+            f"--client {client_id}: method {method} {'needs' if secret is None else 'takes no'} secret")
+    return Client(client_id, secret, method, preregistered=True)
+
+
+def main():
+    global ARGS, PORT, BASE
+    parser = argparse.ArgumentParser(description="OAuth 2.1 AS + MCP resource server for tests")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--log", default=None, help="append one JSON line per request here")
+    parser.add_argument("--client", type=client_spec, action="append", default=[],
+                        metavar="ID[:SECRET[:METHOD]]", help="pre-register a client (repeatable)")
+    parser.add_argument("--token-ttl", type=int, default=3600, help="access token lifetime, seconds")
+    parser.add_argument("--no-refresh", action="store_true", help="issue no refresh tokens")
+    parser.add_argument("--refresh-delay-ms", type=int, default=0,
+                        help="sleep this long before handling each refresh")
+    parser.add_argument("--no-dcr", action="store_true", help="no registration endpoint")
+    parser.add_argument("--resource-override", default=None, metavar="URL",
+                        help='"resource" of the protected resource metadata')
+    parser.add_argument("--always-403", action="store_true",
+                        help="the admin tool always answers 403 insufficient_scope")
+    ARGS = parser.parse_args()
+    for client in ARGS.client:
+        CLIENTS[client.id] = client
+
+    httpd = Server(("127.0.0.1", ARGS.port), Handler)
+    PORT = httpd.server_address[1]
+    BASE = f"http://127.0.0.1:{PORT}"
+    print(f"PORT={PORT}", flush=True)
+    eprint(f"listening on 127.0.0.1:{PORT} ({len(CLIENTS)} pre-registered clients, token ttl "
+           f"{ARGS.token_ttl} s{', no refresh' if ARGS.no_refresh else ''}"
+           f"{', no DCR' if ARGS.no_dcr else ''})")
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
