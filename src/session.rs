@@ -140,7 +140,8 @@ fn client_for(
     let options = ClientOptions::default()
         .frame_limit(config.daemon.frame_limit_bytes)
         .wait_for_restart(config.timeout_for(&server.key));
-    let transport = transport::from_config(config, server, secret).map_err(|e| e.to_string())?;
+    let transport =
+        transport::from_config(config, server, secret, None).map_err(|e| e.to_string())?;
     Ok(McpClient::new(server.key.clone(), transport, options))
 }
 

@@ -98,7 +98,10 @@ fn every_field_of_the_mcp_block_is_read() {
     let auth = gh.auth.as_ref().unwrap();
     assert_eq!(auth.kind, AuthKind::Bearer);
     assert_eq!(auth.header_name, http::header::AUTHORIZATION);
-    assert_eq!(auth.secret_ref.as_str(), "api_keys.example");
+    assert_eq!(
+        auth.secret_ref.as_ref().unwrap().as_str(),
+        "api_keys.example"
+    );
     assert!(gh.tools.permits("repo.list"));
     assert!(gh.tools.permits("issue.create"));
     assert!(!gh.tools.permits("repo.delete"), "deny wins over allow");
@@ -308,9 +311,50 @@ mcp:
         "x-feature-flag"
     );
     assert_eq!(
-        remote.auth.as_ref().unwrap().secret_ref.as_str(),
+        remote
+            .auth
+            .as_ref()
+            .unwrap()
+            .secret_ref
+            .as_ref()
+            .unwrap()
+            .as_str(),
         "api_keys.remote"
     );
     let secrets = c.resolve_secrets().unwrap();
     assert!(secrets.contains_key("remote"));
+}
+
+#[test]
+fn an_oauth_block_is_read_with_every_setting() {
+    let project = "mcp:\n  remote:\n    transport: streamable-http\n    url: https://mcp.example.com/mcp\n    auth:\n      type: oauth\n      client_id: kaged-prod\n      secret_ref: oauth.remote\n      token_endpoint_auth_method: client_secret_post\n      scopes: [files:read, offline_access]\n      grant: client_credentials\n  open:\n    transport: sse\n    url: https://open.example.com/sse\n    auth:\n      type: oauth\n      client_metadata_url: https://kaged.example/client.json\n";
+    let local = "[secrets.oauth]\nremote = \"cs-1\"\n";
+    let c = Sources::new(project).local(local).load().unwrap();
+    let remote = c.project.server("remote").unwrap().auth.as_ref().unwrap();
+    assert_eq!(remote.kind, AuthKind::OAuth);
+    assert_eq!(remote.header_name, http::header::AUTHORIZATION);
+    assert_eq!(remote.secret_ref.as_ref().unwrap().as_str(), "oauth.remote");
+    let o = remote.oauth.as_ref().unwrap();
+    assert_eq!(o.client_id.as_deref(), Some("kaged-prod"));
+    assert_eq!(
+        o.token_endpoint_auth_method,
+        Some(kaged_mcp::config::ClientAuthMethod::ClientSecretPost)
+    );
+    assert_eq!(
+        o.scopes.as_deref(),
+        Some(&["files:read".to_owned(), "offline_access".to_owned()][..])
+    );
+    assert_eq!(o.grant, kaged_mcp::config::OAuthGrant::ClientCredentials);
+    let secrets = c.resolve_secrets().unwrap();
+    assert_eq!(secrets["remote"].expose(), "cs-1");
+
+    let open = c.project.server("open").unwrap().auth.as_ref().unwrap();
+    let o = open.oauth.as_ref().unwrap();
+    assert!(open.secret_ref.is_none() && o.client_id.is_none());
+    assert_eq!(
+        o.client_metadata_url.as_ref().unwrap().as_str(),
+        "https://kaged.example/client.json"
+    );
+    assert_eq!(o.grant, kaged_mcp::config::OAuthGrant::AuthorizationCode);
+    assert!(!secrets.contains_key("open"));
 }

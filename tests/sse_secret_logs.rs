@@ -35,7 +35,8 @@ async fn no_secret_appears_in_trace_level_logs() {
     let auth = AuthConfig {
         kind: AuthKind::Bearer,
         header_name: http::header::AUTHORIZATION,
-        secret_ref: SecretRef::parse("api_keys.example").unwrap(),
+        secret_ref: Some(SecretRef::parse("api_keys.example").unwrap()),
+        oauth: None,
     };
     let secret = Secret::new(SECRET);
     let transport = SseTransport::from_config("github", &sse, Some((&auth, &secret))).unwrap();

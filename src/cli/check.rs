@@ -70,13 +70,46 @@ pub(crate) fn describe(config: &Config) -> String {
                 let kind = match a.kind {
                     AuthKind::Bearer => "bearer".to_owned(),
                     AuthKind::Header => format!("header {}", a.header_name),
+                    AuthKind::OAuth => "oauth".to_owned(),
                 };
-                let state = if config.local.secret(&a.secret_ref).is_some() {
-                    "set"
-                } else {
-                    "MISSING"
-                };
-                let _ = writeln!(out, "  auth: {kind}, secret_ref {} ({state})", a.secret_ref);
+                let mut line = format!("  auth: {kind}");
+                let refs = [
+                    ("secret_ref", a.secret_ref.as_ref()),
+                    (
+                        "private_key_ref",
+                        a.oauth.as_ref().and_then(|o| o.private_key_ref.as_ref()),
+                    ),
+                ];
+                for (what, r) in refs {
+                    let Some(r) = r else { continue };
+                    let state = if config.local.secret(r).is_some() {
+                        "set"
+                    } else {
+                        "MISSING"
+                    };
+                    let _ = write!(line, ", {what} {r} ({state})");
+                }
+                if let Some(o) = &a.oauth {
+                    let grant = match o.grant {
+                        crate::config::OAuthGrant::AuthorizationCode => "authorization_code",
+                        crate::config::OAuthGrant::ClientCredentials => "client_credentials",
+                    };
+                    let client = o.client_id.as_deref().map_or_else(
+                        || {
+                            o.client_metadata_url
+                                .as_ref()
+                                .map_or("registered at login".to_owned(), |u| {
+                                    format!("metadata document {u}")
+                                })
+                        },
+                        |id| format!("client_id {id}"),
+                    );
+                    let _ = write!(line, ", grant {grant}, {client}");
+                    if let Some(scopes) = &o.scopes {
+                        let _ = write!(line, ", scopes [{}]", scopes.join(" "));
+                    }
+                }
+                let _ = writeln!(out, "{line}");
             }
         }
         let t = &s.tools;

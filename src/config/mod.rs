@@ -39,9 +39,9 @@ pub use daemon::DaemonConfig;
 pub use error::{ConfigError, ConfigErrors, Location};
 pub use local::{LocalConfig, ServerOverrides};
 pub use project::{
-    is_valid_server_key, AgentGrants, AuthConfig, AuthKind, GrantPattern, HttpServerConfig,
-    McpServerConfig, ProjectConfig, SseServerConfig, StdioServerConfig, ToolFilter, ToolGrant,
-    ToolGrants, TransportConfig, MAX_SERVERS,
+    is_valid_server_key, AgentGrants, AuthConfig, AuthKind, ClientAuthMethod, GrantPattern,
+    HttpServerConfig, McpServerConfig, OAuthConfig, OAuthGrant, ProjectConfig, SseServerConfig,
+    StdioServerConfig, ToolFilter, ToolGrant, ToolGrants, TransportConfig, MAX_SERVERS,
 };
 pub use secret::{Secret, SecretRef};
 
@@ -234,25 +234,38 @@ impl Config {
                 continue;
             }
             let Some(auth) = &s.auth else { continue };
-            match self.local.secret(&auth.secret_ref) {
-                Some(secret) => {
-                    out.insert(s.key.clone(), secret.clone());
-                }
-                None => {
-                    let r = &auth.secret_ref;
-                    let (table, leaf) = match r.as_str().rsplit_once('.') {
-                        Some((t, l)) => (format!("[secrets.{t}]"), l.to_owned()),
-                        None => ("[secrets]".to_owned(), r.as_str().to_owned()),
-                    };
-                    errors.push(ConfigError::new(
-                        local_file.clone(),
-                        format!("secrets.{r}"),
-                        None,
-                        format!(
-                            "server `{}` needs secret `{r}` (mcp.{}.auth.secret_ref), which is not set: add `{leaf} = \"…\"` under {table}",
-                            s.key, s.key
-                        ),
-                    ));
+            let key_ref = auth.oauth.as_ref().and_then(|o| o.private_key_ref.as_ref());
+            let refs = [
+                (auth.secret_ref.as_ref(), "secret_ref"),
+                (key_ref, "oauth private_key_ref"),
+            ];
+            for (r, what) in refs {
+                let Some(r) = r else { continue };
+                match self.local.secret(r) {
+                    Some(secret) if what == "secret_ref" => {
+                        out.insert(s.key.clone(), secret.clone());
+                    }
+                    Some(_) => {}
+                    None => {
+                        let (table, leaf) = match r.as_str().rsplit_once('.') {
+                            Some((t, l)) => (format!("[secrets.{t}]"), l.to_owned()),
+                            None => ("[secrets]".to_owned(), r.as_str().to_owned()),
+                        };
+                        let key = if what == "secret_ref" {
+                            "secret_ref"
+                        } else {
+                            "private_key_ref"
+                        };
+                        errors.push(ConfigError::new(
+                            local_file.clone(),
+                            format!("secrets.{r}"),
+                            None,
+                            format!(
+                                "server `{}` needs secret `{r}` (mcp.{}.auth.{key}), which is not set: add `{leaf} = \"…\"` under {table}",
+                                s.key, s.key
+                            ),
+                        ));
+                    }
                 }
             }
         }

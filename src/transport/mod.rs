@@ -103,6 +103,8 @@ use std::pin::Pin;
 use std::process::ExitStatus;
 use std::sync::Arc;
 
+use kaged_mcp_layers::auth::TokenSource;
+
 use crate::protocol::RequestId;
 
 pub use self::stdio::{StdioConfig, StdioTransport};
@@ -112,30 +114,42 @@ use self::streamable_http::StreamableHttpTransport;
 use crate::config::{self, Config, McpServerConfig, Secret, TransportConfig};
 
 /// The transport of the configured server `server`, with the secret its `auth` block refers to
-/// (resolved from `local.toml` by [`Config::resolve_secrets`]).
+/// (resolved from `local.toml` by [`Config::resolve_secrets`]) and, for `auth: {type: oauth}`
+/// or an embedder's credential store, the token source that gives its header (`source` wins
+/// over `secret`).
 ///
 /// # Errors
 /// [`InvalidTransport`] naming the server: a `cwd` that escapes the project or does not
-/// exist, an `auth` block whose secret was not resolved or cannot make a header, a URL or
-/// header the transport refuses.
+/// exist, an `auth` block whose secret was not resolved or cannot make a header, an OAuth
+/// server without a token source, a URL or header the transport refuses.
 pub fn from_config(
     config: &Config,
     server: &McpServerConfig,
     secret: Option<&Secret>,
+    source: Option<Arc<dyn TokenSource>>,
 ) -> Result<Box<dyn Transport>, InvalidTransport> {
     let invalid = |message: String| InvalidTransport {
         server: server.key.clone(),
         message,
     };
-    let auth = match (&server.auth, secret) {
-        (Some(a), Some(s)) => Some((a, s)),
-        (Some(a), None) => {
+    let auth = match (&server.auth, secret, &source) {
+        (_, _, Some(_)) | (None, _, _) => None,
+        (Some(a), _, None) if a.kind == config::AuthKind::OAuth => {
             return Err(invalid(format!(
-                "server `{}`: its secret `{}` is not resolved",
-                server.key, a.secret_ref
+                "server `{}`: `auth: {{type: oauth}}` needs a token source",
+                server.key
             )))
         }
-        (None, _) => None,
+        (Some(a), Some(s), None) => Some((a, s)),
+        (Some(a), None, None) => {
+            return Err(invalid(format!(
+                "server `{}`: its secret `{}` is not resolved",
+                server.key,
+                a.secret_ref
+                    .as_ref()
+                    .map_or_else(|| "(none)".to_owned(), ToString::to_string)
+            )))
+        }
     };
     match &server.transport {
         TransportConfig::Stdio(s) => {
@@ -157,11 +171,24 @@ pub fn from_config(
                 .frame_limit(config.daemon.frame_limit_bytes);
             Ok(Box::new(StdioTransport::new(stdio)))
         }
-        TransportConfig::Sse(http) => SseTransport::from_config(&server.key, http, auth)
-            .map(|t| Box::new(t) as Box<dyn Transport>)
-            .map_err(|e| invalid(e.to_string())),
+        TransportConfig::Sse(http) => {
+            let mut sse = sse::SseConfig::from_config(&server.key, http, auth)
+                .map_err(|e| invalid(e.to_string()))?;
+            if let Some(source) = source {
+                sse = sse.token_source(source);
+            }
+            SseTransport::checked(&server.key, sse)
+                .map(|t| Box::new(t) as Box<dyn Transport>)
+                .map_err(|e| invalid(e.to_string()))
+        }
         TransportConfig::StreamableHttp(http) => {
-            StreamableHttpTransport::from_config(&server.key, http, auth)
+            let mut cfg =
+                streamable_http::StreamableHttpConfig::from_config(&server.key, http, auth)
+                    .map_err(|e| invalid(e.to_string()))?;
+            if let Some(source) = source {
+                cfg = cfg.token_source(source);
+            }
+            StreamableHttpTransport::checked(&server.key, cfg)
                 .map(|t| Box::new(t) as Box<dyn Transport>)
                 .map_err(|e| invalid(e.to_string()))
         }

@@ -1,13 +1,22 @@
 //! A server's `auth:` block (ADR-0043 §4): tiers 1 and 2 (`bearer`, `header`) with the
-//! `secret_ref` that names the secret in `local.toml`; tier 3 (`oauth`) parses but is refused.
+//! `secret_ref` that names the secret in `local.toml`, and tier 3 (`oauth`, issue 15) with its
+//! optional client settings. Every key is checked; an OAuth block on a stdio server is refused
+//! by the server walker (it has no HTTP request to authorize).
 
 use http::HeaderName;
+use url::Url;
 
 use crate::config::secret::SecretRef;
 use crate::config::yaml::{Node, Value};
 
 use super::walk::Walk;
-use super::{AuthConfig, AuthKind};
+use super::{AuthConfig, AuthKind, ClientAuthMethod, OAuthConfig, OAuthGrant};
+
+/// The keys of a static (`bearer`, `header`) block.
+const STATIC_KEYS: &str = "type, header_name, secret_ref";
+/// The keys of an `oauth` block.
+const OAUTH_KEYS: &str = "type, client_id, secret_ref, token_endpoint_auth_method, \
+                          client_metadata_url, scopes, grant, private_key_ref";
 
 /// Reads `auth:` of the server `server`.
 pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> Option<AuthConfig> {
@@ -17,57 +26,67 @@ pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> O
             w.err(
                 node,
                 &format!("{path}.type"),
-                "missing; `type` is `bearer` or `header`",
+                "missing; `type` is `bearer`, `header` or `oauth`",
             );
             None
         }
-        Some(t) => {
-            match &t.value {
-                Value::Str(s) if s == "bearer" => Some(AuthKind::Bearer),
-                Value::Str(s) if s == "header" => Some(AuthKind::Header),
-                Value::Str(s) if s == "oauth" => {
-                    // Tier 3 parses (type, provider, scopes) but is refused.
-                    w.err(
+        Some(t) => match &t.value {
+            Value::Str(s) if s == "bearer" => Some(AuthKind::Bearer),
+            Value::Str(s) if s == "header" => Some(AuthKind::Header),
+            Value::Str(s) if s == "oauth" => Some(AuthKind::OAuth),
+            Value::Str(s) => {
+                w.err(
                     t,
                     &format!("{path}.type"),
-                    format!("server `{server}`: OAuth is not supported yet; use `bearer` or `header` with a secret_ref"),
+                    format!(
+                        "server `{server}`: unknown auth type `{s}`; supported: `bearer`, `header`, `oauth`"
+                    ),
                 );
-                    return None;
-                }
-                Value::Str(s) => {
-                    w.err(
-                    t,
-                    &format!("{path}.type"),
-                    format!("unknown auth type `{s}`; supported: `bearer`, `header` (`oauth` later)"),
-                );
-                    None
-                }
-                _ => {
-                    w.err(
-                        t,
-                        &format!("{path}.type"),
-                        format!("expected `bearer` or `header`, found {}", t.type_name()),
-                    );
-                    None
-                }
+                None
             }
-        }
+            _ => {
+                w.err(
+                    t,
+                    &format!("{path}.type"),
+                    format!(
+                        "expected `bearer`, `header` or `oauth`, found {}",
+                        t.type_name()
+                    ),
+                );
+                None
+            }
+        },
     };
+    let oauth = kind == Some(AuthKind::OAuth);
     for e in entries {
-        if !matches!(e.key.as_str(), "type" | "header_name" | "secret_ref") {
+        let known = if oauth {
+            matches!(
+                e.key.as_str(),
+                "type"
+                    | "client_id"
+                    | "secret_ref"
+                    | "token_endpoint_auth_method"
+                    | "client_metadata_url"
+                    | "scopes"
+                    | "grant"
+                    | "private_key_ref"
+            )
+        } else {
+            matches!(e.key.as_str(), "type" | "header_name" | "secret_ref")
+        };
+        if !known {
+            let keys = if oauth { OAUTH_KEYS } else { STATIC_KEYS };
             w.err_key(
                 node,
                 e,
                 &format!("{path}.{}", e.key),
-                format!(
-                    "unknown key `{}`; auth has type, header_name, secret_ref",
-                    e.key
-                ),
+                format!("unknown key `{}`; auth has {keys}", e.key),
             );
         }
     }
     let header_name = match node.get("header_name") {
         None => Some(http::header::AUTHORIZATION),
+        Some(_) if oauth => None,
         Some(h) => {
             let p = format!("{path}.header_name");
             let s = w.string(h, &p)?;
@@ -90,29 +109,187 @@ pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> O
         }
     };
     let secret_ref = match node.get("secret_ref") {
+        None if oauth => None,
         None => {
             w.err(
                 node,
                 &format!("{path}.secret_ref"),
                 "missing; name the secret in local.toml [secrets], such as `api_keys.example`",
             );
-            None
+            return None;
         }
-        Some(r) => {
-            let p = format!("{path}.secret_ref");
-            let s = w.string(r, &p)?;
-            match SecretRef::parse(&s) {
-                Ok(r) => Some(r),
-                Err(msg) => {
-                    w.err(r, &p, msg);
-                    None
-                }
-            }
-        }
+        Some(r) => Some(secret_ref(w, r, &format!("{path}.secret_ref"))?),
+    };
+    let oauth_config = if oauth {
+        Some(oauth_block(w, server, node, path, secret_ref.is_some())?)
+    } else {
+        None
     };
     Some(AuthConfig {
         kind: kind?,
         header_name: header_name?,
-        secret_ref: secret_ref?,
+        secret_ref,
+        oauth: oauth_config,
+    })
+}
+
+fn secret_ref(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<SecretRef> {
+    let s = w.string(node, path)?;
+    match SecretRef::parse(&s) {
+        Ok(r) => Some(r),
+        Err(msg) => {
+            w.err(node, path, msg);
+            None
+        }
+    }
+}
+
+/// The OAuth settings of an `auth: {type: oauth}` block; `has_secret` tells whether it has a
+/// `secret_ref` (the client secret).
+fn oauth_block(
+    w: &mut Walk<'_>,
+    server: &str,
+    node: &Node,
+    path: &str,
+    has_secret: bool,
+) -> Option<OAuthConfig> {
+    let before = w.errors.len();
+    let client_id = node
+        .get("client_id")
+        .and_then(|n| w.string(n, &format!("{path}.client_id")));
+    let method = node.get("token_endpoint_auth_method").and_then(|n| {
+        let p = format!("{path}.token_endpoint_auth_method");
+        let s = w.string(n, &p)?;
+        let m = ClientAuthMethod::parse(&s);
+        if m.is_none() {
+            w.err(
+                n,
+                &p,
+                format!("unknown method `{s}`; one of client_secret_basic, client_secret_post, none, private_key_jwt"),
+            );
+        }
+        m
+    });
+    let client_metadata_url = node.get("client_metadata_url").and_then(|n| {
+        let p = format!("{path}.client_metadata_url");
+        let s = w.string(n, &p)?;
+        match Url::parse(&s) {
+            Ok(u) if u.scheme() == "https" && u.path() != "/" && u.path() != "" => Some(u),
+            Ok(_) => {
+                w.err(
+                    n,
+                    &p,
+                    "a client ID metadata document URL must be https with a path",
+                );
+                None
+            }
+            Err(e) => {
+                w.err(n, &p, format!("not a URL: {e}"));
+                None
+            }
+        }
+    });
+    let scopes = node.get("scopes").and_then(|n| {
+        let p = format!("{path}.scopes");
+        let list = w.string_list(n, &p)?;
+        let mut out = Vec::with_capacity(list.len());
+        for (i, (s, item)) in list.into_iter().enumerate() {
+            if s.chars()
+                .any(|c| c.is_whitespace() || c == '"' || c == '\\')
+            {
+                w.err(
+                    &item,
+                    &format!("{p}[{i}]"),
+                    format!(
+                        "`{}` is not one scope (no spaces or quotes)",
+                        s.escape_debug()
+                    ),
+                );
+            } else {
+                out.push(s);
+            }
+        }
+        Some(out)
+    });
+    let grant = match node.get("grant") {
+        None => OAuthGrant::AuthorizationCode,
+        Some(n) => {
+            let p = format!("{path}.grant");
+            match w.string(n, &p).as_deref() {
+                Some("authorization_code") => OAuthGrant::AuthorizationCode,
+                Some("client_credentials") => OAuthGrant::ClientCredentials,
+                Some(other) => {
+                    w.err(
+                        n,
+                        &p,
+                        format!("unknown grant `{other}`; `authorization_code` (default) or `client_credentials`"),
+                    );
+                    OAuthGrant::AuthorizationCode
+                }
+                None => OAuthGrant::AuthorizationCode,
+            }
+        }
+    };
+    let private_key_ref = node
+        .get("private_key_ref")
+        .and_then(|n| secret_ref(w, n, &format!("{path}.private_key_ref")));
+    // What the settings need of each other.
+    let needs_client =
+        |what: &str| format!("server `{server}`: {what} needs a pre-registered `client_id`");
+    if grant == OAuthGrant::ClientCredentials && client_id.is_none() {
+        w.err(
+            node,
+            &format!("{path}.client_id"),
+            needs_client("`grant: client_credentials`"),
+        );
+    }
+    if grant == OAuthGrant::ClientCredentials && !has_secret && private_key_ref.is_none() {
+        w.err(
+            node,
+            &format!("{path}.secret_ref"),
+            format!("server `{server}`: `grant: client_credentials` needs the client's credentials: a `secret_ref` (its secret) or a `private_key_ref` (private_key_jwt)"),
+        );
+    }
+    if has_secret && client_id.is_none() {
+        w.err(
+            node,
+            &format!("{path}.client_id"),
+            needs_client("a client secret (`secret_ref`)"),
+        );
+    }
+    if private_key_ref.is_some() && client_id.is_none() {
+        w.err(
+            node,
+            &format!("{path}.client_id"),
+            needs_client("`private_key_ref`"),
+        );
+    }
+    match method {
+        Some(ClientAuthMethod::PrivateKeyJwt) if private_key_ref.is_none() => w.err(
+            node,
+            &format!("{path}.private_key_ref"),
+            format!("server `{server}`: `token_endpoint_auth_method: private_key_jwt` needs `private_key_ref` (a PKCS#8 PEM EC P-256 key in local.toml)"),
+        ),
+        Some(ClientAuthMethod::ClientSecretBasic | ClientAuthMethod::ClientSecretPost)
+            if !has_secret =>
+        {
+            w.err(
+                node,
+                &format!("{path}.secret_ref"),
+                format!("server `{server}`: a client_secret method needs `secret_ref` (the client secret in local.toml)"),
+            );
+        }
+        _ => {}
+    }
+    if w.errors.len() != before {
+        return None;
+    }
+    Some(OAuthConfig {
+        client_id,
+        token_endpoint_auth_method: method,
+        client_metadata_url,
+        scopes,
+        grant,
+        private_key_ref,
     })
 }

@@ -129,17 +129,92 @@ pub enum AuthKind {
     Bearer,
     /// `<header_name>: <secret>`.
     Header,
+    /// OAuth 2.1 as the MCP authorization spec says (`Authorization: Bearer <access token>`).
+    OAuth,
 }
 
-/// The `auth:` block of a server (ADR-0043 §4, tiers 1 and 2).
+/// The `auth:` block of a server (ADR-0043 §4, tiers 1 to 3).
 #[derive(Debug, Clone)]
 pub struct AuthConfig {
-    /// `bearer` or `header`.
+    /// `bearer`, `header` or `oauth`.
     pub kind: AuthKind,
-    /// The header that carries the secret (`Authorization` unless `header_name` says otherwise).
+    /// The header that carries the secret (`Authorization` unless `header_name` says otherwise;
+    /// always `Authorization` for OAuth).
     pub header_name: HeaderName,
-    /// Where the secret lives in `local.toml` `[secrets]`.
-    pub secret_ref: SecretRef,
+    /// Where the secret lives in `local.toml` `[secrets]`: the static secret (`bearer`,
+    /// `header`: required), or the OAuth client's secret (`oauth`: optional).
+    pub secret_ref: Option<SecretRef>,
+    /// The OAuth settings, for `type: oauth`.
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// The settings of `auth: {type: oauth}`: all optional. Without any, the client discovers the
+/// authorization server, registers itself (client ID metadata document or dynamic
+/// registration) and runs the authorization-code flow with PKCE at `kaged-mcp auth login`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// `client_id`: a client registered beforehand with the authorization server.
+    pub client_id: Option<String>,
+    /// `token_endpoint_auth_method`: how the client authenticates at the token endpoint; by
+    /// default the registration's, else `client_secret_basic` with a secret, else `none`.
+    pub token_endpoint_auth_method: Option<ClientAuthMethod>,
+    /// `client_metadata_url`: the HTTPS URL of this client's metadata document, used as its
+    /// client id where the authorization server supports client ID metadata documents.
+    pub client_metadata_url: Option<url::Url>,
+    /// `scopes`: the scopes to ask for, overriding the server's `WWW-Authenticate` and
+    /// `scopes_supported`.
+    pub scopes: Option<Vec<String>>,
+    /// `grant`: `authorization_code` (default: an operator logs in) or `client_credentials`
+    /// (machine to machine, no browser).
+    pub grant: OAuthGrant,
+    /// `private_key_ref`: the client's PKCS#8 PEM EC P-256 key in `local.toml`, for
+    /// `private_key_jwt`.
+    pub private_key_ref: Option<SecretRef>,
+}
+
+/// `auth.grant` of an OAuth server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OAuthGrant {
+    /// An operator logs in with a browser (`kaged-mcp auth login`).
+    AuthorizationCode,
+    /// The client's own credentials, no browser.
+    ClientCredentials,
+}
+
+/// `auth.token_endpoint_auth_method`: how an OAuth client authenticates at the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuthMethod {
+    /// HTTP Basic with the client id and secret.
+    ClientSecretBasic,
+    /// `client_id` and `client_secret` in the form.
+    ClientSecretPost,
+    /// A public client: `client_id` in the form, no secret.
+    None,
+    /// A JWT signed with the client's private key (RFC 7523).
+    PrivateKeyJwt,
+}
+
+impl ClientAuthMethod {
+    /// The method of its RFC 7591 name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "client_secret_basic" => Self::ClientSecretBasic,
+            "client_secret_post" => Self::ClientSecretPost,
+            "none" => Self::None,
+            "private_key_jwt" => Self::PrivateKeyJwt,
+            _ => return None,
+        })
+    }
+
+    /// Its RFC 7591 name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ClientSecretBasic => "client_secret_basic",
+            Self::ClientSecretPost => "client_secret_post",
+            Self::None => "none",
+            Self::PrivateKeyJwt => "private_key_jwt",
+        }
+    }
 }
 
 /// The `tools:` filter of a server: applied at registration, deny wins over allow.

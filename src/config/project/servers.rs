@@ -14,6 +14,7 @@ use super::auth::auth;
 use super::filter::tool_filter;
 use super::transport::{transport_choices, TransportKind, COMMON_KEYS, HTTP_KEYS, STDIO_KEYS};
 use super::walk::Walk;
+use super::AuthKind;
 use super::{
     HttpServerConfig, McpServerConfig, StdioServerConfig, ToolFilter, TransportConfig, MAX_SERVERS,
 };
@@ -156,6 +157,16 @@ fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpSer
         None => None,
         Some(a) => auth(w, key, a, &format!("{path}.auth")),
     };
+    if let (Some(TransportConfig::Stdio(_)), Some(a)) = (&transport, &auth) {
+        if a.kind == AuthKind::OAuth {
+            let a_node = node.get("auth").unwrap_or(node);
+            w.err(
+                a_node,
+                &format!("{path}.auth.type"),
+                format!("server `{key}`: OAuth authorizes HTTP requests; it applies to `sse` and `streamable-http` servers, not `stdio` (pass a stdio server its credentials in `env`)"),
+            );
+        }
+    }
     if let (Some(remote), Some(a)) = (transport.as_ref().and_then(|t| t.http()), &auth) {
         if remote.headers.iter().any(|(n, _)| *n == a.header_name) {
             let headers = node.get("headers").unwrap_or(node);

@@ -60,6 +60,7 @@ pub(crate) fn auth_header(
     match auth.kind {
         AuthKind::Bearer => AuthHeader::bearer(secret.expose()),
         AuthKind::Header => AuthHeader::header(auth.header_name.as_str(), secret.expose()),
+        AuthKind::OAuth => return Err(InvalidHttpConfig::new(server, InvalidKind::NoTokenSource)),
     }
     .map_err(|e| InvalidHttpConfig::new(server, InvalidKind::Auth(e)))
 }
@@ -91,6 +92,8 @@ pub enum InvalidKind {
     Auth(InvalidHeader),
     /// The URL is not one an HTTP request can carry (the reason).
     Url(String),
+    /// `auth: {type: oauth}` was given no token source (built by the session).
+    NoTokenSource,
 }
 
 impl InvalidHttpConfig {
@@ -138,6 +141,11 @@ impl fmt::Display for InvalidHttpConfig {
             ),
             InvalidKind::Auth(e) => write!(f, "server `{server}`: {e}"),
             InvalidKind::Url(why) => write!(f, "server `{server}`: the url is not usable: {why}"),
+            InvalidKind::NoTokenSource => write!(
+                f,
+                "server `{server}`: `auth: {{type: oauth}}` needs a token source (the session \
+                 builds one; a transport built by hand takes `token_source`)"
+            ),
         }
     }
 }

@@ -75,7 +75,7 @@ impl SseConfig {
             config.auth = Some(Arc::new(StaticToken::new(auth_header(
                 server, auth, secret,
             )?)));
-            config.secret_ref = Some(auth.secret_ref.to_string());
+            config.secret_ref = auth.secret_ref.as_ref().map(ToString::to_string);
         }
         Ok(config)
     }
@@ -228,7 +228,8 @@ mod tests {
         let bearer = AuthConfig {
             kind: AuthKind::Bearer,
             header_name: header::AUTHORIZATION,
-            secret_ref: SecretRef::parse("api.key").unwrap(),
+            secret_ref: Some(SecretRef::parse("api.key").unwrap()),
+            oauth: None,
         };
         let config = SseConfig::from_config("gh", &sse, Some((&bearer, &secret))).unwrap();
         assert_eq!(

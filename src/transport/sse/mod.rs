@@ -130,7 +130,8 @@ impl SseTransport {
         Self::checked(server, SseConfig::from_config(server, sse, auth)?)
     }
 
-    fn checked(server: &str, config: SseConfig) -> Result<Self, InvalidSseConfig> {
+    /// A transport for `config`, errors naming `server`.
+    pub(crate) fn checked(server: &str, config: SseConfig) -> Result<Self, InvalidSseConfig> {
         config.validate(server)?;
         let http = client::client(config.auth.as_ref(), config.connect_timeout);
         Ok(Self {

@@ -147,7 +147,7 @@ impl StreamableHttpConfig {
             config.auth = Some(Arc::new(StaticToken::new(auth_header(
                 server, auth, secret,
             )?)));
-            config.secret_ref = Some(auth.secret_ref.to_string());
+            config.secret_ref = auth.secret_ref.as_ref().map(ToString::to_string);
         }
         Ok(config)
     }
@@ -274,7 +274,11 @@ impl StreamableHttpTransport {
         )
     }
 
-    fn checked(server: &str, config: StreamableHttpConfig) -> Result<Self, InvalidHttpConfig> {
+    /// A transport for `config`, errors naming `server`.
+    pub(crate) fn checked(
+        server: &str,
+        config: StreamableHttpConfig,
+    ) -> Result<Self, InvalidHttpConfig> {
         validate(
             server,
             &config.url,
