@@ -15,9 +15,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use kaged_mcp::client::elicitation::{ElicitMode, ElicitRequest, ElicitResult, ElicitationService};
 use kaged_mcp::config::Sources;
-use kaged_mcp::Session;
+use kaged_mcp::{Session, SessionOptions};
 use serde_json::{json, Map, Value};
+use tower::{service_fn, BoxError};
 
 /// Under the suite's own 30 s timeout.
 const DEADLINE: Duration = Duration::from_secs(25);
@@ -53,7 +55,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), Box<dyn std::error::Error>
         Value::String(url.to_owned())
     );
     let config = Sources::new(project).load()?;
-    let session = Session::start(config).await?;
+    let session = Session::start_with(config, session_options(scenario)).await?;
     let status = session.status();
     if let Some(s) = status.iter().find(|s| s.state != "ready") {
         return Err(format!(
@@ -89,4 +91,21 @@ async fn run(url: &str, scenario: &str) -> Result<(), Box<dyn std::error::Error>
     }
     session.shutdown().await;
     Ok(())
+}
+
+/// The embedder hooks a scenario needs. `elicitation-sep1034-client-defaults` calls a tool that
+/// sends `elicitation/create`: an operator who accepts without typing anything, so every value
+/// the server receives is a default of its schema, filled in by the client (SEP-1034).
+fn session_options(scenario: &str) -> SessionOptions {
+    if scenario != "elicitation-sep1034-client-defaults" {
+        return SessionOptions::new();
+    }
+    let accept = ElicitationService::new(service_fn(|req: ElicitRequest| async move {
+        println!("elicitation from `{}`: {}", req.server, req.params.message);
+        Ok::<_, BoxError>(match req.params.mode {
+            ElicitMode::Form { .. } => ElicitResult::Accept(Map::new()),
+            _ => ElicitResult::Decline,
+        })
+    }));
+    SessionOptions::new().elicitation_handler(accept)
 }

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+use crate::client::elicitation::ElicitationService;
 use crate::client::{ClientOptions, McpClient, ServerState};
 use crate::config::{self, Config, McpServerConfig, Secret};
 use crate::protocol::{ToolInfo, ToolResult};
@@ -63,16 +64,18 @@ pub struct ServerStatus {
 /// The embedder's hook on each server's stack: server key and standard builder in, builder out.
 type CustomizeStack = Arc<dyn Fn(&str, StackBuilder) -> StackBuilder + Send + Sync>;
 
-/// Hooks an embedder uses to shape every server's stack.
+/// Hooks an embedder uses to shape every server's stack and answer its requests.
 #[derive(Clone, Default)]
 pub struct SessionOptions {
     customize: Option<CustomizeStack>,
+    elicitation: Option<ElicitationService>,
 }
 
 impl std::fmt::Debug for SessionOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionOptions")
             .field("customize", &self.customize.is_some())
+            .field("elicitation_handler", &self.elicitation.is_some())
             .finish()
     }
 }
@@ -91,6 +94,16 @@ impl SessionOptions {
         f: impl Fn(&str, StackBuilder) -> StackBuilder + Send + Sync + 'static,
     ) -> Self {
         self.customize = Some(Arc::new(f));
+        self
+    }
+
+    /// Turns elicitation on for every server: each one's `initialize` advertises it, and its
+    /// `elicitation/create` requests go to `handler`, which learns the asking server's key from
+    /// [`ElicitRequest::server`](crate::client::elicitation::ElicitRequest::server). Without
+    /// it, elicitation is not advertised and is refused. See
+    /// [`client::elicitation`](crate::client::elicitation).
+    pub fn elicitation_handler(mut self, handler: ElicitationService) -> Self {
+        self.elicitation = Some(handler);
         self
     }
 }
@@ -135,11 +148,13 @@ fn client_for(
     config: &Config,
     server: &McpServerConfig,
     secret: Option<&Secret>,
+    session: &SessionOptions,
 ) -> Result<McpClient, String> {
     // A call may wait for a restart as long as its own timeout would let it.
-    let options = ClientOptions::default()
+    let mut options = ClientOptions::default()
         .frame_limit(config.daemon.frame_limit_bytes)
         .wait_for_restart(config.timeout_for(&server.key));
+    options.elicitation_handler = session.elicitation.clone();
     let transport =
         transport::from_config(config, server, secret, None).map_err(|e| e.to_string())?;
     Ok(McpClient::new(server.key.clone(), transport, options))
@@ -151,7 +166,7 @@ impl Session {
         Self::start_with(config, SessionOptions::default()).await
     }
 
-    /// Starts a session, letting `options` shape each server's stack.
+    /// Starts a session, letting `options` shape each server's stack and answer its requests.
     pub async fn start_with(config: Config, options: SessionOptions) -> Result<Session, Error> {
         let secrets = config.resolve_secrets()?;
         let config = Arc::new(config);
@@ -167,7 +182,7 @@ impl Session {
                 startup_error: Mutex::new(None),
             };
             if !overrides.disabled {
-                match client_for(&config, sc, secrets.get(&sc.key)) {
+                match client_for(&config, sc, secrets.get(&sc.key), &options) {
                     Ok(client) => {
                         let settings = StackSettings::from_config(&config, &sc.key);
                         server.stats = Some(Arc::clone(&settings.stats));

@@ -12,7 +12,12 @@ mod peers;
 use std::process::Command;
 
 /// The client scenarios this client passes.
-const SCENARIOS: &[&str] = &["initialize", "tools_call", "sse-retry"];
+const SCENARIOS: &[&str] = &[
+    "initialize",
+    "tools_call",
+    "sse-retry",
+    "elicitation-sep1034-client-defaults",
+];
 
 #[test]
 fn the_conformance_client_passes_the_suites_client_scenarios() {

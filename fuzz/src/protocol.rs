@@ -4,7 +4,8 @@
 use kaged_mcp::protocol::content::ContentBlock;
 use kaged_mcp::protocol::notifications::LoggingMessageParams;
 use kaged_mcp::protocol::{
-    InitializeResult, JsonRpcError, ListToolsResult, ProgressParams, RequestId, ToolResult,
+    ElicitParams, InitializeResult, JsonRpcError, ListToolsResult, ProgressParams, RequestId,
+    ToolResult,
 };
 use serde_json::Value;
 
@@ -31,6 +32,7 @@ pub fn protocol_types(data: &[u8]) {
     let _ = serde_json::from_slice::<ContentBlock>(data);
     let _ = serde_json::from_slice::<ProgressParams>(data);
     let _ = serde_json::from_slice::<LoggingMessageParams>(data);
+    let _ = serde_json::from_slice::<ElicitParams>(data);
 
     let Ok(Value::Object(frame)) = serde_json::from_slice::<Value>(data) else {
         return;
@@ -60,6 +62,7 @@ pub fn protocol_types(data: &[u8]) {
     if let Some(params) = frame.get("params") {
         let _ = serde_json::from_value::<ProgressParams>(params.clone());
         let _ = serde_json::from_value::<LoggingMessageParams>(params.clone());
+        let _ = serde_json::from_value::<ElicitParams>(params.clone());
     }
 }
 

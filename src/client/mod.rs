@@ -11,7 +11,8 @@
 //! [`Transport`], sends `initialize` offering protocol `2025-11-25`, accepts an answer of
 //! `2024-11-05`, `2025-03-26`, `2025-06-18` or `2025-11-25` (any other ends the attempt with
 //! [`ClientError::UnsupportedProtocolVersion`]), and sends `notifications/initialized`. It
-//! advertises no capability: no sampling. Server→client requests pass the stack described in
+//! advertises no capability (never sampling), except form-mode elicitation when an
+//! [`elicitation`] handler is plugged in. Server→client requests pass the stack described in
 //! [`server_requests`]; `notifications/progress` goes to the waiting call's
 //! [`ProgressHandle`](kaged_mcp_layers::timeout::ProgressHandle), `notifications/message` to
 //! `tracing` at the matching level, and `notifications/tools/list_changed` bumps the generation
@@ -62,6 +63,7 @@
 //! ```
 
 mod call;
+pub mod elicitation;
 mod error;
 mod future;
 mod inbound;
@@ -157,6 +159,7 @@ impl McpClient {
         let server_requests = server_requests::stack(
             &server,
             options.server_request_handler.clone(),
+            options.elicitation_handler.clone(),
             sampling_refused.clone(),
         );
         let (tools_changed, _) = watch::channel(0);
@@ -584,7 +587,10 @@ impl Shared {
             }
             sup.connection = Some(connection);
         }
-        let rx = session.initialize(&self.options.client_info)?;
+        let rx = session.initialize(
+            &self.options.client_info,
+            self.options.elicitation_handler.is_some(),
+        )?;
         let init = match tokio::time::timeout(self.options.initialize_timeout, rx).await {
             Ok(Ok(answer)) => answer?,
             Ok(Err(_)) => {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::protocol::Implementation;
 use crate::transport::DEFAULT_FRAME_LIMIT;
 
+use super::elicitation::ElicitationService;
 use super::server_requests::ServerRequestService;
 
 /// How a [`McpClient`](super::McpClient) runs and supervises its server.
@@ -42,6 +43,11 @@ pub struct ClientOptions {
     /// [`DefaultServerRequests`](super::server_requests::DefaultServerRequests): `ping`
     /// answered, everything else "method not found"). Sampling is refused whatever is set here.
     pub server_request_handler: Option<ServerRequestService>,
+    /// The handler of `elicitation/create` (default: none, so elicitation is not advertised
+    /// and is answered "method not found"). When set, `initialize` advertises form-mode
+    /// elicitation and accepted forms get the schema's defaults for omitted fields; see
+    /// [`elicitation`](super::elicitation).
+    pub elicitation_handler: Option<ElicitationService>,
     /// How long a call may wait for a restart whose backoff is still running (default 0: it
     /// fails at once with [`BackingOff`](super::ClientError::BackingOff)). A call that
     /// arrives while the server waits out its backoff waits for the restart and goes through
@@ -62,6 +68,7 @@ impl Default for ClientOptions {
             max_in_flight: 1024,
             client_info: Implementation::this_client(),
             server_request_handler: None,
+            elicitation_handler: None,
             wait_for_restart: Duration::ZERO,
         }
     }
@@ -104,6 +111,14 @@ impl ClientOptions {
         self
     }
 
+    /// Sets the elicitation handler, which turns elicitation on (see
+    /// [`elicitation_handler`](Self::elicitation_handler)).
+    #[must_use]
+    pub fn elicitation_handler(mut self, handler: ElicitationService) -> Self {
+        self.elicitation_handler = Some(handler);
+        self
+    }
+
     /// Sets [`wait_for_restart`](Self::wait_for_restart).
     #[must_use]
     pub fn wait_for_restart(mut self, limit: Duration) -> Self {
@@ -135,6 +150,10 @@ impl fmt::Debug for ClientOptions {
             .field(
                 "server_request_handler",
                 &self.server_request_handler.as_ref().map(|_| "custom"),
+            )
+            .field(
+                "elicitation_handler",
+                &self.elicitation_handler.as_ref().map(|_| "custom"),
             )
             .finish()
     }

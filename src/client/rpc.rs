@@ -30,7 +30,7 @@ use super::inbound::{self, Frame};
 use super::server_requests::{self, ServerRequestService};
 use super::Shared;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
-use crate::protocol::lifecycle::InitializeParams;
+use crate::protocol::lifecycle::{client_capabilities, InitializeParams};
 use crate::protocol::notifications::{
     CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams, CANCELLED, MESSAGE,
     PROGRESS, TOOLS_LIST_CHANGED,
@@ -255,15 +255,17 @@ impl RpcSession {
         }
     }
 
-    /// Sends `initialize`; the caller awaits the receiver. Never cancelled.
+    /// Sends `initialize`, advertising form-mode `elicitation` when `elicitation` is set; the
+    /// caller awaits the receiver. Never cancelled.
     pub(crate) fn initialize(
         &self,
         client_info: &Implementation,
+        elicitation: bool,
     ) -> Result<oneshot::Receiver<Result<InitializeResult, ClientError>>, ClientError> {
         let (tx, rx) = oneshot::channel();
         let params = InitializeParams {
             protocol_version: crate::protocol::LATEST_PROTOCOL_VERSION,
-            capabilities: serde_json::Map::new(),
+            capabilities: client_capabilities(elicitation),
             client_info,
         };
         self.send_request(

@@ -1,13 +1,16 @@
-//! The server→client request stack: `RejectSampling` → the handler.
+//! The server→client request stack: `RejectSampling` → elicitation (if plugged) → the handler.
 //!
-//! Every request a server sends to the client passes through
-//! [`RejectSampling`] first, so
+//! Every request a server sends to the client passes through [`RejectSampling`] first, so
 //! `sampling/createMessage` never reaches a handler (ADR-0043 §5), whatever an embedder puts
-//! below it. The default handler, [`DefaultServerRequests`], answers `ping` with `{}` and every
-//! other method (`roots/list`, `elicitation/create`, anything unknown) with JSON-RPC error
-//! −32601. A refused sampling request is answered −32601 too, with a message saying why; the
-//! refusal is counted ([`McpClient::sampling_refused_count`](super::McpClient::sampling_refused_count))
-//! and logged at WARN by the layer.
+//! below it. When an elicitation handler is plugged in
+//! ([`ClientOptions::elicitation_handler`](super::ClientOptions::elicitation_handler)),
+//! `elicitation/create` goes to it next (see [`elicitation`](super::elicitation)). The default
+//! handler, [`DefaultServerRequests`], answers `ping` with `{}` and every other method
+//! (`roots/list`, `elicitation/create` when no elicitation handler is plugged in, anything
+//! unknown) with JSON-RPC error −32601. A refused sampling request is answered −32601 too, with
+//! a message saying why; the refusal is counted
+//! ([`McpClient::sampling_refused_count`](super::McpClient::sampling_refused_count)) and logged
+//! at WARN by the layer.
 //!
 //! A handler returns the `result` value, or an error: a [`JsonRpcError`] in the [`BoxError`]
 //! is sent as is; any other error becomes −32603 "internal error".
@@ -36,6 +39,7 @@ use serde_json::Value;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service};
 
+use super::elicitation::{Elicit, ElicitationService};
 use crate::protocol::jsonrpc::{JsonRpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::protocol::server_request::PING;
 use crate::protocol::ServerRequest;
@@ -64,22 +68,35 @@ impl Service<ServerRequest> for DefaultServerRequests {
     }
 }
 
-/// The full stack for one server: `RejectSampling` over `handler`.
+/// The full stack for one server: `RejectSampling` over the elicitation handler, if any
+/// (see [`elicitation`](super::elicitation)), over `handler` or the default one.
 pub(crate) fn stack(
     server: &str,
     handler: Option<ServerRequestService>,
+    elicitation: Option<ElicitationService>,
     counter: RejectedCounter,
 ) -> ServerRequestService {
-    match handler {
-        Some(handler) => {
-            ServerRequestService::new(RejectSampling::with_counter(handler, server, counter))
+    match (handler, elicitation) {
+        (Some(handler), None) => reject_sampling(handler, server, counter),
+        (Some(handler), Some(elicit)) => {
+            reject_sampling(Elicit::new(handler, elicit, server), server, counter)
         }
-        None => ServerRequestService::new(RejectSampling::with_counter(
-            DefaultServerRequests,
+        (None, None) => reject_sampling(DefaultServerRequests, server, counter),
+        (None, Some(elicit)) => reject_sampling(
+            Elicit::new(DefaultServerRequests, elicit, server),
             server,
             counter,
-        )),
+        ),
     }
+}
+
+/// `RejectSampling` over `inner`, erased once.
+fn reject_sampling<S>(inner: S, server: &str, counter: RejectedCounter) -> ServerRequestService
+where
+    S: Service<ServerRequest, Response = Value, Error = BoxError> + Clone + Send + Sync + 'static,
+    S::Future: Send + 'static,
+{
+    ServerRequestService::new(RejectSampling::with_counter(inner, server, counter))
 }
 
 /// The JSON-RPC error to answer for a handler's error.
@@ -116,7 +133,7 @@ mod tests {
 
     #[tokio::test]
     async fn ping_is_answered_with_an_empty_object() {
-        let svc = stack("s", None, RejectedCounter::new());
+        let svc = stack("s", None, None, RejectedCounter::new());
         assert_eq!(
             svc.oneshot(req("ping")).await.unwrap(),
             serde_json::json!({})
@@ -126,7 +143,7 @@ mod tests {
     #[tokio::test]
     async fn sampling_is_refused_with_method_not_found_and_counted() {
         let counter = RejectedCounter::new();
-        let svc = stack("s", None, counter.clone());
+        let svc = stack("s", None, None, counter.clone());
         let err = svc
             .oneshot(req("sampling/createMessage"))
             .await
@@ -140,7 +157,7 @@ mod tests {
     #[tokio::test]
     async fn roots_elicitation_and_unknown_methods_are_not_found() {
         for method in ["roots/list", "elicitation/create", "x/unknown"] {
-            let svc = stack("s", None, RejectedCounter::new());
+            let svc = stack("s", None, None, RejectedCounter::new());
             let err = svc.oneshot(req(method)).await.unwrap_err();
             let rpc = to_jsonrpc_error(&err);
             assert_eq!(rpc.code, METHOD_NOT_FOUND, "{method}");
@@ -154,7 +171,7 @@ mod tests {
             Ok::<_, BoxError>(serde_json::json!({"model": "leaked"}))
         }));
         let counter = RejectedCounter::new();
-        let svc = stack("s", Some(handler), counter.clone());
+        let svc = stack("s", Some(handler), None, counter.clone());
         assert!(svc
             .clone()
             .oneshot(req("sampling/createMessage"))

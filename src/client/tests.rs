@@ -494,6 +494,69 @@ async fn server_requests_get_ping_answered_and_everything_else_refused() {
     assert_eq!(c.sampling_refused_count(), 1);
 }
 
+/// An elicitation handler that accepts with no values, keeping the servers that asked.
+fn accepting_handler() -> (elicitation::ElicitationService, Arc<Mutex<Vec<String>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&asked);
+    let handler = elicitation::ElicitationService::new(tower::service_fn(
+        move |req: elicitation::ElicitRequest| {
+            log.lock().unwrap().push(req.server.to_string());
+            async { Ok::<_, BoxError>(elicitation::ElicitResult::Accept(Default::default())) }
+        },
+    ));
+    (handler, asked)
+}
+
+#[tokio::test]
+async fn elicitation_is_advertised_only_with_a_handler() {
+    let t = MockTransport::new(well_behaved);
+    client(t.clone()).start().await.unwrap();
+    assert_eq!(t.seen()[0]["params"]["capabilities"], json!({}));
+
+    let t = MockTransport::new(well_behaved);
+    let (handler, _) = accepting_handler();
+    let options = ClientOptions::default().elicitation_handler(handler);
+    McpClient::new("mock", t.clone(), options)
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(
+        t.seen()[0]["params"]["capabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
+}
+
+#[tokio::test]
+async fn an_elicitation_during_a_call_is_answered_with_the_schemas_defaults() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "tools/call" => {
+            let mut acts = vec![Act::Reply(json!({"jsonrpc":"2.0","id":"e1",
+                "method":"elicitation/create","params":{"message":"confirm",
+                "requestedSchema":{"type":"object","properties":{
+                    "name":{"type":"string","default":"John Doe"},
+                    "verified":{"type":"boolean","default":true}}}}}))];
+            acts.extend(well_behaved(msg));
+            acts
+        }
+        _ => well_behaved(msg),
+    });
+    let (handler, asked) = accepting_handler();
+    let options = ClientOptions::default().elicitation_handler(handler);
+    let c = McpClient::new("mock", t.clone(), options);
+    call(&c, echo("x")).await.unwrap();
+    let answer = t
+        .seen()
+        .into_iter()
+        .find(|m| m["id"] == "e1")
+        .expect("the elicitation was answered");
+    assert_eq!(
+        answer,
+        json!({"jsonrpc":"2.0","id":"e1","result":{"action":"accept",
+            "content":{"name":"John Doe","verified":true}}})
+    );
+    assert_eq!(*asked.lock().unwrap(), ["mock"]);
+}
+
 #[tokio::test]
 async fn a_server_request_with_an_id_like_ours_is_not_taken_for_an_answer() {
     // Our first tools/call has id 1 (initialize took 0); the server sends a request with id 1
@@ -1021,7 +1084,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
             "mock".into(),
             1,
             std::sync::Weak::new(),
-            server_requests::stack("mock", None, RejectedCounter::new()),
+            server_requests::stack("mock", None, None, RejectedCounter::new()),
             Arc::new(watch::channel(0).0),
             8,
         );

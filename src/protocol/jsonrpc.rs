@@ -13,8 +13,8 @@ use serde_json::Value;
 pub const PARSE_ERROR: i64 = -32700;
 /// "Invalid request".
 pub const INVALID_REQUEST: i64 = -32600;
-/// "Method not found": the answer to `roots/list`, `elicitation/create`, `sampling/createMessage`
-/// and every unknown server→client request.
+/// "Method not found": the answer to `roots/list`, `sampling/createMessage`, `elicitation/create`
+/// without an elicitation handler, and every unknown server→client request.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// "Invalid params".
 pub const INVALID_PARAMS: i64 = -32602;

@@ -2,8 +2,9 @@
 //!
 //! The client offers [`LATEST_PROTOCOL_VERSION`] and accepts a server that answers any of
 //! [`SUPPORTED_PROTOCOL_VERSIONS`]; any other answer ends the session with an error naming the
-//! server and the version. It advertises no capability at all: no `sampling` (ADR-0043 §5), no
-//! `roots`, no `elicitation`.
+//! server and the version. It advertises no `sampling` (ADR-0043 §5) and no `roots`; it
+//! advertises `elicitation` (form mode) only when an elicitation handler is plugged in
+//! ([`crate::client::elicitation`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -54,9 +55,20 @@ impl Implementation {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct InitializeParams<'a> {
     pub(crate) protocol_version: &'a str,
-    /// Always `{}`: the client offers no optional capability.
+    /// `{}`, or `{"elicitation": {"form": {}}}` ([`client_capabilities`]).
     pub(crate) capabilities: Map<String, Value>,
     pub(crate) client_info: &'a Implementation,
+}
+
+/// The client's `capabilities` in `initialize`: `{}`, or `{"elicitation": {"form": {}}}` when
+/// elicitation is on (form mode only; `2025-11-25` reads a bare `{}` as form mode too, and
+/// older revisions only look for the key).
+pub(crate) fn client_capabilities(elicitation: bool) -> Map<String, Value> {
+    let mut capabilities = Map::new();
+    if elicitation {
+        capabilities.insert("elicitation".into(), serde_json::json!({ "form": {} }));
+    }
+    capabilities
 }
 
 /// A server's answer to `initialize`.
@@ -94,7 +106,7 @@ mod tests {
         let info = Implementation::this_client();
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION,
-            capabilities: Map::new(),
+            capabilities: client_capabilities(false),
             client_info: &info,
         };
         let json = serde_json::to_value(&params).unwrap();
@@ -102,6 +114,15 @@ mod tests {
         assert_eq!(json["capabilities"], serde_json::json!({}));
         assert_eq!(json["clientInfo"]["name"], "kaged-mcp");
         assert_eq!(json["clientInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn elicitation_is_advertised_as_form_mode_only_when_on() {
+        assert_eq!(
+            Value::Object(client_capabilities(true)),
+            serde_json::json!({"elicitation": {"form": {}}})
+        );
+        assert!(client_capabilities(false).is_empty());
     }
 
     #[test]

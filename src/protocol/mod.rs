@@ -12,6 +12,8 @@
 //! - [`result`]: [`ToolResult`], with its [`Truncatable`](kaged_mcp_layers::truncate::Truncatable)
 //!   implementation (see "Truncation, precisely" in the design).
 //! - [`notifications`]: progress, logging, cancellation.
+//! - [`elicitation`]: `elicitation/create` params and answers ([`ElicitParams`],
+//!   [`ElicitResult`]).
 //! - [`server_request`]: requests a server sends to the client, as seen by the server→client
 //!   request stack ([`ServerRequest`]).
 //!
@@ -27,6 +29,7 @@
 //! ```
 
 pub mod content;
+pub mod elicitation;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod notifications;
@@ -38,6 +41,7 @@ pub use self::content::{
     AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
     ResourceContents, ResourceLink, TextContent, TextResourceContents,
 };
+pub use self::elicitation::{ElicitMode, ElicitParams, ElicitResult};
 pub use self::jsonrpc::{JsonRpcError, RequestId};
 pub use self::lifecycle::{
     Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,

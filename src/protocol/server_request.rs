@@ -13,7 +13,8 @@ pub const PING: &str = "ping";
 pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
 /// `roots/list`, answered "method not found": the client offers no roots.
 pub const ROOTS_LIST: &str = "roots/list";
-/// `elicitation/create`, answered "method not found": the client offers no elicitation.
+/// `elicitation/create`: passed to the elicitation handler when one is plugged in
+/// ([`crate::client::elicitation`]), otherwise answered "method not found".
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 
 /// A request from the server, as the server→client request stack sees it.
