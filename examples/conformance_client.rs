@@ -16,7 +16,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use kaged_mcp::client::elicitation::{ElicitMode, ElicitRequest, ElicitResult, ElicitationService};
+use std::sync::Arc;
+
 use kaged_mcp::config::Sources;
+use kaged_mcp::oauth::FetchAuthorizer;
 use kaged_mcp::{Session, SessionOptions};
 use serde_json::{json, Map, Value};
 use tower::{service_fn, BoxError};
@@ -50,12 +53,77 @@ async fn main() -> ExitCode {
 }
 
 async fn run(url: &str, scenario: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let project = format!(
+    let mut project = format!(
         "mcp:\n  conformance:\n    transport: streamable-http\n    url: {}\n",
         Value::String(url.to_owned())
     );
-    let config = Sources::new(project).load()?;
-    let session = Session::start_with(config, session_options(scenario)).await?;
+    let mut local = String::new();
+    let mut options = session_options(scenario);
+    // Token files of this run only: a token of an earlier run would be refused.
+    let token_dir = tempfile_dir()?;
+    if scenario.starts_with("auth/") {
+        let (auth, secrets) = oauth_block(scenario)?;
+        project.push_str(&auth);
+        local = secrets;
+        options = options
+            .oauth_authorizer(Arc::new(FetchAuthorizer))
+            .oauth_token_dir(&token_dir);
+    }
+    let config = Sources::new(project).local(local).load()?;
+    let result = session_run(config, options, scenario).await;
+    let _ = std::fs::remove_dir_all(&token_dir);
+    result
+}
+
+/// A fresh directory for this run's token files.
+fn tempfile_dir() -> Result<std::path::PathBuf, std::io::Error> {
+    let dir = std::env::temp_dir().join(format!("kaged-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    Ok(dir)
+}
+
+/// The `auth:` block of the server and the `local.toml` secrets for an auth scenario, from
+/// `MCP_CONFORMANCE_CONTEXT` where the scenario gives client credentials.
+fn oauth_block(scenario: &str) -> Result<(String, String), Box<dyn std::error::Error>> {
+    let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        Ok(text) => serde_json::from_str(&text)?,
+        Err(_) => Value::Null,
+    };
+    let field = |k: &str| {
+        context
+            .get(k)
+            .and_then(Value::as_str)
+            .map(|s| Value::String(s.to_owned()))
+    };
+    // The client ID metadata document the suite expects (used where the server supports it).
+    let mut auth = String::from(
+        "    auth:\n      type: oauth\n      client_metadata_url: https://conformance-test.local/client-metadata.json\n",
+    );
+    let mut secrets = String::from("[secrets.conformance]\n");
+    if let Some(id) = field("client_id") {
+        auth.push_str(&format!("      client_id: {id}\n"));
+    }
+    if let Some(secret) = field("client_secret") {
+        auth.push_str("      secret_ref: conformance.client_secret\n");
+        secrets.push_str(&format!("client_secret = {secret}\n"));
+    }
+    if let Some(key) = field("private_key_pem") {
+        auth.push_str("      private_key_ref: conformance.private_key\n      token_endpoint_auth_method: private_key_jwt\n");
+        secrets.push_str(&format!("private_key = {key}\n"));
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        auth.push_str("      grant: client_credentials\n");
+    }
+    Ok((auth, secrets))
+}
+
+async fn session_run(
+    config: kaged_mcp::config::Config,
+    options: SessionOptions,
+    scenario: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let session = Session::start_with(config, options).await?;
     let status = session.status();
     if let Some(s) = status.iter().find(|s| s.state != "ready") {
         return Err(format!(

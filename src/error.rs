@@ -48,6 +48,13 @@ pub enum Error {
         /// The agent asked for.
         agent: String,
     },
+    /// The server is an OAuth server without a usable token (none stored, or its refresh
+    /// refused, or it needs a scope only a login can grant). The CLI exits 2.
+    #[error("server `{server}` needs an OAuth login: run `kaged-mcp auth login {server}`")]
+    LoginRequired {
+        /// The server.
+        server: String,
+    },
     /// No server of that key is declared.
     #[error("unknown MCP server `{server}`")]
     UnknownServer {

@@ -10,6 +10,7 @@
 //! atomically.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use futures::future::join_all;
@@ -21,6 +22,7 @@ use tracing::Instrument;
 use crate::client::elicitation::ElicitationService;
 use crate::client::{ClientOptions, McpClient, ServerState};
 use crate::config::{self, Config, McpServerConfig, Secret};
+use crate::oauth::{Authorizer, OAuthSource};
 use crate::protocol::{ToolInfo, ToolResult};
 use crate::registry::{
     check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolRegistry, ToolSource,
@@ -28,6 +30,7 @@ use crate::registry::{
 use crate::stack::{StackBuilder, StackSettings, ToolService};
 use crate::transport;
 use crate::Error;
+use kaged_mcp_layers::auth::TokenSource;
 use kaged_mcp_layers::stats::CallStats;
 
 /// A server's state as the session sees it.
@@ -69,12 +72,21 @@ type CustomizeStack = Arc<dyn Fn(&str, StackBuilder) -> StackBuilder + Send + Sy
 pub struct SessionOptions {
     customize: Option<CustomizeStack>,
     elicitation: Option<ElicitationService>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    token_dir: Option<PathBuf>,
+    token_sources: BTreeMap<String, Arc<dyn TokenSource>>,
 }
 
 impl std::fmt::Debug for SessionOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionOptions")
             .field("customize", &self.customize.is_some())
+            .field("authorizer", &self.authorizer)
+            .field("token_dir", &self.token_dir)
+            .field(
+                "token_sources",
+                &self.token_sources.keys().collect::<Vec<_>>(),
+            )
             .field("elicitation_handler", &self.elicitation.is_some())
             .finish()
     }
@@ -97,6 +109,29 @@ impl SessionOptions {
         self
     }
 
+    /// Lets OAuth servers log in during the session: when a server has no usable token, the
+    /// authorization-code flow runs through `authorizer` instead of failing the call with
+    /// "run `kaged-mcp auth login`". A daemon leaves it unset; `kaged-mcp auth login` and
+    /// tests plug one in.
+    pub fn oauth_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// Where OAuth token files live, over `config.toml`'s `oauth_token_dir` and the operator's
+    /// state directory.
+    pub fn oauth_token_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.token_dir = Some(dir.into());
+        self
+    }
+
+    /// Gives the server `server` its auth header from `source` (a daemon's own credential
+    /// store), whatever its `auth` block says.
+    pub fn token_source(mut self, server: impl Into<String>, source: Arc<dyn TokenSource>) -> Self {
+        self.token_sources.insert(server.into(), source);
+        self
+    }
+
     /// Turns elicitation on for every server: each one's `initialize` advertises it, and its
     /// `elicitation/create` requests go to `handler`, which learns the asking server's key from
     /// [`ElicitRequest::server`](crate::client::elicitation::ElicitRequest::server). Without
@@ -111,6 +146,7 @@ impl SessionOptions {
 struct Server {
     config: McpServerConfig,
     client: Option<McpClient>,
+    oauth: Option<Arc<OAuthSource>>,
     stats: Option<Arc<CallStats>>,
     disabled: bool,
     startup_error: Mutex<Option<String>>,
@@ -149,6 +185,7 @@ fn client_for(
     server: &McpServerConfig,
     secret: Option<&Secret>,
     session: &SessionOptions,
+    source: Option<Arc<dyn TokenSource>>,
 ) -> Result<McpClient, String> {
     // A call may wait for a restart as long as its own timeout would let it.
     let mut options = ClientOptions::default()
@@ -156,7 +193,7 @@ fn client_for(
         .wait_for_restart(config.timeout_for(&server.key));
     options.elicitation_handler = session.elicitation.clone();
     let transport =
-        transport::from_config(config, server, secret, None).map_err(|e| e.to_string())?;
+        transport::from_config(config, server, secret, source).map_err(|e| e.to_string())?;
     Ok(McpClient::new(server.key.clone(), transport, options))
 }
 
@@ -177,12 +214,32 @@ impl Session {
             let mut server = Server {
                 config: sc.clone(),
                 client: None,
+                oauth: None,
                 stats: None,
                 disabled: overrides.disabled,
                 startup_error: Mutex::new(None),
             };
+            let source = match options.token_sources.get(&sc.key) {
+                Some(s) => Ok(Some(Arc::clone(s))),
+                None => OAuthSource::for_server(
+                    &config,
+                    sc,
+                    options.token_dir.as_deref(),
+                    options.authorizer.clone(),
+                )
+                .map(|o| {
+                    o.map(|o| {
+                        let o = Arc::new(o);
+                        server.oauth = Some(Arc::clone(&o));
+                        o as Arc<dyn TokenSource>
+                    })
+                }),
+            };
             if !overrides.disabled {
-                match client_for(&config, sc, secrets.get(&sc.key), &options) {
+                let client = source.and_then(|source| {
+                    client_for(&config, sc, secrets.get(&sc.key), &options, source)
+                });
+                match client {
                     Ok(client) => {
                         let settings = StackSettings::from_config(&config, &sc.key);
                         server.stats = Some(Arc::clone(&settings.stats));
@@ -336,12 +393,20 @@ impl Session {
     /// not running. (A restarting server keeps its catalog, so a misspelt tool of it stays
     /// [`Error::UnknownTool`].)
     fn explain_unknown(&self, tool: &str, err: Error) -> Error {
-        if !matches!(err, Error::UnknownTool { .. }) {
-            return err;
-        }
         let Some((server, _)) = tool.strip_prefix("mcp.").and_then(|t| t.split_once('.')) else {
             return err;
         };
+        // An OAuth server whose token source needs the operator: say so, whatever failed.
+        if let Some(o) = self.servers.get(server).and_then(|s| s.oauth.as_ref()) {
+            if o.needs_login() && !matches!(err, Error::NotGranted { .. }) {
+                return Error::LoginRequired {
+                    server: server.to_owned(),
+                };
+            }
+        }
+        if !matches!(err, Error::UnknownTool { .. }) {
+            return err;
+        }
         match self.status().into_iter().find(|s| s.server == server) {
             Some(s) if s.state != "ready" && s.tools == 0 => Error::ServerNotReady {
                 server: s.server,

@@ -3,6 +3,7 @@
 //!
 //! Exit codes: 0 success; 1 a call or the session failed; 2 a usage or configuration error.
 
+mod auth;
 mod check;
 mod demo_server;
 mod session_cmds;
@@ -81,6 +82,45 @@ pub enum Command {
     },
     /// Serve the bundled demo MCP server on stdin/stdout (the quickstart's server).
     DemoServer,
+    /// Log in to OAuth servers, show their tokens' state, forget them.
+    Auth {
+        /// What to do.
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+}
+
+/// `kaged-mcp auth …`.
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Log in to an OAuth server: print the authorization URL (and open a browser), wait for
+    /// the redirect on 127.0.0.1, store the tokens. A `client_credentials` server needs no
+    /// browser.
+    Login {
+        /// The server's key.
+        server: String,
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+    },
+    /// Show, per OAuth server, whether it is logged in, the expiry and the scopes (never a
+    /// token).
+    Status {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget the stored tokens of an OAuth server.
+    Logout {
+        /// The server's key.
+        server: String,
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+    },
 }
 
 /// Acting as one agent.
@@ -164,6 +204,11 @@ pub fn run(cli: Cli) -> ExitCode {
             json,
         ),
         Command::DemoServer => demo_server::run(),
+        Command::Auth { command } => match command {
+            AuthCommand::Login { server, project } => auth::login(&project, &server),
+            AuthCommand::Status { project, json } => auth::status(&project, json),
+            AuthCommand::Logout { server, project } => auth::logout(&project, &server),
+        },
     };
     ExitCode::from(code)
 }

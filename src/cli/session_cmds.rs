@@ -89,6 +89,10 @@ pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool) -> u8 {
                 let _ = print_catalog(&tools, json, &mut std::io::stdout().lock());
                 EXIT_OK
             }
+            Err(e @ Error::LoginRequired { .. }) => {
+                eprintln!("error: {e}");
+                EXIT_CONFIG
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 EXIT_FAILED
@@ -186,6 +190,10 @@ pub(super) fn call(
                     eprintln!("note: the result was truncated to the result cap");
                 }
                 EXIT_OK
+            }
+            Err(e @ Error::LoginRequired { .. }) => {
+                eprintln!("error: {e}");
+                EXIT_CONFIG
             }
             Err(e) => {
                 eprintln!("error: {e}");

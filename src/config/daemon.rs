@@ -23,6 +23,9 @@ pub struct DaemonConfig {
     pub frame_limit_bytes: usize,
     /// `max_in_flight`: calls in flight per server before further calls wait (default 64).
     pub max_in_flight: usize,
+    /// `oauth_token_dir`: where OAuth token files live (default: the operator's state
+    /// directory, `$XDG_STATE_HOME/kaged-mcp/oauth` or `~/.local/state/kaged-mcp/oauth`).
+    pub oauth_token_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for DaemonConfig {
@@ -33,6 +36,7 @@ impl Default for DaemonConfig {
             startup_timeout: Duration::from_millis(30_000),
             frame_limit_bytes: 16 * 1024 * 1024,
             max_in_flight: 64,
+            oauth_token_dir: None,
         }
     }
 }
@@ -61,6 +65,24 @@ pub(crate) fn parse(text: &str, file: &Path, errors: &mut Vec<ConfigError>) -> D
     for (k, v) in t.iter() {
         let key = k.get_ref().as_ref();
         let p = format!("mcp.{key}");
+        if key == "oauth_token_dir" {
+            match v.get_ref() {
+                DeValue::String(s) if std::path::Path::new(s.as_ref()).is_absolute() => {
+                    out.oauth_token_dir = Some(std::path::PathBuf::from(s.as_ref() as &str));
+                }
+                DeValue::String(_) => errors.push(doc.err(
+                    v.span(),
+                    p,
+                    "must be an absolute path (tokens never live in the project)",
+                )),
+                other => errors.push(doc.err(
+                    v.span(),
+                    p,
+                    format!("expected a string, found {}", type_name(other)),
+                )),
+            }
+            continue;
+        }
         let (min, max): (i64, i64) = match key {
             "result_max_bytes" => (1, 1 << 30),
             "default_timeout_ms" | "startup_timeout_ms" => (1, 24 * 3600 * 1000),
@@ -70,7 +92,7 @@ pub(crate) fn parse(text: &str, file: &Path, errors: &mut Vec<ConfigError>) -> D
                 errors.push(doc.err(
                     k.span(),
                     p,
-                    format!("unknown key `{other}`; [mcp] has result_max_bytes, default_timeout_ms, startup_timeout_ms, frame_limit_bytes, max_in_flight"),
+                    format!("unknown key `{other}`; [mcp] has result_max_bytes, default_timeout_ms, startup_timeout_ms, frame_limit_bytes, max_in_flight, oauth_token_dir"),
                 ));
                 continue;
             }

@@ -1,0 +1,295 @@
+//! Where a protected MCP server sends its clients: protected resource metadata (RFC 9728) and
+//! the authorization server's metadata (RFC 8414, OpenID Connect discovery), in the order the
+//! MCP authorization spec (2025-11-25) gives, with the 2025-03-26 fallbacks.
+//!
+//! - Resource metadata: the `resource_metadata` URL of the 401's challenge when there is one;
+//!   else `/.well-known/oauth-protected-resource<path>`, and only when that is refused (4xx) the
+//!   root `/.well-known/oauth-protected-resource`. Its `resource` must name this server: the
+//!   same origin, and a path that is a prefix of the server's on a `/` boundary.
+//! - Authorization server metadata, for an issuer without a path: `/.well-known/oauth-
+//!   authorization-server`, then `/.well-known/openid-configuration`; with a path `/p`:
+//!   `/.well-known/oauth-authorization-server/p`, `/.well-known/openid-configuration/p`,
+//!   `/p/.well-known/openid-configuration` (never the root ones). The `issuer` must be the one
+//!   asked for.
+//! - No resource metadata at all (a 2025-03-26 server): the authorization server is the MCP
+//!   server's origin; without its metadata, the default endpoints `/authorize`, `/token` and
+//!   `/register` there.
+
+use serde_json::Value;
+use url::Url;
+
+use super::http::{parse_url, OAuthHttp};
+use crate::transport::http::{origin, redacted};
+
+/// What discovery found for one server.
+#[derive(Debug, Clone)]
+pub(crate) struct Discovered {
+    /// The protected resource's identifier, sent as `resource` (RFC 8707); `None` for a
+    /// 2025-03-26 server without resource metadata.
+    pub(crate) resource: Option<String>,
+    /// The resource's `scopes_supported`.
+    pub(crate) resource_scopes: Vec<String>,
+    /// The authorization server.
+    pub(crate) server: AsMetadata,
+}
+
+/// The parts of an authorization server's metadata a client uses.
+#[derive(Debug, Clone)]
+pub(crate) struct AsMetadata {
+    pub(crate) issuer: String,
+    pub(crate) authorization_endpoint: Option<Url>,
+    pub(crate) token_endpoint: Url,
+    pub(crate) registration_endpoint: Option<Url>,
+    pub(crate) scopes_supported: Vec<String>,
+    pub(crate) token_endpoint_auth_methods_supported: Vec<String>,
+    pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
+    pub(crate) client_id_metadata_document_supported: bool,
+}
+
+/// Discovers where `server_url` sends its clients, from the `resource_metadata` URL of its
+/// 401's challenge when it had one.
+///
+/// # Errors
+/// A message naming the URL that failed and why: unreachable, not JSON, a `resource` naming
+/// another server, no usable authorization server.
+pub(crate) async fn discover(
+    http: &OAuthHttp,
+    server_url: &Url,
+    resource_metadata_url: Option<String>,
+) -> Result<Discovered, String> {
+    let prm = resource_metadata(http, server_url, resource_metadata_url).await?;
+    let Some((prm_url, prm)) = prm else {
+        return legacy(http, server_url).await;
+    };
+    let resource = prm
+        .get("resource")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{}: no `resource`", redacted(&prm_url)))?;
+    if !names_server(resource, server_url) {
+        return Err(format!(
+            "the protected resource metadata at {} names the resource `{resource}`, not this \
+             server ({}); refusing to authorize for it",
+            redacted(&prm_url),
+            redacted(server_url)
+        ));
+    }
+    let issuer = prm
+        .get("authorization_servers")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find_map(Value::as_str))
+        .ok_or_else(|| format!("{}: no `authorization_servers`", redacted(&prm_url)))?;
+    let issuer_url = parse_url(issuer, "the authorization server")?;
+    let server = authorization_server(http, &issuer_url).await?;
+    Ok(Discovered {
+        resource: Some(resource.to_owned()),
+        resource_scopes: strings(&prm, "scopes_supported"),
+        server,
+    })
+}
+
+/// The resource metadata and where it was found; `None` when the server has none (every
+/// candidate refused with a 4xx).
+async fn resource_metadata(
+    http: &OAuthHttp,
+    server_url: &Url,
+    from_challenge: Option<String>,
+) -> Result<Option<(Url, Value)>, String> {
+    let candidates = match from_challenge {
+        Some(u) => vec![parse_url(&u, "resource_metadata")?],
+        None => {
+            let base = origin(server_url);
+            let path = server_url.path().trim_end_matches('/');
+            let mut urls = Vec::with_capacity(2);
+            if !path.is_empty() {
+                urls.push(format!("{base}/.well-known/oauth-protected-resource{path}"));
+            }
+            urls.push(format!("{base}/.well-known/oauth-protected-resource"));
+            urls.iter()
+                .map(|u| parse_url(u, "resource metadata"))
+                .collect::<Result<_, _>>()?
+        }
+    };
+    for url in candidates {
+        let fetched = http.get_json(&url).await.map_err(|e| e.to_string())?;
+        if fetched.status.is_client_error() {
+            continue;
+        }
+        if !fetched.status.is_success() {
+            return Err(format!("{}: answered {}", redacted(&url), fetched.status));
+        }
+        let json = fetched
+            .json
+            .filter(Value::is_object)
+            .ok_or_else(|| format!("{}: not a JSON object", redacted(&url)))?;
+        return Ok(Some((url, json)));
+    }
+    Ok(None)
+}
+
+/// Whether the metadata's `resource` identifies `server_url`: same origin, and its path a
+/// prefix of the server's on a segment boundary (`https://h` and `https://h/mcp` both name
+/// `https://h/mcp`).
+fn names_server(resource: &str, server_url: &Url) -> bool {
+    let Ok(r) = Url::parse(resource) else {
+        return false;
+    };
+    if origin(&r) != origin(server_url) || r.fragment().is_some() {
+        return false;
+    }
+    let rp = r.path().trim_end_matches('/');
+    let sp = server_url.path().trim_end_matches('/');
+    rp.is_empty() || sp == rp || sp.starts_with(&format!("{rp}/"))
+}
+
+/// The metadata of the authorization server `issuer`, tried at its well-known URLs in order.
+async fn authorization_server(http: &OAuthHttp, issuer: &Url) -> Result<AsMetadata, String> {
+    let base = origin(issuer);
+    let path = issuer.path().trim_end_matches('/');
+    let candidates = if path.is_empty() {
+        vec![
+            format!("{base}/.well-known/oauth-authorization-server"),
+            format!("{base}/.well-known/openid-configuration"),
+        ]
+    } else {
+        vec![
+            format!("{base}/.well-known/oauth-authorization-server{path}"),
+            format!("{base}/.well-known/openid-configuration{path}"),
+            format!("{base}{path}/.well-known/openid-configuration"),
+        ]
+    };
+    let wanted = issuer.as_str().trim_end_matches('/');
+    for candidate in &candidates {
+        let url = parse_url(candidate, "authorization server metadata")?;
+        let Some(json) = fetch_metadata(http, &url).await? else {
+            continue;
+        };
+        let meta = as_metadata(&json, &url)?;
+        if meta.issuer.trim_end_matches('/') != wanted {
+            return Err(format!(
+                "{}: its issuer `{}` is not `{wanted}`",
+                redacted(&url),
+                meta.issuer
+            ));
+        }
+        return Ok(meta);
+    }
+    Err(format!(
+        "the authorization server {} has no metadata (tried {})",
+        redacted(issuer),
+        candidates.join(", ")
+    ))
+}
+
+/// A server without resource metadata (2025-03-26): the authorization server is its origin.
+async fn legacy(http: &OAuthHttp, server_url: &Url) -> Result<Discovered, String> {
+    let base = origin(server_url);
+    for candidate in [
+        format!("{base}/.well-known/oauth-authorization-server"),
+        format!("{base}/.well-known/openid-configuration"),
+    ] {
+        let url = parse_url(&candidate, "authorization server metadata")?;
+        if let Some(json) = fetch_metadata(http, &url).await? {
+            // A 2025-03-26 server's issuer need not be its origin: no issuer check here.
+            return Ok(Discovered {
+                resource: None,
+                resource_scopes: Vec::new(),
+                server: as_metadata(&json, &url)?,
+            });
+        }
+    }
+    let endpoint = |path: &str| parse_url(&format!("{base}{path}"), "default endpoint");
+    Ok(Discovered {
+        resource: None,
+        resource_scopes: Vec::new(),
+        server: AsMetadata {
+            issuer: base.clone(),
+            authorization_endpoint: Some(endpoint("/authorize")?),
+            token_endpoint: endpoint("/token")?,
+            registration_endpoint: Some(endpoint("/register")?),
+            scopes_supported: Vec::new(),
+            token_endpoint_auth_methods_supported: Vec::new(),
+            code_challenge_methods_supported: None,
+            client_id_metadata_document_supported: false,
+        },
+    })
+}
+
+/// The JSON object at `url`; `None` when it is refused (4xx).
+async fn fetch_metadata(http: &OAuthHttp, url: &Url) -> Result<Option<Value>, String> {
+    let fetched = http.get_json(url).await.map_err(|e| e.to_string())?;
+    if fetched.status.is_client_error() {
+        return Ok(None);
+    }
+    if !fetched.status.is_success() {
+        return Err(format!("{}: answered {}", redacted(url), fetched.status));
+    }
+    fetched
+        .json
+        .filter(Value::is_object)
+        .map(Some)
+        .ok_or_else(|| format!("{}: not a JSON object", redacted(url)))
+}
+
+fn as_metadata(json: &Value, from: &Url) -> Result<AsMetadata, String> {
+    let url_field = |key: &str| -> Result<Option<Url>, String> {
+        json.get(key)
+            .and_then(Value::as_str)
+            .map(|s| parse_url(s, &format!("{}: `{key}`", redacted(from))))
+            .transpose()
+    };
+    let token_endpoint = url_field("token_endpoint")?
+        .ok_or_else(|| format!("{}: no `token_endpoint`", redacted(from)))?;
+    Ok(AsMetadata {
+        issuer: json
+            .get("issuer")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        authorization_endpoint: url_field("authorization_endpoint")?,
+        token_endpoint,
+        registration_endpoint: url_field("registration_endpoint")?,
+        scopes_supported: strings(json, "scopes_supported"),
+        token_endpoint_auth_methods_supported: strings(
+            json,
+            "token_endpoint_auth_methods_supported",
+        ),
+        code_challenge_methods_supported: json
+            .get("code_challenge_methods_supported")
+            .map(|_| strings(json, "code_challenge_methods_supported")),
+        client_id_metadata_document_supported: json
+            .get("client_id_metadata_document_supported")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+fn strings(json: &Value, key: &str) -> Vec<String> {
+    json.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resource_names_the_server_by_origin_and_path_prefix() {
+        let server = Url::parse("http://localhost:3000/mcp").unwrap();
+        assert!(names_server("http://localhost:3000/mcp", &server));
+        assert!(names_server("http://localhost:3000", &server));
+        assert!(names_server("http://localhost:3000/", &server));
+        assert!(names_server("http://localhost:3000/mcp/", &server));
+        assert!(!names_server("http://localhost:3000/mc", &server));
+        assert!(!names_server("https://evil.example.com/mcp", &server));
+        assert!(!names_server("http://localhost:3001/mcp", &server));
+        assert!(!names_server("http://localhost:3000/mcp/deeper", &server));
+        assert!(!names_server("not a url", &server));
+    }
+}

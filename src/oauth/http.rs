@@ -1,0 +1,202 @@
+//! The HTTP side of OAuth: metadata fetches, registration and token requests over the
+//! project's own hyper client (a pool of its own, no auth layer), never following a redirect,
+//! every answer bounded in size and time. [`OAuthHttp`] is also the `oauth2` crate's
+//! [`AsyncHttpClient`](oauth2::AsyncHttpClient).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::Value;
+use tower::ServiceExt;
+use url::Url;
+
+use crate::transport::http::client::{self, HttpService};
+use crate::transport::http::{chain, redacted};
+
+/// The largest answer read from an authorization server (metadata, tokens): 1 MiB.
+const MAX_BODY: usize = 1024 * 1024;
+/// How long one request to an authorization server may take, answer included.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request to an authorization server or a resource's metadata that failed: it names the
+/// URL (redacted) and why, never a header or a body.
+#[derive(Debug, thiserror::Error)]
+#[error("{method} {url}: {reason}")]
+pub(crate) struct HttpError {
+    method: Method,
+    url: String,
+    reason: String,
+}
+
+/// The client OAuth requests go through.
+#[derive(Clone)]
+pub(crate) struct OAuthHttp {
+    client: HttpService,
+}
+
+impl std::fmt::Debug for OAuthHttp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthHttp").finish_non_exhaustive()
+    }
+}
+
+/// A fetched answer: its status and, when it was JSON, the value.
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    pub(crate) status: StatusCode,
+    pub(crate) json: Option<Value>,
+}
+
+impl OAuthHttp {
+    pub(crate) fn new() -> Self {
+        Self {
+            client: client::client(None, CONNECT_TIMEOUT),
+        }
+    }
+
+    /// Sends `req` and reads the whole answer (at most [`MAX_BODY`]).
+    pub(crate) async fn send(
+        &self,
+        req: Request<Full<Bytes>>,
+    ) -> Result<Response<Bytes>, HttpError> {
+        let method = req.method().clone();
+        let url = match Url::parse(&req.uri().to_string()) {
+            Ok(u) => redacted(&u),
+            Err(_) => req.uri().path().to_owned(),
+        };
+        let client = self.client.clone();
+        match tokio::time::timeout(REQUEST_TIMEOUT, exchange(client, req)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(reason)) => Err(HttpError {
+                method,
+                url,
+                reason,
+            }),
+            Err(_) => Err(HttpError {
+                method,
+                url,
+                reason: format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()),
+            }),
+        }
+    }
+
+    /// `GET url` with `Accept: application/json`.
+    pub(crate) async fn get_json(&self, url: &Url) -> Result<Fetched, HttpError> {
+        let req = Request::get(url.as_str())
+            .header(ACCEPT, "application/json")
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| HttpError {
+                method: Method::GET,
+                url: redacted(url),
+                reason: e.to_string(),
+            })?;
+        let response = self.send(req).await?;
+        Ok(fetched(&response))
+    }
+
+    /// `POST url` with a JSON body.
+    pub(crate) async fn post_json(&self, url: &Url, body: &Value) -> Result<Fetched, HttpError> {
+        let req = Request::post(url.as_str())
+            .header(ACCEPT, "application/json")
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| HttpError {
+                method: Method::POST,
+                url: redacted(url),
+                reason: e.to_string(),
+            })?;
+        let response = self.send(req).await?;
+        Ok(fetched(&response))
+    }
+
+    /// `POST url` with an MCP `initialize` and no credentials: the probe whose 401 says where
+    /// to authorize.
+    pub(crate) async fn probe(&self, url: &Url) -> Result<Response<Bytes>, HttpError> {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": crate::protocol::LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "kaged-mcp", "version": env!("CARGO_PKG_VERSION")}
+            }
+        });
+        let req = Request::post(url.as_str())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| HttpError {
+                method: Method::POST,
+                url: redacted(url),
+                reason: e.to_string(),
+            })?;
+        self.send(req).await
+    }
+}
+
+/// One request and its whole answer; the error as text.
+async fn exchange(
+    client: HttpService,
+    req: Request<Full<Bytes>>,
+) -> Result<Response<Bytes>, String> {
+    let response = match client.oneshot(req).await {
+        Ok(r) => r,
+        Err(e) => return Err(chain(e.as_ref())),
+    };
+    let (parts, mut body) = response.into_parts();
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => return Err(format!("reading the answer: {}", chain(e.as_ref()))),
+        };
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > MAX_BODY {
+                return Err(format!("the answer is longer than {MAX_BODY} bytes"));
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(Response::from_parts(parts, Bytes::from(bytes)))
+}
+
+fn fetched(response: &Response<Bytes>) -> Fetched {
+    Fetched {
+        status: response.status(),
+        json: serde_json::from_slice(response.body()).ok(),
+    }
+}
+
+impl<'c> oauth2::AsyncHttpClient<'c> for OAuthHttp {
+    type Error = HttpError;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<oauth2::HttpResponse, HttpError>> + Send + 'c>>;
+
+    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
+        Box::pin(async move {
+            let (mut parts, body) = request.into_parts();
+            if let Some(v) = parts.headers.get_mut(AUTHORIZATION) {
+                v.set_sensitive(true);
+            }
+            let req = Request::from_parts(parts, Full::new(Bytes::from(body)));
+            let response = self.send(req).await?;
+            let (parts, body) = response.into_parts();
+            Ok(Response::from_parts(parts, body.to_vec()))
+        })
+    }
+}
+
+/// A URL of a metadata document, or an error naming where it came from.
+pub(crate) fn parse_url(s: &str, what: &str) -> Result<Url, String> {
+    let url = Url::parse(s).map_err(|e| format!("{what} `{s}` is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("{what} `{}` is not http or https", redacted(&url)));
+    }
+    Ok(url)
+}

@@ -1,0 +1,713 @@
+//! [`OAuthSource`]: the token source of an `auth: {type: oauth}` server.
+//!
+//! It gives the auth layer the stored access token, refreshing it when it is about to expire
+//! or the server refused it (one refresh at a time per server: calls that arrive meanwhile wait
+//! and get its result). On a 401 it discovers the authorization server and gets a token: the
+//! client credentials grant when configured, else the authorization-code flow, but only when
+//! an [`Authorizer`] is plugged in (`kaged-mcp auth login`); a daemon never waits for a browser
+//! and fails the call at once with a [`TokenError::login_required`] naming the command. On a
+//! 403 `insufficient_scope` it asks again with the union of the scopes held and asked for, never
+//! twice for the same set and at most [`MAX_AUTHORIZATIONS`] times in the life of the source.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kaged_mcp_layers::auth::{
+    AuthHeader, BearerChallenge, Refusal, TokenError, TokenFuture, TokenSource,
+};
+use tokio::sync::Mutex;
+use url::Url;
+
+use super::discovery::{discover, AsMetadata, Discovered};
+use super::grant::{self, Client, GrantError, Granted};
+use super::http::OAuthHttp;
+use super::loopback::Callback;
+use super::store::{StoreKey, StoredTokens, Token, TokenStore};
+use super::Authorizer;
+use std::path::Path;
+
+use crate::config::{ClientAuthMethod, Config, McpServerConfig, OAuthConfig, OAuthGrant, Secret};
+use crate::transport::http::redacted;
+
+/// How many authorizations (code flows or client-credentials grants) one source starts at
+/// most, the first included: a server that keeps asking for scopes it never accepts is given up.
+pub const MAX_AUTHORIZATIONS: u32 = 3;
+/// A token this close to its expiry is refreshed before use.
+const EXPIRY_MARGIN_SECS: u64 = 30;
+
+/// What the source needs to know of its server.
+struct Settings {
+    server: String,
+    url: Url,
+    config: OAuthConfig,
+    client_secret: Option<Secret>,
+    private_key: Option<Secret>,
+}
+
+/// The token source of one OAuth server. See the [module docs](self).
+pub struct OAuthSource {
+    settings: Settings,
+    http: OAuthHttp,
+    store: Option<TokenStore>,
+    key: StoreKey,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    needs_login: AtomicBool,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    loaded: bool,
+    tokens: Option<StoredTokens>,
+    discovered: Option<Discovered>,
+    asked: Vec<BTreeSet<String>>,
+    authorizations: u32,
+}
+
+impl fmt::Debug for OAuthSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthSource")
+            .field("server", &self.settings.server)
+            .field("url", &redacted(&self.settings.url))
+            .field("authorizer", &self.authorizer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A token as the store and the status know it.
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl OAuthSource {
+    fn new(
+        settings: Settings,
+        store: Option<TokenStore>,
+        authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> Self {
+        let client_key = settings
+            .config
+            .client_id
+            .clone()
+            .or_else(|| {
+                settings
+                    .config
+                    .client_metadata_url
+                    .as_ref()
+                    .map(Url::to_string)
+            })
+            .unwrap_or_else(|| "dynamic".to_owned());
+        let key = StoreKey::new(&settings.server, settings.url.as_str(), client_key);
+        Self {
+            settings,
+            http: OAuthHttp::new(),
+            store,
+            key,
+            authorizer,
+            needs_login: AtomicBool::new(false),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The source of the configured server `server` when its `auth` is `type: oauth`
+    /// (`Ok(None)` otherwise), its token files under `token_dir` (else `config.toml`'s
+    /// `oauth_token_dir`, else the operator's state directory), logging in through `authorizer`
+    /// when one is given.
+    ///
+    /// # Errors
+    /// A message naming the server: no token directory can be named, its URL is not usable.
+    pub fn for_server(
+        config: &Config,
+        server: &McpServerConfig,
+        token_dir: Option<&Path>,
+        authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> Result<Option<Self>, String> {
+        let Some(auth) = &server.auth else {
+            return Ok(None);
+        };
+        let Some(oauth) = &auth.oauth else {
+            return Ok(None);
+        };
+        let Some(http) = server.transport.http() else {
+            return Err(format!(
+                "server `{}`: OAuth needs an HTTP transport",
+                server.key
+            ));
+        };
+        let dir = match token_dir {
+            Some(d) => d.to_path_buf(),
+            None => super::token_dir(config.daemon.oauth_token_dir.as_ref())
+                .map_err(|e| format!("server `{}`: OAuth tokens: {e}", server.key))?,
+        };
+        let secret =
+            |r: Option<&crate::config::SecretRef>| r.and_then(|r| config.local.secret(r)).cloned();
+        let settings = Settings {
+            server: server.key.clone(),
+            url: http.url.clone(),
+            config: oauth.clone(),
+            client_secret: secret(auth.secret_ref.as_ref()),
+            private_key: secret(oauth.private_key_ref.as_ref()),
+        };
+        Ok(Some(Self::new(
+            settings,
+            Some(TokenStore::new(dir)),
+            authorizer,
+        )))
+    }
+
+    /// Whether the last attempt to get a token ended in "log in first".
+    pub fn needs_login(&self) -> bool {
+        self.needs_login.load(Ordering::Relaxed)
+    }
+
+    /// The server's key.
+    pub fn server(&self) -> &str {
+        &self.settings.server
+    }
+
+    /// Logs in now: probes the server for its challenge, discovers, and authorizes (the
+    /// [`Authorizer`] shows the operator the page), then stores the tokens.
+    ///
+    /// # Errors
+    /// A [`TokenError`] saying what failed.
+    pub async fn login(&self) -> Result<LoginSummary, TokenError> {
+        let mut st = self.state.lock().await;
+        let probe = self
+            .http
+            .probe(&self.settings.url)
+            .await
+            .map_err(|e| self.failed("the probe request", e.to_string()))?;
+        let challenge = BearerChallenge::find(probe.headers());
+        if probe.status() != http::StatusCode::UNAUTHORIZED && challenge.is_none() {
+            return Err(self.failed(
+                "login",
+                format!(
+                    "{} answered {} without asking for authorization",
+                    redacted(&self.settings.url),
+                    probe.status()
+                ),
+            ));
+        }
+        // A login replaces what is stored.
+        st.loaded = true;
+        st.tokens = None;
+        let scopes = self.wanted_scopes(&mut st, challenge).await?;
+        self.obtain(&mut st, scopes).await?;
+        let t = st
+            .tokens
+            .as_ref()
+            .ok_or_else(|| self.failed("login", "no token".into()))?;
+        Ok(LoginSummary {
+            scopes: t.scopes.clone(),
+            expires_at: t.expires_at,
+            refreshable: t.refresh_token.is_some(),
+        })
+    }
+
+    fn failed(&self, what: &str, why: String) -> TokenError {
+        TokenError::failed(
+            format!("server `{}`: OAuth {what}: {why}", self.settings.server),
+            None,
+        )
+    }
+
+    fn login_required(&self, why: &str) -> TokenError {
+        self.needs_login.store(true, Ordering::Relaxed);
+        TokenError::login_required(format!(
+            "server `{s}` {why}: run `kaged-mcp auth login {s}`",
+            s = self.settings.server
+        ))
+    }
+
+    fn load(&self, st: &mut State) -> Result<(), TokenError> {
+        if st.loaded {
+            return Ok(());
+        }
+        st.loaded = true;
+        if let Some(store) = &self.store {
+            st.tokens = store
+                .load(&self.key)
+                .map_err(|e| self.failed("token file", e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn save(&self, st: &State) -> Result<(), TokenError> {
+        if let (Some(store), Some(t)) = (&self.store, &st.tokens) {
+            store
+                .save(&self.key, t)
+                .map_err(|e| self.failed("token file", e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn forget(&self, st: &mut State) {
+        st.tokens = None;
+        if let Some(store) = &self.store {
+            let _ = store.remove(&self.key);
+        }
+    }
+
+    /// The header of the stored access token when it is still good.
+    fn current(st: &State) -> Option<AuthHeader> {
+        let t = st.tokens.as_ref()?;
+        let access = t.access_token.as_ref()?;
+        if t.expires_at
+            .is_some_and(|e| e <= now() + EXPIRY_MARGIN_SECS)
+        {
+            return None;
+        }
+        AuthHeader::bearer(access.expose()).ok()
+    }
+
+    fn client_of(&self, t: &StoredTokens) -> Client {
+        Client {
+            id: t.client_id.clone(),
+            secret: t
+                .client_secret
+                .as_ref()
+                .map(|s| Secret::new(s.expose()))
+                .or_else(|| self.settings.client_secret.clone()),
+            method: t
+                .token_endpoint_auth_method
+                .as_deref()
+                .and_then(ClientAuthMethod::parse)
+                .unwrap_or(ClientAuthMethod::None),
+            private_key: self.settings.private_key.clone(),
+            registered: t.registered,
+        }
+    }
+
+    /// Refreshes the stored tokens. `Ok(None)`: nothing to refresh with, or the refresh token
+    /// is dead (forgotten).
+    async fn refresh(&self, st: &mut State) -> Result<Option<AuthHeader>, TokenError> {
+        let Some(t) = st.tokens.clone() else {
+            return Ok(None);
+        };
+        let (Some(rt), Some(endpoint)) = (&t.refresh_token, &t.token_endpoint) else {
+            return Ok(None);
+        };
+        let endpoint = Url::parse(endpoint).map_err(|e| self.failed("refresh", e.to_string()))?;
+        let client = self.client_of(&t);
+        let issuer = t.issuer.clone().unwrap_or_default();
+        match grant::refresh(
+            &self.http,
+            &endpoint,
+            &issuer,
+            &client,
+            rt.expose(),
+            t.resource.as_deref(),
+        )
+        .await
+        {
+            Ok(g) => {
+                let scopes = t.scopes.clone();
+                self.keep(
+                    st,
+                    &client,
+                    g,
+                    scopes,
+                    t.issuer.clone(),
+                    endpoint,
+                    t.resource.clone(),
+                )?;
+                Ok(Self::current(st))
+            }
+            Err(GrantError {
+                invalid_grant: true,
+                ..
+            }) => {
+                tracing::info!(server = %self.settings.server, "the refresh token was refused; a new login is needed");
+                self.forget(st);
+                Ok(None)
+            }
+            Err(e) => Err(self.failed("refresh", e.message)),
+        }
+    }
+
+    /// Stores what the token endpoint granted.
+    #[allow(clippy::too_many_arguments)]
+    fn keep(
+        &self,
+        st: &mut State,
+        client: &Client,
+        g: Granted,
+        asked: Vec<String>,
+        issuer: Option<String>,
+        token_endpoint: Url,
+        resource: Option<String>,
+    ) -> Result<(), TokenError> {
+        let previous_refresh = st.tokens.as_ref().and_then(|t| t.refresh_token.clone());
+        let tokens = StoredTokens {
+            server_url: self.settings.url.to_string(),
+            client_id: client.id.clone(),
+            client_secret: if client.registered {
+                client.secret.as_ref().map(|s| Token::new(s.expose()))
+            } else {
+                None
+            },
+            token_endpoint_auth_method: Some(client.method.as_str().to_owned()),
+            registered: client.registered,
+            issuer,
+            token_endpoint: Some(token_endpoint.to_string()),
+            resource,
+            access_token: Some(Token::new(g.access_token)),
+            // A refresh answer without a new refresh token keeps the old one (RFC 6749 §6).
+            refresh_token: g.refresh_token.map(Token::new).or(previous_refresh),
+            expires_at: g.expires_in.map(|d| now() + d.as_secs()),
+            scopes: g.scopes.unwrap_or(asked),
+            saved_at: now(),
+        };
+        st.tokens = Some(tokens);
+        self.needs_login.store(false, Ordering::Relaxed);
+        self.save(st)
+    }
+
+    /// Discovers (once, or again when the challenge names other metadata) and returns the
+    /// scopes to ask for: configured, else the challenge's, else the resource's.
+    async fn wanted_scopes(
+        &self,
+        st: &mut State,
+        challenge: Option<BearerChallenge>,
+    ) -> Result<Vec<String>, TokenError> {
+        let (metadata_url, scope) = match challenge {
+            Some(c) => (c.resource_metadata, c.scope),
+            None => (None, None),
+        };
+        if st.discovered.is_none() || metadata_url.is_some() {
+            let d = discover(&self.http, &self.settings.url, metadata_url)
+                .await
+                .map_err(|e| self.failed("discovery", e))?;
+            st.discovered = Some(d);
+        }
+        if let Some(s) = &self.settings.config.scopes {
+            return Ok(s.clone());
+        }
+        if let Some(s) = scope {
+            return Ok(s.split_whitespace().map(str::to_owned).collect());
+        }
+        Ok(st
+            .discovered
+            .as_ref()
+            .map(|d| d.resource_scopes.clone())
+            .unwrap_or_default())
+    }
+
+    /// Gets a token for `scopes`: client credentials, or the code flow with the authorizer.
+    async fn obtain(
+        &self,
+        st: &mut State,
+        mut scopes: Vec<String>,
+    ) -> Result<AuthHeader, TokenError> {
+        let set: BTreeSet<String> = scopes.iter().cloned().collect();
+        if st.asked.contains(&set) {
+            return Err(self.failed(
+                "authorization",
+                format!(
+                    "the server refused a token already granted for scope `{}`",
+                    scopes.join(" ")
+                ),
+            ));
+        }
+        if st.authorizations >= MAX_AUTHORIZATIONS {
+            return Err(self.failed(
+                "authorization",
+                format!("gave up after {MAX_AUTHORIZATIONS} authorizations"),
+            ));
+        }
+        let d = st
+            .discovered
+            .clone()
+            .ok_or_else(|| self.failed("authorization", "nothing discovered".into()))?;
+        let meta = &d.server;
+        let resource = d.resource.clone();
+        if self.settings.config.grant == OAuthGrant::ClientCredentials {
+            st.asked.push(set);
+            st.authorizations += 1;
+            let client = self.configured_client(meta)?;
+            let g =
+                grant::client_credentials(&self.http, meta, &client, &scopes, resource.as_deref())
+                    .await
+                    .map_err(|e| self.failed("client credentials", e.message))?;
+            self.keep(
+                st,
+                &client,
+                g,
+                scopes,
+                Some(meta.issuer.clone()),
+                meta.token_endpoint.clone(),
+                resource,
+            )?;
+            return Self::current(st).ok_or_else(|| {
+                self.failed("client credentials", "the token expired at once".into())
+            });
+        }
+        let Some(authorizer) = self.authorizer.clone() else {
+            let why = if scopes.is_empty() {
+                "needs an OAuth login".to_owned()
+            } else {
+                format!("needs an OAuth login with scope `{}`", scopes.join(" "))
+            };
+            return Err(self.login_required(&why));
+        };
+        if let Some(methods) = &meta.code_challenge_methods_supported {
+            if !methods.iter().any(|m| m == "S256") {
+                return Err(self.failed(
+                    "authorization",
+                    format!(
+                        "the authorization server {} does not support PKCE with S256",
+                        meta.issuer
+                    ),
+                ));
+            }
+        }
+        // offline_access only when the authorization server offers it (SEP-2207).
+        if !scopes.is_empty()
+            && meta.scopes_supported.iter().any(|s| s == "offline_access")
+            && !scopes.iter().any(|s| s == "offline_access")
+        {
+            scopes.push("offline_access".to_owned());
+        }
+        st.asked.push(set);
+        st.authorizations += 1;
+        let callback = Callback::bind()
+            .await
+            .map_err(|e| self.failed("login", e))?;
+        let client = self
+            .client_for_login(st, meta, callback.redirect_uri())
+            .await?;
+        let endpoint = grant::authorization_endpoint(meta).map_err(|e| self.failed("login", e))?;
+        let (url, verifier, state) = grant::authorization_url(
+            &client.id,
+            endpoint,
+            callback.redirect_uri(),
+            &scopes,
+            resource.as_deref(),
+        );
+        let wait = callback.code(state.secret());
+        tokio::pin!(wait);
+        let opened = authorizer.open(&url);
+        let code = tokio::select! {
+            code = &mut wait => code,
+            opened = opened => {
+                opened.map_err(|e| self.failed("login", format!("opening the authorization page: {e}")))?;
+                tokio::time::timeout(authorizer.timeout(), &mut wait)
+                    .await
+                    .map_err(|_| self.failed("login", format!("no redirect within {} s", authorizer.timeout().as_secs())))?
+            }
+        }
+        .map_err(|e| self.failed("login", e))?;
+        let g = grant::exchange_code(
+            &self.http,
+            meta,
+            &client,
+            callback.redirect_uri(),
+            code,
+            verifier,
+            resource.as_deref(),
+        )
+        .await
+        .map_err(|e| self.failed("code exchange", e.message))?;
+        self.keep(
+            st,
+            &client,
+            g,
+            scopes,
+            Some(meta.issuer.clone()),
+            meta.token_endpoint.clone(),
+            resource,
+        )?;
+        Self::current(st).ok_or_else(|| self.failed("login", "the token expired at once".into()))
+    }
+
+    /// The configured client (pre-registered).
+    fn configured_client(&self, meta: &AsMetadata) -> Result<Client, TokenError> {
+        let c = &self.settings.config;
+        let id = c
+            .client_id
+            .clone()
+            .ok_or_else(|| self.failed("client", "no client_id configured".into()))?;
+        Ok(Client {
+            id,
+            secret: self.settings.client_secret.clone(),
+            method: grant::choose_method(
+                c.token_endpoint_auth_method,
+                self.settings.client_secret.is_some(),
+                self.settings.private_key.is_some(),
+                &meta.token_endpoint_auth_methods_supported,
+            ),
+            private_key: self.settings.private_key.clone(),
+            registered: false,
+        })
+    }
+
+    /// Who logs in, in the spec's order: pre-registered, client ID metadata document where
+    /// the server supports it, a registration kept from an earlier login, dynamic registration.
+    async fn client_for_login(
+        &self,
+        st: &State,
+        meta: &AsMetadata,
+        redirect: &Url,
+    ) -> Result<Client, TokenError> {
+        let c = &self.settings.config;
+        if c.client_id.is_some() {
+            return self.configured_client(meta);
+        }
+        if let (Some(doc), true) = (
+            &c.client_metadata_url,
+            meta.client_id_metadata_document_supported,
+        ) {
+            return Ok(Client {
+                id: doc.to_string(),
+                secret: None,
+                method: ClientAuthMethod::None,
+                private_key: None,
+                registered: false,
+            });
+        }
+        if let Some(t) = st.tokens.as_ref().filter(|t| t.registered) {
+            return Ok(self.client_of(t));
+        }
+        let Some(endpoint) = &meta.registration_endpoint else {
+            return Err(self.failed(
+                "client",
+                format!(
+                    "the authorization server {} offers no dynamic registration; configure a `client_id` (or a `client_metadata_url`)",
+                    meta.issuer
+                ),
+            ));
+        };
+        grant::register(&self.http, endpoint, redirect)
+            .await
+            .map_err(|e| self.failed("registration", e))
+    }
+
+    /// What the store holds for this server, without a network request.
+    pub fn stored(&self) -> Result<Option<StoredSummary>, TokenError> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let t = store
+            .load(&self.key)
+            .map_err(|e| self.failed("token file", e.to_string()))?;
+        Ok(t.map(|t| StoredSummary {
+            client_id: t.client_id,
+            scopes: t.scopes,
+            expires_at: t.expires_at,
+            refreshable: t.refresh_token.is_some(),
+            path: store.path(&self.key),
+        }))
+    }
+
+    /// Forgets the stored tokens; `true` when there were some.
+    pub fn logout(&self) -> Result<bool, TokenError> {
+        match &self.store {
+            Some(store) => store
+                .remove(&self.key)
+                .map_err(|e| self.failed("token file", e.to_string())),
+            None => Ok(false),
+        }
+    }
+}
+
+/// What a login obtained (no token).
+#[derive(Debug, Clone)]
+pub struct LoginSummary {
+    /// The granted scopes.
+    pub scopes: Vec<String>,
+    /// When the access token expires (Unix seconds), if the server said.
+    pub expires_at: Option<u64>,
+    /// Whether a refresh token came with it.
+    pub refreshable: bool,
+}
+
+/// What the token file of a server holds (no token).
+#[derive(Debug, Clone)]
+pub struct StoredSummary {
+    /// The client the tokens were issued to.
+    pub client_id: String,
+    /// The granted scopes.
+    pub scopes: Vec<String>,
+    /// When the access token expires (Unix seconds), if known.
+    pub expires_at: Option<u64>,
+    /// Whether a refresh token is stored.
+    pub refreshable: bool,
+    /// The token file.
+    pub path: std::path::PathBuf,
+}
+
+impl TokenSource for OAuthSource {
+    fn header(&self) -> TokenFuture<'_, Option<AuthHeader>> {
+        Box::pin(async move {
+            let mut st = self.state.lock().await;
+            self.load(&mut st)?;
+            if let Some(h) = Self::current(&st) {
+                return Ok(Some(h));
+            }
+            if st.tokens.is_some() {
+                if let Some(h) = self.refresh(&mut st).await? {
+                    return Ok(Some(h));
+                }
+            }
+            // No usable token: send without one when a 401 can lead to a token here.
+            if self.settings.config.grant == OAuthGrant::ClientCredentials
+                || self.authorizer.is_some()
+            {
+                return Ok(None);
+            }
+            Err(self.login_required("has no usable OAuth token"))
+        })
+    }
+
+    fn refused<'a>(&'a self, refusal: &'a Refusal) -> TokenFuture<'a, Option<AuthHeader>> {
+        Box::pin(async move {
+            let mut st = self.state.lock().await;
+            self.load(&mut st)?;
+            let current = Self::current(&st);
+            // Another request renewed the token meanwhile: use it.
+            if current.is_some() && current.as_ref() != refusal.sent() {
+                return Ok(current);
+            }
+            let challenge = refusal.challenge().cloned();
+            let needed: Vec<String> = challenge
+                .as_ref()
+                .and_then(|c| c.scope.as_deref())
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            if refusal.status() == http::StatusCode::FORBIDDEN {
+                let held: BTreeSet<String> = st
+                    .tokens
+                    .as_ref()
+                    .map(|t| t.scopes.iter().cloned().collect())
+                    .unwrap_or_default();
+                let union: BTreeSet<String> = held.iter().cloned().chain(needed).collect();
+                if union == held && !held.is_empty() || st.asked.contains(&union) {
+                    // Nothing more to ask for: the 403 goes to the caller.
+                    return Ok(None);
+                }
+                if st.discovered.is_none() {
+                    self.wanted_scopes(&mut st, challenge).await?;
+                }
+                return self
+                    .obtain(&mut st, union.into_iter().collect())
+                    .await
+                    .map(Some);
+            }
+            // 401: the token was refused or there was none.
+            if refusal.sent().is_some() {
+                if let Some(h) = self.refresh(&mut st).await? {
+                    return Ok(Some(h));
+                }
+            }
+            let scopes = self.wanted_scopes(&mut st, challenge).await?;
+            self.obtain(&mut st, scopes).await.map(Some)
+        })
+    }
+}

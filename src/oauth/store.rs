@@ -1,0 +1,756 @@
+//! Where OAuth tokens live: one file per server and client, outside the project.
+//!
+//! Tokens never travel with a project, so they sit under the operator's state directory,
+//! `$XDG_STATE_HOME/kaged-mcp/oauth` or else `$HOME/.local/state/kaged-mcp/oauth`
+//! ([`TokenStore::default_dir`]); `config.toml` may name another directory, given to
+//! [`TokenStore::new`]. A file is named for its server key and a hash of the server URL and the
+//! client id ([`StoreKey::file_name`]), so a new URL or client starts from a clean slate.
+//!
+//! The directory is created `0700` and each file `0600`. A file is written whole or not at
+//! all: a temporary file beside it (created exclusively, `0600`), fsynced, renamed over the
+//! target, then the directory fsynced; on any failure the temporary file is removed and the old
+//! file stays as it was. Two writers racing leave one file or the other, never a mix.
+//!
+//! [`TokenStore::load`] refuses a file that group or others may access, that is not a regular
+//! file (a symbolic link included) or that another user owns, and [`TokenStore::save`] refuses a
+//! directory so exposed; the error names the path, the mode and the fix. No token or client
+//! secret reaches a log, a `Debug` or an error: they sit in [`Token`], whose `Debug` prints
+//! `***`, and a corrupt file is reported by line and column, never by its content.
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
+use ring::digest;
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::{Deserialize, Serialize};
+use serde_json::error::Category;
+
+/// The mode of a token file.
+const FILE_MODE: u32 = 0o600;
+/// The mode the token directory is created with.
+const DIR_MODE: u32 = 0o700;
+/// Larger token files are refused as corrupt rather than read into memory.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// An OAuth token or client secret. `Debug` prints `***` and there is no `Display`, so the value
+/// is read only through [`Token::expose`], where it goes on the wire.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Token(String);
+
+impl Token {
+    /// Wraps a value.
+    pub(crate) fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value itself; call it only where the value goes on the wire.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// What the store keeps for one server and client, as JSON: the client, the authorization
+/// server's endpoints and the tokens. `Debug` prints every [`Token`] as `***`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredTokens {
+    /// The MCP server URL the tokens are for; [`TokenStore::load`] refuses a file whose URL is
+    /// not the key's.
+    pub(crate) server_url: String,
+    /// The client id, configured or from dynamic registration.
+    pub(crate) client_id: String,
+    /// The client secret, for a confidential client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) client_secret: Option<Token>,
+    /// How the client authenticates at the token endpoint (`client_secret_basic`,
+    /// `client_secret_post`, `private_key_jwt`, `none`), as registered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token_endpoint_auth_method: Option<String>,
+    /// Whether the client came from dynamic client registration.
+    #[serde(default)]
+    pub(crate) registered: bool,
+    /// The authorization server's issuer identifier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) issuer: Option<String>,
+    /// The authorization server's token endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token_endpoint: Option<String>,
+    /// The resource indicator (RFC 8707) the tokens were requested for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) resource: Option<String>,
+    /// The access token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) access_token: Option<Token>,
+    /// The refresh token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refresh_token: Option<Token>,
+    /// When the access token expires, in unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) expires_at: Option<u64>,
+    /// The scopes granted.
+    #[serde(default)]
+    pub(crate) scopes: Vec<String>,
+    /// When the caller saved this, in unix seconds.
+    pub(crate) saved_at: u64,
+}
+
+/// Which file holds the tokens of one server and client.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct StoreKey {
+    server: String,
+    url: String,
+    client: String,
+}
+
+impl StoreKey {
+    /// The key for server key `server` at `url` with client `client`: the configured client
+    /// id, or a fixed word (such as `dynamic`) for a dynamically registered client.
+    pub(crate) fn new(
+        server: impl Into<String>,
+        url: impl Into<String>,
+        client: impl Into<String>,
+    ) -> Self {
+        Self {
+            server: server.into(),
+            url: url.into(),
+            client: client.into(),
+        }
+    }
+
+    /// `<server>-<hash>.json`: the server key with characters other than `a-z`, `0-9`, `_` and
+    /// `-` replaced by `_` (at most 64 of them), and the first 16 hex digits of
+    /// SHA-256(`url` + `"\n"` + `client`).
+    pub(crate) fn file_name(&self) -> String {
+        let mut name: String = self
+            .server
+            .chars()
+            .take(64)
+            .map(|c| match c {
+                'a'..='z' | '0'..='9' | '_' | '-' => c,
+                _ => '_',
+            })
+            .collect();
+        if name.is_empty() {
+            name.push('_');
+        }
+        let mut ctx = digest::Context::new(&digest::SHA256);
+        ctx.update(self.url.as_bytes());
+        ctx.update(b"\n");
+        ctx.update(self.client.as_bytes());
+        name.push('-');
+        name.push_str(&hex(&ctx.finish().as_ref()[..8]));
+        name.push_str(".json");
+        name
+    }
+}
+
+/// A directory of token files. See the [module docs](self) for where it is and what it refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TokenStore {
+    dir: PathBuf,
+}
+
+impl TokenStore {
+    /// A store in `dir`, created on the first [`save`](Self::save) if missing.
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// `$XDG_STATE_HOME/kaged-mcp/oauth` when `XDG_STATE_HOME` is an absolute path, else
+    /// `$HOME/.local/state/kaged-mcp/oauth` when `HOME` is; an error when neither is.
+    pub(crate) fn default_dir() -> Result<PathBuf, StoreError> {
+        default_dir_from(
+            std::env::var_os("XDG_STATE_HOME").as_deref(),
+            std::env::var_os("HOME").as_deref(),
+        )
+    }
+
+    /// The directory of the store.
+    #[cfg(test)]
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file that holds the tokens of `key`.
+    pub(crate) fn path(&self, key: &StoreKey) -> PathBuf {
+        self.dir.join(key.file_name())
+    }
+
+    /// The tokens of `key`, or `None` when it has no file.
+    ///
+    /// Refuses a file that is not a regular file, that another user owns, whose mode has any
+    /// group or other bit, that is corrupt, or whose `server_url` is not the key's URL.
+    pub(crate) fn load(&self, key: &StoreKey) -> Result<Option<StoredTokens>, StoreError> {
+        let path = self.path(key);
+        // No following a symbolic link, and no blocking on a FIFO: the file is checked once open.
+        let flags = OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK;
+        let file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(flags.bits())
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                // O_NOFOLLOW fails on a symbolic link, with ELOOP or EMLINK depending on the OS.
+                if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+                    return Err(StoreError::NotRegularFile { path });
+                }
+                return Err(StoreError::io(path, "open", e));
+            }
+        };
+        let meta = match file.metadata() {
+            Ok(meta) => meta,
+            Err(e) => return Err(StoreError::io(path, "read the metadata of", e)),
+        };
+        check_private(&path, &meta, Kind::File)?;
+        let mut bytes = Vec::new();
+        if let Err(e) = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
+            return Err(StoreError::io(path, "read", e));
+        }
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            let detail = format!("larger than {MAX_FILE_BYTES} bytes");
+            return Err(StoreError::Corrupt { path, detail });
+        }
+        let tokens: StoredTokens = match serde_json::from_slice(&bytes) {
+            Ok(tokens) => tokens,
+            Err(e) => return Err(corrupt(path, &e)),
+        };
+        if tokens.server_url != key.url {
+            return Err(StoreError::Stale { path });
+        }
+        Ok(Some(tokens))
+    }
+
+    /// Writes the tokens of `key`, atomically: the file afterwards holds either `tokens` or
+    /// what it held before, never a mix, and no temporary file is left behind.
+    ///
+    /// Creates the directory (and its parents) `0700` when missing; refuses one that group or
+    /// others may access or that another user owns.
+    pub(crate) fn save(&self, key: &StoreKey, tokens: &StoredTokens) -> Result<(), StoreError> {
+        self.ensure_dir()?;
+        // Strings, numbers and booleans only: serializing into a Vec cannot fail.
+        let mut json = serde_json::to_vec_pretty(tokens).expect("StoredTokens serializes");
+        json.push(b'\n');
+        let name = key.file_name();
+        write_atomically(&self.dir, &name, |file| file.write_all(&json))?;
+        tracing::debug!(path = %self.dir.join(&name).display(), "oauth tokens saved");
+        Ok(())
+    }
+
+    /// Removes the file of `key`; `true` if there was one.
+    pub(crate) fn remove(&self, key: &StoreKey) -> Result<bool, StoreError> {
+        let path = self.path(key);
+        match fs::remove_file(&path) {
+            Ok(()) => {
+                sync_dir(&self.dir)?;
+                tracing::debug!(path = %path.display(), "oauth tokens removed");
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io(path, "remove", e)),
+        }
+    }
+
+    /// Creates the directory `0700` when missing, or checks the one there.
+    fn ensure_dir(&self) -> Result<(), StoreError> {
+        let dir = &self.dir;
+        let meta = match fs::metadata(dir) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if let Err(e) = DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir) {
+                    return Err(StoreError::io(dir, "create the token directory", e));
+                }
+                match fs::metadata(dir) {
+                    Ok(meta) => meta,
+                    Err(e) => return Err(StoreError::io(dir, "read the metadata of", e)),
+                }
+            }
+            Err(e) => return Err(StoreError::io(dir, "read the metadata of", e)),
+        };
+        check_private(dir, &meta, Kind::Dir)
+    }
+}
+
+/// [`TokenStore::default_dir`] over the values of `XDG_STATE_HOME` and `HOME`. An empty or
+/// relative value counts as unset, as the XDG base directory specification says.
+fn default_dir_from(
+    xdg_state_home: Option<&OsStr>,
+    home: Option<&OsStr>,
+) -> Result<PathBuf, StoreError> {
+    fn absolute(v: Option<&OsStr>) -> Option<&Path> {
+        v.map(Path::new).filter(|p| p.is_absolute())
+    }
+    if let Some(state) = absolute(xdg_state_home) {
+        return Ok(state.join("kaged-mcp").join("oauth"));
+    }
+    if let Some(home) = absolute(home) {
+        return Ok(home.join(".local/state/kaged-mcp/oauth"));
+    }
+    Err(StoreError::NoStateDir)
+}
+
+/// What [`check_private`] checks.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    File,
+    Dir,
+}
+
+/// Checks `meta` is a regular file (or a directory), owned by this user, with no group or
+/// other bit in its mode.
+fn check_private(path: &Path, meta: &fs::Metadata, kind: Kind) -> Result<(), StoreError> {
+    let path = || path.to_path_buf();
+    match kind {
+        Kind::File if !meta.is_file() => return Err(StoreError::NotRegularFile { path: path() }),
+        Kind::Dir if !meta.is_dir() => return Err(StoreError::NotADirectory { path: path() }),
+        _ => {}
+    }
+    let uid = nix::unistd::geteuid().as_raw();
+    if meta.uid() != uid {
+        return Err(StoreError::NotOwned {
+            path: path(),
+            owner: meta.uid(),
+            uid,
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(match kind {
+            Kind::File => StoreError::FileMode { path: path(), mode },
+            Kind::Dir => StoreError::DirMode { path: path(), mode },
+        });
+    }
+    Ok(())
+}
+
+/// Writes `dir/name` through a temporary file in `dir`: created exclusively with mode `0600`,
+/// filled by `write`, fsynced and renamed over the target; then `dir` is fsynced. The temporary
+/// file is removed on any failure.
+fn write_atomically(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<(), StoreError> {
+    let target = dir.join(name);
+    let mut suffix = [0u8; 8];
+    if SystemRandom::new().fill(&mut suffix).is_err() {
+        let e = io::Error::other("the system random number generator failed");
+        return Err(StoreError::io(target, "name a temporary file for", e));
+    }
+    let tmp = dir.join(format!(".{name}.{}.tmp", hex(&suffix)));
+    let mut file = match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(&tmp)
+    {
+        Ok(file) => file,
+        Err(e) => return Err(StoreError::io(tmp, "create", e)),
+    };
+    let guard = RemoveOnDrop(Some(&tmp));
+    // The umask may have narrowed the mode; a token file is exactly 0600.
+    if let Err(e) = file.set_permissions(Permissions::from_mode(FILE_MODE)) {
+        return Err(StoreError::io(&tmp, "set the mode of", e));
+    }
+    if let Err(e) = write(&mut file) {
+        return Err(StoreError::io(&tmp, "write", e));
+    }
+    if let Err(e) = file.sync_all() {
+        return Err(StoreError::io(&tmp, "fsync", e));
+    }
+    drop(file);
+    if let Err(e) = fs::rename(&tmp, &target) {
+        return Err(StoreError::io(target, "rename a temporary file over", e));
+    }
+    guard.disarm();
+    sync_dir(dir)
+}
+
+/// Removes a temporary file when dropped, unless disarmed.
+#[derive(Debug)]
+struct RemoveOnDrop<'a>(Option<&'a Path>);
+
+impl RemoveOnDrop<'_> {
+    /// The file was renamed: nothing to remove.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(path) = self.0 {
+            // Best effort: the error being reported is the one that made the write fail.
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// Fsyncs a directory, so a rename or removal in it survives a crash.
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io(dir, "fsync", e))
+}
+
+/// A corrupt-file error from a JSON error: its category and place, never its message (which may
+/// quote the file).
+fn corrupt(path: PathBuf, e: &serde_json::Error) -> StoreError {
+    let what = match e.classify() {
+        Category::Syntax => "not valid JSON",
+        Category::Eof => "cut short",
+        Category::Data => "a field is missing or has the wrong type",
+        Category::Io => "unreadable",
+    };
+    let detail = format!("{what} at line {} column {}", e.line(), e.column());
+    StoreError::Corrupt { path, detail }
+}
+
+/// Lowercase hex digits of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Why the token store could not load, save or remove a file. Each names the path and the fix;
+/// none carries a token, a client secret or the content of a file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StoreError {
+    /// Neither `XDG_STATE_HOME` nor `HOME` is an absolute path.
+    #[error("no directory for OAuth tokens: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one, or name the token directory in config.toml")]
+    NoStateDir,
+    /// A token file whose mode lets group or others in.
+    #[error("{path}: mode {mode:04o} lets group or others read OAuth tokens; run `chmod 600 {path}`, or remove it and log in again")]
+    FileMode {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A token directory whose mode lets group or others in.
+    #[error("{path}: the OAuth token directory has mode {mode:04o}, which lets group or others in; run `chmod 700 {path}`")]
+    DirMode {
+        /// The directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A token path that is a symbolic link, a directory, a FIFO or a device.
+    #[error("{path}: not a regular file (a symbolic link, a directory or a device); remove it and log in again")]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A token directory path that is not a directory.
+    #[error("{path}: the OAuth token directory is not a directory")]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A token file or directory that another user owns.
+    #[error(
+        "{path}: owned by uid {owner}, not by this user (uid {uid}); remove it and log in again"
+    )]
+    NotOwned {
+        /// The file or directory.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// This process's effective user id.
+        uid: u32,
+    },
+    /// A token file that does not parse; `detail` says how, never what it holds.
+    #[error("{path}: corrupt OAuth token file ({detail}); remove it and log in again")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The kind of damage and where.
+        detail: String,
+    },
+    /// A token file saved for another server URL.
+    #[error("{path}: holds OAuth tokens for another server URL; remove it and log in again")]
+    Stale {
+        /// The file.
+        path: PathBuf,
+    },
+    /// An I/O operation failed.
+    #[error("{path}: cannot {action}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done, as a verb phrase (`open`, `create the token directory`).
+        action: &'static str,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl StoreError {
+    fn io(path: impl Into<PathBuf>, action: &'static str, source: io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            action,
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> StoreKey {
+        StoreKey::new("github", "https://mcp.example.com/mcp", "dynamic")
+    }
+
+    fn tokens(access: &str) -> StoredTokens {
+        StoredTokens {
+            server_url: "https://mcp.example.com/mcp".into(),
+            client_id: "client-123".into(),
+            client_secret: Some(Token::new("cs-secret-value")),
+            token_endpoint_auth_method: Some("client_secret_basic".into()),
+            registered: true,
+            issuer: Some("https://auth.example.com".into()),
+            token_endpoint: Some("https://auth.example.com/token".into()),
+            resource: Some("https://mcp.example.com/mcp".into()),
+            access_token: Some(Token::new(access)),
+            refresh_token: Some(Token::new("rt-secret-value")),
+            expires_at: Some(1_700_003_600),
+            scopes: vec!["read".into(), "write".into()],
+            saved_at: 1_700_000_000,
+        }
+    }
+
+    /// A store in a fresh directory that does not exist yet (its parent is the temp dir).
+    fn store() -> (tempfile::TempDir, TokenStore) {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = TokenStore::new(tmp.path().join("state").join("oauth"));
+        (tmp, store)
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().mode() & 0o7777
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn round_trips_tokens() {
+        let (_tmp, store) = store();
+        assert_eq!(store.load(&key()).unwrap(), None);
+        store.save(&key(), &tokens("at-1")).unwrap();
+        assert_eq!(store.load(&key()).unwrap(), Some(tokens("at-1")));
+        store.save(&key(), &tokens("at-2")).unwrap();
+        let loaded = store.load(&key()).unwrap().unwrap();
+        assert_eq!(loaded.access_token.unwrap().expose(), "at-2");
+    }
+
+    #[test]
+    fn file_is_0600_and_directory_0700() {
+        let (_tmp, store) = store();
+        store.save(&key(), &tokens("at")).unwrap();
+        assert_eq!(mode(&store.path(&key())), 0o600);
+        assert_eq!(mode(store.dir()), 0o700);
+    }
+
+    #[test]
+    fn file_readable_by_others_is_refused_naming_path_and_mode() {
+        let (_tmp, store) = store();
+        store.save(&key(), &tokens("at")).unwrap();
+        let path = store.path(&key());
+        fs::set_permissions(&path, Permissions::from_mode(0o644)).unwrap();
+        let msg = store.load(&key()).unwrap_err().to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("0644"), "{msg}");
+        assert!(msg.contains("chmod 600"), "{msg}");
+    }
+
+    #[test]
+    fn directory_open_to_others_is_refused_on_save() {
+        let (_tmp, store) = store();
+        fs::create_dir_all(store.dir()).unwrap();
+        fs::set_permissions(store.dir(), Permissions::from_mode(0o755)).unwrap();
+        let msg = store.save(&key(), &tokens("at")).unwrap_err().to_string();
+        assert!(msg.contains(&store.dir().display().to_string()), "{msg}");
+        assert!(msg.contains("0755") && msg.contains("chmod 700"), "{msg}");
+        assert!(names(store.dir()).is_empty());
+    }
+
+    #[test]
+    fn symbolic_link_is_refused() {
+        let (tmp, store) = store();
+        store.save(&key(), &tokens("at")).unwrap();
+        let elsewhere = tmp.path().join("elsewhere.json");
+        fs::rename(store.path(&key()), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, store.path(&key())).unwrap();
+        let err = store.load(&key()).unwrap_err();
+        assert!(matches!(err, StoreError::NotRegularFile { .. }), "{err}");
+    }
+
+    #[test]
+    fn file_or_directory_of_another_user_is_refused() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: only root can give a file to another user");
+            return;
+        }
+        let (_tmp, store) = store();
+        store.save(&key(), &tokens("at")).unwrap();
+        let path = store.path(&key());
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        let err = store.load(&key()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::NotOwned { owner: 65534, .. }),
+            "{err}"
+        );
+        std::os::unix::fs::chown(store.dir(), Some(65534), None).unwrap();
+        let err = store.save(&key(), &tokens("at")).unwrap_err();
+        assert!(matches!(err, StoreError::NotOwned { .. }), "{err}");
+        assert!(err.to_string().contains(&store.dir().display().to_string()));
+    }
+
+    #[test]
+    fn file_for_another_url_is_refused_as_stale() {
+        let (_tmp, store) = store();
+        let mut other = tokens("at");
+        other.server_url = "https://elsewhere.example.com/mcp".into();
+        store.save(&key(), &other).unwrap();
+        let err = store.load(&key()).unwrap_err();
+        assert!(matches!(err, StoreError::Stale { .. }), "{err}");
+    }
+
+    #[test]
+    fn save_over_a_file_leaves_no_temporary_file() {
+        let (_tmp, store) = store();
+        store.save(&key(), &tokens("at-1")).unwrap();
+        store.save(&key(), &tokens("at-2")).unwrap();
+        assert_eq!(names(store.dir()), vec![key().file_name()]);
+    }
+
+    #[test]
+    fn failed_write_keeps_the_old_file_and_removes_the_temporary_one() {
+        let (_tmp, store) = store();
+        store.save(&key(), &tokens("at-old")).unwrap();
+        let err = write_atomically(store.dir(), &key().file_name(), |file| {
+            file.write_all(b"{\"server_url\": \"half")?;
+            Err(io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("disk full"), "{err}");
+        assert_eq!(names(store.dir()), vec![key().file_name()]);
+        let loaded = store.load(&key()).unwrap().unwrap();
+        assert_eq!(loaded.access_token.unwrap().expose(), "at-old");
+    }
+
+    #[test]
+    fn save_into_a_read_only_directory_keeps_the_old_file() {
+        if nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: root writes into a read-only directory");
+            return;
+        }
+        let (_tmp, store) = store();
+        store.save(&key(), &tokens("at-old")).unwrap();
+        fs::set_permissions(store.dir(), Permissions::from_mode(0o500)).unwrap();
+        let result = store.save(&key(), &tokens("at-new"));
+        fs::set_permissions(store.dir(), Permissions::from_mode(0o700)).unwrap();
+        assert!(result.is_err());
+        assert_eq!(names(store.dir()), vec![key().file_name()]);
+        let loaded = store.load(&key()).unwrap().unwrap();
+        assert_eq!(loaded.access_token.unwrap().expose(), "at-old");
+    }
+
+    #[test]
+    fn debug_shows_no_token() {
+        let debug = format!("{:?}", tokens("at-secret-value"));
+        for secret in ["at-secret-value", "rt-secret-value", "cs-secret-value"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
+        assert!(debug.contains("access_token: Some(***)"), "{debug}");
+    }
+
+    #[test]
+    fn corrupt_file_error_quotes_nothing_from_the_file() {
+        let (_tmp, store) = store();
+        store.save(&key(), &tokens("at")).unwrap();
+        let path = store.path(&key());
+        let bodies = [
+            r#"{"access_token": "leaked-secret-1", "#,
+            r#"{"server_url": "x", "client_id": "c", "saved_at": "leaked-secret-2"}"#,
+            r#"leaked-secret-3"#,
+        ];
+        for body in bodies {
+            fs::write(&path, body).unwrap();
+            let err = store.load(&key()).unwrap_err();
+            let msg = format!("{err} {err:?}");
+            assert!(matches!(err, StoreError::Corrupt { .. }), "{msg}");
+            assert!(msg.contains("corrupt") && !msg.contains("leaked"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn remove_says_whether_there_was_a_file() {
+        let (_tmp, store) = store();
+        store.save(&key(), &tokens("at")).unwrap();
+        assert!(store.remove(&key()).unwrap());
+        assert!(!store.remove(&key()).unwrap());
+        assert_eq!(store.load(&key()).unwrap(), None);
+    }
+
+    #[test]
+    fn file_name_is_server_and_hash_of_url_and_client() {
+        // printf 'https://mcp.example.com/mcp\ndynamic' | sha256sum
+        assert_eq!(key().file_name(), "github-62ce0f2df0387390.json");
+        let other_client = StoreKey::new("github", "https://mcp.example.com/mcp", "client-123");
+        assert_ne!(other_client.file_name(), key().file_name());
+        let odd = StoreKey::new("Git Hub/../x", "u", "c").file_name();
+        assert!(odd.starts_with("_it__ub____x-"), "{odd}");
+    }
+
+    #[test]
+    fn default_dir_prefers_an_absolute_xdg_state_home() {
+        let dir = |xdg: Option<&str>, home: Option<&str>| {
+            default_dir_from(xdg.map(OsStr::new), home.map(OsStr::new))
+        };
+        assert_eq!(
+            dir(Some("/state"), Some("/home/op")).unwrap(),
+            Path::new("/state/kaged-mcp/oauth")
+        );
+        for xdg in [None, Some(""), Some("relative/state")] {
+            assert_eq!(
+                dir(xdg, Some("/home/op")).unwrap(),
+                Path::new("/home/op/.local/state/kaged-mcp/oauth")
+            );
+        }
+        assert!(matches!(dir(None, None), Err(StoreError::NoStateDir)));
+        assert!(matches!(
+            dir(Some(""), Some("")),
+            Err(StoreError::NoStateDir)
+        ));
+        assert!(matches!(
+            dir(None, Some("home")),
+            Err(StoreError::NoStateDir)
+        ));
+    }
+}
