@@ -428,6 +428,25 @@ pub(crate) fn http_fault_server(mode: &str, extra: &[&str]) -> Vec<String> {
     cmd
 }
 
+/// `python3 tests/servers/oauth_server.py --port 0` plus `extra` arguments (`--client
+/// ID[:SECRET[:METHOD]]`, `--token-ttl SECS`, `--refresh-delay-ms N`, `--no-refresh`,
+/// `--always-403`, `--log FILE`, …): an OAuth authorization server and the MCP server it
+/// protects, in one process (see the script's docstring). `None` when `python3` is not on
+/// `PATH`. Start it with [`SsePeer::start_reporting_port`].
+pub(crate) fn oauth_server(extra: &[&str]) -> Option<Vec<String>> {
+    if !on_path("python3") {
+        return None;
+    }
+    let mut cmd = vec![
+        "python3".into(),
+        string(&server_script("oauth_server.py")),
+        "--port".into(),
+        "0".into(),
+    ];
+    cmd.extend(extra.iter().map(|s| (*s).to_owned()));
+    Some(cmd)
+}
+
 // --- helpers ----------------------------------------------------------------------------------
 
 /// A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, let it go).
