@@ -71,6 +71,13 @@ pub trait TokenSource: fmt::Debug + Send + Sync + 'static {
         Box::pin(ready(Ok(None)))
     }
 
+    /// A header that never changes (a configured secret): the layer sets it and calls the
+    /// inner service at once, inside `call`, with no future of its own to wait on first.
+    /// The default is `None`: the header is asked for with [`header`](Self::header).
+    fn fixed(&self) -> Option<AuthHeader> {
+        None
+    }
+
     /// The name of the header this source gives (`Authorization` unless it says otherwise), so
     /// a transport can refuse a static header of the same name.
     fn header_name(&self) -> HeaderName {
@@ -161,6 +168,10 @@ impl StaticToken {
 impl TokenSource for StaticToken {
     fn header(&self) -> TokenFuture<'_, Option<AuthHeader>> {
         Box::pin(ready(Ok(Some(self.0.clone()))))
+    }
+
+    fn fixed(&self) -> Option<AuthHeader> {
+        Some(self.0.clone())
     }
 
     fn header_name(&self) -> HeaderName {
