@@ -35,12 +35,11 @@
 
 mod challenge;
 pub mod error;
+mod future;
 mod layer;
 mod source;
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -50,6 +49,7 @@ use tower::{BoxError, Service, ServiceExt};
 
 pub use self::challenge::BearerChallenge;
 pub use self::error::{InvalidHeader, TokenError};
+pub use self::future::ResponseFuture;
 pub use self::layer::AuthLayer;
 pub use self::source::{Refusal, StaticToken, TokenFuture, TokenSource};
 
@@ -209,7 +209,7 @@ where
 {
     type Response = Response<ResBody>;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<ResBody>, BoxError>> + Send>>;
+    type Future = ResponseFuture<S::Future, Response<ResBody>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -219,22 +219,17 @@ where
         if let Some(fixed) = self.source.fixed() {
             // A static secret: the request goes to the inner service now, as it always did.
             set_header(&mut req, Some(&fixed));
-            let fut = self.inner.call(req);
-            return Box::pin(async move { fut.await.map_err(Into::into) });
+            return ResponseFuture::fixed(self.inner.call(req));
         }
         // The ready service goes into the future; a fresh clone stays for the next call.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let source = Arc::clone(&self.source);
-        Box::pin(async move {
-            let template = source.renews().then(|| Template::of(&req));
+        ResponseFuture::renewing(Box::pin(async move {
+            let template = Template::of(&req);
             let mut sent = source.header().await?;
-            let mut req = req;
             set_header(&mut req, sent.as_ref());
             let mut response = inner.call(req).await.map_err(Into::into)?;
-            let Some(template) = template else {
-                return Ok(response);
-            };
             for renewal in 0..MAX_RENEWALS {
                 let Some(refusal) = refusal_of(&response, sent.as_ref(), renewal) else {
                     return Ok(response);
@@ -255,7 +250,7 @@ where
                     .map_err(Into::into)?;
             }
             Ok(response)
-        })
+        }))
     }
 }
 
@@ -302,12 +297,14 @@ fn refusal_of<B>(
     renewal: u32,
 ) -> Option<Refusal> {
     let status = response.status();
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return None;
+    }
     let challenge = BearerChallenge::find(response.headers());
     let refused = status == StatusCode::UNAUTHORIZED
-        || (status == StatusCode::FORBIDDEN
-            && challenge
-                .as_ref()
-                .is_some_and(BearerChallenge::insufficient_scope));
+        || challenge
+            .as_ref()
+            .is_some_and(BearerChallenge::insufficient_scope);
     refused.then(|| Refusal::new(status, challenge, sent.cloned(), renewal))
 }
 

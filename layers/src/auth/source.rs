@@ -83,12 +83,6 @@ pub trait TokenSource: fmt::Debug + Send + Sync + 'static {
     fn header_name(&self) -> HeaderName {
         AUTHORIZATION
     }
-
-    /// Whether [`refused`](Self::refused) may ever renew the header. When not, the layer keeps
-    /// no copy of the request to resend. The default says yes.
-    fn renews(&self) -> bool {
-        true
-    }
 }
 
 /// A refused request, as a [`TokenSource`] sees it.
@@ -176,9 +170,5 @@ impl TokenSource for StaticToken {
 
     fn header_name(&self) -> HeaderName {
         self.0.name().clone()
-    }
-
-    fn renews(&self) -> bool {
-        false
     }
 }
