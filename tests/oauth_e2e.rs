@@ -285,6 +285,35 @@ async fn client_credentials_need_no_browser() {
 }
 
 #[tokio::test]
+async fn client_credentials_are_granted_again_at_every_expiry() {
+    let Some(server) = OAuthPeer::start(&["--client", "svc:s3cret"]) else {
+        return;
+    };
+    let auth =
+        "      client_id: svc\n      secret_ref: oauth.svc\n      grant: client_credentials\n";
+    let local = "[secrets.oauth]\nsvc = \"s3cret\"\n";
+    let session = server.session(auth, local, false).await;
+    whoami(&session).await.unwrap();
+    // A daemon lives longer than its tokens: more expiries than a step-up chain may have.
+    let expiries = MAX_AUTHORIZATIONS + 1;
+    for n in 1..=expiries {
+        server.expire();
+        let me = whoami(&session)
+            .await
+            .unwrap_or_else(|e| panic!("after expiry {n}: {e}"));
+        assert_eq!(me["token_generation"], u64::from(n) + 1, "{me}");
+    }
+    let stats = server.stats();
+    assert_eq!(
+        stat(&stats, "token.client_credentials"),
+        u64::from(expiries) + 1,
+        "{stats}"
+    );
+    assert_eq!(stat(&stats, "token_errors"), 0, "{stats}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_token_file_readable_by_others_is_refused_and_named() {
     let Some(server) = OAuthPeer::start(&[]) else {
         return;

@@ -7,16 +7,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
+use super::session_cmds::runtime;
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 use crate::config::{Config, OAuthGrant};
 use crate::oauth::{Authorizer, BrowserAuthorizer, OAuthSource};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime can always be built")
-}
 
 /// The source of the OAuth server `server`, or the exit code after saying why not.
 fn source(

@@ -16,7 +16,8 @@ pub(super) struct Who<'a> {
     pub(super) agent: Option<&'a str>,
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+/// The runtime every command runs its session on.
+pub(super) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use url::Url;
 
 use super::discovery::AsMetadata;
-use super::http::{parse_url, OAuthHttp};
+use super::http::OAuthHttp;
 use super::jwt;
 use crate::config::{ClientAuthMethod, Secret};
 use crate::transport::http::redacted;
@@ -357,11 +357,6 @@ pub(crate) fn authorization_endpoint(meta: &AsMetadata) -> Result<&Url, String> 
             meta.issuer
         )
     })
-}
-
-#[allow(dead_code)]
-fn _unused(s: &str) -> Result<Url, String> {
-    parse_url(s, "")
 }
 
 #[cfg(test)]

@@ -89,29 +89,20 @@ impl OAuthHttp {
 
     /// `GET url` with `Accept: application/json`.
     pub(crate) async fn get_json(&self, url: &Url) -> Result<Fetched, HttpError> {
-        let req = Request::get(url.as_str())
-            .header(ACCEPT, "application/json")
-            .body(Full::new(Bytes::new()))
-            .map_err(|e| HttpError {
-                method: Method::GET,
-                url: redacted(url),
-                reason: e.to_string(),
-            })?;
-        let response = self.send(req).await?;
+        let response = self
+            .send(build(Method::GET, url, "application/json", None)?)
+            .await?;
         Ok(fetched(&response))
     }
 
     /// `POST url` with a JSON body.
     pub(crate) async fn post_json(&self, url: &Url, body: &Value) -> Result<Fetched, HttpError> {
-        let req = Request::post(url.as_str())
-            .header(ACCEPT, "application/json")
-            .header(CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| HttpError {
-                method: Method::POST,
-                url: redacted(url),
-                reason: e.to_string(),
-            })?;
+        let req = build(
+            Method::POST,
+            url,
+            "application/json",
+            Some(body.to_string()),
+        )?;
         let response = self.send(req).await?;
         Ok(fetched(&response))
     }
@@ -127,17 +118,33 @@ impl OAuthHttp {
                 "clientInfo": {"name": "kaged-mcp", "version": env!("CARGO_PKG_VERSION")}
             }
         });
-        let req = Request::post(url.as_str())
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| HttpError {
-                method: Method::POST,
-                url: redacted(url),
-                reason: e.to_string(),
-            })?;
-        self.send(req).await
+        let accept = "application/json, text/event-stream";
+        self.send(build(Method::POST, url, accept, Some(body.to_string()))?)
+            .await
     }
+}
+
+/// A request to `url` accepting `accept`, with a JSON body when given.
+fn build(
+    method: Method,
+    url: &Url,
+    accept: &str,
+    json: Option<String>,
+) -> Result<Request<Full<Bytes>>, HttpError> {
+    let mut builder = Request::builder()
+        .method(method.clone())
+        .uri(url.as_str())
+        .header(ACCEPT, accept);
+    if json.is_some() {
+        builder = builder.header(CONTENT_TYPE, "application/json");
+    }
+    builder
+        .body(Full::new(json.map(Bytes::from).unwrap_or_default()))
+        .map_err(|e| HttpError {
+            method,
+            url: redacted(url),
+            reason: e.to_string(),
+        })
 }
 
 /// One request and its whole answer; the error as text.

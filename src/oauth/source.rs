@@ -5,12 +5,15 @@
 //! and get its result). On a 401 it discovers the authorization server and gets a token: the
 //! client credentials grant when configured, else the authorization-code flow, but only when
 //! an [`Authorizer`] is plugged in (`kaged-mcp auth login`); a daemon never waits for a browser
-//! and fails the call at once with a [`TokenError::login_required`] naming the command. On a
-//! 403 `insufficient_scope` it asks again with the union of the scopes held and asked for, never
-//! twice for the same set and at most [`MAX_AUTHORIZATIONS`] times in the life of the source.
+//! and fails the call at once with a [`TokenError::login_required`] naming the command; a 401
+//! of a token it has just renewed goes back to the caller. On a 403 `insufficient_scope` it asks
+//! again with the union of the scopes held and asked for (a step-up), never twice for the same
+//! set and at most `MAX_AUTHORIZATIONS - 1` times in the life of the source. A token that
+//! expires is refreshed or, without a refresh token, obtained again with the scopes it held.
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -27,13 +30,12 @@ use super::http::OAuthHttp;
 use super::loopback::Callback;
 use super::store::{StoreKey, StoredTokens, Token, TokenStore};
 use super::Authorizer;
-use std::path::Path;
-
 use crate::config::{ClientAuthMethod, Config, McpServerConfig, OAuthConfig, OAuthGrant, Secret};
 use crate::transport::http::redacted;
 
-/// How many authorizations (code flows or client-credentials grants) one source starts at
-/// most, the first included: a server that keeps asking for scopes it never accepts is given up.
+/// How many authorizations a chain of step-ups reaches at most, the first included (so a source
+/// steps up at most `MAX_AUTHORIZATIONS - 1` times): a server that keeps asking for scopes it
+/// never accepts is given up. A token obtained again after its expiry does not count.
 pub const MAX_AUTHORIZATIONS: u32 = 3;
 /// A token this close to its expiry is refreshed before use.
 const EXPIRY_MARGIN_SECS: u64 = 30;
@@ -51,7 +53,7 @@ struct Settings {
 pub struct OAuthSource {
     settings: Settings,
     http: OAuthHttp,
-    store: Option<TokenStore>,
+    store: TokenStore,
     key: StoreKey,
     authorizer: Option<Arc<dyn Authorizer>>,
     needs_login: AtomicBool,
@@ -62,9 +64,29 @@ pub struct OAuthSource {
 struct State {
     loaded: bool,
     tokens: Option<StoredTokens>,
+    /// The `Authorization` header of `tokens`' access token, built once per token.
+    header: Option<AuthHeader>,
     discovered: Option<Discovered>,
-    asked: Vec<BTreeSet<String>>,
-    authorizations: u32,
+    /// The scope sets stepped up to, in order.
+    stepped_up: Vec<BTreeSet<String>>,
+}
+
+impl State {
+    fn set_tokens(&mut self, tokens: Option<StoredTokens>) {
+        self.header = tokens
+            .as_ref()
+            .and_then(|t| t.access_token.as_ref())
+            .and_then(|a| AuthHeader::bearer(a.expose()).ok());
+        self.tokens = tokens;
+    }
+
+    /// The scopes the stored token holds.
+    fn held(&self) -> BTreeSet<String> {
+        self.tokens
+            .as_ref()
+            .map(|t| t.scopes.iter().cloned().collect())
+            .unwrap_or_default()
+    }
 }
 
 impl fmt::Debug for OAuthSource {
@@ -77,7 +99,7 @@ impl fmt::Debug for OAuthSource {
     }
 }
 
-/// A token as the store and the status know it.
+/// Unix seconds, as the token files keep expiries.
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -85,11 +107,7 @@ fn now() -> u64 {
 }
 
 impl OAuthSource {
-    fn new(
-        settings: Settings,
-        store: Option<TokenStore>,
-        authorizer: Option<Arc<dyn Authorizer>>,
-    ) -> Self {
+    fn new(settings: Settings, store: TokenStore, authorizer: Option<Arc<dyn Authorizer>>) -> Self {
         let client_key = settings
             .config
             .client_id
@@ -153,11 +171,7 @@ impl OAuthSource {
             client_secret: secret(auth.secret_ref.as_ref()),
             private_key: secret(oauth.private_key_ref.as_ref()),
         };
-        Ok(Some(Self::new(
-            settings,
-            Some(TokenStore::new(dir)),
-            authorizer,
-        )))
+        Ok(Some(Self::new(settings, TokenStore::new(dir), authorizer)))
     }
 
     /// Whether the last attempt to get a token ended in "log in first".
@@ -195,8 +209,10 @@ impl OAuthSource {
         }
         // A login replaces what is stored.
         st.loaded = true;
-        st.tokens = None;
-        let scopes = self.wanted_scopes(&mut st, challenge).await?;
+        st.set_tokens(None);
+        let (metadata_url, scope) = split(challenge);
+        self.discover(&mut st, metadata_url).await?;
+        let scopes = self.scopes(&st, scope);
         self.obtain(&mut st, scopes).await?;
         let t = st
             .tokens
@@ -229,17 +245,17 @@ impl OAuthSource {
             return Ok(());
         }
         st.loaded = true;
-        if let Some(store) = &self.store {
-            st.tokens = store
-                .load(&self.key)
-                .map_err(|e| self.failed("token file", e.to_string()))?;
-        }
+        let tokens = self
+            .store
+            .load(&self.key)
+            .map_err(|e| self.failed("token file", e.to_string()))?;
+        st.set_tokens(tokens);
         Ok(())
     }
 
     fn save(&self, st: &State) -> Result<(), TokenError> {
-        if let (Some(store), Some(t)) = (&self.store, &st.tokens) {
-            store
+        if let Some(t) = &st.tokens {
+            self.store
                 .save(&self.key, t)
                 .map_err(|e| self.failed("token file", e.to_string()))?;
         }
@@ -247,22 +263,21 @@ impl OAuthSource {
     }
 
     fn forget(&self, st: &mut State) {
-        st.tokens = None;
-        if let Some(store) = &self.store {
-            let _ = store.remove(&self.key);
+        st.set_tokens(None);
+        if let Err(e) = self.store.remove(&self.key) {
+            tracing::warn!(server = %self.settings.server, error = %e, "cannot remove a dead token file");
         }
     }
 
     /// The header of the stored access token when it is still good.
     fn current(st: &State) -> Option<AuthHeader> {
         let t = st.tokens.as_ref()?;
-        let access = t.access_token.as_ref()?;
         if t.expires_at
             .is_some_and(|e| e <= now() + EXPIRY_MARGIN_SECS)
         {
             return None;
         }
-        AuthHeader::bearer(access.expose()).ok()
+        st.header.clone()
     }
 
     fn client_of(&self, t: &StoredTokens) -> Client {
@@ -363,39 +378,38 @@ impl OAuthSource {
             scopes: g.scopes.unwrap_or(asked),
             saved_at: now(),
         };
-        st.tokens = Some(tokens);
+        st.set_tokens(Some(tokens));
         self.needs_login.store(false, Ordering::Relaxed);
         self.save(st)
     }
 
-    /// Discovers (once, or again when the challenge names other metadata) and returns the
-    /// scopes to ask for: configured, else the challenge's, else the resource's.
-    async fn wanted_scopes(
+    /// Discovers where to authorize: once, or again when a challenge names the metadata.
+    async fn discover(
         &self,
         st: &mut State,
-        challenge: Option<BearerChallenge>,
-    ) -> Result<Vec<String>, TokenError> {
-        let (metadata_url, scope) = match challenge {
-            Some(c) => (c.resource_metadata, c.scope),
-            None => (None, None),
-        };
+        metadata_url: Option<String>,
+    ) -> Result<(), TokenError> {
         if st.discovered.is_none() || metadata_url.is_some() {
             let d = discover(&self.http, &self.settings.url, metadata_url)
                 .await
                 .map_err(|e| self.failed("discovery", e))?;
             st.discovered = Some(d);
         }
+        Ok(())
+    }
+
+    /// The scopes to ask for: configured, else the challenge's, else the resource's.
+    fn scopes(&self, st: &State, challenge_scope: Option<String>) -> Vec<String> {
         if let Some(s) = &self.settings.config.scopes {
-            return Ok(s.clone());
+            return s.clone();
         }
-        if let Some(s) = scope {
-            return Ok(s.split_whitespace().map(str::to_owned).collect());
+        if let Some(s) = challenge_scope {
+            return s.split_whitespace().map(str::to_owned).collect();
         }
-        Ok(st
-            .discovered
+        st.discovered
             .as_ref()
             .map(|d| d.resource_scopes.clone())
-            .unwrap_or_default())
+            .unwrap_or_default()
     }
 
     /// Gets a token for `scopes`: client credentials, or the code flow with the authorizer.
@@ -404,22 +418,6 @@ impl OAuthSource {
         st: &mut State,
         mut scopes: Vec<String>,
     ) -> Result<AuthHeader, TokenError> {
-        let set: BTreeSet<String> = scopes.iter().cloned().collect();
-        if st.asked.contains(&set) {
-            return Err(self.failed(
-                "authorization",
-                format!(
-                    "the server refused a token already granted for scope `{}`",
-                    scopes.join(" ")
-                ),
-            ));
-        }
-        if st.authorizations >= MAX_AUTHORIZATIONS {
-            return Err(self.failed(
-                "authorization",
-                format!("gave up after {MAX_AUTHORIZATIONS} authorizations"),
-            ));
-        }
         let d = st
             .discovered
             .clone()
@@ -427,8 +425,6 @@ impl OAuthSource {
         let meta = &d.server;
         let resource = d.resource.clone();
         if self.settings.config.grant == OAuthGrant::ClientCredentials {
-            st.asked.push(set);
-            st.authorizations += 1;
             let client = self.configured_client(meta)?;
             let g =
                 grant::client_credentials(&self.http, meta, &client, &scopes, resource.as_deref())
@@ -473,8 +469,6 @@ impl OAuthSource {
         {
             scopes.push("offline_access".to_owned());
         }
-        st.asked.push(set);
-        st.authorizations += 1;
         let callback = Callback::bind()
             .await
             .map_err(|e| self.failed("login", e))?;
@@ -589,10 +583,8 @@ impl OAuthSource {
 
     /// What the store holds for this server, without a network request.
     pub fn stored(&self) -> Result<Option<StoredSummary>, TokenError> {
-        let Some(store) = &self.store else {
-            return Ok(None);
-        };
-        let t = store
+        let t = self
+            .store
             .load(&self.key)
             .map_err(|e| self.failed("token file", e.to_string()))?;
         Ok(t.map(|t| StoredSummary {
@@ -600,18 +592,15 @@ impl OAuthSource {
             scopes: t.scopes,
             expires_at: t.expires_at,
             refreshable: t.refresh_token.is_some(),
-            path: store.path(&self.key),
+            path: self.store.path(&self.key),
         }))
     }
 
     /// Forgets the stored tokens; `true` when there were some.
     pub fn logout(&self) -> Result<bool, TokenError> {
-        match &self.store {
-            Some(store) => store
-                .remove(&self.key)
-                .map_err(|e| self.failed("token file", e.to_string())),
-            None => Ok(false),
-        }
+        self.store
+            .remove(&self.key)
+            .map_err(|e| self.failed("token file", e.to_string()))
     }
 }
 
@@ -639,6 +628,11 @@ pub struct StoredSummary {
     pub refreshable: bool,
     /// The token file.
     pub path: std::path::PathBuf,
+}
+
+/// The metadata URL and scope of a challenge.
+fn split(challenge: Option<BearerChallenge>) -> (Option<String>, Option<String>) {
+    challenge.map_or((None, None), |c| (c.resource_metadata, c.scope))
 }
 
 impl TokenSource for OAuthSource {
@@ -673,40 +667,46 @@ impl TokenSource for OAuthSource {
             if current.is_some() && current.as_ref() != refusal.sent() {
                 return Ok(current);
             }
-            let challenge = refusal.challenge().cloned();
-            let needed: Vec<String> = challenge
-                .as_ref()
-                .and_then(|c| c.scope.as_deref())
-                .unwrap_or_default()
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect();
+            let (metadata_url, scope) = split(refusal.challenge().cloned());
             if refusal.status() == http::StatusCode::FORBIDDEN {
-                let held: BTreeSet<String> = st
-                    .tokens
-                    .as_ref()
-                    .map(|t| t.scopes.iter().cloned().collect())
-                    .unwrap_or_default();
-                let union: BTreeSet<String> = held.iter().cloned().chain(needed).collect();
-                if union == held && !held.is_empty() || st.asked.contains(&union) {
+                // A step-up: the scopes held and those asked for.
+                let held = st.held();
+                let needed = scope.as_deref().unwrap_or_default().split_whitespace();
+                let union: BTreeSet<String> = held
+                    .iter()
+                    .cloned()
+                    .chain(needed.map(str::to_owned))
+                    .collect();
+                let exhausted = st.stepped_up.len() + 1 >= MAX_AUTHORIZATIONS as usize;
+                if union == held && !held.is_empty() || st.stepped_up.contains(&union) || exhausted
+                {
                     // Nothing more to ask for: the 403 goes to the caller.
                     return Ok(None);
                 }
-                if st.discovered.is_none() {
-                    self.wanted_scopes(&mut st, challenge).await?;
-                }
+                self.discover(&mut st, metadata_url).await?;
+                st.stepped_up.push(union.clone());
                 return self
                     .obtain(&mut st, union.into_iter().collect())
                     .await
                     .map(Some);
             }
-            // 401: the token was refused or there was none.
+            // 401. A token renewed for this very request was refused: another will not do.
+            if refusal.renewal() > 0 {
+                return Ok(None);
+            }
             if refusal.sent().is_some() {
                 if let Some(h) = self.refresh(&mut st).await? {
                     return Ok(Some(h));
                 }
             }
-            let scopes = self.wanted_scopes(&mut st, challenge).await?;
+            // No token, or one that cannot be refreshed: a new one, with the scopes the old
+            // one held (stepped up to) as well as those asked for now.
+            self.discover(&mut st, metadata_url).await?;
+            let mut scopes: BTreeSet<String> = self.scopes(&st, scope).into_iter().collect();
+            if self.settings.config.scopes.is_none() {
+                scopes.extend(st.held());
+            }
+            let scopes = scopes.into_iter().collect();
             self.obtain(&mut st, scopes).await.map(Some)
         })
     }

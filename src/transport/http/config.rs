@@ -2,9 +2,10 @@
 //! the error that names what is wrong.
 
 use std::fmt;
+use std::sync::Arc;
 
 use http::header::{self, HeaderName, HeaderValue};
-use kaged_mcp_layers::auth::{AuthHeader, InvalidHeader};
+use kaged_mcp_layers::auth::{AuthHeader, InvalidHeader, StaticToken, TokenSource};
 use url::Url;
 
 use crate::config::{AuthConfig, AuthKind, Secret};
@@ -51,18 +52,20 @@ pub(crate) fn validate(
     Ok(())
 }
 
-/// The auth header of a server's `auth` block (`bearer` or `header`) with its resolved secret.
-pub(crate) fn auth_header(
+/// The token source of a server's static `auth` block (`bearer` or `header`) with its resolved
+/// secret.
+pub(crate) fn static_token(
     server: &str,
     auth: &AuthConfig,
     secret: &Secret,
-) -> Result<AuthHeader, InvalidHttpConfig> {
-    match auth.kind {
+) -> Result<Arc<dyn TokenSource>, InvalidHttpConfig> {
+    let header = match auth.kind {
         AuthKind::Bearer => AuthHeader::bearer(secret.expose()),
         AuthKind::Header => AuthHeader::header(auth.header_name.as_str(), secret.expose()),
         AuthKind::OAuth => return Err(InvalidHttpConfig::new(server, InvalidKind::NoTokenSource)),
     }
-    .map_err(|e| InvalidHttpConfig::new(server, InvalidKind::Auth(e)))
+    .map_err(|e| InvalidHttpConfig::new(server, InvalidKind::Auth(e)))?;
+    Ok(Arc::new(StaticToken::new(header)))
 }
 
 /// An HTTP server's configuration that cannot work: it names the server and what is wrong,

@@ -23,7 +23,7 @@ use http_body_util::BodyExt;
 use kaged_mcp_layers::auth::TokenError;
 use url::Url;
 
-pub(crate) use self::config::{auth_header, validate};
+pub(crate) use self::config::{static_token, validate};
 pub use self::config::{InvalidHttpConfig, InvalidKind};
 
 use super::SendFailure;

@@ -9,7 +9,7 @@ use kaged_mcp_layers::auth::{AuthHeader, StaticToken, TokenSource};
 use url::Url;
 
 use crate::config::{AuthConfig, HttpServerConfig, Secret};
-use crate::transport::http::{auth_header, validate, InvalidHttpConfig};
+use crate::transport::http::{static_token, validate, InvalidHttpConfig};
 
 /// The default for [`SseConfig::connect_timeout`]: 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -72,9 +72,7 @@ impl SseConfig {
         let mut config = Self::new(sse.url.clone());
         config.headers = sse.headers.clone();
         if let Some((auth, secret)) = auth {
-            config.auth = Some(Arc::new(StaticToken::new(auth_header(
-                server, auth, secret,
-            )?)));
+            config.auth = Some(static_token(server, auth, secret)?);
             config.secret_ref = auth.secret_ref.as_ref().map(ToString::to_string);
         }
         Ok(config)

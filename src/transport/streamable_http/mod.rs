@@ -76,7 +76,7 @@ use kaged_mcp_layers::auth::{AuthHeader, StaticToken, TokenSource};
 use url::Url;
 
 use super::http::client::{self, HttpService};
-use super::http::{auth_header, auth_hint, redacted, validate, InvalidHttpConfig, InvalidKind};
+use super::http::{auth_hint, redacted, static_token, validate, InvalidHttpConfig, InvalidKind};
 use super::{BoxFuture, ConnectContext, Connection, Transport, TransportError};
 use crate::config::{AuthConfig, HttpServerConfig, Secret};
 
@@ -144,9 +144,7 @@ impl StreamableHttpConfig {
         let mut config = Self::new(http.url.clone());
         config.headers = http.headers.clone();
         if let Some((auth, secret)) = auth {
-            config.auth = Some(Arc::new(StaticToken::new(auth_header(
-                server, auth, secret,
-            )?)));
+            config.auth = Some(static_token(server, auth, secret)?);
             config.secret_ref = auth.secret_ref.as_ref().map(ToString::to_string);
         }
         Ok(config)
