@@ -76,26 +76,11 @@ pub(crate) fn stack(
     elicitation: Option<ElicitationService>,
     counter: RejectedCounter,
 ) -> ServerRequestService {
-    match (handler, elicitation) {
-        (Some(handler), None) => reject_sampling(handler, server, counter),
-        (Some(handler), Some(elicit)) => {
-            reject_sampling(Elicit::new(handler, elicit, server), server, counter)
-        }
-        (None, None) => reject_sampling(DefaultServerRequests, server, counter),
-        (None, Some(elicit)) => reject_sampling(
-            Elicit::new(DefaultServerRequests, elicit, server),
-            server,
-            counter,
-        ),
-    }
-}
-
-/// `RejectSampling` over `inner`, erased once.
-fn reject_sampling<S>(inner: S, server: &str, counter: RejectedCounter) -> ServerRequestService
-where
-    S: Service<ServerRequest, Response = Value, Error = BoxError> + Clone + Send + Sync + 'static,
-    S::Future: Send + 'static,
-{
+    let handler = handler.unwrap_or_else(|| ServerRequestService::new(DefaultServerRequests));
+    let inner = match elicitation {
+        Some(elicit) => ServerRequestService::new(Elicit::new(handler, elicit, server)),
+        None => handler,
+    };
     ServerRequestService::new(RejectSampling::with_counter(inner, server, counter))
 }
 
