@@ -385,14 +385,16 @@ impl Session {
         arguments: Option<Map<String, Value>>,
     ) -> Result<ToolResult, Error> {
         let result = self.registry.call(tool, arguments).await;
-        result.map_err(|e| self.explain_unknown(tool, e))
+        result.map_err(|e| self.explain(tool, e))
     }
 
-    /// An unknown `mcp.<server>.<tool>` of a declared server that is not ready and has no
-    /// tools registered becomes [`Error::ServerNotReady`]: its tools are missing because it is
-    /// not running. (A restarting server keeps its catalog, so a misspelt tool of it stays
-    /// [`Error::UnknownTool`].)
-    fn explain_unknown(&self, tool: &str, err: Error) -> Error {
+    /// Says why a call to `mcp.<server>.<tool>` failed when the server knows better: any
+    /// failure (but a refused grant) of an OAuth server whose token source needs a login
+    /// becomes [`Error::LoginRequired`]; an unknown tool of a declared server that is not ready
+    /// and has no tools registered becomes [`Error::ServerNotReady`]: its tools are missing
+    /// because it is not running. (A restarting server keeps its catalog, so a misspelt tool of
+    /// it stays [`Error::UnknownTool`].)
+    fn explain(&self, tool: &str, err: Error) -> Error {
         let Some((server, _)) = tool.strip_prefix("mcp.").and_then(|t| t.split_once('.')) else {
             return err;
         };
@@ -426,7 +428,7 @@ impl Session {
     ) -> Result<ToolResult, Error> {
         let grants = self.grants(agent)?;
         let result = self.registry.call_as(agent, grants, tool, arguments).await;
-        result.map_err(|e| self.explain_unknown(tool, e))
+        result.map_err(|e| self.explain(tool, e))
     }
 
     /// Calls a tool that reports progress, for `agent` (grants checked) or for the daemon
@@ -447,7 +449,7 @@ impl Session {
             .registry
             .call_with_progress(agent, tool, arguments, progress)
             .await;
-        result.map_err(|e| self.explain_unknown(tool, e))
+        result.map_err(|e| self.explain(tool, e))
     }
 
     /// Every declared server's state, tool count and last error, in declaration order.
