@@ -231,9 +231,14 @@ fn granted(result: TokenResult, endpoint: &Url) -> Result<Granted, GrantError> {
             ),
         }),
         Err(RequestTokenError::Request(e)) => Err(GrantError::other(e.to_string())),
+        // Where it broke, not serde's message: that quotes values, and the answer holds tokens.
         Err(RequestTokenError::Parse(e, _)) => Err(GrantError::other(format!(
-            "the token endpoint {} answered something that is not a token response: {e}",
-            redacted(endpoint)
+            "the token endpoint {} answered something that is not a token response (at `{}`, \
+             line {} column {})",
+            redacted(endpoint),
+            e.path(),
+            e.inner().line(),
+            e.inner().column()
         ))),
         Err(RequestTokenError::Other(e)) => Err(GrantError::other(format!(
             "the token endpoint {}: {e}",
@@ -362,6 +367,42 @@ pub(crate) fn authorization_endpoint(meta: &AsMetadata) -> Result<&Url, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_unreadable_token_response_is_reported_without_its_values() {
+        let endpoint = Url::parse("https://as.test/token").unwrap();
+        let client = Client {
+            id: "c".into(),
+            secret: None,
+            method: ClientAuthMethod::None,
+            private_key: None,
+            registered: false,
+        };
+        let http = |_: oauth2::HttpRequest| async {
+            let body =
+                br#"{"access_token":"tok-ACCESS","token_type":"bearer","expires_in":"tok-LEAK"}"#;
+            Ok::<_, super::super::http::HttpError>(
+                http::Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .body(body.to_vec())
+                    .unwrap(),
+            )
+        };
+        let result = token_client(&client, &endpoint, None)
+            .exchange_client_credentials()
+            .request_async(&http)
+            .await;
+        let err = granted(result, &endpoint)
+            .err()
+            .expect("not a token response");
+        assert!(err.message.contains("expires_in"), "{}", err.message);
+        assert!(
+            !err.message.contains("tok-LEAK") && !err.message.contains("tok-ACCESS"),
+            "{}",
+            err.message
+        );
+    }
 
     #[test]
     fn the_method_follows_configuration_then_credentials_then_the_server() {
