@@ -67,6 +67,8 @@ struct State {
     /// The `Authorization` header of `tokens`' access token, built once per token.
     header: Option<AuthHeader>,
     discovered: Option<Discovered>,
+    /// The `resource_metadata` URL of the challenge `discovered` came from, if any.
+    discovered_from: Option<String>,
     /// The scope sets stepped up to, in order.
     stepped_up: Vec<BTreeSet<String>>,
 }
@@ -383,17 +385,19 @@ impl OAuthSource {
         self.save(st)
     }
 
-    /// Discovers where to authorize: once, or again when a challenge names the metadata.
+    /// Discovers where to authorize: once, or again when a challenge names other metadata.
     async fn discover(
         &self,
         st: &mut State,
         metadata_url: Option<String>,
     ) -> Result<(), TokenError> {
-        if st.discovered.is_none() || metadata_url.is_some() {
-            let d = discover(&self.http, &self.settings.url, metadata_url)
+        let moved = metadata_url.is_some() && metadata_url != st.discovered_from;
+        if st.discovered.is_none() || moved {
+            let d = discover(&self.http, &self.settings.url, metadata_url.clone())
                 .await
                 .map_err(|e| self.failed("discovery", e))?;
             st.discovered = Some(d);
+            st.discovered_from = metadata_url;
         }
         Ok(())
     }
