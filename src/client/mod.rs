@@ -648,10 +648,15 @@ impl Shared {
         }
     }
 
-    /// The connection of a ready session ended.
-    pub(crate) fn session_closed(&self, generation: u64, reason: &CloseReason) {
+    /// The connection of `session` ended. Only the ready session's end counts: a session that
+    /// never became the ready one (an era probe whose server exited on it, say) is no crash.
+    pub(crate) fn session_closed(&self, session: &RpcSession, reason: &CloseReason) {
         let mut sup = self.lock();
-        if sup.generation != generation || sup.state != ServerState::Ready {
+        let current = sup
+            .session
+            .as_ref()
+            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), session));
+        if sup.generation != session.generation || sup.state != ServerState::Ready || !current {
             return;
         }
         let connection = sup.connection.take();

@@ -41,7 +41,7 @@ use crate::protocol::{
     ToolResult,
 };
 use crate::transport::{
-    CloseReason, InboundHandler, Outbound, OversizeFrame, SendError, SendFailure,
+    CloseReason, InboundHandler, Outbound, OversizeFrame, RequestHead, SendError, SendFailure,
 };
 
 use super::call::ToolCall;
@@ -194,6 +194,7 @@ impl RpcSession {
     fn send_request(
         &self,
         method: &'static str,
+        name: Option<&str>,
         expect: Expect,
         progress: Option<ProgressHandle>,
         write_params: &mut dyn FnMut(u64, &mut Vec<u8>) -> io::Result<()>,
@@ -224,7 +225,9 @@ impl RpcSession {
             );
         }
         let sent = match self.outbound.get() {
-            Some(out) => out.send_with(&mut |buf| write_params(id, buf)),
+            Some(out) => out.send_request(&RequestHead::new(method).name(name), &mut |buf| {
+                write_params(id, buf)
+            }),
             None => Err(SendError::Closed),
         };
         if let Err(e) = sent {
@@ -270,6 +273,7 @@ impl RpcSession {
         };
         self.send_request(
             "initialize",
+            None,
             Expect::Initialize(tx),
             None,
             &mut |id, buf| write_request(buf, id, "initialize", Some(&params)),
@@ -295,9 +299,13 @@ impl RpcSession {
     > {
         let (tx, rx) = oneshot::channel();
         let params = cursor.map(|cursor| ListToolsParams { cursor });
-        let id = self.send_request("tools/list", Expect::ListTools(tx), None, &mut |id, buf| {
-            write_request(buf, id, "tools/list", params.as_ref())
-        })?;
+        let id = self.send_request(
+            "tools/list",
+            None,
+            Expect::ListTools(tx),
+            None,
+            &mut |id, buf| write_request(buf, id, "tools/list", params.as_ref()),
+        )?;
         Ok((rx, CallGuard::new(Arc::clone(self), id)))
     }
 
@@ -315,6 +323,7 @@ impl RpcSession {
         let (tx, rx) = oneshot::channel();
         let id = self.send_request(
             "tools/call",
+            Some(&call.name),
             Expect::CallTool(tx),
             call.progress.clone(),
             &mut |id, buf| {
@@ -687,7 +696,7 @@ impl InboundHandler for RpcSession {
     fn on_closed(&self, reason: CloseReason) {
         self.close(&reason);
         if let Some(shared) = self.supervisor.upgrade() {
-            shared.session_closed(self.generation, &reason);
+            shared.session_closed(self, &reason);
         }
     }
 }

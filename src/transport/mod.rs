@@ -299,6 +299,23 @@ pub trait Outbound: Send + Sync + 'static {
         write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
     ) -> Result<(), SendError>;
 
+    /// Queues one request: like [`send_with`](Self::send_with), with what the transport may
+    /// need to know of the request besides its bytes (see [`RequestHead`]). A transport that
+    /// mirrors request fields into its own headers (Streamable HTTP in the 2026-07-28 revision:
+    /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) overrides it; the default ignores the
+    /// head.
+    ///
+    /// # Errors
+    /// As for [`send_with`](Self::send_with).
+    fn send_request(
+        &self,
+        head: &RequestHead<'_>,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        let _ = head;
+        self.send_with(write)
+    }
+
     /// Queues the already-encoded frame `frame`. See [`send_with`](Self::send_with).
     ///
     /// # Errors
@@ -308,6 +325,47 @@ pub trait Outbound: Send + Sync + 'static {
             buf.extend_from_slice(frame);
             Ok(())
         })
+    }
+}
+
+/// What a transport may need to know of a request besides its bytes: the fields the
+/// 2026-07-28 Streamable HTTP binding mirrors into HTTP headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RequestHead<'a> {
+    /// The JSON-RPC method (`tools/call`, `server/discover`, ...).
+    pub method: &'a str,
+    /// `params.name` of a `tools/call` (or `params.uri` of a `resources/read`), if any.
+    pub name: Option<&'a str>,
+    /// The protocol version the request declares in its own `_meta`
+    /// (`io.modelcontextprotocol/protocolVersion`): set for modern-era requests, which carry
+    /// their version on every request; `None` in a legacy session, whose version was agreed
+    /// once by `initialize` (see [`Connection::negotiated`]).
+    pub protocol_version: Option<&'a str>,
+}
+
+impl<'a> RequestHead<'a> {
+    /// The head of a request of `method`, with no name and no per-request version.
+    pub fn new(method: &'a str) -> Self {
+        Self {
+            method,
+            name: None,
+            protocol_version: None,
+        }
+    }
+
+    /// With `params.name` (or `params.uri`).
+    #[must_use]
+    pub fn name(mut self, name: Option<&'a str>) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// With the protocol version the request declares in its `_meta`.
+    #[must_use]
+    pub fn protocol_version(mut self, version: Option<&'a str>) -> Self {
+        self.protocol_version = version;
+        self
     }
 }
 

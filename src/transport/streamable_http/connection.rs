@@ -30,13 +30,17 @@ use crate::transport::http::{
 use crate::transport::sse::{EventParser, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL};
 use crate::transport::{
     BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame,
-    SendError, SendFailure, TransportError,
+    RequestHead, SendError, SendFailure, TransportError,
 };
 
 /// `Mcp-Session-Id`.
 static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// `MCP-Protocol-Version`.
 static PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method` (2026-07-28: every request).
+static MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+/// `Mcp-Name` (2026-07-28: `tools/call`, `resources/read`, `prompts/get`).
+static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// `Last-Event-ID`.
 static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// What a POST accepts.
@@ -196,7 +200,7 @@ impl Conn {
 
     /// Starts request `id`'s task: it ends with the answer, with the session, or when the
     /// caller gives up (see [`Conn::cancelled`]).
-    fn spawn_request(self: &Arc<Self>, id: RequestId, body: Bytes) {
+    fn spawn_request(self: &Arc<Self>, id: RequestId, body: Bytes, mirror: Option<Mirror>) {
         let flight = Arc::new(InFlight {
             cancel: self.cancel.child_token(),
             posted: AtomicBool::new(false),
@@ -206,7 +210,7 @@ impl Conn {
             conn: Arc::clone(self),
             id: id.clone(),
         };
-        let task = Arc::clone(self).post_request(body, id, Arc::clone(&flight));
+        let task = Arc::clone(self).post_request(body, id, mirror, Arc::clone(&flight));
         self.runtime.spawn(
             async move {
                 let _forget = forget;
@@ -348,13 +352,15 @@ impl Conn {
         );
     }
 
-    /// A request to the endpoint with the static headers, the session's headers and `accept`.
+    /// A request to the endpoint with the static headers, the session's headers, `accept`, and
+    /// the request's mirrored fields (which name its own protocol version) if it has them.
     fn request(
         &self,
         method: Method,
         accept: &HeaderValue,
         body: Bytes,
         last_event_id: Option<&str>,
+        mirror: Option<&Mirror>,
     ) -> Result<(Request<Full<Bytes>>, bool), http::Error> {
         let mut builder = Request::builder()
             .method(method)
@@ -371,11 +377,21 @@ impl Conn {
             if let Some(id) = &session.id {
                 builder = builder.header(&SESSION_ID, id.clone());
             }
-            if let Some(v) = &session.protocol {
-                builder = builder.header(&PROTOCOL_VERSION, v.clone());
+            if mirror.is_none() {
+                if let Some(v) = &session.protocol {
+                    builder = builder.header(&PROTOCOL_VERSION, v.clone());
+                }
             }
             session.id.is_some()
         };
+        if let Some(mirror) = mirror {
+            builder = builder
+                .header(&PROTOCOL_VERSION, mirror.version.clone())
+                .header(&MCP_METHOD, mirror.method.clone());
+            if let Some(name) = &mirror.name {
+                builder = builder.header(&MCP_NAME, name.clone());
+            }
+        }
         if let Some(last) = last_event_id {
             if let Ok(v) = HeaderValue::from_str(last) {
                 builder = builder.header(&LAST_EVENT_ID, v);
@@ -384,8 +400,12 @@ impl Conn {
         Ok((builder.body(Full::new(body))?, with_session))
     }
 
-    /// Keeps the session id of the first answer that gives one.
+    /// Keeps the session id of the first successful answer that gives one (a refusal is no
+    /// session: mcp 1.x mints an id on the `400` it answers a request without one).
     fn note_session(&self, response: &Response<Body>) {
+        if !response.status().is_success() {
+            return;
+        }
         if let Some(id) = response.headers().get(&SESSION_ID) {
             let mut session = self.lock_session();
             if session.id.is_none() {
@@ -429,11 +449,18 @@ impl Conn {
     // --- requests ------------------------------------------------------------------------
 
     /// POSTs request `id` and reads its answer.
-    async fn post_request(self: Arc<Self>, body: Bytes, id: RequestId, flight: Arc<InFlight>) {
+    async fn post_request(
+        self: Arc<Self>,
+        body: Bytes,
+        id: RequestId,
+        mirror: Option<Mirror>,
+        flight: Arc<InFlight>,
+    ) {
         self.initialized().await;
         self.get_answered().await;
         flight.posted.store(true, Ordering::Release);
-        let (req, with_session) = match self.request(Method::POST, &ACCEPT_BOTH, body, None) {
+        let request = self.request(Method::POST, &ACCEPT_BOTH, body, None, mirror.as_ref());
+        let (req, with_session) = match request {
             Ok(r) => r,
             Err(e) => {
                 return self.fail(
@@ -683,7 +710,7 @@ impl Conn {
     /// A GET with `Last-Event-ID: last`.
     async fn resume(&self, last: &str) -> Result<Body, Resume> {
         let (req, with_session) = self
-            .request(Method::GET, &ACCEPT_STREAM, Bytes::new(), Some(last))
+            .request(Method::GET, &ACCEPT_STREAM, Bytes::new(), Some(last), None)
             .map_err(|e| Resume::Failed(format!("cannot build the GET request: {e}")))?;
         let response = tokio::time::timeout(
             self.inner.connect_timeout,
@@ -821,7 +848,7 @@ impl Conn {
 
     async fn open_get(&self, last: Option<&str>) -> Result<Body, Listen> {
         let (req, with_session) = self
-            .request(Method::GET, &ACCEPT_STREAM, Bytes::new(), last)
+            .request(Method::GET, &ACCEPT_STREAM, Bytes::new(), last, None)
             .map_err(|e| Listen::Failed(format!("cannot build the GET request: {e}")))?;
         let response = tokio::time::timeout(
             self.inner.connect_timeout,
@@ -897,7 +924,7 @@ impl Conn {
 
     async fn post_other(&self, frame: Bytes) -> Result<(), String> {
         let (req, with_session) = self
-            .request(Method::POST, &ACCEPT_BOTH, frame, None)
+            .request(Method::POST, &ACCEPT_BOTH, frame, None, None)
             .map_err(|e| format!("cannot build the POST request: {e}"))?;
         let response = tokio::time::timeout(
             self.inner.post_timeout,
@@ -929,7 +956,8 @@ impl Conn {
         if !self.has_session() {
             return;
         }
-        let Ok((req, _)) = self.request(Method::DELETE, &ACCEPT_BOTH, Bytes::new(), None) else {
+        let Ok((req, _)) = self.request(Method::DELETE, &ACCEPT_BOTH, Bytes::new(), None, None)
+        else {
             return;
         };
         match tokio::time::timeout(
@@ -1078,12 +1106,57 @@ fn classify(frame: &[u8]) -> Kind {
     request_id(frame).map_or(Kind::Other, Kind::Request)
 }
 
+/// A request's fields mirrored into headers (2026-07-28): its protocol version, its method and
+/// its name.
+#[derive(Debug, Clone)]
+struct Mirror {
+    version: HeaderValue,
+    method: HeaderValue,
+    name: Option<HeaderValue>,
+}
+
+impl Mirror {
+    /// The headers of a request that declares its own protocol version; `None` for one that
+    /// does not (a legacy session's), or whose version or method cannot be a header value.
+    fn of(head: &RequestHead<'_>) -> Option<Self> {
+        let version = HeaderValue::from_str(head.protocol_version?).ok()?;
+        let method = HeaderValue::from_str(head.method).ok()?;
+        let name = head
+            .name
+            .and_then(|n| HeaderValue::from_str(&header_safe(n)).ok());
+        Some(Self {
+            version,
+            method,
+            name,
+        })
+    }
+}
+
+/// `value` as a header value: as is when it is plain visible ASCII (spaces inside allowed),
+/// else (non-ASCII, control characters, leading or trailing whitespace, or the sentinel's own
+/// shape) `=?base64?<base64 of the UTF-8>?=`, as the 2026-07-28 Streamable HTTP binding says.
+fn header_safe(value: &str) -> std::borrow::Cow<'_, str> {
+    use base64::Engine as _;
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| b == b' ' || b.is_ascii_graphic())
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        std::borrow::Cow::Borrowed(value)
+    } else {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
+        std::borrow::Cow::Owned(format!("=?base64?{encoded}?="))
+    }
+}
+
 /// The sending half given to the session.
 struct HttpOutbound(Arc<Conn>);
 
-impl Outbound for HttpOutbound {
-    fn send_with(
+impl HttpOutbound {
+    fn queue(
         &self,
+        mirror: Option<Mirror>,
         write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
     ) -> Result<(), SendError> {
         let conn = &self.0;
@@ -1093,7 +1166,7 @@ impl Outbound for HttpOutbound {
         let mut frame = Vec::with_capacity(256);
         write(&mut frame).map_err(SendError::Encode)?;
         match classify(&frame) {
-            Kind::Request(id) => conn.spawn_request(id, Bytes::from(frame)),
+            Kind::Request(id) => conn.spawn_request(id, Bytes::from(frame), mirror),
             Kind::Other => {
                 if memchr::memmem::find(&frame, b"\"notifications/cancelled\"").is_some() {
                     conn.cancelled(&frame);
@@ -1117,6 +1190,23 @@ impl Outbound for HttpOutbound {
             }
         }
         Ok(())
+    }
+}
+
+impl Outbound for HttpOutbound {
+    fn send_with(
+        &self,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        self.queue(None, write)
+    }
+
+    fn send_request(
+        &self,
+        head: &RequestHead<'_>,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        self.queue(Mirror::of(head), write)
     }
 }
 
@@ -1170,5 +1260,41 @@ impl Connection for StreamableConnection {
         if start {
             conn.spawn(Arc::clone(conn).listen());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_mirrored_plain_or_in_the_base64_sentinel() {
+        assert_eq!(header_safe("execute_sql"), "execute_sql");
+        assert_eq!(header_safe("a b"), "a b");
+        // The examples of the 2026-07-28 Streamable HTTP binding, "Value Encoding".
+        assert_eq!(
+            header_safe("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(header_safe(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(header_safe("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            header_safe("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+    }
+
+    #[test]
+    fn only_a_request_that_declares_its_version_is_mirrored() {
+        assert!(Mirror::of(&RequestHead::new("tools/call").name(Some("echo"))).is_none());
+        let m = Mirror::of(
+            &RequestHead::new("tools/call")
+                .name(Some("echo"))
+                .protocol_version(Some("2026-07-28")),
+        )
+        .unwrap();
+        assert_eq!(m.version, "2026-07-28");
+        assert_eq!(m.method, "tools/call");
+        assert_eq!(m.name.unwrap(), "echo");
     }
 }

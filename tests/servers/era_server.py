@@ -1,0 +1,626 @@
+#!/usr/bin/env python3
+"""An MCP server for the protocol-era tests of kaged-mcp: legacy (2025-11-25, initialize handshake)
+servers that mishandle a modern client, and modern (2026-07-28: no initialize, per-request _meta,
+multi round-trip tools/call) servers.
+
+Usage:  python3 era_server.py stdio [--mode MODE] [--versions V1,V2] [--ttl-ms N] [--stats-file PATH]
+        python3 era_server.py http [--port N] [--mode MODE] [--versions ...] [--ttl-ms N]
+                                   [--stats-file PATH]
+
+Python 3 stdlib only. JSON-RPC 2.0.
+  stdio: one JSON message per line on stdin/stdout; logs only on stderr; exits 0 at stdin EOF.
+  http:  127.0.0.1 (threads, HTTP/1.1, TCP_NODELAY). The first line on stdout is always `PORT=<n>`
+         (flushed), so `--port 0` lets the OS pick; one line on stderr on start.
+         POST /mcp -> application/json answers; a notification or an answer -> 202, no body;
+         GET/DELETE /mcp -> 405 (`Allow: POST`); GET /stats -> 200 the stats (below); any other
+         path -> 404. Never sends Mcp-Session-Id. Bodies over 1 MiB -> 413 (a bad length 400).
+         No Accept or Content-Type check.
+Both: a line / body that is not JSON -> -32700 (HTTP 400); not a JSON-RPC message (a batch too)
+-> -32600 (HTTP 400); answers from the client (result/error, no method) are ignored.
+
+Modes (--mode, default modern-only):
+  exit-before-init    (stdio only) a legacy server: any request but `initialize` arriving before
+                      `initialize` -> a line on stderr and exit status 3 at once
+  silent-before-init  (stdio only) the same, but such requests are never answered (logged on
+                      stderr) and the server keeps running
+    Legacy, after initialize (protocolVersion = the client's if 2024-11-05, 2025-03-26, 2025-06-18
+    or 2025-11-25, else 2025-11-25; capabilities {tools: {}}; serverInfo {era-exit, 1}): tools/list
+    (echo only), tools/call echo (another tool -> isError "unknown tool <name>"), ping -> {};
+    unknown methods -32601; notifications ignored; _meta is ignored.
+  modern-only         speaks only --versions (default 2026-07-28). Every request:
+  input-required      (the same server; the multi round-trip tools behave alike in both)
+    1. `initialize` -> -32601 "initialize is not supported: this server speaks only <versions>
+       (per-request _meta)", data {"supported": [...]} (HTTP 404), before any other check;
+       notifications -> ignored (HTTP 202), before any other check
+    2. HTTP only: MCP-Protocol-Version and Mcp-Method headers present, Mcp-Method == method, for
+       tools/call Mcp-Name present and == params.name (`=?base64?<b64>?=` decoded first)
+       -> else -32020 naming the header (HTTP 400)
+    3. params._meta holds io.modelcontextprotocol/protocolVersion (string) and
+       io.modelcontextprotocol/clientCapabilities (object) -> else -32602 "missing required _meta
+       field <name>" (HTTP 400)
+    4. HTTP only: MCP-Protocol-Version header == the _meta version -> else -32020 (HTTP 400)
+    5. the _meta version in --versions -> else -32022 "Unsupported protocol version", data
+       {"supported": [...], "requested": v} (HTTP 400)
+    6. server/discover -> {resultType complete, supportedVersions, capabilities {tools:
+       {listChanged: true}}, _meta {serverInfo {era-modern, 1}}, ttlMs 0, cacheScope public};
+       tools/list -> {resultType complete, tools, ttlMs (--ttl-ms, default 0), cacheScope public}
+       (cursor ignored, no nextCursor); tools/call; ping and any other method -> -32601 (HTTP 404)
+    Every tools/call result carries resultType and _meta {io.modelcontextprotocol/serverInfo}.
+Tools (modern; legacy serves echo only):
+  echo {message}     -> "Echo: <message>"
+  whoami {}          -> a text holding the compact JSON {"meta": params._meta, "headers": {the
+                        mcp-protocol-version, mcp-method, mcp-name, mcp-session-id headers received,
+                        lower-cased; {} on stdio}, "id": the JSON-RPC id}
+  gen_<k> {}         -> "generation <k>"; tools/list lists ONE such tool, k = how many tools/list
+                        were served so far, this one included (gen_1, then gen_2, ...)
+  ask {}             -> input_required {"name": elicitation/create (form, "What is your name?",
+                        schema {name: string})}, requestState "ask:<hex>"; the retry's
+                        inputResponses.name: action accept -> "hello <content.name>", decline ->
+                        "declined", cancel -> "cancelled"
+  sample {}          -> input_required {"llm": sampling/createMessage ("What is 2+2?", maxTokens
+                        10)}; a retry -> "sampled: <compact JSON of inputResponses.llm>"
+                        (stats sampling_answered)
+  roots {}           -> input_required {"r": roots/list}; a retry -> "roots: <JSON of
+                        inputResponses.r>"
+  state_only {rounds} -> (rounds default 2) input_required with only requestState
+                        "so:<remaining>:<hex>" until retried `rounds` times, each retry echoing the
+                        latest state (older ones are void), then "done after <rounds> rounds"
+  loop {}            -> always input_required (ask's elicitation), never completes (loop_rounds)
+  anything else      -> isError "unknown tool <name>"
+  A retry is a tools/call holding requestState or inputResponses. Its requestState must be one
+  issued by the same tool (else isError "bad requestState"; loop accepts any), its JSON-RPC id must
+  differ from that of the request the state answered (else isError "retry reused the request
+  id"), and it must hold the tool's inputResponses key (else isError "missing inputResponses.<k>").
+  States live in memory; only state_only's are used up.
+
+Stats: {"mode", "requests": {method: n} (every request, counted on arrival), "tool_calls":
+{name: n}, "errors": {"<code>": n} (JSON-RPC errors sent), "input_required": n, "sampling_answered":
+n, "loop_rounds": n}. HTTP: GET /stats. stdio: after every message, one line `STATS <json>` on
+stderr. Both: --stats-file PATH is rewritten (atomically) after every message.
+"""
+
+import argparse
+import base64
+import json
+import os
+import re
+import secrets
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+MODES = ("exit-before-init", "silent-before-init", "modern-only", "input-required")
+LEGACY_MODES = ("exit-before-init", "silent-before-init")
+LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPS = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER = "io.modelcontextprotocol/serverInfo"
+SERVER_INFO = {"name": "era-modern", "version": "1"}
+MAX_BODY = 1 << 20
+
+ARGS = None
+PORT = 0
+VERSIONS = []
+LOCK = threading.Lock()  # guards everything below
+STATS = {"mode": None, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
+         "sampling_answered": 0, "loop_rounds": 0}
+LISTS_SERVED = 0
+STATES = {}  # requestState -> {"tool", "id" (of the request it answered), ...}
+INITIALIZED = False  # legacy modes
+
+ECHO = {"name": "echo", "description": "Echoes the message back",
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}},
+                        "required": ["message"]}}
+NO_ARGS = {"type": "object", "properties": {}}
+ASK_REQUEST = {"method": "elicitation/create", "params": {
+    "mode": "form", "message": "What is your name?",
+    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}},
+                        "required": ["name"]}}}
+SAMPLE_REQUEST = {"method": "sampling/createMessage", "params": {
+    "messages": [{"role": "user", "content": {"type": "text", "text": "What is 2+2?"}}],
+    "maxTokens": 10}}
+ROOTS_REQUEST = {"method": "roots/list", "params": {}}
+
+
+class RpcError(Exception):
+    def __init__(self, code, message, data=None):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+    def status(self):
+        return 404 if self.code == -32601 else 400
+
+
+class ToolFail(Exception):
+    """Ends a tools/call with an isError result holding the message."""
+
+
+def eprint(text):
+    sys.stderr.write(f"era_server[{ARGS.mode}]: {text}\n")
+    sys.stderr.flush()
+
+
+def dumps(value):
+    return json.dumps(value, separators=(",", ":"))
+
+
+def bump(key, sub=None):
+    with LOCK:
+        if sub is None:
+            STATS[key] += 1
+        else:
+            STATS[key][sub] = STATS[key].get(sub, 0) + 1
+
+
+def stats_json():
+    with LOCK:
+        return dumps(STATS)
+
+
+def publish_stats(stderr):
+    with LOCK:  # one writer at a time, newest last; readers see a whole file, never half of one
+        text = dumps(STATS)
+        if ARGS.stats_file:
+            tmp = f"{ARGS.stats_file}.tmp{os.getpid()}"
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+            os.replace(tmp, ARGS.stats_file)
+    if stderr:
+        sys.stderr.write(f"STATS {text}\n")
+        sys.stderr.flush()
+
+
+def text_result(text, is_error=False):
+    return {"content": [{"type": "text", "text": text}], "isError": is_error}
+
+
+def error_response(req_id, err):
+    body = {"code": err.code, "message": err.message}
+    if err.data is not None:
+        body["data"] = err.data
+    bump("errors", str(err.code))
+    return {"jsonrpc": "2.0", "id": req_id, "error": body}
+
+
+# --- message entry point ------------------------------------------------------------------------
+
+def process(msg, headers=None):
+    """(HTTP status, answer or None) for one parsed message; headers is None on stdio."""
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+        req_id = msg.get("id") if isinstance(msg, dict) else None
+        return 400, error_response(req_id, RpcError(-32600, "Invalid Request"))
+    method = msg.get("method")
+    if method is None and "id" in msg and ("result" in msg or "error" in msg):
+        return 202, None  # an answer to a request we never send; ignored
+    if not isinstance(method, str):
+        return 400, error_response(msg.get("id"), RpcError(-32600, "Invalid Request"))
+    if "id" not in msg:
+        return 202, None  # notifications are ignored in every mode
+    req_id = msg["id"]
+    bump("requests", method)
+    params = msg.get("params")
+    if params is None:
+        params = {}
+    try:
+        if not isinstance(params, dict):
+            raise RpcError(-32602, "params must be an object")
+        if ARGS.mode in LEGACY_MODES:
+            result = legacy(method, params)
+            if result is None:
+                return None, None
+        else:
+            result = modern(method, params, req_id, headers)
+    except RpcError as err:
+        return err.status(), error_response(req_id, err)
+    return 200, {"jsonrpc": "2.0", "id": req_id, "result": result}
+
+
+def safe_process(msg, headers=None):
+    """process(), a bug in it answered -32603 (HTTP 500) instead of ending the server."""
+    try:
+        return process(msg, headers)
+    except Exception as exc:
+        eprint(f"internal error: {exc!r}")
+        req_id = msg.get("id") if isinstance(msg, dict) else None
+        return 500, error_response(req_id, RpcError(-32603, f"Internal error: {exc}"))
+
+
+# --- legacy modes -------------------------------------------------------------------------------
+
+def legacy(method, params):
+    """The result of a legacy request; None (silent-before-init) means no answer at all."""
+    global INITIALIZED
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        with LOCK:
+            INITIALIZED = True
+        return {"protocolVersion": asked if asked in LEGACY_VERSIONS else "2025-11-25",
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "era-exit", "version": "1"}}
+    if not INITIALIZED:
+        if ARGS.mode == "exit-before-init":
+            publish_stats(True)
+            eprint(f"{method} arrived before initialize; exiting with status 3")
+            sys.exit(3)
+        eprint(f"{method} arrived before initialize; ignored, no answer")
+        return None
+    if method == "ping":
+        return {}
+    if method == "tools/list":
+        return {"tools": [ECHO]}
+    if method == "tools/call":
+        name = params.get("name")
+        bump("tool_calls", str(name))
+        if name != "echo":
+            return text_result(f"unknown tool {name}", True)
+        message = (params.get("arguments") or {}).get("message")
+        if not isinstance(message, str):
+            return text_result("echo needs a string message", True)
+        return text_result(f"Echo: {message}")
+    raise RpcError(-32601, f"Method not found: {method}")
+
+
+# --- modern modes -------------------------------------------------------------------------------
+
+def header(headers, name):
+    """A header's value as UTF-8 text (http.server decodes them as Latin-1), or None."""
+    value = headers.get(name)
+    if value is None:
+        return None
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
+
+
+def decode_name(value):
+    """Mcp-Name: plain, or `=?base64?<b64>?=` (padding optional, URL-safe alphabet too)."""
+    m = re.fullmatch(r"=\?base64\?(.*)\?=", value)
+    if not m:
+        return value
+    b64 = m.group(1) + "=" * (-len(m.group(1)) % 4)
+    try:
+        raw = base64.b64decode(b64.replace("-", "+").replace("_", "/"), validate=True)
+        return raw.decode("utf-8")
+    except ValueError:  # binascii.Error and UnicodeDecodeError too
+        raise RpcError(-32020, f"Mcp-Name header {value!r} is not valid base64 UTF-8")
+
+
+def check_headers(method, params, headers):
+    if header(headers, "MCP-Protocol-Version") is None:
+        raise RpcError(-32020, "missing MCP-Protocol-Version header")
+    sent = header(headers, "Mcp-Method")
+    if sent is None:
+        raise RpcError(-32020, "missing Mcp-Method header")
+    if sent != method:
+        raise RpcError(-32020, f"Mcp-Method header {sent!r} does not match the body's method "
+                               f"{method!r}")
+    if method == "tools/call":
+        sent = header(headers, "Mcp-Name")
+        if sent is None:
+            raise RpcError(-32020, "missing Mcp-Name header")
+        if decode_name(sent) != params.get("name"):
+            raise RpcError(-32020, f"Mcp-Name header {sent!r} does not match params.name "
+                                   f"{params.get('name')!r}")
+
+
+def check_meta(params):
+    meta = params.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
+    if not isinstance(meta.get(META_VERSION), str):
+        raise RpcError(-32602, f"missing required _meta field {META_VERSION}")
+    if not isinstance(meta.get(META_CAPS), dict):
+        raise RpcError(-32602, f"missing required _meta field {META_CAPS}")
+    return meta
+
+
+def modern(method, params, req_id, headers):
+    global LISTS_SERVED
+    if method == "initialize":
+        raise RpcError(-32601, f"initialize is not supported: this server speaks only "
+                               f"{', '.join(VERSIONS)} (per-request _meta)", {"supported": VERSIONS})
+    if headers is not None:
+        check_headers(method, params, headers)
+    meta = check_meta(params)
+    version = meta[META_VERSION]
+    if headers is not None and header(headers, "MCP-Protocol-Version") != version:
+        raise RpcError(-32020, f"MCP-Protocol-Version header "
+                               f"{header(headers, 'MCP-Protocol-Version')!r} does not match _meta "
+                               f"{META_VERSION} {version!r}")
+    if version not in VERSIONS:
+        raise RpcError(-32022, "Unsupported protocol version",
+                       {"supported": VERSIONS, "requested": version})
+    if method == "server/discover":
+        return {"resultType": "complete", "supportedVersions": VERSIONS,
+                "capabilities": {"tools": {"listChanged": True}},
+                "_meta": {META_SERVER: SERVER_INFO}, "ttlMs": 0, "cacheScope": "public"}
+    if method == "tools/list":
+        with LOCK:
+            LISTS_SERVED += 1
+            k = LISTS_SERVED
+        return {"resultType": "complete", "tools": modern_tools(k), "ttlMs": ARGS.ttl_ms,
+                "cacheScope": "public"}
+    if method == "tools/call":
+        result = call_tool(params, req_id, headers)
+        result.setdefault("resultType", "complete")
+        result["_meta"] = {META_SERVER: SERVER_INFO}
+        return result
+    if method == "ping":
+        raise RpcError(-32601, f"Method not found: ping (removed in {', '.join(VERSIONS)})")
+    raise RpcError(-32601, f"Method not found: {method}")
+
+
+def modern_tools(k):
+    def tool(name, description, schema=NO_ARGS):
+        return {"name": name, "description": description, "inputSchema": schema}
+    return [
+        ECHO,
+        tool("whoami", "The request's _meta, MCP headers and JSON-RPC id"),
+        tool("ask", "Asks the user's name (elicitation via input_required)"),
+        tool("sample", "Asks the client's LLM (sampling via input_required)"),
+        tool("roots", "Asks the client's roots (roots/list via input_required)"),
+        tool("state_only", "input_required with only a requestState, `rounds` times",
+             {"type": "object", "properties": {"rounds": {"type": "integer", "minimum": 0}}}),
+        tool("loop", "input_required forever"),
+        tool(f"gen_{k}", f"Generation {k} of the tool list"),
+    ]
+
+
+def issue(tool, req_id, state, requests=None, **keep):
+    """An input_required result, its requestState remembered with the id it answers."""
+    with LOCK:
+        STATES[state] = {"tool": tool, "id": req_id, **keep}
+        STATS["input_required"] += 1
+    result = {"resultType": "input_required", "requestState": state}
+    if requests is not None:
+        result["inputRequests"] = requests
+    return result
+
+
+def redeem(tool, params, req_id, key=None, use_up=False):
+    """The record of a retry's requestState (and its inputResponses[key]), or ToolFail."""
+    state = params.get("requestState")
+    with LOCK:
+        record = STATES.get(state) if isinstance(state, str) else None
+        if record is None or record["tool"] != tool:
+            raise ToolFail("bad requestState")
+        if record["id"] == req_id:
+            raise ToolFail("retry reused the request id")
+        if use_up:
+            del STATES[state]
+    if key is None:
+        return record, None
+    responses = params.get("inputResponses")
+    if not isinstance(responses, dict) or key not in responses:
+        raise ToolFail(f"missing inputResponses.{key}")
+    return record, responses[key]
+
+
+def nonce():
+    return secrets.token_hex(8)
+
+
+def call_tool(params, req_id, headers):
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise RpcError(-32602, "tools/call needs a string params.name")
+    bump("tool_calls", name)
+    args = params.get("arguments")
+    args = args if isinstance(args, dict) else {}
+    retry = "requestState" in params or "inputResponses" in params
+    try:
+        if name == "echo":
+            if not isinstance(args.get("message"), str):
+                raise ToolFail("echo needs a string message")
+            return text_result(f"Echo: {args['message']}")
+        if name == "whoami":
+            seen = {}
+            if headers is not None:
+                for h in ("mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id"):
+                    if headers.get(h) is not None:
+                        seen[h] = headers.get(h)
+            return text_result(dumps({"meta": params.get("_meta"), "headers": seen, "id": req_id}))
+        m = re.fullmatch(r"gen_(\d+)", name)
+        if m:
+            return text_result(f"generation {m.group(1)}")
+        if name == "ask":
+            if not retry:
+                return issue("ask", req_id, f"ask:{nonce()}", {"name": ASK_REQUEST})
+            _, answer = redeem("ask", params, req_id, "name")
+            action = answer.get("action") if isinstance(answer, dict) else None
+            if action == "accept":
+                content = answer.get("content")
+                who = content.get("name") if isinstance(content, dict) else None
+                return text_result(f"hello {who}")
+            if action in ("decline", "cancel"):
+                return text_result({"decline": "declined", "cancel": "cancelled"}[action])
+            raise ToolFail(f"unexpected elicitation answer {dumps(answer)}")
+        if name == "sample":
+            if not retry:
+                return issue("sample", req_id, f"sample:{nonce()}", {"llm": SAMPLE_REQUEST})
+            _, answer = redeem("sample", params, req_id, "llm")
+            bump("sampling_answered")
+            return text_result(f"sampled: {dumps(answer)}")
+        if name == "roots":
+            if not retry:
+                return issue("roots", req_id, f"roots:{nonce()}", {"r": ROOTS_REQUEST})
+            _, answer = redeem("roots", params, req_id, "r")
+            return text_result(f"roots: {dumps(answer)}")
+        if name == "state_only":
+            if not retry:
+                rounds = args.get("rounds", 2)
+                if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
+                    raise ToolFail("rounds must be a non-negative integer")
+                if rounds == 0:
+                    return text_result("done after 0 rounds")
+                return issue("state_only", req_id, f"so:{rounds}:{nonce()}", rounds=rounds,
+                             remaining=rounds)
+            record, _ = redeem("state_only", params, req_id, use_up=True)
+            remaining = record["remaining"] - 1
+            if remaining == 0:
+                return text_result(f"done after {record['rounds']} rounds")
+            return issue("state_only", req_id, f"so:{remaining}:{nonce()}",
+                         rounds=record["rounds"], remaining=remaining)
+        if name == "loop":
+            bump("loop_rounds")
+            return issue("loop", req_id, f"loop:{nonce()}", {"name": ASK_REQUEST})
+        return text_result(f"unknown tool {name}", True)
+    except ToolFail as fail:
+        return text_result(str(fail), True)
+
+
+# --- stdio --------------------------------------------------------------------------------------
+
+def serve_stdio():
+    era = "legacy 2025-11-25" if ARGS.mode in LEGACY_MODES else f"versions {','.join(VERSIONS)}"
+    eprint(f"serving stdio ({era})")
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+        except (ValueError, RecursionError):
+            eprint(f"parse error on a line of {len(line)} bytes")
+            answer = error_response(None, RpcError(-32700, "Parse error"))
+        else:
+            answer = safe_process(msg)[1]
+        if answer is not None:
+            try:
+                out.write(dumps(answer).encode() + b"\n")
+                out.flush()
+            except BrokenPipeError:
+                eprint("stdout closed; exiting")
+                return 0
+        publish_stats(True)
+    eprint("stdin closed; exiting")
+    return 0
+
+
+# --- http ---------------------------------------------------------------------------------------
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "era-server/0.1"
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format, *args):  # keep stderr quiet
+        pass
+
+    def reply(self, status, body=b"", content_type=None, headers=()):
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        if body:
+            self.wfile.write(body)
+
+    def reply_json(self, status, value, headers=()):
+        self.reply(status, dumps(value).encode(), "application/json", headers)
+
+    def read_body(self):
+        """The body, or None after answering 400/413."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            data, size = b"", 1
+            while size and len(data) <= MAX_BODY:
+                line = self.rfile.readline().split(b";")[0].strip()
+                size = int(line, 16) if re.fullmatch(rb"[0-9a-fA-F]{1,8}", line) else -1
+                if size < 0:
+                    break
+                data += self.rfile.read(size)
+                self.rfile.readline()  # the CRLF after a chunk (or the end of the trailers)
+            length = len(data) if size >= 0 else -1
+        else:
+            text = self.headers.get("Content-Length") or "0"
+            length = int(text) if text.isdigit() else -1
+        if length < 0 or length > MAX_BODY:
+            self.close_connection = True
+            self.reply(413 if length > 0 else 400, b"bad body", "text/plain; charset=utf-8")
+            return None
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return data
+        return self.rfile.read(length) if length else b""
+
+    def path_only(self):
+        return urlsplit(self.path).path
+
+    def do_GET(self):
+        if self.command == "GET" and self.path_only() == "/stats":
+            self.reply(200, stats_json().encode(), "application/json")
+        elif self.path_only() == "/mcp":
+            self.reply(405, b"", headers=[("Allow", "POST")])
+        else:
+            self.reply(404, b"not found", "text/plain; charset=utf-8")
+
+    do_DELETE = do_GET
+
+    def do_POST(self):
+        if self.path_only() != "/mcp":
+            self.reply(404, b"not found", "text/plain; charset=utf-8")
+            return
+        body = self.read_body()
+        if body is None:
+            return
+        try:
+            msg = json.loads(body)
+        except (ValueError, RecursionError):
+            status, answer = 400, error_response(None, RpcError(-32700, "Parse error"))
+        else:
+            status, answer = safe_process(msg, self.headers)
+        publish_stats(False)
+        if answer is None:
+            self.reply(status or 202)
+        else:
+            self.reply_json(status, answer)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def handle_error(self, request, client_address):  # quiet stderr
+        pass
+
+
+def serve_http():
+    global PORT
+    httpd = Server(("127.0.0.1", ARGS.port), Handler)
+    PORT = httpd.server_address[1]
+    print(f"PORT={PORT}", flush=True)
+    eprint(f"listening on 127.0.0.1:{PORT} (versions {','.join(VERSIONS)})")
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main():
+    global ARGS, VERSIONS
+    parser = argparse.ArgumentParser(description="MCP server for the protocol-era tests")
+    parser.add_argument("transport", choices=["stdio", "http"])
+    parser.add_argument("--mode", choices=MODES, default="modern-only")
+    parser.add_argument("--port", type=int, default=0, help="http: 0 picks a free port")
+    parser.add_argument("--versions", default="2026-07-28",
+                        help="modern modes: comma-separated supported protocol versions")
+    parser.add_argument("--ttl-ms", type=int, default=0, help="ttlMs of tools/list")
+    parser.add_argument("--stats-file", default=None, help="rewrite the stats here after each message")
+    ARGS = parser.parse_args()
+    if ARGS.transport == "http" and ARGS.mode in LEGACY_MODES:
+        parser.error(f"--mode {ARGS.mode} is stdio only")
+    VERSIONS = [v.strip() for v in ARGS.versions.split(",") if v.strip()]
+    if not VERSIONS:
+        parser.error("--versions names no version")
+    STATS["mode"] = ARGS.mode
+    sys.exit(serve_stdio() if ARGS.transport == "stdio" else serve_http())
+
+
+if __name__ == "__main__":
+    main()
