@@ -57,6 +57,13 @@ pub struct ServerStatus {
     pub timeouts: u64,
     /// Times the server was started again after its first start.
     pub restarts: u64,
+    /// The protocol era it speaks (`legacy` or `modern`; see [`crate::client::era`]), once it
+    /// started.
+    pub era: Option<&'static str>,
+    /// The protocol version it speaks, once it started.
+    pub protocol_version: Option<String>,
+    /// The era the operator asked for (`auto`, `legacy` or `modern`, from `local.toml`).
+    pub era_setting: &'static str,
     /// Median call latency in milliseconds (a histogram estimate, at most ~25 % high); `None`
     /// before the first call.
     pub p50_ms: Option<f64>,
@@ -192,6 +199,7 @@ fn client_for(
         .frame_limit(config.daemon.frame_limit_bytes)
         .wait_for_restart(config.timeout_for(&server.key));
     options.elicitation_handler = session.elicitation.clone();
+    options.era = config.local.overrides(&server.key).era;
     let transport =
         transport::from_config(config, server, secret, source).map_err(|e| e.to_string())?;
     Ok(McpClient::new(server.key.clone(), transport, options))
@@ -492,6 +500,13 @@ impl Session {
                     failures: stats.failures,
                     timeouts: stats.timeouts,
                     restarts: s.client.as_ref().map_or(0, McpClient::restarts),
+                    era: s
+                        .client
+                        .as_ref()
+                        .and_then(McpClient::era)
+                        .map(|e| e.as_str()),
+                    protocol_version: s.client.as_ref().and_then(McpClient::protocol_version),
+                    era_setting: self.config.local.overrides(&s.config.key).era.as_str(),
                     p50_ms: ms(stats.p50),
                     p99_ms: ms(stats.p99),
                 }

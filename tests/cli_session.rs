@@ -183,7 +183,8 @@ fn status_prints_state_tools_and_last_error() {
     assert_eq!(st[2]["state"], "disabled");
     let o = run(&["status"], &d);
     assert!(
-        o.stdout.starts_with("demo\tready\t5 tools\n"),
+        o.stdout
+            .starts_with("demo\tready\t5 tools\tmodern 2026-07-28\n"),
         "{}",
         o.stdout
     );

@@ -6,6 +6,8 @@
 //! `lorem` (`{"bytes"}`: that many bytes of text, to see the result cap at work),
 //! `slow` (`{"ms"}`: answers after a delay; requests are served one at a time) and `crash`
 //! (the process exits with status 3 without answering, to watch the client restart it).
+//! It speaks both eras: `initialize` (2024-11-05 … 2025-11-25) and 2026-07-28
+//! (`server/discover`, requests without a handshake).
 
 use std::io::{BufRead, BufWriter, Write};
 
@@ -125,6 +127,18 @@ fn handle(line: &str) -> Option<Vec<u8>> {
                 "instructions": "A demo server bundled with kaged-mcp."
             }))
         }
+        // Dual-era: the 2026-07-28 probe is answered, and every request is served whether or
+        // not `initialize` came first (the server keeps no session state).
+        "server/discover" => Ok(json!({
+            "resultType": "complete",
+            "supportedVersions": VERSIONS.iter().chain(&["2026-07-28"]).collect::<Vec<_>>(),
+            "capabilities": {"tools": {"listChanged": false}},
+            "_meta": {"io.modelcontextprotocol/serverInfo":
+                {"name": "kaged-mcp-demo", "version": env!("CARGO_PKG_VERSION")}},
+            "instructions": "A demo server bundled with kaged-mcp.",
+            "ttlMs": 0,
+            "cacheScope": "public"
+        })),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": tools()})),
         "tools/call" => Ok(call(&params)),

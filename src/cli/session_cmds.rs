@@ -214,6 +214,13 @@ fn print_status(st: &[ServerStatus], json: bool, out: &mut impl Write) -> std::i
         for s in st {
             let noun = if s.tools == 1 { "tool" } else { "tools" };
             write!(out, "{}\t{}\t{} {noun}", s.server, s.state, s.tools)?;
+            if let Some(era) = s.era {
+                write!(
+                    out,
+                    "\t{era} {}",
+                    s.protocol_version.as_deref().unwrap_or("")
+                )?;
+            }
             if let Some(e) = &s.last_error {
                 write!(out, "\t{}", e.replace('\n', " "))?;
             }

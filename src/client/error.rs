@@ -11,6 +11,7 @@ use serde_json::Value;
 use tower::BoxError;
 
 use crate::protocol::lifecycle::SUPPORTED_PROTOCOL_VERSIONS;
+use crate::protocol::modern::SUPPORTED_MODERN_VERSIONS;
 use crate::protocol::RequestId;
 use crate::transport::TransportError;
 
@@ -220,6 +221,51 @@ pub enum ClientError {
         /// The bound.
         limit: usize,
     },
+    /// The server asked for input the client does not give (a multi round-trip request of
+    /// the 2026-07-28 revision): sampling (ADR-0043 §6), or a request the server-request
+    /// handler refused. The call is not retried.
+    #[error("MCP server `{server}` asked for input `{input}` ({method}) to answer {request}; refused: {detail}")]
+    InputRefused {
+        /// The server.
+        server: Arc<str>,
+        /// The request that was answered `input_required`.
+        request: RequestRef,
+        /// The server's key of the input request.
+        input: Box<str>,
+        /// The input request's method, e.g. `sampling/createMessage`.
+        method: Box<str>,
+        /// Why it was refused.
+        detail: Box<str>,
+    },
+    /// The server still asked for input after [`MAX_INPUT_ROUNDS`](super::MAX_INPUT_ROUNDS)
+    /// retries of the same call.
+    #[error("MCP server `{server}` still asked for input after {rounds} rounds of {request}; the call is given up")]
+    InputRounds {
+        /// The server.
+        server: Arc<str>,
+        /// The last request that was answered `input_required`.
+        request: RequestRef,
+        /// Rounds done.
+        rounds: u32,
+    },
+    /// The server speaks no protocol version this client speaks (its `server/discover`
+    /// answer, or its `UnsupportedProtocolVersion` error, listed them).
+    #[error("MCP server `{server}` speaks protocol versions {}, none of which this client speaks ({}, {})", if supported.is_empty() { "(none listed)".to_owned() } else { supported.join(", ") }, SUPPORTED_MODERN_VERSIONS.join(", "), SUPPORTED_PROTOCOL_VERSIONS.join(", "))]
+    NoCommonVersion {
+        /// The server.
+        server: Arc<str>,
+        /// The versions it listed.
+        supported: Vec<String>,
+    },
+    /// The server is configured to speak the modern era (`era = "modern"`) and did not answer
+    /// `server/discover` as a modern server.
+    #[error("MCP server `{server}` is configured with era = \"modern\" but did not answer server/discover as a 2026-07-28 server: {detail} (set era = \"auto\" or \"legacy\" under [mcp.{server}] in local.toml)")]
+    NotModern {
+        /// The server.
+        server: Arc<str>,
+        /// What it answered.
+        detail: String,
+    },
     /// The server had to be started outside a tokio runtime.
     #[error("MCP server `{server}` cannot be started outside a tokio runtime")]
     NoRuntime {
@@ -246,6 +292,10 @@ impl ClientError {
             | Self::ProtocolViolation { server, .. }
             | Self::InitializeTimeout { server, .. }
             | Self::TooManyInFlight { server, .. }
+            | Self::InputRefused { server, .. }
+            | Self::InputRounds { server, .. }
+            | Self::NoCommonVersion { server, .. }
+            | Self::NotModern { server, .. }
             | Self::NoRuntime { server } => server,
         }
     }
@@ -257,7 +307,10 @@ impl ClientError {
             | Self::FrameTooLarge { request, .. }
             | Self::ConnectionClosed { request, .. }
             | Self::ProtocolViolation { request, .. } => request.as_ref(),
-            Self::JsonRpc { request, .. } | Self::SendFailed { request, .. } => Some(request),
+            Self::JsonRpc { request, .. }
+            | Self::SendFailed { request, .. }
+            | Self::InputRefused { request, .. }
+            | Self::InputRounds { request, .. } => Some(request),
             _ => None,
         }
     }

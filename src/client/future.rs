@@ -6,20 +6,24 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
+use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 use tower::BoxError;
 
 use super::call::ToolCall;
-use super::error::ClientError;
-use super::rpc::{CallGuard, RpcSession};
-use crate::protocol::ToolResult;
+use super::error::{ClientError, RequestRef};
+use super::mrtr::{self, MAX_INPUT_ROUNDS};
+use super::rpc::{CallGuard, InputRetry, RpcSession};
+use crate::protocol::{CallAnswer, RequestId, ToolResult};
 
 /// The future of [`McpClient::call`](super::McpClient): waits for the server to be ready if it
-/// is starting, then for the answer.
+/// is starting, then for the answer. When the server answers `resultType: "input_required"`
+/// (2026-07-28 multi round-trip requests), it answers the server's input requests and sends
+/// the call again with them (see [`mrtr`](super::mrtr)), until a result comes.
 ///
 /// Dropping it before the answer arrives removes the request from the session and sends
-/// `notifications/cancelled` for it; a late answer is dropped quietly. It is `Unpin` and holds
-/// no boxed future.
+/// `notifications/cancelled` for it; a late answer is dropped quietly. It is `Unpin`; it holds
+/// no boxed future except while it answers input requests.
 pub struct ResponseFuture {
     state: State,
 }
@@ -35,8 +39,18 @@ enum State {
     },
     /// Sent; waiting for the answer.
     InFlight {
-        rx: oneshot::Receiver<Result<ToolResult, ClientError>>,
+        rx: oneshot::Receiver<Result<CallAnswer, ClientError>>,
         guard: CallGuard,
+        call: ToolCall,
+        /// `input_required` answers so far.
+        rounds: u32,
+    },
+    /// Answering the server's input requests before the call is sent again.
+    Resolving {
+        input: BoxFuture<'static, Result<InputRetry, ClientError>>,
+        session: Arc<RpcSession>,
+        call: ToolCall,
+        rounds: u32,
     },
 }
 
@@ -58,12 +72,27 @@ impl ResponseFuture {
     }
 
     /// Sends `call` on `session`: in flight, or failed without reaching the server.
-    pub(crate) fn send(session: &Arc<RpcSession>, call: &ToolCall) -> Self {
-        match session.start_call(call) {
+    pub(crate) fn send(session: &Arc<RpcSession>, call: ToolCall) -> Self {
+        Self::send_round(session, call, None, 0)
+    }
+
+    fn send_round(
+        session: &Arc<RpcSession>,
+        call: ToolCall,
+        retry: Option<&InputRetry>,
+        rounds: u32,
+    ) -> Self {
+        match session.start_call(&call, retry) {
             Ok((rx, guard)) => Self {
-                state: State::InFlight { rx, guard },
+                state: State::InFlight {
+                    rx,
+                    guard,
+                    call,
+                    rounds,
+                },
             },
-            Err(e) => Self::failed(e.boxed(true)),
+            // A retry after input requests is a new request: the first one reached the server.
+            Err(e) => Self::failed(e.boxed(rounds == 0)),
         }
     }
 }
@@ -74,6 +103,7 @@ impl fmt::Debug for ResponseFuture {
             State::Failed(_) => "Failed".to_owned(),
             State::Starting { .. } => "Starting".to_owned(),
             State::InFlight { guard, .. } => format!("InFlight(request {})", guard.id()),
+            State::Resolving { rounds, .. } => format!("Resolving(round {rounds})"),
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)
@@ -92,13 +122,20 @@ impl Future for ResponseFuture {
                         .take()
                         .expect("ResponseFuture polled after completion")));
                 }
-                State::Starting { rx, call, server } => {
-                    let next = match ready!(Pin::new(rx).poll(cx)) {
+                State::Starting { rx, server, .. } => {
+                    let started = ready!(Pin::new(rx).poll(cx));
+                    let server = Arc::clone(server);
+                    let State::Starting { call, .. } =
+                        std::mem::replace(&mut self.state, State::Failed(None))
+                    else {
+                        unreachable!("the state was Starting")
+                    };
+                    *self = match started {
                         Ok(Ok(session)) => Self::send(&session, call),
                         Ok(Err(e)) => Self::failed(e.boxed(true)),
                         Err(_) => Self::failed(
                             ClientError::ConnectionClosed {
-                                server: Arc::clone(server),
+                                server,
                                 request: None,
                                 detail: "the client was dropped while the server was starting"
                                     .into(),
@@ -106,26 +143,82 @@ impl Future for ResponseFuture {
                             .boxed(true),
                         ),
                     };
-                    *self = next;
                 }
-                State::InFlight { rx, guard } => {
+                State::InFlight {
+                    rx, guard, rounds, ..
+                } => {
                     let answer = ready!(Pin::new(rx).poll(cx));
                     guard.disarm();
-                    let result = match answer {
-                        Ok(Ok(result)) => Ok(result),
+                    let asked = match answer {
+                        Ok(Ok(CallAnswer::Complete(result))) => {
+                            self.state = State::Failed(None);
+                            return Poll::Ready(Ok(result));
+                        }
+                        Ok(Ok(CallAnswer::InputRequired(asked))) => asked,
                         Ok(Err(e)) => {
                             let resend = e.worth_resending();
-                            Err(e.boxed(resend))
+                            self.state = State::Failed(None);
+                            return Poll::Ready(Err(e.boxed(resend)));
                         }
-                        Err(_) => Err(ClientError::ConnectionClosed {
-                            server: guard.server(),
-                            request: None,
-                            detail: "the session ended without answering".into(),
+                        Err(_) => {
+                            let e = ClientError::ConnectionClosed {
+                                server: guard.server(),
+                                request: None,
+                                detail: "the session ended without answering".into(),
+                            };
+                            self.state = State::Failed(None);
+                            return Poll::Ready(Err(e.boxed(false)));
                         }
-                        .boxed(false)),
                     };
-                    self.state = State::Failed(None);
-                    return Poll::Ready(result);
+                    let request = RequestRef {
+                        id: RequestId::from(guard.id()),
+                        method: "tools/call",
+                    };
+                    let rounds = *rounds + 1;
+                    let session = Arc::clone(guard.session());
+                    if rounds > MAX_INPUT_ROUNDS {
+                        self.state = State::Failed(None);
+                        return Poll::Ready(Err(ClientError::InputRounds {
+                            server: Arc::clone(&session.server),
+                            request,
+                            rounds: rounds - 1,
+                        }
+                        .boxed(false)));
+                    }
+                    tracing::debug!(
+                        server = &*session.server,
+                        request_id = guard.id(),
+                        inputs = asked.input_requests.len(),
+                        round = rounds,
+                        "the server asked for input"
+                    );
+                    let State::InFlight { call, .. } =
+                        std::mem::replace(&mut self.state, State::Failed(None))
+                    else {
+                        unreachable!("the state was InFlight")
+                    };
+                    self.state = State::Resolving {
+                        input: Box::pin(mrtr::resolve(Arc::clone(&session), request, asked)),
+                        session,
+                        call,
+                        rounds,
+                    };
+                }
+                State::Resolving { input, .. } => {
+                    let resolved = ready!(input.as_mut().poll(cx));
+                    let State::Resolving {
+                        session,
+                        call,
+                        rounds,
+                        ..
+                    } = std::mem::replace(&mut self.state, State::Failed(None))
+                    else {
+                        unreachable!("the state was Resolving")
+                    };
+                    *self = match resolved {
+                        Ok(retry) => Self::send_round(&session, call, Some(&retry), rounds),
+                        Err(e) => Self::failed(e.boxed(false)),
+                    };
                 }
             }
         }

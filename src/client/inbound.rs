@@ -3,8 +3,8 @@
 //! The frame's keys are visited in whatever order the server wrote them. When `"result"` is
 //! reached and the `"id"` is already known (the usual `{"jsonrpc","id","result"}` order), the
 //! pending entry is taken and `result` is decoded straight into the type that request expects
-//! ([`ToolResult`], [`ListToolsResult`], [`InitializeResult`]): no intermediate `Value`, no
-//! trial-and-error untagged enum. When `"result"` comes before `"id"` (server-everything writes
+//! ([`CallAnswer`], [`ListToolsResult`], [`InitializeResult`], [`DiscoverResult`]): no
+//! intermediate `Value`, no trial-and-error untagged enum. When `"result"` comes before `"id"` (server-everything writes
 //! `{"result":…,"jsonrpc":"2.0","id":N}`), it is kept as a borrowed `RawValue` and decoded once
 //! the id is known: a second pass over those bytes, the only one.
 //!
@@ -22,7 +22,7 @@ use super::error::RequestRef;
 use super::rpc::{Expect, Pending, RpcSession};
 use crate::protocol::jsonrpc::CowStr;
 use crate::protocol::lifecycle::InitializeResult;
-use crate::protocol::{JsonRpcError, ListToolsResult, RequestId, ToolResult};
+use crate::protocol::{CallAnswer, DiscoverResult, JsonRpcError, ListToolsResult, RequestId};
 
 /// A decoded inbound frame, as far as the session still needs it.
 #[derive(Debug)]
@@ -84,6 +84,9 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
         session.protocol_violation(Some(request.clone()), format!("invalid result: {e}"))
     };
     match pending.expect {
+        Expect::Discover(tx) => {
+            let _ = tx.send(serde_json::from_str::<DiscoverResult>(raw).map_err(violation));
+        }
         Expect::Initialize(tx) => {
             let _ = tx.send(serde_json::from_str::<InitializeResult>(raw).map_err(violation));
         }
@@ -92,7 +95,7 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
         }
         Expect::CallTool(tx) => {
             let result = crate::protocol::content::json_bytes_path(|| {
-                serde_json::from_str::<ToolResult>(raw)
+                serde_json::from_str::<CallAnswer>(raw)
             });
             if result.is_ok() {
                 session.note_answer(pending.method);
@@ -132,9 +135,10 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
     }
     let method = pending.method;
     let routed = match pending.expect {
+        Expect::Discover(tx) => route!(tx, DiscoverResult),
         Expect::Initialize(tx) => route!(tx, InitializeResult),
         Expect::ListTools(tx) => route!(tx, ListToolsResult),
-        Expect::CallTool(tx) => route!(tx, ToolResult),
+        Expect::CallTool(tx) => route!(tx, CallAnswer),
     };
     if routed.is_ok() {
         session.note_answer(method);

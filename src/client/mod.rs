@@ -64,9 +64,11 @@
 
 mod call;
 pub mod elicitation;
+pub mod era;
 mod error;
 mod future;
 mod inbound;
+pub mod mrtr;
 mod options;
 mod rpc;
 pub mod server_requests;
@@ -84,14 +86,17 @@ use tokio::time::Instant;
 use tower::{BoxError, Service};
 
 pub use self::call::ToolCall;
+pub use self::era::{Era, EraPreference};
 pub use self::error::{ClientError, RequestRef};
 pub use self::future::ResponseFuture;
+pub use self::mrtr::MAX_INPUT_ROUNDS;
 pub use self::options::ClientOptions;
 pub use self::state::ServerState;
 
 use self::rpc::RpcSession;
 use self::server_requests::ServerRequestService;
-use crate::protocol::lifecycle::is_supported_version;
+use crate::protocol::lifecycle::{client_capabilities, is_supported_version};
+use crate::protocol::modern::{ModernMeta, MODERN_PROTOCOL_VERSION};
 use crate::protocol::{Implementation, InitializeResult, ToolInfo};
 use crate::transport::{CloseReason, ConnectContext, Connection, Transport};
 
@@ -120,6 +125,9 @@ pub(crate) struct Shared {
     restarts: std::sync::atomic::AtomicU64,
     sampling_refused: RejectedCounter,
     server_requests: ServerRequestService,
+    /// The `_meta` entries of a modern request, serialized once (`None` only if they could
+    /// not be: then the client speaks legacy).
+    modern_meta: Option<Arc<ModernMeta>>,
 }
 
 /// The supervision state, behind a synchronous mutex never held across an await.
@@ -136,6 +144,8 @@ struct Supervisor {
     ready_at: Option<Instant>,
     last_error: Option<String>,
     init: Option<Arc<InitializeResult>>,
+    /// The era of the last successful start, kept for the client's life (see [`era`]).
+    era: Option<Era>,
 }
 
 /// How a call gets its session.
@@ -163,6 +173,18 @@ impl McpClient {
             sampling_refused.clone(),
         );
         let (tools_changed, _) = watch::channel(0);
+        let capabilities = client_capabilities(options.elicitation_handler.is_some());
+        let modern_meta = match ModernMeta::new(
+            MODERN_PROTOCOL_VERSION,
+            &capabilities,
+            &options.client_info,
+        ) {
+            Ok(meta) => Some(Arc::new(meta)),
+            Err(e) => {
+                tracing::warn!(server = &*server, error = %e, "the client's _meta cannot be serialized; the server is spoken to in the legacy era");
+                None
+            }
+        };
         Self {
             shared: Arc::new(Shared {
                 server,
@@ -180,11 +202,13 @@ impl McpClient {
                     ready_at: None,
                     last_error: None,
                     init: None,
+                    era: None,
                 }),
                 tools_changed: Arc::new(tools_changed),
                 restarts: std::sync::atomic::AtomicU64::new(0),
                 sampling_refused,
                 server_requests,
+                modern_meta,
             }),
         }
     }
@@ -317,7 +341,14 @@ impl McpClient {
             .map(|i| i.protocol_version.clone())
     }
 
-    /// The whole answer to the last successful `initialize` (capabilities, instructions).
+    /// The era the server was last spoken to in (see [`era`]); `None` before the first start.
+    pub fn era(&self) -> Option<Era> {
+        self.shared.lock().era
+    }
+
+    /// The whole answer to the last successful `initialize` (capabilities, instructions). A
+    /// modern server's `server/discover` answer in the same shape: the version chosen, its
+    /// capabilities, its `serverInfo` from `_meta`, its instructions.
     pub fn initialize_result(&self) -> Option<Arc<InitializeResult>> {
         self.shared.lock().init.clone()
     }
@@ -372,7 +403,7 @@ impl Service<ToolCall> for McpClient {
 
     fn call(&mut self, call: ToolCall) -> ResponseFuture {
         match self.shared.acquire() {
-            Acquire::Ready(session) => ResponseFuture::send(&session, &call),
+            Acquire::Ready(session) => ResponseFuture::send(&session, call),
             Acquire::Wait(rx) => {
                 ResponseFuture::starting(rx, call, Arc::clone(&self.shared.server))
             }
@@ -513,9 +544,10 @@ impl Shared {
         sup.attempt_running = false;
         let waiters = std::mem::take(&mut sup.waiters);
         match result {
-            Ok((session, init)) => {
+            Ok((session, init, era)) => {
                 tracing::info!(
                     server = &*self.server,
+                    era = %era,
                     protocol_version = %init.protocol_version,
                     server_name = %init.server_info.name,
                     server_version = %init.server_info.version,
@@ -523,6 +555,7 @@ impl Shared {
                 );
                 sup.session = Some(Arc::clone(&session));
                 sup.init = Some(Arc::new(init));
+                sup.era = Some(era);
                 sup.ready_at = Some(Instant::now());
                 sup.next_attempt = None;
                 self.set_state(&mut sup, ServerState::Ready);
@@ -534,6 +567,9 @@ impl Shared {
             Err(e) => {
                 let connection = sup.connection.take();
                 sup.session = None;
+                // The era found earlier may be what failed (a server that changed): the next
+                // start finds it again.
+                sup.era = None;
                 let permanent = match &e {
                     ClientError::ConnectFailed { source, .. } => source.is_permanent(),
                     ClientError::SendFailed { permanent, .. } => *permanent,
@@ -553,10 +589,8 @@ impl Shared {
         }
     }
 
-    async fn connect_and_initialize(
-        self: &Arc<Self>,
-        generation: u64,
-    ) -> Result<(Arc<RpcSession>, InitializeResult), ClientError> {
+    /// Opens a connection with a new session on it.
+    async fn connect(self: &Arc<Self>, generation: u64) -> Result<Arc<RpcSession>, ClientError> {
         let session = RpcSession::new(
             Arc::clone(&self.server),
             generation,
@@ -564,6 +598,7 @@ impl Shared {
             self.server_requests.clone(),
             Arc::clone(&self.tools_changed),
             self.options.max_in_flight,
+            self.options.elicitation_handler.is_some(),
         );
         let ctx = ConnectContext {
             server: Arc::clone(&self.server),
@@ -578,15 +613,92 @@ impl Shared {
                     server: Arc::clone(&self.server),
                     source,
                 })?;
-        {
+        let replaced = {
             let mut sup = self.lock();
             if sup.generation != generation {
                 return Err(ClientError::Disabled {
                     server: Arc::clone(&self.server),
                 });
             }
-            sup.connection = Some(connection);
+            sup.connection.replace(connection)
+        };
+        // A probe's connection the server closed: gone for good.
+        drop(replaced);
+        Ok(session)
+    }
+
+    /// One start: connect, find the era (see [`era`]), and in the legacy era `initialize`.
+    async fn connect_and_initialize(
+        self: &Arc<Self>,
+        generation: u64,
+    ) -> Result<(Arc<RpcSession>, InitializeResult, Era), ClientError> {
+        let preference = self.options.era;
+        let remembered = self.lock().era;
+        let meta = match (&self.modern_meta, self.transport.speaks_modern()) {
+            (Some(meta), true) => Some(Arc::clone(meta)),
+            _ => None,
+        };
+        let probe_with = match preference {
+            EraPreference::Legacy => None,
+            EraPreference::Modern => match &meta {
+                Some(meta) => Some(meta),
+                None => {
+                    return Err(ClientError::NotModern {
+                        server: Arc::clone(&self.server),
+                        detail: format!(
+                            "its transport ({}) carries only legacy MCP",
+                            self.transport.describe()
+                        ),
+                    })
+                }
+            },
+            EraPreference::Auto if remembered == Some(Era::Legacy) => None,
+            EraPreference::Auto => meta.as_ref(),
+        };
+        let mut session = self.connect(generation).await?;
+        if let Some(meta) = probe_with {
+            let started = std::time::Instant::now();
+            match era::probe(&session, meta, self.options.probe_timeout).await {
+                era::Probe::Modern(init) => {
+                    tracing::info!(
+                        server = &*self.server,
+                        protocol_version = %init.protocol_version,
+                        probe_ms = started.elapsed().as_millis() as u64,
+                        "server/discover: the server speaks the modern era"
+                    );
+                    session.speak_modern(Arc::clone(meta));
+                    return Ok((session, init, Era::Modern));
+                }
+                era::Probe::Failed(e) => return Err(e),
+                era::Probe::Legacy { why, closed } => {
+                    if preference == EraPreference::Modern {
+                        return Err(ClientError::NotModern {
+                            server: Arc::clone(&self.server),
+                            detail: why,
+                        });
+                    }
+                    tracing::info!(
+                        server = &*self.server,
+                        reason = %why,
+                        probe_ms = started.elapsed().as_millis() as u64,
+                        reconnect = closed,
+                        "server/discover: the server speaks the legacy era; initialize follows"
+                    );
+                    if closed {
+                        session = self.connect(generation).await?;
+                    }
+                }
+            }
         }
+        let init = self.initialize(&session).await?;
+        Ok((session, init, Era::Legacy))
+    }
+
+    /// The legacy handshake: `initialize`, `notifications/initialized`.
+    async fn initialize(
+        self: &Arc<Self>,
+        session: &Arc<RpcSession>,
+    ) -> Result<InitializeResult, ClientError> {
         let rx = session.initialize(
             &self.options.client_info,
             self.options.elicitation_handler.is_some(),
@@ -618,7 +730,7 @@ impl Shared {
             connection.negotiated(&init.protocol_version);
         }
         session.initialized();
-        Ok((session, init))
+        Ok(init)
     }
 
     /// Counts a failure: the next attempt after a backoff, or the failed state.

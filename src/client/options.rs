@@ -7,6 +7,7 @@ use crate::protocol::Implementation;
 use crate::transport::DEFAULT_FRAME_LIMIT;
 
 use super::elicitation::ElicitationService;
+use super::era::EraPreference;
 use super::server_requests::ServerRequestService;
 
 /// How a [`McpClient`](super::McpClient) runs and supervises its server.
@@ -54,6 +55,15 @@ pub struct ClientOptions {
     /// when the backoff still to run is at most this; the session sets it to the server's call
     /// timeout, which then bounds the wait. A call never waits on a failed server.
     pub wait_for_restart: Duration,
+    /// Which protocol era to speak (default [`EraPreference::Auto`]: probe with
+    /// `server/discover`, fall back to `initialize`; see [`era`](super::era)).
+    pub era: EraPreference,
+    /// How long the era probe waits for `server/discover` to be answered before taking the
+    /// server for a legacy one that ignores requests before `initialize` (default 10 s). It
+    /// covers the server's start-up (a Python server takes 2–3 s to answer its first request),
+    /// so it is not short; real legacy servers answer the probe with an error at once, and the
+    /// outcome is kept for the client's life.
+    pub probe_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -70,6 +80,8 @@ impl Default for ClientOptions {
             server_request_handler: None,
             elicitation_handler: None,
             wait_for_restart: Duration::ZERO,
+            era: EraPreference::Auto,
+            probe_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -119,6 +131,20 @@ impl ClientOptions {
         self
     }
 
+    /// Sets [`era`](Self::era).
+    #[must_use]
+    pub fn era(mut self, era: EraPreference) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// Sets [`probe_timeout`](Self::probe_timeout).
+    #[must_use]
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
     /// Sets [`wait_for_restart`](Self::wait_for_restart).
     #[must_use]
     pub fn wait_for_restart(mut self, limit: Duration) -> Self {
@@ -147,6 +173,8 @@ impl fmt::Debug for ClientOptions {
             .field("max_in_flight", &self.max_in_flight)
             .field("client_info", &self.client_info)
             .field("wait_for_restart", &self.wait_for_restart)
+            .field("era", &self.era)
+            .field("probe_timeout", &self.probe_timeout)
             .field(
                 "server_request_handler",
                 &self.server_request_handler.as_ref().map(|_| "custom"),

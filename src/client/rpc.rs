@@ -31,14 +31,15 @@ use super::server_requests::{self, ServerRequestService};
 use super::Shared;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::{client_capabilities, InitializeParams};
+use crate::protocol::modern::{DiscoverParams, ModernMeta, RequestMeta};
 use crate::protocol::notifications::{
     CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams, CANCELLED, MESSAGE,
     PROGRESS, TOOLS_LIST_CHANGED,
 };
-use crate::protocol::tools::{CallToolParams, ListToolsParams, ProgressMeta};
+use crate::protocol::tools::{CallToolParams, ListToolsParams};
 use crate::protocol::{
-    Implementation, InitializeResult, JsonRpcError, ListToolsResult, RequestId, ServerRequest,
-    ToolResult,
+    CallAnswer, DiscoverResult, Implementation, InitializeResult, JsonRpcError, ListToolsResult,
+    RequestId, ServerRequest,
 };
 use crate::transport::{
     CloseReason, InboundHandler, Outbound, OversizeFrame, RequestHead, SendError, SendFailure,
@@ -69,9 +70,10 @@ type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 /// What a pending request expects back, and where it goes.
 #[derive(Debug)]
 pub(crate) enum Expect {
+    Discover(oneshot::Sender<Result<DiscoverResult, ClientError>>),
     Initialize(oneshot::Sender<Result<InitializeResult, ClientError>>),
     ListTools(oneshot::Sender<Result<ListToolsResult, ClientError>>),
-    CallTool(oneshot::Sender<Result<ToolResult, ClientError>>),
+    CallTool(oneshot::Sender<Result<CallAnswer, ClientError>>),
 }
 
 /// A request waiting for its answer.
@@ -86,6 +88,7 @@ impl Pending {
     /// Completes the request with an error.
     pub(crate) fn fail(self, err: ClientError) {
         match self.expect {
+            Expect::Discover(tx) => drop(tx.send(Err(err))),
             Expect::Initialize(tx) => drop(tx.send(Err(err))),
             Expect::ListTools(tx) => drop(tx.send(Err(err))),
             Expect::CallTool(tx) => drop(tx.send(Err(err))),
@@ -119,6 +122,11 @@ pub(crate) struct RpcSession {
     /// The server answered a `tools/call` on this connection (a result that decoded, or a
     /// JSON-RPC error): it works.
     answered_call: AtomicBool,
+    /// Set once the session speaks the modern era: every request carries these `_meta`
+    /// entries (and names its version to the transport).
+    modern: OnceLock<Arc<ModernMeta>>,
+    /// An elicitation handler is plugged in.
+    elicitation: bool,
 }
 
 impl std::fmt::Debug for RpcSession {
@@ -138,6 +146,7 @@ impl RpcSession {
         server_requests: ServerRequestService,
         tools_changed: Arc<watch::Sender<u64>>,
         max_in_flight: usize,
+        elicitation: bool,
     ) -> Arc<Self> {
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
@@ -155,6 +164,8 @@ impl RpcSession {
             max_in_flight,
             skipped: AtomicU64::new(0),
             answered_call: AtomicBool::new(false),
+            modern: OnceLock::new(),
+            elicitation,
         })
     }
 
@@ -191,10 +202,14 @@ impl RpcSession {
     }
 
     /// Registers a request and queues it. On `Err` nothing reached the server.
+    /// `version` is the protocol version the request declares in its own `_meta` (modern),
+    /// `name` its `params.name`: the transport may mirror them (see [`RequestHead`]).
+    #[allow(clippy::too_many_arguments)]
     fn send_request(
         &self,
         method: &'static str,
         name: Option<&str>,
+        version: Option<&str>,
         expect: Expect,
         progress: Option<ProgressHandle>,
         write_params: &mut dyn FnMut(u64, &mut Vec<u8>) -> io::Result<()>,
@@ -225,9 +240,12 @@ impl RpcSession {
             );
         }
         let sent = match self.outbound.get() {
-            Some(out) => out.send_request(&RequestHead::new(method).name(name), &mut |buf| {
-                write_params(id, buf)
-            }),
+            Some(out) => {
+                let head = RequestHead::new(method)
+                    .name(name)
+                    .protocol_version(version);
+                out.send_request(&head, &mut |buf| write_params(id, buf))
+            }
             None => Err(SendError::Closed),
         };
         if let Err(e) = sent {
@@ -274,11 +292,58 @@ impl RpcSession {
         self.send_request(
             "initialize",
             None,
+            None,
             Expect::Initialize(tx),
             None,
             &mut |id, buf| write_request(buf, id, "initialize", Some(&params)),
         )?;
         Ok(rx)
+    }
+
+    /// Sends `server/discover` with the modern `_meta` entries `meta` (the era probe, or a
+    /// modern session's first request); the caller awaits the receiver and, if it gives up,
+    /// [`forget`](Self::forget)s the id (no `notifications/cancelled`: a legacy server has
+    /// no session yet to be told).
+    pub(crate) fn discover(
+        &self,
+        meta: &ModernMeta,
+    ) -> Result<(u64, oneshot::Receiver<Result<DiscoverResult, ClientError>>), ClientError> {
+        let (tx, rx) = oneshot::channel();
+        let params = DiscoverParams {
+            meta: RequestMeta {
+                progress_token: None,
+                modern: Some(meta),
+            },
+        };
+        let id = self.send_request(
+            DISCOVER,
+            None,
+            Some(meta.version()),
+            Expect::Discover(tx),
+            None,
+            &mut |id, buf| write_request(buf, id, DISCOVER, Some(&params)),
+        )?;
+        Ok((id, rx))
+    }
+
+    /// From now on every request carries the modern `_meta` entries `meta`.
+    pub(crate) fn speak_modern(&self, meta: Arc<ModernMeta>) {
+        let _ = self.modern.set(meta);
+    }
+
+    /// Whether an elicitation handler is plugged in.
+    pub(crate) fn has_elicitation(&self) -> bool {
+        self.elicitation
+    }
+
+    /// The server→client request stack (for the input requests of a multi round-trip answer).
+    pub(crate) fn server_requests(&self) -> ServerRequestService {
+        self.server_requests.clone()
+    }
+
+    /// Drops request `id` without telling the server.
+    pub(crate) fn forget(&self, id: u64) {
+        self.table().map.remove(&id);
     }
 
     /// Sends `notifications/initialized`.
@@ -298,10 +363,19 @@ impl RpcSession {
         ClientError,
     > {
         let (tx, rx) = oneshot::channel();
-        let params = cursor.map(|cursor| ListToolsParams { cursor });
+        let modern = self.modern.get().map(Arc::as_ref);
+        // A legacy first page has no params at all.
+        let params = (cursor.is_some() || modern.is_some()).then_some(ListToolsParams {
+            cursor,
+            meta: RequestMeta {
+                progress_token: None,
+                modern,
+            },
+        });
         let id = self.send_request(
             "tools/list",
             None,
+            modern.map(ModernMeta::version),
             Expect::ListTools(tx),
             None,
             &mut |id, buf| write_request(buf, id, "tools/list", params.as_ref()),
@@ -309,31 +383,37 @@ impl RpcSession {
         Ok((rx, CallGuard::new(Arc::clone(self), id)))
     }
 
-    /// Sends one `tools/call`.
+    /// Sends one `tools/call`; a multi round-trip retry carries the answers to the server's
+    /// input requests and its state.
     pub(crate) fn start_call(
         self: &Arc<Self>,
         call: &ToolCall,
+        retry: Option<&InputRetry>,
     ) -> Result<
         (
-            oneshot::Receiver<Result<ToolResult, ClientError>>,
+            oneshot::Receiver<Result<CallAnswer, ClientError>>,
             CallGuard,
         ),
         ClientError,
     > {
         let (tx, rx) = oneshot::channel();
+        let modern = self.modern.get().map(Arc::as_ref);
         let id = self.send_request(
             "tools/call",
             Some(&call.name),
+            modern.map(ModernMeta::version),
             Expect::CallTool(tx),
             call.progress.clone(),
             &mut |id, buf| {
                 let params = CallToolParams {
                     name: &call.name,
                     arguments: call.arguments.as_deref(),
-                    meta: call
-                        .progress
-                        .as_ref()
-                        .map(|_| ProgressMeta { progress_token: id }),
+                    meta: RequestMeta {
+                        progress_token: call.progress.as_ref().map(|_| id),
+                        modern,
+                    },
+                    input_responses: retry.map(|r| &r.responses),
+                    request_state: retry.and_then(|r| r.state.as_deref()),
                 };
                 write_request(buf, id, "tools/call", Some(&params))
             },
@@ -592,6 +672,18 @@ impl RpcSession {
     }
 }
 
+/// The `server/discover` method.
+pub(crate) const DISCOVER: &str = "server/discover";
+
+/// What a multi round-trip retry of a `tools/call` adds to it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InputRetry {
+    /// `inputResponses`: the answers, by the server's keys.
+    pub(crate) responses: serde_json::Map<String, Value>,
+    /// `requestState`, echoed unchanged.
+    pub(crate) state: Option<String>,
+}
+
 /// Serializes one request into the outbound buffer.
 fn write_request<P: Serialize>(
     buf: &mut Vec<u8>,
@@ -733,6 +825,11 @@ impl CallGuard {
     pub(crate) fn server(&self) -> Arc<str> {
         Arc::clone(&self.session.server)
     }
+
+    /// The session the request went on.
+    pub(crate) fn session(&self) -> &Arc<RpcSession> {
+        &self.session
+    }
 }
 
 impl Drop for CallGuard {
@@ -747,7 +844,8 @@ impl Drop for CallGuard {
 mod tests {
     use super::*;
     use crate::protocol::jsonrpc::OutgoingRequest;
-    use crate::protocol::tools::{CallToolParams, ProgressMeta};
+    use crate::protocol::modern::RequestMeta;
+    use crate::protocol::tools::CallToolParams;
     use serde_json::Map;
 
     fn by_serde<P: Serialize>(id: u64, method: &str, params: Option<&P>) -> Vec<u8> {
@@ -774,7 +872,12 @@ mod tests {
         let call = CallToolParams {
             name: "na\"me",
             arguments: Some(&arguments),
-            meta: Some(ProgressMeta { progress_token: 7 }),
+            meta: RequestMeta {
+                progress_token: Some(7),
+                modern: None,
+            },
+            input_responses: None,
+            request_state: None,
         };
         for id in [0, 1, 42, u64::MAX] {
             for method in ["tools/call", "we\"ird\\method\u{7}"] {

@@ -1087,6 +1087,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
             server_requests::stack("mock", None, None, RejectedCounter::new()),
             Arc::new(watch::channel(0).0),
             8,
+            false,
         );
         for i in 0..1000 {
             crate::transport::InboundHandler::on_frame(

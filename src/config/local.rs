@@ -10,6 +10,7 @@ use toml::de::{DeTable, DeValue};
 use super::error::ConfigError;
 use super::secret::{Secret, SecretRef};
 use super::toml_doc::{integer, type_name, TomlDoc};
+use crate::client::EraPreference;
 
 /// `[mcp.<key>]`: one server's operator overrides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +23,9 @@ pub struct ServerOverrides {
     /// read-only (`annotations.idempotentHint` / `readOnlyHint`). Default `false`: a server's
     /// own claims are not trusted to make a repeated call safe.
     pub trust_annotations: bool,
+    /// `era = "auto" | "legacy" | "modern"`: which protocol era to speak (default `auto`:
+    /// probe with `server/discover`, fall back to `initialize`; see [`crate::client::era`]).
+    pub era: EraPreference,
 }
 
 /// The parsed `local.toml`.
@@ -127,6 +131,18 @@ fn overrides(
                 p,
                 format!("expected true or false, found {}", type_name(other)),
             )),
+            ("era", DeValue::String(text)) => match text.parse::<EraPreference>() {
+                Ok(era) => o.era = era,
+                Err(problem) => errors.push(doc.err(v.span(), p, problem)),
+            },
+            ("era", other) => errors.push(doc.err(
+                v.span(),
+                p,
+                format!(
+                    "expected \"auto\", \"legacy\" or \"modern\", found {}",
+                    type_name(other)
+                ),
+            )),
             ("timeout_ms", value) => match integer(value) {
                 Some(ms) if ms > 0 => o.timeout = Some(Duration::from_millis(ms as u64)),
                 Some(ms) => errors.push(doc.err(
@@ -147,7 +163,7 @@ fn overrides(
                 k.span(),
                 p,
                 format!(
-                    "unknown key `{other}`; [mcp.<server>] has disabled, timeout_ms, trust_annotations"
+                    "unknown key `{other}`; [mcp.<server>] has disabled, era, timeout_ms, trust_annotations"
                 ),
             )),
         }

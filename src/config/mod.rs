@@ -162,6 +162,23 @@ impl Sources {
             None => LocalConfig::default(),
         };
         if let Some((file, _)) = &self.local {
+            for (key, o) in &local.servers {
+                let sse = project
+                    .server(key)
+                    .is_some_and(|s| matches!(s.transport, project::TransportConfig::Sse(_)));
+                if sse && o.era == crate::client::EraPreference::Modern {
+                    errors.push(ConfigError::new(
+                        file.clone(),
+                        format!("mcp.{key}.era"),
+                        None,
+                        format!(
+                            "server `{key}` uses the sse transport (2024-11-05 HTTP+SSE), which \
+                             carries only legacy MCP; era \"modern\" needs stdio or \
+                             streamable-http (use \"auto\" or \"legacy\")"
+                        ),
+                    ));
+                }
+            }
             for key in local.servers.keys() {
                 if project.server(key).is_none() {
                     warnings.push(ConfigError::new(

@@ -88,7 +88,7 @@ pub struct InitializeResult {
     pub instructions: Option<String>,
 }
 
-fn unnamed_server() -> Implementation {
+pub(crate) fn unnamed_server() -> Implementation {
     Implementation {
         name: String::new(),
         version: String::new(),

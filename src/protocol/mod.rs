@@ -1,12 +1,14 @@
 //! JSON-RPC 2.0 and the MCP messages the client speaks.
 //!
-//! The types here follow the MCP specification, revision `2025-11-25`, and read every older
-//! revision the client accepts (`2024-11-05`, `2025-03-26`, `2025-06-18`). They are lenient the
-//! way a client must be: unknown fields are ignored (or kept, where an embedder may want them),
+//! The types here follow the MCP specification, revisions `2025-11-25` and `2026-07-28`, and
+//! read every older revision the client accepts (`2024-11-05`, `2025-03-26`, `2025-06-18`).
+//! They are lenient the way a client must be: unknown fields are ignored (or kept, where an embedder may want them),
 //! JSON key order is free, request ids may be numbers or strings and may start at 0.
 //!
 //! - [`jsonrpc`]: [`RequestId`], [`JsonRpcError`] and the error codes.
 //! - [`lifecycle`]: `initialize`, the protocol versions, [`Implementation`].
+//! - [`modern`]: the 2026-07-28 revision: `server/discover`, the per-request `_meta`, the
+//!   modern error codes, multi round-trip answers ([`CallAnswer`]).
 //! - [`tools`]: [`ToolInfo`], [`ToolAnnotations`] and the `tools/list` page.
 //! - [`content`]: the content blocks of a tool result ([`ContentBlock`]).
 //! - [`result`]: [`ToolResult`], with its [`Truncatable`](kaged_mcp_layers::truncate::Truncatable)
@@ -32,6 +34,7 @@ pub mod content;
 pub mod elicitation;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod modern;
 pub mod notifications;
 pub mod result;
 pub mod server_request;
@@ -45,6 +48,9 @@ pub use self::elicitation::{ElicitMode, ElicitParams, ElicitResult};
 pub use self::jsonrpc::{JsonRpcError, RequestId};
 pub use self::lifecycle::{
     Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+};
+pub use self::modern::{
+    CallAnswer, DiscoverResult, InputRequired, MODERN_PROTOCOL_VERSION, SUPPORTED_MODERN_VERSIONS,
 };
 pub use self::notifications::{LoggingLevel, ProgressParams};
 pub use self::result::ToolResult;

@@ -1,5 +1,6 @@
 //! `tools/list` and `tools/call`: tool descriptions and the call parameters.
 
+use super::modern::RequestMeta;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -98,29 +99,39 @@ pub struct ListToolsResult {
     /// The cursor of the next page; `None` (or an empty string) on the last one.
     #[serde(default)]
     pub next_cursor: Option<String>,
+    /// 2026-07-28 `ttlMs`: how long (milliseconds) the list may be kept before it is read
+    /// again. `None` from a legacy server.
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// 2026-07-28 `cacheScope`: `public` or `private`.
+    #[serde(default)]
+    pub cache_scope: Option<String>,
 }
 
-/// `tools/list` parameters.
+/// `tools/list` parameters: the cursor, and `_meta` in a modern session.
 #[derive(Debug, Serialize)]
 pub(crate) struct ListToolsParams<'a> {
-    pub(crate) cursor: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cursor: Option<&'a str>,
+    #[serde(rename = "_meta", skip_serializing_if = "RequestMeta::is_empty")]
+    pub(crate) meta: RequestMeta<'a>,
 }
 
-/// `tools/call` parameters: the progress token rides in `_meta` when the caller wants progress.
+/// `tools/call` parameters: the progress token rides in `_meta` when the caller wants progress
+/// (the client uses the request id as the token), with the modern entries in a modern session;
+/// a multi round-trip retry adds the answers and the server's state.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct CallToolParams<'a> {
     pub(crate) name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) arguments: Option<&'a Map<String, Value>>,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub(crate) meta: Option<ProgressMeta>,
-}
-
-/// `{"progressToken": N}`; the client uses the request id as the token.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ProgressMeta {
-    pub(crate) progress_token: u64,
+    #[serde(rename = "_meta", skip_serializing_if = "RequestMeta::is_empty")]
+    pub(crate) meta: RequestMeta<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) input_responses: Option<&'a Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) request_state: Option<&'a str>,
 }
 
 #[cfg(test)]
@@ -163,7 +174,12 @@ mod tests {
         let p = CallToolParams {
             name: "echo",
             arguments: Some(&args),
-            meta: Some(ProgressMeta { progress_token: 4 }),
+            meta: RequestMeta {
+                progress_token: Some(4),
+                modern: None,
+            },
+            input_responses: None,
+            request_state: None,
         };
         assert_eq!(
             serde_json::to_string(&p).unwrap(),

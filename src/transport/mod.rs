@@ -221,6 +221,10 @@ impl Transport for Box<dyn Transport> {
     fn describe(&self) -> String {
         (**self).describe()
     }
+
+    fn speaks_modern(&self) -> bool {
+        (**self).speaks_modern()
+    }
 }
 
 /// A boxed, sendable future (connecting and closing happen once per session, not per call).
@@ -240,6 +244,14 @@ pub trait Transport: Send + Sync + 'static {
     /// A short description for logs and errors, e.g. `stdio: node server.js` or
     /// `sse: https://host/sse` (never a secret).
     fn describe(&self) -> String;
+
+    /// Whether this transport can carry the 2026-07-28 ("modern") revision: stdio and
+    /// Streamable HTTP can; the 2024-11-05 HTTP+SSE transport carries only the legacy,
+    /// `initialize`-based revisions. When `false`, the client never probes for the modern
+    /// era. The default is `false`: a transport opts in.
+    fn speaks_modern(&self) -> bool {
+        false
+    }
 }
 
 /// What [`Transport::connect`] is given.

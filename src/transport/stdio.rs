@@ -233,6 +233,10 @@ impl Transport for StdioTransport {
         }
         text
     }
+
+    fn speaks_modern(&self) -> bool {
+        true
+    }
 }
 
 /// What the exit watcher learned.

@@ -447,6 +447,40 @@ pub(crate) fn oauth_server(extra: &[&str]) -> Option<Vec<String>> {
     Some(cmd)
 }
 
+// --- era_server.py (2026-07-28 tests) ---------------------------------------------------------
+
+/// `python3 tests/servers/era_server.py stdio --mode <mode> <extra…>`: a legacy server that
+/// exits on (`exit-before-init`) or ignores (`silent-before-init`) a request before
+/// `initialize`, or a modern-only server (`modern-only`, `input-required`: multi round-trip
+/// tools). Python stdlib only.
+pub(crate) fn era_server_stdio(mode: &str, extra: &[&str]) -> Vec<String> {
+    let mut cmd = vec![
+        "python3".into(),
+        string(&server_script("era_server.py")),
+        "stdio".into(),
+        "--mode".into(),
+        mode.into(),
+    ];
+    cmd.extend(extra.iter().map(|s| (*s).to_owned()));
+    cmd
+}
+
+/// The same server over Streamable HTTP (`POST /mcp`, `GET /stats`) on a port it picks and
+/// prints as `PORT=<n>`: start it with [`SsePeer::start_reporting_port`].
+pub(crate) fn era_server_http(mode: &str, extra: &[&str]) -> Vec<String> {
+    let mut cmd = vec![
+        "python3".into(),
+        string(&server_script("era_server.py")),
+        "http".into(),
+        "--port".into(),
+        "0".into(),
+        "--mode".into(),
+        mode.into(),
+    ];
+    cmd.extend(extra.iter().map(|s| (*s).to_owned()));
+    cmd
+}
+
 // --- helpers ----------------------------------------------------------------------------------
 
 /// A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, let it go).

@@ -22,7 +22,7 @@ use tower::ServiceExt;
 use tracing::Instrument;
 
 use super::Inner;
-use crate::protocol::RequestId;
+use crate::protocol::{JsonRpcError, RequestId};
 use crate::transport::http::client::Body;
 use crate::transport::http::{
     chain, drain, origin, post_error, post_refused, redacted, request_id, same_origin,
@@ -91,6 +91,7 @@ pub(super) fn open(
         initialized_seq: AtomicU64::new(0),
         get_settled: watch::channel(false).0,
         requests: Mutex::new(HashMap::new()),
+        modern: AtomicBool::new(false),
     });
     ctx.handler
         .on_open(Arc::new(HttpOutbound(Arc::clone(&conn))) as Arc<dyn Outbound>);
@@ -136,6 +137,9 @@ struct Conn {
     /// The requests in flight: each one's task ends when its token is cancelled (the session
     /// ended, or the caller gave up and `notifications/cancelled` went out for it).
     requests: Mutex<HashMap<RequestId, Arc<InFlight>>>,
+    /// The session sent a request that declares its own protocol version (the 2026-07-28
+    /// era): closing a request's response is its cancellation, no notification is POSTed.
+    modern: AtomicBool,
 }
 
 /// One request's task, as the connection sees it.
@@ -489,6 +493,22 @@ impl Conn {
             return self.fail(&id, failure);
         }
         if !status.is_success() {
+            // A modern server answers a request it refuses (unsupported version, header
+            // mismatch, unknown method) with a 4xx whose body is the JSON-RPC error: the
+            // session gets that error, which tells a modern server from a legacy one.
+            let auth = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
+            if mirror.is_some() && status.is_client_error() && !auth {
+                let json = matches!(content_type(&response), ContentType::Json);
+                let body = response.into_body();
+                if json {
+                    if let Some(error) = read_error_body(body).await {
+                        return self.deliver_error(&id, &error, status);
+                    }
+                } else {
+                    drain_soon(body).await;
+                }
+                return self.fail(&id, post_refused(status, &self.inner.auth_hint));
+            }
             drain_soon(response.into_body()).await;
             return self.fail(&id, post_refused(status, &self.inner.auth_hint));
         }
@@ -512,6 +532,19 @@ impl Conn {
                     permanent: false,
                 },
             ),
+        }
+    }
+
+    /// Delivers the JSON-RPC error a refused POST's body held, as the answer to request `id`.
+    fn deliver_error(&self, id: &RequestId, error: &JsonRpcError, status: StatusCode) {
+        tracing::debug!(server = %self.server, request_id = %id, status = %status, code = error.code, "the POST was refused with a JSON-RPC error");
+        let frame = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+        match serde_json::to_vec(&frame) {
+            Ok(bytes) => self.deliver(&bytes),
+            Err(_) => self.fail(id, post_refused(status, &self.inner.auth_hint)),
+        }
+        if self.awaits(id) {
+            self.fail(id, post_refused(status, &self.inner.auth_hint));
         }
     }
 
@@ -1077,6 +1110,37 @@ fn empty_body() -> Body {
         .boxed_unsync()
 }
 
+/// The most bytes of a refused POST's body read for its JSON-RPC error.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The JSON-RPC error in a refused POST's body (`{"jsonrpc", "id", "error"}`, whatever its
+/// id), if it holds one within [`MAX_ERROR_BODY`] bytes and a second.
+async fn read_error_body(mut body: Body) -> Option<JsonRpcError> {
+    #[derive(Deserialize)]
+    struct ErrorResponse {
+        error: JsonRpcError,
+    }
+    let mut bytes = BytesMut::new();
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.ok()?.into_data() else {
+                continue;
+            };
+            if bytes.len() + data.len() > MAX_ERROR_BODY {
+                return None;
+            }
+            bytes.extend_from_slice(&data);
+        }
+        Some(())
+    };
+    tokio::time::timeout(Duration::from_secs(1), read)
+        .await
+        .ok()??;
+    serde_json::from_slice::<ErrorResponse>(&bytes)
+        .ok()
+        .map(|r| r.error)
+}
+
 /// Reads what is left of a body so its connection is reused: at once when its end is already
 /// there, else for at most a second (a stream the server keeps open is dropped).
 async fn drain_soon(mut body: Body) {
@@ -1141,7 +1205,7 @@ fn header_safe(value: &str) -> std::borrow::Cow<'_, str> {
         && value.bytes().all(|b| b == b' ' || b.is_ascii_graphic())
         && !value.starts_with(' ')
         && !value.ends_with(' ')
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+        && (!value.starts_with("=?base64?") || !value.ends_with("?="));
     if plain {
         std::borrow::Cow::Borrowed(value)
     } else {
@@ -1166,10 +1230,19 @@ impl HttpOutbound {
         let mut frame = Vec::with_capacity(256);
         write(&mut frame).map_err(SendError::Encode)?;
         match classify(&frame) {
-            Kind::Request(id) => conn.spawn_request(id, Bytes::from(frame), mirror),
+            Kind::Request(id) => {
+                if mirror.is_some() {
+                    conn.modern.store(true, Ordering::Relaxed);
+                }
+                conn.spawn_request(id, Bytes::from(frame), mirror);
+            }
             Kind::Other => {
                 if memchr::memmem::find(&frame, b"\"notifications/cancelled\"").is_some() {
                     conn.cancelled(&frame);
+                    if conn.modern.load(Ordering::Relaxed) {
+                        // 2026-07-28: the response stream, now closed, was the signal.
+                        return Ok(());
+                    }
                 }
                 let start = {
                     let mut ordered = conn.lock_ordered();

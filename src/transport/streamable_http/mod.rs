@@ -323,4 +323,7 @@ impl Transport for StreamableHttpTransport {
     fn describe(&self) -> String {
         format!("streamable-http: {}", redacted(&self.inner.url))
     }
+    fn speaks_modern(&self) -> bool {
+        true
+    }
 }

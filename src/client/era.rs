@@ -1,0 +1,291 @@
+//! Which protocol era a session speaks, and the probe that finds out.
+//!
+//! The 2026-07-28 revision ("modern") has no `initialize`: every request carries its version
+//! and the client's capabilities in `_meta`. Earlier revisions ("legacy") agree on a version
+//! once, with `initialize`. A server may speak either or both. The operator chooses per server
+//! ([`EraPreference`], `era` under `[mcp.<server>]` in `local.toml`):
+//!
+//! - **`auto`** (the default): the client sends `server/discover` first, as a modern request.
+//!   A `DiscoverResult` listing a modern version this client speaks makes the session modern.
+//!   A modern error (`-32020`…`-32022`) means a modern server: an `UnsupportedProtocolVersion`
+//!   listing only legacy versions leads to `initialize`; any other is the start's error. Any
+//!   other answer (an error of any code, an HTTP refusal without a modern error in its body, a
+//!   result that is no `DiscoverResult`), no answer within [`ClientOptions::probe_timeout`], or
+//!   a server that exits on the probe, means a legacy server: the client goes on with
+//!   `initialize` on the same connection, or on a new one when the server closed it (a stdio
+//!   server that exits on a request before `initialize` is started again; that exit is no
+//!   crash to the supervisor). The outcome is kept for the life of the client: a server found
+//!   legacy is not probed again at a restart, unless a start in that era fails.
+//! - **`legacy`**: `initialize` at once, no probe (what round 1 did).
+//! - **`modern`**: `server/discover` must answer as a modern server, else the start fails with
+//!   [`ClientError::NotModern`].
+//!
+//! The 2024-11-05 HTTP+SSE transport carries only legacy revisions
+//! ([`Transport::speaks_modern`](crate::transport::Transport::speaks_modern)): `auto` means
+//! `legacy` there, and `modern` is refused by the configuration check.
+//!
+//! [`ClientOptions::probe_timeout`]: super::ClientOptions::probe_timeout
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::error::ClientError;
+use super::rpc::RpcSession;
+use crate::protocol::lifecycle::unnamed_server;
+use crate::protocol::modern::{
+    choose_version, is_modern_error, is_supported_modern_version, ModernMeta,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::protocol::{DiscoverResult, InitializeResult};
+
+/// Which era the client may speak with a server. See the [module docs](self).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum EraPreference {
+    /// Probe with `server/discover`, fall back to `initialize`.
+    #[default]
+    Auto,
+    /// `initialize` only.
+    Legacy,
+    /// `server/discover` and per-request `_meta` only.
+    Modern,
+}
+
+impl EraPreference {
+    /// The name used in `local.toml` (`auto`, `legacy`, `modern`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Legacy => "legacy",
+            Self::Modern => "modern",
+        }
+    }
+}
+
+impl fmt::Display for EraPreference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EraPreference {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "legacy" => Ok(Self::Legacy),
+            "modern" => Ok(Self::Modern),
+            other => Err(format!(
+                "unknown era {other:?}; expected \"auto\", \"legacy\" or \"modern\""
+            )),
+        }
+    }
+}
+
+/// The era a session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// An `initialize` handshake agreed on a version (2025-11-25 and earlier).
+    Legacy,
+    /// Every request carries its version in `_meta` (2026-07-28).
+    Modern,
+}
+
+impl Era {
+    /// `legacy` or `modern`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Legacy => "legacy",
+            Self::Modern => "modern",
+        }
+    }
+}
+
+impl fmt::Display for Era {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the probe found.
+#[derive(Debug)]
+pub(crate) enum Probe {
+    /// A modern server speaking `version`: the session is modern; the handshake-shaped
+    /// summary of its `DiscoverResult`.
+    Modern(InitializeResult),
+    /// A legacy server (why, for the log); `closed` when it ended the connection, so
+    /// `initialize` needs a new one.
+    Legacy { why: String, closed: bool },
+    /// The start fails.
+    Failed(ClientError),
+}
+
+/// Sends `server/discover` on `session` and reads the answer (see the [module docs](self)).
+pub(crate) async fn probe(
+    session: &Arc<RpcSession>,
+    meta: &ModernMeta,
+    timeout: Duration,
+) -> Probe {
+    let (id, rx) = match session.discover(meta) {
+        Ok(sent) => sent,
+        Err(e) => return Probe::Failed(e),
+    };
+    let answer = match tokio::time::timeout(timeout, rx).await {
+        Err(_) => {
+            session.forget(id);
+            return Probe::Legacy {
+                why: format!(
+                    "no answer to server/discover within {} ms",
+                    timeout.as_millis()
+                ),
+                closed: false,
+            };
+        }
+        Ok(Err(_)) => {
+            return Probe::Legacy {
+                why: "the connection ended during server/discover".into(),
+                closed: true,
+            }
+        }
+        Ok(Ok(answer)) => answer,
+    };
+    let server = &session.server;
+    match answer {
+        Ok(discover) => {
+            let supported = discover.supported_versions.clone();
+            from_versions(server, &supported, Some(discover))
+        }
+        Err(ClientError::JsonRpc {
+            code,
+            message,
+            data,
+            ..
+        }) => {
+            if code == UNSUPPORTED_PROTOCOL_VERSION {
+                let supported: Vec<String> = data
+                    .as_ref()
+                    .and_then(|d| d.get("supported"))
+                    .and_then(|s| serde_json::from_value(s.clone()).ok())
+                    .unwrap_or_default();
+                return from_versions(server, &supported, None);
+            }
+            if is_modern_error(code) {
+                return Probe::Failed(ClientError::ProtocolViolation {
+                    server: Arc::clone(server),
+                    request: None,
+                    detail: format!(
+                        "server/discover was refused with modern error {code}: {message}"
+                    ),
+                });
+            }
+            Probe::Legacy {
+                why: format!("server/discover was answered error {code}: {message}"),
+                closed: false,
+            }
+        }
+        Err(
+            e @ ClientError::SendFailed {
+                permanent: true, ..
+            },
+        )
+        | Err(
+            e @ ClientError::SendFailed {
+                not_delivered: true,
+                retryable: true,
+                ..
+            },
+        ) => Probe::Failed(e),
+        Err(ClientError::SendFailed { detail, .. }) => Probe::Legacy {
+            why: format!("server/discover was refused: {detail}"),
+            closed: false,
+        },
+        Err(ClientError::Exited { reason, .. }) => Probe::Legacy {
+            why: format!("the server {reason} on server/discover"),
+            closed: true,
+        },
+        Err(ClientError::ConnectionClosed { detail, .. }) => Probe::Legacy {
+            why: format!("the connection closed on server/discover: {detail}"),
+            closed: true,
+        },
+        Err(e @ ClientError::ProtocolViolation { .. }) => Probe::Legacy {
+            why: format!("server/discover was not answered with a DiscoverResult ({e})"),
+            closed: false,
+        },
+        Err(e) => Probe::Failed(e),
+    }
+}
+
+/// The outcome for a server that lists `supported`.
+fn from_versions(
+    server: &Arc<str>,
+    supported: &[String],
+    discover: Option<DiscoverResult>,
+) -> Probe {
+    match choose_version(supported) {
+        Some(version) if is_supported_modern_version(version) => {
+            let discover = discover.unwrap_or_else(|| DiscoverResult {
+                supported_versions: supported.to_vec(),
+                capabilities: serde_json::Value::Null,
+                instructions: None,
+                result_type: None,
+                meta: None,
+            });
+            Probe::Modern(InitializeResult {
+                protocol_version: version.to_owned(),
+                server_info: discover.server_info().unwrap_or_else(unnamed_server),
+                capabilities: discover.capabilities,
+                instructions: discover.instructions,
+            })
+        }
+        Some(_) => Probe::Legacy {
+            why: format!(
+                "it lists only legacy versions ({}) for server/discover",
+                supported.join(", ")
+            ),
+            closed: false,
+        },
+        None => Probe::Failed(ClientError::NoCommonVersion {
+            server: Arc::clone(server),
+            supported: supported.to_vec(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preferences_parse_and_print() {
+        for p in [
+            EraPreference::Auto,
+            EraPreference::Legacy,
+            EraPreference::Modern,
+        ] {
+            assert_eq!(p.as_str().parse::<EraPreference>().unwrap(), p);
+        }
+        assert_eq!(EraPreference::default(), EraPreference::Auto);
+        let e = "Modern".parse::<EraPreference>().unwrap_err();
+        assert!(e.contains("\"auto\", \"legacy\" or \"modern\""), "{e}");
+    }
+
+    #[test]
+    fn versions_decide_the_era() {
+        let s: Arc<str> = "s".into();
+        let v = |l: &[&str]| l.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        assert!(matches!(
+            from_versions(&s, &v(&["2024-11-05", "2026-07-28"]), None),
+            Probe::Modern(r) if r.protocol_version == "2026-07-28"
+        ));
+        assert!(matches!(
+            from_versions(&s, &v(&["2025-06-18"]), None),
+            Probe::Legacy { closed: false, .. }
+        ));
+        assert!(matches!(
+            from_versions(&s, &v(&["2027-01-01"]), None),
+            Probe::Failed(ClientError::NoCommonVersion { .. })
+        ));
+    }
+}

@@ -1,0 +1,87 @@
+//! Multi round-trip requests (2026-07-28): answering a `tools/call` that came back
+//! `resultType: "input_required"`.
+//!
+//! Each input request (`{"method", "params"}` under a key the server chose) is what a legacy
+//! server would have sent as a request of its own, so it goes through the same server-request
+//! stack ([`super::server_requests`]) as one, under its key as the id:
+//! - `sampling/createMessage` is refused by `RejectSampling` (ADR-0043 §6), counted and logged;
+//!   MRTR has no error answer for one input, so the refusal ends the call with
+//!   [`ClientError::InputRefused`] and the call is not retried (a server must not assume a
+//!   client fulfils its input requests);
+//! - `elicitation/create` goes to the elicitation handler when one is plugged in; without one
+//!   it is declined (`{"action": "decline"}`), and the call goes on: the server decides what a
+//!   declined elicitation means;
+//! - anything else (`roots/list`, an unknown method) goes to the embedder's server-request
+//!   handler; when it refuses (the default handler refuses every method but `ping`), the call
+//!   ends with [`ClientError::InputRefused`].
+//!
+//! The answers and the server's `requestState` (echoed unchanged) go on a retry of the call
+//! with a new request id ([`ResponseFuture`](super::ResponseFuture)), at most
+//! [`MAX_INPUT_ROUNDS`] times; the call's timeout bounds the whole exchange.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tower::ServiceExt;
+
+use super::error::{ClientError, RequestRef};
+use super::rpc::{InputRetry, RpcSession};
+use super::server_requests::to_jsonrpc_error;
+use crate::protocol::server_request::ELICITATION_CREATE;
+use crate::protocol::{InputRequired, RequestId, ServerRequest};
+
+/// The most `input_required` answers one call may get before it is given up.
+pub const MAX_INPUT_ROUNDS: u32 = 8;
+
+/// Answers the input requests of `asked` (the answer to `request`), in the server's key order.
+pub(crate) async fn resolve(
+    session: Arc<RpcSession>,
+    request: RequestRef,
+    asked: InputRequired,
+) -> Result<InputRetry, ClientError> {
+    let mut responses = Map::new();
+    for (key, input) in asked.input_requests {
+        let method = input
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if method.is_empty() {
+            return Err(session.protocol_violation(
+                Some(request),
+                format!("input request `{key}` has no method"),
+            ));
+        }
+        let answer = if method == ELICITATION_CREATE && !session.has_elicitation() {
+            tracing::info!(
+                server = &*session.server,
+                input = %key,
+                "elicitation declined: no elicitation handler is plugged in"
+            );
+            serde_json::json!({ "action": "decline" })
+        } else {
+            let asked = ServerRequest {
+                id: RequestId::from(key.as_str()),
+                method: method.clone(),
+                params: input.get("params").cloned(),
+            };
+            match session.server_requests().oneshot(asked).await {
+                Ok(answer) => answer,
+                Err(e) => {
+                    return Err(ClientError::InputRefused {
+                        server: Arc::clone(&session.server),
+                        request,
+                        input: key.into(),
+                        method: method.into(),
+                        detail: to_jsonrpc_error(&e).message.into(),
+                    })
+                }
+            }
+        };
+        responses.insert(key, answer);
+    }
+    Ok(InputRetry {
+        responses,
+        state: asked.request_state,
+    })
+}

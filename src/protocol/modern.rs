@@ -1,0 +1,331 @@
+//! The 2026-07-28 revision ("modern" era): `server/discover`, the per-request `_meta`, the
+//! error codes that mark a modern server, and the multi round-trip answer of `tools/call`.
+//!
+//! A modern request carries, in `params._meta`, the protocol version it speaks, the client's
+//! capabilities and the client's identity. The client writes those three entries from bytes
+//! serialized once per server ([`ModernMeta`]), next to the `progressToken` when there is one
+//! ([`RequestMeta`]): a modern request costs three `memcpy`s more than a legacy one.
+//!
+//! A `tools/call` may be answered `resultType: "input_required"`: the server needs input
+//! (an elicitation, a sampling, the roots) before it can finish, and the client retries the
+//! call with the answers ([`CallAnswer`], [`InputRequired`]; the client side is in
+//! [`crate::client`]).
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::lifecycle::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
+use super::result::ToolResult;
+
+/// The modern revision this client speaks.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The modern revisions this client speaks, newest first.
+pub const SUPPORTED_MODERN_VERSIONS: &[&str] = &[MODERN_PROTOCOL_VERSION];
+
+/// `HeaderMismatch`: the HTTP headers do not match the body, or a required one is missing.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// `MissingRequiredClientCapability`: the request needs a capability the client did not declare.
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+/// `UnsupportedProtocolVersion`: the server does not speak the request's version; its `data`
+/// says which it does (`supported`).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// `_meta` key: the request's protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's capabilities for this request.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's identity.
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key (of a result): the server's identity.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Whether `code` is one of the errors only a modern server answers: such an answer to the
+/// era probe means the server is modern (never a reason to fall back to `initialize`).
+pub fn is_modern_error(code: i64) -> bool {
+    matches!(
+        code,
+        HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION
+    )
+}
+
+/// Whether this client speaks the modern revision `version`.
+pub fn is_supported_modern_version(version: &str) -> bool {
+    SUPPORTED_MODERN_VERSIONS.contains(&version)
+}
+
+/// The revision to speak with a server that supports `supported` (from a `DiscoverResult` or
+/// an `UnsupportedProtocolVersion` error): the newest modern one both sides speak, else the
+/// newest legacy one (reached with `initialize`), else `None`.
+pub fn choose_version<S: AsRef<str>>(supported: &[S]) -> Option<&'static str> {
+    let has = |v: &str| supported.iter().any(|s| s.as_ref() == v);
+    SUPPORTED_MODERN_VERSIONS
+        .iter()
+        .chain(SUPPORTED_PROTOCOL_VERSIONS.iter().rev())
+        .copied()
+        .find(|v| has(v))
+}
+
+/// The answer to `server/discover`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// The protocol versions the server speaks.
+    #[serde(default)]
+    pub supported_versions: Vec<String>,
+    /// The server's capabilities.
+    #[serde(default)]
+    pub capabilities: Value,
+    /// Guidance for the model, if any.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// `resultType`, when sent (`complete`).
+    #[serde(default)]
+    pub result_type: Option<String>,
+    /// `_meta`, with `io.modelcontextprotocol/serverInfo` when the server names itself.
+    #[serde(rename = "_meta", default)]
+    pub meta: Option<Value>,
+}
+
+impl DiscoverResult {
+    /// The server's self-description from `_meta`, if it sent one.
+    pub fn server_info(&self) -> Option<Implementation> {
+        let info = self.meta.as_ref()?.get(META_SERVER_INFO)?;
+        serde_json::from_value(info.clone()).ok()
+    }
+}
+
+/// The `_meta` entries every modern request carries, serialized once per server.
+#[derive(Debug)]
+pub(crate) struct ModernMeta {
+    version: &'static str,
+    version_json: Box<RawValue>,
+    capabilities: Box<RawValue>,
+    client_info: Box<RawValue>,
+}
+
+impl ModernMeta {
+    /// The entries for `version`, `capabilities` and `client_info`.
+    pub(crate) fn new(
+        version: &'static str,
+        capabilities: &Map<String, Value>,
+        client_info: &Implementation,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            version,
+            version_json: serde_json::value::to_raw_value(version)?,
+            capabilities: serde_json::value::to_raw_value(capabilities)?,
+            client_info: serde_json::value::to_raw_value(client_info)?,
+        })
+    }
+
+    /// The protocol version the entries declare.
+    pub(crate) fn version(&self) -> &'static str {
+        self.version
+    }
+}
+
+/// A request's `_meta`: the progress token, if any, and the modern entries, if the session is
+/// modern. Serializes as a map of those.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RequestMeta<'a> {
+    pub(crate) progress_token: Option<u64>,
+    pub(crate) modern: Option<&'a ModernMeta>,
+}
+
+impl RequestMeta<'_> {
+    /// Nothing to write: `_meta` is left out.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.progress_token.is_none() && self.modern.is_none()
+    }
+}
+
+impl Serialize for RequestMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len =
+            usize::from(self.progress_token.is_some()) + 3 * usize::from(self.modern.is_some());
+        let mut map = serializer.serialize_map(Some(len))?;
+        if let Some(token) = self.progress_token {
+            map.serialize_entry("progressToken", &token)?;
+        }
+        if let Some(m) = self.modern {
+            map.serialize_entry(META_PROTOCOL_VERSION, &*m.version_json)?;
+            map.serialize_entry(META_CLIENT_CAPABILITIES, &*m.capabilities)?;
+            map.serialize_entry(META_CLIENT_INFO, &*m.client_info)?;
+        }
+        map.end()
+    }
+}
+
+/// `server/discover` parameters: `_meta` only.
+#[derive(Debug, Serialize)]
+pub(crate) struct DiscoverParams<'a> {
+    #[serde(rename = "_meta")]
+    pub(crate) meta: RequestMeta<'a>,
+}
+
+/// What a `tools/call` was answered: a result, or a request for input (multi round-trip
+/// requests).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallAnswer {
+    /// The call is done (`resultType: "complete"`, or no `resultType`: a legacy server).
+    Complete(ToolResult),
+    /// The server needs input before it can finish; the client retries the call with it.
+    InputRequired(InputRequired),
+}
+
+/// `resultType: "input_required"`: what the server asks for before it can answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InputRequired {
+    /// The requests to answer, by the server's key: `{"method": …, "params": …}` each.
+    pub input_requests: Map<String, Value>,
+    /// Opaque state to echo, unchanged, on the retry.
+    pub request_state: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for CallAnswer {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Every field of both answers, read in one pass whatever the key order.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Wire {
+            #[serde(default)]
+            content: Vec<super::content::ContentBlock>,
+            #[serde(default)]
+            structured_content: Option<Value>,
+            #[serde(default)]
+            is_error: Option<bool>,
+            #[serde(rename = "_meta", default)]
+            meta: Option<Value>,
+            #[serde(default)]
+            result_type: Option<String>,
+            #[serde(default)]
+            input_requests: Option<Map<String, Value>>,
+            #[serde(default)]
+            request_state: Option<String>,
+        }
+        let wire = Wire::deserialize(deserializer)?;
+        match wire.result_type.as_deref() {
+            None | Some("complete") => Ok(Self::Complete(ToolResult {
+                content: wire.content,
+                structured_content: wire.structured_content,
+                is_error: wire.is_error.unwrap_or(false),
+                truncated: false,
+                meta: wire.meta,
+            })),
+            Some("input_required") => {
+                if wire.input_requests.is_none() && wire.request_state.is_none() {
+                    return Err(serde::de::Error::custom(
+                        "an input_required result has neither inputRequests nor requestState",
+                    ));
+                }
+                Ok(Self::InputRequired(InputRequired {
+                    input_requests: wire.input_requests.unwrap_or_default(),
+                    request_state: wire.request_state,
+                }))
+            }
+            Some(other) => Err(serde::de::Error::custom(format_args!(
+                "unknown resultType {other:?} (expected \"complete\" or \"input_required\")"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::lifecycle::client_capabilities;
+
+    fn meta() -> ModernMeta {
+        let info = Implementation {
+            name: "kaged-mcp".into(),
+            version: "1".into(),
+            title: None,
+            extra: Map::new(),
+        };
+        ModernMeta::new(MODERN_PROTOCOL_VERSION, &client_capabilities(false), &info).unwrap()
+    }
+
+    #[test]
+    fn request_meta_writes_the_progress_token_and_the_three_entries() {
+        let m = meta();
+        let both = RequestMeta {
+            progress_token: Some(7),
+            modern: Some(&m),
+        };
+        assert_eq!(
+            serde_json::to_string(&both).unwrap(),
+            r#"{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"kaged-mcp","version":"1"}}"#
+        );
+        assert!(RequestMeta::default().is_empty());
+        assert_eq!(
+            serde_json::to_string(&RequestMeta {
+                progress_token: Some(1),
+                modern: None
+            })
+            .unwrap(),
+            r#"{"progressToken":1}"#
+        );
+    }
+
+    #[test]
+    fn the_newest_common_version_is_chosen_modern_first() {
+        assert_eq!(choose_version(&["2026-07-28"]), Some("2026-07-28"));
+        assert_eq!(
+            choose_version(&["2024-11-05", "2025-06-18", "2026-07-28"]),
+            Some("2026-07-28")
+        );
+        assert_eq!(
+            choose_version(&["2025-06-18", "2025-03-26"]),
+            Some("2025-06-18")
+        );
+        assert_eq!(choose_version(&["2027-01-01"]), None);
+        assert_eq!(choose_version::<&str>(&[]), None);
+    }
+
+    #[test]
+    fn only_the_spec_defined_codes_mark_a_modern_server() {
+        for code in [-32020, -32021, -32022] {
+            assert!(is_modern_error(code));
+        }
+        for code in [-32601, -32602, -32600, -32000, -32603] {
+            assert!(!is_modern_error(code));
+        }
+    }
+
+    #[test]
+    fn call_answers_read_complete_legacy_and_input_required() {
+        let a: CallAnswer =
+            serde_json::from_str(r#"{"isError":false,"content":[{"type":"text","text":"x"}]}"#)
+                .unwrap();
+        assert!(matches!(a, CallAnswer::Complete(r) if r.joined_text() == "x"));
+        let a: CallAnswer =
+            serde_json::from_str(r#"{"content":[],"resultType":"complete","_meta":{"k":1}}"#)
+                .unwrap();
+        assert!(matches!(a, CallAnswer::Complete(r) if r.meta.is_some()));
+        let a: CallAnswer = serde_json::from_str(
+            r#"{"requestState":"s","resultType":"input_required","inputRequests":{"n":{"method":"elicitation/create"}}}"#,
+        )
+        .unwrap();
+        let CallAnswer::InputRequired(ir) = a else {
+            panic!("not input_required")
+        };
+        assert_eq!(ir.request_state.as_deref(), Some("s"));
+        assert_eq!(ir.input_requests["n"]["method"], "elicitation/create");
+        assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"input_required"}"#).is_err());
+        assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"task"}"#).is_err());
+    }
+
+    #[test]
+    fn discover_results_name_the_server() {
+        let d: DiscoverResult = serde_json::from_str(
+            r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},
+               "_meta":{"io.modelcontextprotocol/serverInfo":{"name":"rmcp","version":"3.11.0"}},"ttlMs":0}"#,
+        )
+        .unwrap();
+        assert_eq!(d.supported_versions, ["2026-07-28"]);
+        assert_eq!(d.server_info().unwrap().name, "rmcp");
+    }
+}

@@ -1,0 +1,331 @@
+//! The 2026-07-28 revision: era negotiation against every peer, over stdio and Streamable HTTP,
+//! through the whole session and stack (a project, a `local.toml` with `era`, `Session::start`,
+//! the catalog, `Session::call`).
+//!
+//! - `auto` ends in the newest era both sides speak: modern with PyPI `mcp` 2.3.0 (dual-era),
+//!   rmcp 3.11 and a modern-only server of our own; legacy with `mcp` 1.30.0, the everything
+//!   server, and our legacy servers that exit on (or ignore) a request before `initialize`.
+//! - `modern` works against 2.3.0 and fails clearly against a legacy server; `legacy` never
+//!   probes.
+//! - a modern request carries the three `_meta` entries (and over HTTP the mirrored headers),
+//!   checked by the server itself (`whoami`).
+//!
+//! Each test prints how long the session took to start, in each era, for the closing note's
+//! probe-cost figures (never asserted). Missing peers skip the test, or fail it when `CI` is
+//! set.
+
+#[path = "common/peers.rs"]
+mod peers;
+
+use std::time::{Duration, Instant};
+
+use kaged_mcp::config::Sources;
+use kaged_mcp::{Session, SessionOptions};
+use peers::{PyMcp, PyMode, SsePeer};
+use serde_json::{json, Map, Value};
+
+fn args(v: Value) -> Option<Map<String, Value>> {
+    v.as_object().cloned()
+}
+
+fn stdio_project(cmd: &[String]) -> String {
+    format!(
+        "mcp:\n  srv:\n    transport: stdio\n    command: {}\n",
+        serde_json::to_string(cmd).unwrap()
+    )
+}
+
+fn http_project(url: &str) -> String {
+    format!("mcp:\n  srv:\n    transport: streamable-http\n    url: {url}\n")
+}
+
+/// A session on the one server `s` of `project`, with `era` in `local.toml`; and how long
+/// `Session::start` took.
+async fn start(project: String, era: &str, options: SessionOptions) -> (Session, Duration) {
+    let config = Sources::new(project)
+        .local(format!("[mcp.srv]\nera = \"{era}\"\n"))
+        .config("startup_timeout_ms = 40000\n")
+        .load()
+        .unwrap();
+    let started = Instant::now();
+    let session = Session::start_with(config, options).await.unwrap();
+    (session, started.elapsed())
+}
+
+/// The server is ready in `era` speaking `version`, was never restarted, lists `echo` and
+/// answers it through the stack.
+async fn check(session: &Session, era: &str, version: &str, who: &str) {
+    let st = &session.status()[0];
+    assert_eq!(st.state, "ready", "{who}: {st:?}");
+    assert_eq!(st.era, Some(era), "{who}: {st:?}");
+    assert_eq!(
+        st.protocol_version.as_deref(),
+        Some(version),
+        "{who}: {st:?}"
+    );
+    assert_eq!(st.restarts, 0, "{who}: {st:?}");
+    let names: Vec<String> = session.catalog().into_iter().map(|t| t.name).collect();
+    assert!(
+        names.iter().any(|n| n == "mcp.srv.echo"),
+        "{who}: {names:?}"
+    );
+    let echo = session
+        .call("mcp.srv.echo", args(json!({"message": "héllo"})))
+        .await
+        .unwrap_or_else(|e| panic!("{who}: {e}"));
+    assert_eq!(echo.joined_text(), "Echo: héllo", "{who}");
+}
+
+/// Starts the stdio server `cmd` in `era`, checks it, and prints the start time.
+async fn stdio_case(cmd: &[String], era: &str, want: (&str, &str), who: &str) {
+    let (session, took) = start(stdio_project(cmd), era, SessionOptions::default()).await;
+    check(&session, want.0, want.1, who).await;
+    eprintln!(
+        "START stdio {who} era={era}: {} ms -> {} {}",
+        took.as_millis(),
+        want.0,
+        want.1
+    );
+    session.shutdown().await;
+}
+
+/// Starts the Streamable HTTP server at `url` in `era`, checks it, and prints the start time.
+async fn http_case(url: &str, era: &str, want: (&str, &str), who: &str) {
+    let (session, took) = start(http_project(url), era, SessionOptions::default()).await;
+    check(&session, want.0, want.1, who).await;
+    eprintln!(
+        "START http {who} era={era}: {} ms -> {} {}",
+        took.as_millis(),
+        want.0,
+        want.1
+    );
+    session.shutdown().await;
+}
+
+const MODERN: (&str, &str) = ("modern", "2026-07-28");
+const LEGACY: (&str, &str) = ("legacy", "2025-11-25");
+
+// --- stdio ------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn stdio_auto_reaches_the_newest_common_era_with_every_peer() {
+    let py2 = peers::require(
+        peers::python_server(PyMcp::V2, PyMode::Stdio),
+        &PyMcp::V2.name(),
+    );
+    let py1 = peers::require(
+        peers::python_server(PyMcp::V1, PyMode::Stdio),
+        &PyMcp::V1.name(),
+    );
+    let everything = peers::require(peers::everything_stdio(), "server-everything");
+    let rmcp = peers::require(peers::rmcp_server(), "rmcp_server");
+    if let Some(cmd) = py2 {
+        stdio_case(&cmd, "auto", MODERN, "mcp 2.3.0").await;
+        stdio_case(&cmd, "legacy", LEGACY, "mcp 2.3.0").await;
+    }
+    if let Some(cmd) = py1 {
+        stdio_case(&cmd, "auto", LEGACY, "mcp 1.30.0").await;
+        stdio_case(&cmd, "legacy", LEGACY, "mcp 1.30.0").await;
+    }
+    if let Some(cmd) = everything {
+        stdio_case(&cmd, "auto", LEGACY, "server-everything").await;
+        stdio_case(&cmd, "legacy", LEGACY, "server-everything").await;
+    }
+    if let Some(cmd) = rmcp {
+        stdio_case(&cmd, "auto", MODERN, "rmcp 3.11").await;
+        stdio_case(&cmd, "legacy", LEGACY, "rmcp 3.11").await;
+    }
+}
+
+#[tokio::test]
+async fn stdio_auto_survives_a_legacy_server_that_exits_on_the_probe() {
+    let cmd = peers::era_server_stdio("exit-before-init", &[]);
+    // Ready in the legacy era, restarts 0: the exit on server/discover is no crash.
+    stdio_case(&cmd, "auto", LEGACY, "exit-before-init").await;
+}
+
+#[tokio::test]
+async fn stdio_auto_falls_back_when_the_probe_gets_no_answer() {
+    let cmd = peers::era_server_stdio("silent-before-init", &[]);
+    let project = stdio_project(&cmd);
+    let config = Sources::new(project)
+        .local("[mcp.srv]\nera = \"auto\"\n")
+        .load()
+        .unwrap();
+    // The session's probe timeout is the default (10 s); a client with a short one shows the
+    // fallback without the wait.
+    let server = &config.project.servers[0];
+    let transport = kaged_mcp::transport::from_config(&config, server, None, None).unwrap();
+    let client = kaged_mcp::client::McpClient::new(
+        "srv",
+        transport,
+        kaged_mcp::client::ClientOptions::default().probe_timeout(Duration::from_millis(1500)),
+    );
+    let started = Instant::now();
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(client.era(), Some(kaged_mcp::client::Era::Legacy));
+    assert!(tools.iter().any(|t| t.name == "echo"), "{tools:?}");
+    assert_eq!(client.restarts(), 0);
+    eprintln!(
+        "START stdio silent-before-init era=auto (probe timeout 1.5 s): {} ms",
+        started.elapsed().as_millis()
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdio_modern_only_server_is_spoken_to_in_the_modern_era() {
+    let cmd = peers::era_server_stdio("modern-only", &[]);
+    stdio_case(&cmd, "auto", MODERN, "era_server modern-only").await;
+    stdio_case(&cmd, "modern", MODERN, "era_server modern-only").await;
+    // A legacy client has no way to reach it: the start fails, naming what the server said.
+    let (session, _) = start(stdio_project(&cmd), "legacy", SessionOptions::default()).await;
+    let st = &session.status()[0];
+    assert_eq!(st.state, "failed", "{st:?}");
+    let error = st.last_error.as_deref().unwrap_or_default();
+    assert!(error.contains("initialize is not supported"), "{error}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdio_modern_against_2_3_0_and_against_a_legacy_server() {
+    if let Some(cmd) = peers::require(
+        peers::python_server(PyMcp::V2, PyMode::Stdio),
+        &PyMcp::V2.name(),
+    ) {
+        stdio_case(&cmd, "modern", MODERN, "mcp 2.3.0").await;
+    }
+    if let Some(cmd) = peers::require(
+        peers::python_server(PyMcp::V1, PyMode::Stdio),
+        &PyMcp::V1.name(),
+    ) {
+        let (session, _) = start(stdio_project(&cmd), "modern", SessionOptions::default()).await;
+        let st = &session.status()[0];
+        assert_eq!(st.state, "failed", "{st:?}");
+        let error = st.last_error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains("era = \"modern\"") && error.contains("server/discover"),
+            "{error}"
+        );
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn stdio_modern_requests_carry_the_meta_entries() {
+    let cmd = peers::era_server_stdio("modern-only", &[]);
+    let (session, _) = start(stdio_project(&cmd), "auto", SessionOptions::default()).await;
+    let who = session.call("mcp.srv.whoami", None).await.unwrap();
+    let seen: Value = serde_json::from_str(&who.joined_text()).unwrap();
+    let meta = &seen["meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({})
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "kaged-mcp"
+    );
+    session.shutdown().await;
+}
+
+// --- Streamable HTTP --------------------------------------------------------------------------
+
+async fn python_http(version: PyMcp, stateless: bool, era: &str, want: (&str, &str)) {
+    let port = peers::free_port();
+    let mode = PyMode::StreamableHttp {
+        port,
+        stateless,
+        json: stateless,
+    };
+    let who = format!("{} stateless={stateless}", version.name());
+    let Some(cmd) = peers::require(peers::python_server(version, mode), &version.name()) else {
+        return;
+    };
+    let peer = SsePeer::start(&cmd, &[], port).unwrap_or_else(|e| panic!("{who}: {e}"));
+    http_case(&peer.mcp_url(), era, want, &who).await;
+}
+
+#[tokio::test]
+async fn http_auto_reaches_the_newest_common_era_with_every_peer() {
+    for stateless in [false, true] {
+        python_http(PyMcp::V2, stateless, "auto", MODERN).await;
+        python_http(PyMcp::V1, stateless, "auto", LEGACY).await;
+    }
+    let port = peers::free_port();
+    if let Some((cmd, env)) = peers::require(peers::everything_http(port), "server-everything") {
+        let peer = SsePeer::start(&cmd, &env, port).unwrap();
+        http_case(&peer.mcp_url(), "auto", LEGACY, "server-everything").await;
+    }
+    for stateless in [false, true] {
+        if let Some(cmd) = peers::require(
+            peers::rmcp_http_server(stateless, stateless),
+            "rmcp_http_server",
+        ) {
+            let peer = SsePeer::start_reporting_port(&cmd).unwrap();
+            let who = format!("rmcp 3.11 stateless={stateless}");
+            http_case(&peer.mcp_url(), "auto", MODERN, &who).await;
+        }
+    }
+    let peer = SsePeer::start_reporting_port(&peers::era_server_http("modern-only", &[])).unwrap();
+    http_case(&peer.mcp_url(), "auto", MODERN, "era_server modern-only").await;
+}
+
+#[tokio::test]
+async fn http_modern_against_2_3_0_and_legacy_never_probes() {
+    python_http(PyMcp::V2, false, "modern", MODERN).await;
+    python_http(PyMcp::V2, true, "modern", MODERN).await;
+    python_http(PyMcp::V2, false, "legacy", LEGACY).await;
+}
+
+#[tokio::test]
+async fn http_modern_requests_carry_meta_and_the_mirrored_headers() {
+    let peer = SsePeer::start_reporting_port(&peers::era_server_http("modern-only", &[])).unwrap();
+    let (session, _) = start(
+        http_project(&peer.mcp_url()),
+        "modern",
+        SessionOptions::default(),
+    )
+    .await;
+    let who = session
+        .call("mcp.srv.whoami", None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", peer.stderr()));
+    let seen: Value = serde_json::from_str(&who.joined_text()).unwrap();
+    assert_eq!(
+        seen["meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(seen["headers"]["mcp-protocol-version"], "2026-07-28");
+    assert_eq!(seen["headers"]["mcp-method"], "tools/call");
+    assert_eq!(seen["headers"]["mcp-name"], "whoami");
+    assert!(seen["headers"].get("mcp-session-id").is_none(), "{seen}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn http_a_server_speaking_only_an_unknown_version_fails_naming_its_versions() {
+    let peer = SsePeer::start_reporting_port(&peers::era_server_http(
+        "modern-only",
+        &["--versions", "2099-01-01"],
+    ))
+    .unwrap();
+    let (session, _) = start(
+        http_project(&peer.mcp_url()),
+        "auto",
+        SessionOptions::default(),
+    )
+    .await;
+    let st = &session.status()[0];
+    assert_eq!(st.state, "failed", "{st:?}");
+    let error = st.last_error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("speaks protocol versions 2099-01-01") && error.contains("2026-07-28"),
+        "{error}"
+    );
+    session.shutdown().await;
+}
