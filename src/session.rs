@@ -362,13 +362,28 @@ impl Session {
     }
 
     /// Every registered tool.
+    ///
+    /// A server whose tool list is stale by its own cache hint (2026-07-28 `ttlMs`) has it
+    /// read again in the background: the catalog follows the server at the pace it asks, the
+    /// change visible once the new list is in (see [`McpClient::refresh_tools_if_stale`]).
     pub fn catalog(&self) -> Vec<ToolDefinition> {
+        self.refresh_stale_tool_lists();
         self.registry.catalog()
+    }
+
+    /// Signals every server whose tool list's ttl expired (see [`Session::catalog`]).
+    fn refresh_stale_tool_lists(&self) {
+        for server in self.servers.values() {
+            if let Some(client) = &server.client {
+                client.refresh_tools_if_stale();
+            }
+        }
     }
 
     /// The tools `agent` (`primary` or a subagent's key) is granted.
     pub fn catalog_for(&self, agent: &str) -> Result<Vec<ToolDefinition>, Error> {
         let grants = self.grants(agent)?;
+        self.refresh_stale_tool_lists();
         Ok(self.registry.catalog_for(grants))
     }
 

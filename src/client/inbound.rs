@@ -102,6 +102,9 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
             }
             let _ = tx.send(result.map_err(violation));
         }
+        Expect::Listen(tx) => {
+            let _ = tx.send(Ok(IgnoredAny));
+        }
     }
 }
 
@@ -139,6 +142,7 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
         Expect::Initialize(tx) => route!(tx, InitializeResult),
         Expect::ListTools(tx) => route!(tx, ListToolsResult),
         Expect::CallTool(tx) => route!(tx, CallAnswer),
+        Expect::Listen(tx) => route!(tx, IgnoredAny),
     };
     if routed.is_ok() {
         session.note_answer(method);

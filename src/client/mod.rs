@@ -146,6 +146,9 @@ struct Supervisor {
     init: Option<Arc<InitializeResult>>,
     /// The era of the last successful start, kept for the client's life (see [`era`]).
     era: Option<Era>,
+    /// Until when the last `tools/list` is fresh, by its pages' `ttlMs` (2026-07-28 cache
+    /// hints); `None` when it named no positive ttl, or once its expiry was signalled.
+    tools_fresh_until: Option<Instant>,
 }
 
 /// How a call gets its session.
@@ -203,6 +206,7 @@ impl McpClient {
                     last_error: None,
                     init: None,
                     era: None,
+                    tools_fresh_until: None,
                 }),
                 tools_changed: Arc::new(tools_changed),
                 restarts: std::sync::atomic::AtomicU64::new(0),
@@ -245,6 +249,9 @@ impl McpClient {
         let mut tools = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
+        let received = Instant::now();
+        // The shortest positive ttl of the pages; none if a page named none (or 0).
+        let mut ttl: Option<Duration> = Some(Duration::MAX);
         for page in 1..=MAX_TOOL_PAGES {
             let (rx, mut guard) = session.list_tools_page(cursor.as_deref())?;
             let answer = rx.await.map_err(|_| ClientError::ConnectionClosed {
@@ -254,6 +261,10 @@ impl McpClient {
             });
             guard.disarm();
             let result = answer??;
+            ttl = match (ttl, result.ttl_ms) {
+                (Some(t), Some(ms)) if ms > 0 => Some(t.min(Duration::from_millis(ms))),
+                _ => None,
+            };
             tools.extend(result.tools);
             if tools.len() > MAX_TOOLS {
                 return Err(pagination(format!("more than {MAX_TOOLS} tools")));
@@ -267,10 +278,41 @@ impl McpClient {
                     }
                     cursor = Some(next);
                 }
-                _ => return Ok(tools),
+                _ => {
+                    self.shared.lock().tools_fresh_until =
+                        ttl.and_then(|ttl| received.checked_add(ttl));
+                    return Ok(tools);
+                }
             }
         }
         Err(pagination(format!("more than {MAX_TOOL_PAGES} pages")))
+    }
+
+    /// Whether the last tool list is stale by the server's own cache hint (2026-07-28
+    /// `ttlMs`): when it is, the list's expiry is signalled once through
+    /// [`tools_changed`](Self::tools_changed), as a `notifications/tools/list_changed` would be,
+    /// so whoever keeps the catalog reads it again. Call it where the list is needed (the
+    /// session does when its catalog is read); the client never polls on its own (the
+    /// specification asks a client not to treat the ttl as a polling interval). `false` for a
+    /// list that named no positive ttl (legacy servers, `ttlMs: 0`), which is read again on
+    /// list-change notifications and restarts only.
+    pub fn refresh_tools_if_stale(&self) -> bool {
+        let mut sup = self.shared.lock();
+        match sup.tools_fresh_until {
+            Some(until) if Instant::now() >= until => {
+                sup.tools_fresh_until = None;
+                drop(sup);
+                tracing::debug!(
+                    server = &*self.shared.server,
+                    "the tool list's ttl expired; it is read again"
+                );
+                self.shared
+                    .tools_changed
+                    .send_modify(|g| *g = g.wrapping_add(1));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The server's state now.
@@ -667,6 +709,9 @@ impl Shared {
                         "server/discover: the server speaks the modern era"
                     );
                     session.speak_modern(Arc::clone(meta));
+                    if init.capabilities["tools"]["listChanged"] == true {
+                        self.listen_for_tool_changes(&session);
+                    }
                     return Ok((session, init, Era::Modern));
                 }
                 era::Probe::Failed(e) => return Err(e),
@@ -692,6 +737,31 @@ impl Shared {
         }
         let init = self.initialize(&session).await?;
         Ok((session, init, Era::Legacy))
+    }
+
+    /// Opens a `subscriptions/listen` stream for a modern server that offers list changes;
+    /// its end (the server ended it, or the connection) is logged.
+    fn listen_for_tool_changes(&self, session: &Arc<RpcSession>) {
+        let server = Arc::clone(&self.server);
+        match session.listen_for_tool_changes() {
+            Ok(rx) => {
+                tokio::spawn(async move {
+                    match rx.await {
+                        Ok(Ok(_)) => tracing::info!(
+                            server = &*server,
+                            "the server ended the tools/list_changed subscription"
+                        ),
+                        Ok(Err(e)) => {
+                            tracing::debug!(server = &*server, error = %e, "the tools/list_changed subscription ended")
+                        }
+                        Err(_) => {}
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(server = &*self.server, error = %e, "subscriptions/listen not sent; tool changes are seen at the ttl or a restart");
+            }
+        }
     }
 
     /// The legacy handshake: `initialize`, `notifications/initialized`.

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use futures::FutureExt;
 use kaged_mcp_layers::timeout::ProgressHandle;
+use serde::de::IgnoredAny;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
@@ -74,6 +75,8 @@ pub(crate) enum Expect {
     Initialize(oneshot::Sender<Result<InitializeResult, ClientError>>),
     ListTools(oneshot::Sender<Result<ListToolsResult, ClientError>>),
     CallTool(oneshot::Sender<Result<CallAnswer, ClientError>>),
+    /// `subscriptions/listen`: answered only when the subscription ends.
+    Listen(oneshot::Sender<Result<IgnoredAny, ClientError>>),
 }
 
 /// A request waiting for its answer.
@@ -92,6 +95,7 @@ impl Pending {
             Expect::Initialize(tx) => drop(tx.send(Err(err))),
             Expect::ListTools(tx) => drop(tx.send(Err(err))),
             Expect::CallTool(tx) => drop(tx.send(Err(err))),
+            Expect::Listen(tx) => drop(tx.send(Err(err))),
         }
     }
 }
@@ -324,6 +328,34 @@ impl RpcSession {
             &mut |id, buf| write_request(buf, id, DISCOVER, Some(&params)),
         )?;
         Ok((id, rx))
+    }
+
+    /// Opens a modern `subscriptions/listen` stream for `notifications/tools/list_changed`
+    /// (which bump the tools generation like a legacy server's); the receiver completes when
+    /// the subscription ends. It stays in the request table for the session's life.
+    pub(crate) fn listen_for_tool_changes(
+        &self,
+    ) -> Result<oneshot::Receiver<Result<IgnoredAny, ClientError>>, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        let modern = self.modern.get().map(Arc::as_ref);
+        let params = ListenParams {
+            meta: RequestMeta {
+                progress_token: None,
+                modern,
+            },
+            notifications: ListenFilter {
+                tools_list_changed: true,
+            },
+        };
+        self.send_request(
+            LISTEN,
+            None,
+            modern.map(ModernMeta::version),
+            Expect::Listen(tx),
+            None,
+            &mut |id, buf| write_request(buf, id, LISTEN, Some(&params)),
+        )?;
+        Ok(rx)
     }
 
     /// From now on every request carries the modern `_meta` entries `meta`.
@@ -674,6 +706,24 @@ impl RpcSession {
 
 /// The `server/discover` method.
 pub(crate) const DISCOVER: &str = "server/discover";
+
+/// The `subscriptions/listen` method.
+pub(crate) const LISTEN: &str = "subscriptions/listen";
+
+/// `subscriptions/listen` parameters.
+#[derive(Debug, Serialize)]
+struct ListenParams<'a> {
+    #[serde(rename = "_meta")]
+    meta: RequestMeta<'a>,
+    notifications: ListenFilter,
+}
+
+/// The notifications a subscription asks for.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListenFilter {
+    tools_list_changed: bool,
+}
 
 /// What a multi round-trip retry of a `tools/call` adds to it.
 #[derive(Debug, Clone, Default)]

@@ -12,6 +12,7 @@ Python 3 stdlib only. JSON-RPC 2.0.
   http:  127.0.0.1 (threads, HTTP/1.1, TCP_NODELAY). The first line on stdout is always `PORT=<n>`
          (flushed), so `--port 0` lets the OS pick; one line on stderr on start.
          POST /mcp -> application/json answers; a notification or an answer -> 202, no body;
+         subscriptions/listen -> 200 text/event-stream (chunked), held open (see below);
          GET/DELETE /mcp -> 405 (`Allow: POST`); GET /stats -> 200 the stats (below); any other
          path -> 404. Never sends Mcp-Session-Id. Bodies over 1 MiB -> 413 (a bad length 400).
          No Accept or Content-Type check.
@@ -44,8 +45,25 @@ Modes (--mode, default modern-only):
     6. server/discover -> {resultType complete, supportedVersions, capabilities {tools:
        {listChanged: true}}, _meta {serverInfo {era-modern, 1}}, ttlMs 0, cacheScope public};
        tools/list -> {resultType complete, tools, ttlMs (--ttl-ms, default 0), cacheScope public}
-       (cursor ignored, no nextCursor); tools/call; ping and any other method -> -32601 (HTTP 404)
+       (cursor ignored, no nextCursor); tools/call; subscriptions/listen (below); ping and any
+       other method -> -32601 (HTTP 404)
     Every tools/call result carries resultType and _meta {io.modelcontextprotocol/serverInfo}.
+    subscriptions/listen {notifications: {toolsListChanged, promptsListChanged,
+       resourcesListChanged, resourceSubscriptions}} (all optional; notifications not an object
+       -> -32602): only toolsListChanged is honoured. The server first sends the notification
+       notifications/subscriptions/acknowledged {_meta {io.modelcontextprotocol/subscriptionId:
+       the listen id, same JSON type}, notifications: {toolsListChanged: true} if asked, else {}};
+       then, on each `bump`, notifications/tools/list_changed {_meta {...subscriptionId}} to the
+       subscriptions that asked for toolsListChanged. The listen request itself is never answered
+       (the server never ends a subscription on its own). It stays open until the client cancels:
+         stdio: notifications/cancelled {requestId: the listen id (same JSON type)} -> forgotten,
+                nothing more is sent for it; messages are whole lines on stdout (one writer at a
+                time);
+         HTTP:  the POST is answered 200, Content-Type text/event-stream, Cache-Control no-cache,
+                X-Accel-Buffering no, Transfer-Encoding chunked (each event one flushed chunk):
+                `data: <ack>\n\n`, then `data: <notification>\n\n` per change, and `:\n\n` after
+                every 1 s without a write; the client leaving (EOF on the socket, or a failed
+                write) drops the subscription. Other requests are served meanwhile (threads).
 Tools (modern; legacy serves echo only):
   echo {message}     -> "Echo: <message>"
   whoami {}          -> a text holding the compact JSON {"meta": params._meta, "headers": {the
@@ -66,6 +84,11 @@ Tools (modern; legacy serves echo only):
                         "so:<remaining>:<hex>" until retried `rounds` times, each retry echoing the
                         latest state (older ones are void), then "done after <rounds> rounds"
   loop {}            -> always input_required (ask's elicitation), never completes (loop_rounds)
+  bump {}            -> n += 1 (a global counter, starting at 0); from then on tools/list also
+                        lists added_<n> (only the latest); sends notifications/tools/list_changed
+                        on every open subscription that asked for toolsListChanged (over stdio
+                        before this result); -> "bumped <n> (notified <k> subscriptions)"
+  added_<n> {}       -> "added <n>"
   anything else      -> isError "unknown tool <name>"
   A retry is a tools/call holding requestState or inputResponses. Its requestState must be one
   issued by the same tool (else isError "bad requestState"; loop accepts any), its JSON-RPC id must
@@ -75,7 +98,8 @@ Tools (modern; legacy serves echo only):
 
 Stats: {"mode", "requests": {method: n} (every request, counted on arrival), "tool_calls":
 {name: n}, "errors": {"<code>": n} (JSON-RPC errors sent), "input_required": n, "sampling_answered":
-n, "loop_rounds": n}. HTTP: GET /stats. stdio: after every message, one line `STATS <json>` on
+n, "loop_rounds": n, "subscriptions_open": n (now), "subscriptions_total": n (ever acknowledged)}.
+HTTP: GET /stats. stdio: after every message, one line `STATS <json>` on
 stderr. Both: --stats-file PATH is rewritten (atomically) after every message.
 """
 
@@ -83,11 +107,14 @@ import argparse
 import base64
 import json
 import os
+import queue
 import re
+import select
 import secrets
 import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -97,6 +124,7 @@ LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPS = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER = "io.modelcontextprotocol/serverInfo"
+META_SUB_ID = "io.modelcontextprotocol/subscriptionId"
 SERVER_INFO = {"name": "era-modern", "version": "1"}
 MAX_BODY = 1 << 20
 
@@ -105,8 +133,14 @@ PORT = 0
 VERSIONS = []
 LOCK = threading.Lock()  # guards everything below
 STATS = {"mode": None, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
-         "sampling_answered": 0, "loop_rounds": 0}
+         "sampling_answered": 0, "loop_rounds": 0, "subscriptions_open": 0,
+         "subscriptions_total": 0}
 LISTS_SERVED = 0
+BUMPS = 0  # the `bump` counter n
+SUBS = {}  # serial -> Subscription, the open ones
+SUB_SERIAL = 0
+OUT_LOCK = threading.Lock()  # stdio: one writer of stdout lines at a time
+KEEPALIVE_S = 1.0
 STATES = {}  # requestState -> {"tool", "id" (of the request it answered), ...}
 INITIALIZED = False  # legacy modes
 
@@ -135,6 +169,77 @@ class RpcError(Exception):
 
 class ToolFail(Exception):
     """Ends a tools/call with an isError result holding the message."""
+
+
+class Listen:
+    """What process() answers for an accepted subscriptions/listen: the transport opens it."""
+
+    def __init__(self, req_id, tools):
+        self.req_id, self.tools = req_id, tools
+
+
+class Subscription:
+    """An open subscriptions/listen. stdio: delivered as stdout lines at once; HTTP: queued for
+    the handler thread holding the event stream."""
+
+    def __init__(self, req_id, tools, transport):
+        self.req_id, self.tools, self.transport = req_id, tools, transport
+        self.queue = queue.Queue() if transport == "http" else None
+        self.serial = None
+
+    def ack(self):
+        honoured = {"toolsListChanged": True} if self.tools else {}
+        return {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"_meta": {META_SUB_ID: self.req_id}, "notifications": honoured}}
+
+    def deliver(self, msg):
+        """Sends one notification; False when it surely did not go out."""
+        if self.queue is not None:
+            self.queue.put(msg)
+            return True
+        return write_line(msg)
+
+
+def open_subscription(sub):
+    global SUB_SERIAL
+    with LOCK:
+        SUB_SERIAL += 1
+        sub.serial = SUB_SERIAL
+        SUBS[sub.serial] = sub
+        STATS["subscriptions_total"] += 1
+        STATS["subscriptions_open"] = len(SUBS)
+
+
+def close_subscription(sub):
+    """Forgets sub; True if it was open."""
+    with LOCK:
+        was_open = SUBS.pop(sub.serial, None) is not None
+        STATS["subscriptions_open"] = len(SUBS)
+    return was_open
+
+
+def cancel_stdio_subscriptions(request_id):
+    """notifications/cancelled over stdio: forgets the subscriptions whose listen id is
+    request_id (the same JSON value and type)."""
+    key = json.dumps(request_id)
+    with LOCK:
+        gone = [s for s in SUBS.values()
+                if s.transport == "stdio" and json.dumps(s.req_id) == key]
+    for sub in gone:
+        close_subscription(sub)
+    return len(gone)
+
+
+def write_line(msg):
+    """stdio: one whole line on stdout; False if stdout is closed."""
+    data = dumps(msg).encode() + b"\n"
+    with OUT_LOCK:
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            return True
+        except (BrokenPipeError, ValueError):
+            return False
 
 
 def eprint(text):
@@ -197,7 +302,13 @@ def process(msg, headers=None):
     if not isinstance(method, str):
         return 400, error_response(msg.get("id"), RpcError(-32600, "Invalid Request"))
     if "id" not in msg:
-        return 202, None  # notifications are ignored in every mode
+        # notifications are ignored in every mode, but for notifications/cancelled of a stdio
+        # subscription (modern modes)
+        if (method == "notifications/cancelled" and headers is None
+                and ARGS.mode not in LEGACY_MODES and isinstance(msg.get("params"), dict)
+                and "requestId" in msg["params"]):
+            cancel_stdio_subscriptions(msg["params"]["requestId"])
+        return 202, None
     req_id = msg["id"]
     bump("requests", method)
     params = msg.get("params")
@@ -212,6 +323,8 @@ def process(msg, headers=None):
                 return None, None
         else:
             result = modern(method, params, req_id, headers)
+            if isinstance(result, Listen):
+                return 200, result
     except RpcError as err:
         return err.status(), error_response(req_id, err)
     return 200, {"jsonrpc": "2.0", "id": req_id, "result": result}
@@ -346,12 +459,19 @@ def modern(method, params, req_id, headers):
         result.setdefault("resultType", "complete")
         result["_meta"] = {META_SERVER: SERVER_INFO}
         return result
+    if method == "subscriptions/listen":
+        wanted = params.get("notifications", {})
+        if not isinstance(wanted, dict):
+            raise RpcError(-32602, "subscriptions/listen params.notifications must be an object")
+        return Listen(req_id, wanted.get("toolsListChanged") is True)
     if method == "ping":
         raise RpcError(-32601, f"Method not found: ping (removed in {', '.join(VERSIONS)})")
     raise RpcError(-32601, f"Method not found: {method}")
 
 
 def modern_tools(k):
+    with LOCK:
+        n = BUMPS
     def tool(name, description, schema=NO_ARGS):
         return {"name": name, "description": description, "inputSchema": schema}
     return [
@@ -364,7 +484,8 @@ def modern_tools(k):
              {"type": "object", "properties": {"rounds": {"type": "integer", "minimum": 0}}}),
         tool("loop", "input_required forever"),
         tool(f"gen_{k}", f"Generation {k} of the tool list"),
-    ]
+        tool("bump", "Adds a tool (added_<n>) and notifies the toolsListChanged subscriptions"),
+    ] + ([tool(f"added_{n}", f"Added by bump number {n}")] if n else [])
 
 
 def issue(tool, req_id, state, requests=None, **keep):
@@ -462,6 +583,11 @@ def call_tool(params, req_id, headers):
                 return text_result(f"done after {record['rounds']} rounds")
             return issue("state_only", req_id, f"so:{remaining}:{nonce()}",
                          rounds=record["rounds"], remaining=remaining)
+        m = re.fullmatch(r"added_(\d+)", name)
+        if m:
+            return text_result(f"added {m.group(1)}")
+        if name == "bump":
+            return bump_tool()
         if name == "loop":
             bump("loop_rounds")
             return issue("loop", req_id, f"loop:{nonce()}", {"name": ASK_REQUEST})
@@ -470,12 +596,26 @@ def call_tool(params, req_id, headers):
         return text_result(str(fail), True)
 
 
+def bump_tool():
+    global BUMPS
+    with LOCK:
+        BUMPS += 1
+        n = BUMPS
+        targets = [s for s in SUBS.values() if s.tools]
+    notified = 0
+    for sub in targets:
+        note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                "params": {"_meta": {META_SUB_ID: sub.req_id}}}
+        if sub.deliver(note):
+            notified += 1
+    return text_result(f"bumped {n} (notified {notified} subscriptions)")
+
+
 # --- stdio --------------------------------------------------------------------------------------
 
 def serve_stdio():
     era = "legacy 2025-11-25" if ARGS.mode in LEGACY_MODES else f"versions {','.join(VERSIONS)}"
     eprint(f"serving stdio ({era})")
-    out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
@@ -486,13 +626,13 @@ def serve_stdio():
             answer = error_response(None, RpcError(-32700, "Parse error"))
         else:
             answer = safe_process(msg)[1]
-        if answer is not None:
-            try:
-                out.write(dumps(answer).encode() + b"\n")
-                out.flush()
-            except BrokenPipeError:
-                eprint("stdout closed; exiting")
-                return 0
+        if isinstance(answer, Listen):
+            sub = Subscription(answer.req_id, answer.tools, "stdio")
+            open_subscription(sub)
+            answer = sub.ack()
+        if answer is not None and not write_line(answer):
+            eprint("stdout closed; exiting")
+            return 0
         publish_stats(True)
     eprint("stdin closed; exiting")
     return 0
@@ -574,11 +714,60 @@ class Handler(BaseHTTPRequestHandler):
             status, answer = 400, error_response(None, RpcError(-32700, "Parse error"))
         else:
             status, answer = safe_process(msg, self.headers)
+        if isinstance(answer, Listen):
+            self.serve_listen(Subscription(answer.req_id, answer.tools, "http"))
+            return
         publish_stats(False)
         if answer is None:
             self.reply(status or 202)
         else:
             self.reply_json(status, answer)
+
+    def write_chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def client_gone(self):
+        """True when the client closed its end (EOF or a reset on the socket)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def serve_listen(self, sub):
+        """The event stream of one subscription, until the client leaves."""
+        open_subscription(sub)
+        publish_stats(False)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("X-Accel-Buffering", "no")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.write_chunk(b"data: " + dumps(sub.ack()).encode() + b"\n\n")
+            last_write = time.monotonic()
+            while True:
+                try:
+                    item = sub.queue.get(timeout=0.2)
+                except queue.Empty:
+                    if self.client_gone():
+                        break
+                    if time.monotonic() - last_write >= KEEPALIVE_S:
+                        self.write_chunk(b":\n\n")
+                        last_write = time.monotonic()
+                    continue
+                self.write_chunk(b"data: " + dumps(item).encode() + b"\n\n")
+                last_write = time.monotonic()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
+            pass
+        finally:
+            self.close_connection = True
+            close_subscription(sub)
+            publish_stats(False)
 
 
 class Server(ThreadingHTTPServer):

@@ -1,0 +1,129 @@
+//! The 2026-07-28 catalog freshness: a `tools/list` with `ttlMs` is read again once the ttl
+//! expired and the catalog is needed (never before), and a modern server that offers list
+//! changes is listened to on a `subscriptions/listen` stream; against
+//! `tests/servers/era_server.py` (modern-only; its `gen_<k>` tool names the k-th list, `bump`
+//! adds a tool and notifies every subscription) over stdio and Streamable HTTP, through the
+//! session.
+
+#[path = "common/peers.rs"]
+mod peers;
+
+use std::path::Path;
+use std::time::Duration;
+
+use kaged_mcp::config::Sources;
+use kaged_mcp::Session;
+use peers::SsePeer;
+use serde_json::Value;
+
+/// The server `srv`, over stdio or HTTP; the HTTP peer lives as long as the returned guard.
+fn project(http: bool, extra: &[&str]) -> (String, Option<SsePeer>) {
+    if http {
+        let peer =
+            SsePeer::start_reporting_port(&peers::era_server_http("modern-only", extra)).unwrap();
+        let project = format!(
+            "mcp:\n  srv:\n    transport: streamable-http\n    url: {}\n",
+            peer.mcp_url()
+        );
+        (project, Some(peer))
+    } else {
+        let cmd = peers::era_server_stdio("modern-only", extra);
+        let project = format!(
+            "mcp:\n  srv:\n    transport: stdio\n    command: {}\n",
+            serde_json::to_string(&cmd).unwrap()
+        );
+        (project, None)
+    }
+}
+
+async fn start(project: String) -> Session {
+    let config = Sources::new(project)
+        .config("startup_timeout_ms = 30000\n")
+        .load()
+        .unwrap();
+    let session = Session::start(config).await.unwrap();
+    let st = &session.status()[0];
+    assert_eq!(st.state, "ready", "{st:?}");
+    assert_eq!(st.era, Some("modern"), "{st:?}");
+    session
+}
+
+fn names(session: &Session) -> Vec<String> {
+    session.catalog().into_iter().map(|t| t.name).collect()
+}
+
+fn list_count(stats: &Path) -> u64 {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
+    v["requests"]["tools/list"].as_u64().unwrap_or(0)
+}
+
+/// Reads the catalog until it names `tool` (at most 15 s).
+async fn until_listed(session: &Session, tool: &str) {
+    for _ in 0..300 {
+        if names(session).iter().any(|n| n == tool) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{tool} never appeared: {:?}", names(session));
+}
+
+async fn ttl_case(http: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.json");
+    let (project, _peer) = project(
+        http,
+        &["--ttl-ms", "3000", "--stats-file", stats.to_str().unwrap()],
+    );
+    let session = start(project).await;
+    assert!(names(&session).iter().any(|n| n == "mcp.srv.gen_1"));
+    // Fresh: reading the catalog does not read the list again.
+    for _ in 0..20 {
+        let _ = names(&session);
+    }
+    assert_eq!(list_count(&stats), 1, "read again before its ttl");
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    // Stale: the next read of the catalog has it read again, once.
+    until_listed(&session, "mcp.srv.gen_2").await;
+    assert!(!names(&session).iter().any(|n| n == "mcp.srv.gen_1"));
+    for _ in 0..20 {
+        let _ = names(&session);
+    }
+    assert_eq!(list_count(&stats), 2, "read more than once at its expiry");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdio_a_tool_list_is_read_again_when_its_ttl_expired() {
+    ttl_case(false).await;
+}
+
+#[tokio::test]
+async fn http_a_tool_list_is_read_again_when_its_ttl_expired() {
+    ttl_case(true).await;
+}
+
+async fn listen_case(http: bool) {
+    let (project, _peer) = project(http, &[]);
+    let session = start(project).await;
+    assert!(!names(&session).iter().any(|n| n == "mcp.srv.added_1"));
+    let bumped = session.call("mcp.srv.bump", None).await.unwrap();
+    // The client opened one subscription, asking for tool list changes.
+    assert_eq!(
+        bumped.joined_text(),
+        "bumped 1 (notified 1 subscriptions)",
+        "{bumped:?}"
+    );
+    until_listed(&session, "mcp.srv.added_1").await;
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdio_list_changes_arrive_on_a_subscription() {
+    listen_case(false).await;
+}
+
+#[tokio::test]
+async fn http_list_changes_arrive_on_a_subscription() {
+    listen_case(true).await;
+}
