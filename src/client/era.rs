@@ -6,7 +6,8 @@
 //! ([`EraPreference`], `era` under `[mcp.<server>]` in `local.toml`):
 //!
 //! - **`auto`** (the default): the client sends `server/discover` first, as a modern request.
-//!   A `DiscoverResult` listing a modern version this client speaks makes the session modern.
+//!   A `DiscoverResult` listing a modern version this client speaks makes the session modern
+//!   (an answer without `supportedVersions` is no `DiscoverResult`).
 //!   A modern error (`-32020`…`-32022`) means a modern server: an `UnsupportedProtocolVersion`
 //!   listing only legacy versions leads to `initialize`; any other is the start's error. Any
 //!   other answer (an error of any code, an HTTP refusal without a modern error in its body, a
@@ -153,6 +154,12 @@ pub(crate) async fn probe(
     };
     let server = &session.server;
     match answer {
+        // A server that answers every method it does not know with an empty result (some
+        // test servers do) has not answered as a modern one.
+        Ok(discover) if discover.supported_versions.is_empty() => Probe::Legacy {
+            why: "server/discover was answered without supportedVersions".into(),
+            closed: false,
+        },
         Ok(discover) => {
             let supported = discover.supported_versions.clone();
             from_versions(server, &supported, Some(discover))
