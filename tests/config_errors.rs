@@ -189,6 +189,22 @@ fn cases() -> Vec<Case> {
             ..p("local duplicate key in an array of tables", STDIO, "hooks[1].name", 5, "duplicate key `name` (first defined at line 4)")
         },
         Case {
+            local: Some("[mcp.db]\nera = \"2026\"\n"),
+            file: "local.toml",
+            ..p("local era unknown", STDIO, "mcp.db.era", 2, "unknown era \"2026\"; expected \"auto\", \"legacy\" or \"modern\"")
+        },
+        Case {
+            local: Some("[mcp.db]\nera = true\n"),
+            file: "local.toml",
+            ..p("local era not a string", STDIO, "mcp.db.era", 2, "expected \"auto\", \"legacy\" or \"modern\", found a boolean")
+        },
+        Case {
+            local: Some("[mcp.db]\nera = \"modern\"\n"),
+            file: "local.toml",
+            line: None,
+            ..p("local era modern on sse", "mcp:\n  db:\n    transport: sse\n    url: http://x/sse\n", "mcp.db.era", 0, "uses the sse transport (2024-11-05 HTTP+SSE), which carries only legacy MCP; era \"modern\" needs stdio or streamable-http")
+        },
+        Case {
             config: Some("[mcp]\nmax_in_flight = 1\nmax_in_flight = 2\n"),
             file: "config.toml",
             ..p("config duplicate key", STDIO, "mcp.max_in_flight", 3, "duplicate key `max_in_flight` (first defined at line 2)")

@@ -61,6 +61,7 @@ const LOCAL: &str = r#"
 disabled = false
 timeout_ms = 15000
 trust_annotations = true
+era = "legacy"
 
 [mcp.database]
 disabled = true
@@ -127,6 +128,11 @@ fn every_field_of_the_mcp_block_is_read() {
     // local.toml
     let o = c.local.overrides("github");
     assert!(!o.disabled && o.trust_annotations);
+    assert_eq!(o.era, kaged_mcp::client::EraPreference::Legacy);
+    assert_eq!(
+        c.local.overrides("keyed").era,
+        kaged_mcp::client::EraPreference::Auto
+    );
     assert_eq!(o.timeout, Some(Duration::from_millis(15000)));
     assert!(c.local.overrides("database").disabled);
     assert_eq!(c.timeout_for("github"), Duration::from_millis(15000));

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use crate::client::EraPreference;
 use crate::config::{AuthKind, Config, TransportConfig};
 
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_OK};
@@ -139,12 +140,35 @@ pub(crate) fn describe(config: &Config) -> String {
         if o.trust_annotations {
             let _ = writeln!(out, "  trust_annotations: yes");
         }
+        let _ = writeln!(out, "  era: {}", era_line(o.era, &s.transport));
     }
     let agents = config.project.agents.agent_names();
     if !agents.is_empty() {
         let _ = writeln!(out, "\nagents with tool grants: {}", agents.join(", "));
     }
     out
+}
+
+/// What the `era` knob means for this server (`[mcp.<key>] era` in local.toml).
+fn era_line(era: EraPreference, transport: &TransportConfig) -> String {
+    let source = if era == EraPreference::Auto {
+        "default; set `era` under [mcp.<key>] in local.toml"
+    } else {
+        "local.toml"
+    };
+    let what = match (era, transport) {
+        (_, TransportConfig::Sse(_)) => {
+            "legacy (the sse transport carries only initialize-based MCP)"
+        }
+        (EraPreference::Auto, _) => {
+            "auto: server/discover first; 2026-07-28 if the server answers it, else initialize"
+        }
+        (EraPreference::Legacy, _) => "legacy: initialize (2024-11-05 … 2025-11-25), no probe",
+        (EraPreference::Modern, _) => {
+            "modern: 2026-07-28 only (server/discover, _meta on every request)"
+        }
+    };
+    format!("{what} ({source})")
 }
 
 fn shell_words(words: &[String]) -> String {

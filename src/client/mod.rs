@@ -8,15 +8,21 @@
 //!
 //! # Session
 //! The client starts the server on first use (or on [`McpClient::start`]): it connects the
-//! [`Transport`], sends `initialize` offering protocol `2025-11-25`, accepts an answer of
-//! `2024-11-05`, `2025-03-26`, `2025-06-18` or `2025-11-25` (any other ends the attempt with
-//! [`ClientError::UnsupportedProtocolVersion`]), and sends `notifications/initialized`. It
-//! advertises no capability (never sampling), except form-mode elicitation when an
-//! [`elicitation`] handler is plugged in. Server→client requests pass the stack described in
-//! [`server_requests`]; `notifications/progress` goes to the waiting call's
-//! [`ProgressHandle`](kaged_mcp_layers::timeout::ProgressHandle), `notifications/message` to
-//! `tracing` at the matching level, and `notifications/tools/list_changed` bumps the generation
-//! watched through [`McpClient::tools_changed`].
+//! [`Transport`] and finds the protocol era ([`era`]). By default it sends `server/discover`
+//! first: a modern (2026-07-28) server answers it, and every later request carries the
+//! version, the client's capabilities and identity in `_meta`. Otherwise (a legacy server, or
+//! [`EraPreference::Legacy`]) it sends `initialize` offering protocol `2025-11-25`, accepts an
+//! answer of `2024-11-05`, `2025-03-26`, `2025-06-18` or `2025-11-25` (any other ends the
+//! attempt with [`ClientError::UnsupportedProtocolVersion`]), and sends
+//! `notifications/initialized`. It advertises no capability (never sampling), except form-mode
+//! elicitation when an [`elicitation`] handler is plugged in. Server→client requests pass the
+//! stack described in [`server_requests`], and so do the input requests of a modern
+//! `tools/call` answered `input_required` ([`mrtr`]); `notifications/progress` goes to the
+//! waiting call's [`ProgressHandle`](kaged_mcp_layers::timeout::ProgressHandle),
+//! `notifications/message` to `tracing` at the matching level, and
+//! `notifications/tools/list_changed` (on a modern server's `subscriptions/listen` stream, or a
+//! legacy server's own) bumps the generation watched through [`McpClient::tools_changed`], as
+//! does a tool list whose `ttlMs` expired ([`McpClient::refresh_tools_if_stale`]).
 //!
 //! # Supervision (ADR-0043 §3)
 //! - When the server dies, every call in flight fails at once with [`ClientError::Exited`]

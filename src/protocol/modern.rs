@@ -3,8 +3,8 @@
 //!
 //! A modern request carries, in `params._meta`, the protocol version it speaks, the client's
 //! capabilities and the client's identity. The client writes those three entries from bytes
-//! serialized once per server ([`ModernMeta`]), next to the `progressToken` when there is one
-//! ([`RequestMeta`]): a modern request costs three `memcpy`s more than a legacy one.
+//! serialized once per server, next to the `progressToken` when there is one: a modern
+//! request costs three copies of prebuilt bytes more than a legacy one.
 //!
 //! A `tools/call` may be answered `resultType: "input_required"`: the server needs input
 //! (an elicitation, a sampling, the roots) before it can finish, and the client retries the
