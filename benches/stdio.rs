@@ -18,8 +18,14 @@
 //! kaged-mcp calls go through the standard stack exactly as the registry dispatches them:
 //! `stack.clone().oneshot(call)` on `StackBuilder::new(StackSettings::new("demo")).build(client)`,
 //! so every call pays Trace → Truncate (64 KiB cap: the 64 KiB result is cut to the cap and the
-//! marker appended) → Timeout (30 s) → Retry. rmcp calls are `peer.call_tool(..)`, with rmcp
-//! asking for protocol `2025-11-25` (its default, `2026-07-28`, has no `initialize`).
+//! marker appended) → Timeout (30 s) → Retry. rmcp calls are `peer.call_tool(..)`.
+//!
+//! # Eras
+//! `KAGED_STDIO_ERA=legacy|modern` (default `modern`) chooses the protocol era of both clients
+//! (the demo server speaks both): `legacy` is `initialize` at `2025-11-25` (kaged-mcp with
+//! `EraPreference::Legacy`), `modern` is 2026-07-28 (kaged-mcp with `EraPreference::Modern`:
+//! every request carries the three `_meta` entries; rmcp with `ProtocolVersion::V_2026_07_28`,
+//! its default). Run it once per era to compare them.
 //!
 //! # Two phases
 //! 1. **criterion**: one benchmark per runtime, scenario and client (`current_thread/
@@ -66,7 +72,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use futures::stream::{FuturesUnordered, StreamExt};
-use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
+use kaged_mcp::client::{ClientOptions, EraPreference, McpClient, ToolCall};
 use kaged_mcp::stack::{StackBuilder, StackSettings, ToolService};
 use kaged_mcp::transport::{StdioConfig, StdioTransport};
 use nix::sched::sched_getaffinity;
@@ -137,6 +143,15 @@ const SCENARIOS: [Scenario; 4] = [
 
 // --- the two clients ---------------------------------------------------------------------------
 
+/// Whether the run is in the modern era (`KAGED_STDIO_ERA`, default `modern`).
+fn modern() -> bool {
+    match std::env::var("KAGED_STDIO_ERA").as_deref() {
+        Ok("legacy") => false,
+        Ok("modern") | Err(_) => true,
+        Ok(other) => panic!("KAGED_STDIO_ERA={other}: expected legacy or modern"),
+    }
+}
+
 /// The arguments of one `echo` call.
 fn arguments(pad: u64) -> Map<String, Value> {
     let mut args = Map::new();
@@ -152,7 +167,12 @@ fn arguments(pad: u64) -> Map<String, Value> {
 async fn kaged() -> (ToolService, Option<u32>) {
     let (program, args) = server_command();
     let transport = StdioTransport::new(StdioConfig::new(program).args(args));
-    let client = McpClient::new("demo", transport, ClientOptions::default());
+    let era = if modern() {
+        EraPreference::Modern
+    } else {
+        EraPreference::Legacy
+    };
+    let client = McpClient::new("demo", transport, ClientOptions::default().era(era));
     client
         .start()
         .await
@@ -186,7 +206,11 @@ async fn rmcp() -> (RunningService<RoleClient, ClientConfig>, Option<u32>) {
         ClientCapabilities::default(),
         Implementation::new("rmcp-bench", "0"),
     )
-    .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    .with_protocol_version(if modern() {
+        ProtocolVersion::V_2026_07_28
+    } else {
+        ProtocolVersion::V_2025_11_25
+    })
     .serve(transport)
     .await
     .expect("rmcp initializes the demo server");
@@ -442,6 +466,14 @@ fn print_table(rows: &[Row]) {
         "Calls/s: median over the rounds; p50: median latency of one call; CPU: client process"
     );
     println!("(all threads) and demo server, per call. Ratio: kaged/rmcp calls/s.");
+    println!(
+        "Era: {} (KAGED_STDIO_ERA).",
+        if modern() {
+            "modern 2026-07-28"
+        } else {
+            "legacy 2025-11-25"
+        }
+    );
     println!();
     println!(
         "| placement | runtime | scenario | kaged calls/s | kaged p50 | kaged CPU client / server | \

@@ -235,13 +235,17 @@ async fn a_wrong_secret_or_403_fails_the_server_at_once_naming_it_and_the_secret
             "{mode}: {err}"
         );
         assert!(!err.contains(SECRET) && !err.contains(secret), "{err}");
-        // No restart loop: one initialize only; a call says the server is not ready.
+        // No restart loop: one request only (the era probe, `server/discover`, refused; no
+        // `initialize` follows a refusal of the credentials); a call says the server is not
+        // ready.
         let err = echo(&session, "x").await.unwrap_err().to_string();
         assert!(
             err.contains("server `remote` is not ready (failed)"),
             "{mode}: {err}"
         );
-        assert_eq!(posts_of(&log(dir.path()), "initialize").len(), 1, "{mode}");
+        let log = log(dir.path());
+        assert_eq!(posts_of(&log, "server/discover").len(), 1, "{mode}");
+        assert_eq!(posts_of(&log, "initialize").len(), 0, "{mode}");
     }
     // The right secret works.
     let dir = tempfile::tempdir().unwrap();
@@ -417,8 +421,9 @@ async fn an_unreachable_server_backs_off_is_marked_failed_after_five_failures_an
         Some(ClientError::ServerFailed { failures: 5, .. })
     ));
     let last = client.last_error().unwrap();
+    // The first request of a start is the era probe.
     assert!(
-        last.contains("`gone`") && last.contains("initialize"),
+        last.contains("`gone`") && last.contains("server/discover"),
         "{last}"
     );
     // `enable` starts over: the next start is attempted at once.

@@ -192,22 +192,20 @@ pub(crate) async fn probe(
                 closed: false,
             }
         }
-        Err(
-            e @ ClientError::SendFailed {
-                permanent: true, ..
-            },
-        )
-        | Err(
-            e @ ClientError::SendFailed {
-                not_delivered: true,
-                retryable: true,
-                ..
-            },
-        ) => Probe::Failed(e),
-        Err(ClientError::SendFailed { detail, .. }) => Probe::Legacy {
-            why: format!("server/discover was refused: {detail}"),
+        // A server that answered the probe with a refusal (a 4xx without a modern error in
+        // its body: that would have come as a JSON-RPC error above) is a legacy one. One that
+        // could not be reached, an authorization that failed, a 401/403: no answer about the
+        // era, the start fails as any would.
+        Err(ClientError::SendFailed {
+            detail,
+            status: Some(status @ 400..=499),
+            permanent: false,
+            ..
+        }) => Probe::Legacy {
+            why: format!("server/discover was refused ({status}): {detail}"),
             closed: false,
         },
+        Err(e @ ClientError::SendFailed { .. }) => Probe::Failed(e),
         Err(ClientError::Exited { reason, .. }) => Probe::Legacy {
             why: format!("the server {reason} on server/discover"),
             closed: true,

@@ -160,6 +160,8 @@ pub enum ClientError {
         /// Trying again cannot help (401, 403, a redirect elsewhere): when this was the
         /// handshake, the server is marked failed at once.
         permanent: bool,
+        /// The HTTP status that refused it, when the server answered with one.
+        status: Option<u16>,
     },
     /// The server failed too many times in a row; calls fail fast until it is re-enabled.
     #[error("MCP server `{server}` is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}")]

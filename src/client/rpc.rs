@@ -827,6 +827,7 @@ impl InboundHandler for RpcSession {
             not_delivered: failure.not_delivered,
             retryable: failure.retryable,
             permanent: failure.permanent,
+            status: failure.status,
         });
     }
 

@@ -44,6 +44,12 @@ pub(crate) struct AsMetadata {
     pub(crate) token_endpoint_auth_methods_supported: Vec<String>,
     pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
     pub(crate) client_id_metadata_document_supported: bool,
+    /// `authorization_response_iss_parameter_supported` (RFC 9207): a redirect without `iss`
+    /// is then refused.
+    pub(crate) iss_parameter_supported: bool,
+    /// The issuer came from metadata the server published (not the 2025-03-26 default
+    /// endpoints): a redirect's `iss` is checked against it.
+    pub(crate) issuer_published: bool,
 }
 
 /// Discovers where `server_url` sends its clients, from the `resource_metadata` URL of its
@@ -210,6 +216,8 @@ async fn legacy(http: &OAuthHttp, server_url: &Url) -> Result<Discovered, String
             token_endpoint_auth_methods_supported: Vec::new(),
             code_challenge_methods_supported: None,
             client_id_metadata_document_supported: false,
+            iss_parameter_supported: false,
+            issuer_published: false,
         },
     })
 }
@@ -260,6 +268,11 @@ fn as_metadata(json: &Value, from: &Url) -> Result<AsMetadata, String> {
             .get("client_id_metadata_document_supported")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        iss_parameter_supported: json
+            .get("authorization_response_iss_parameter_supported")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        issuer_published: true,
     })
 }
 

@@ -255,6 +255,9 @@ pub(crate) async fn register(
 ) -> Result<Client, String> {
     let body = json!({
         "client_name": "kaged-mcp",
+        // A loopback redirect: a native application (SEP-837; OpenID Connect would refuse a
+        // `web` client with an http://127.0.0.1 redirect URI).
+        "application_type": "native",
         "redirect_uris": [redirect.as_str()],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
@@ -339,6 +342,7 @@ pub(crate) fn parse_redirect(query: &str) -> RedirectParams {
             "state" => out.state = Some(v.into_owned()),
             "error" => out.error = Some(v.into_owned()),
             "error_description" => out.error_description = Some(v.into_owned()),
+            "iss" => out.iss = Some(v.into_owned()),
             _ => {}
         }
     }
@@ -352,6 +356,8 @@ pub(crate) struct RedirectParams {
     pub(crate) state: Option<String>,
     pub(crate) error: Option<String>,
     pub(crate) error_description: Option<String>,
+    /// RFC 9207: the issuer that sent the response.
+    pub(crate) iss: Option<String>,
 }
 
 /// The endpoint of the metadata, or an error naming what is missing.

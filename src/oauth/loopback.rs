@@ -1,6 +1,7 @@
 //! The loopback redirect listener of a login (RFC 8252 §7.3): `http://127.0.0.1:<ephemeral
-//! port>/callback`, one redirect awaited, its `state` checked. Requests are read with a bound
-//! (8 KiB of head, 10 s each); anything but `GET /callback` gets a 404 and the wait goes on.
+//! port>/callback`, one redirect awaited, its `state` and `iss` (RFC 9207) checked. Requests
+//! are read with a bound (8 KiB of head, 10 s each); anything but `GET /callback` gets a 404
+//! and the wait goes on.
 
 use std::time::Duration;
 
@@ -45,8 +46,16 @@ impl Callback {
         &self.redirect_uri
     }
 
-    /// Waits for the redirect and returns its code, once its `state` matched `state`.
-    pub(crate) async fn code(&self, state: &str) -> Result<String, String> {
+    /// Waits for the redirect and returns its code, once its `state` matched `state` and its
+    /// `iss` (RFC 9207) the authorization server's issuer `issuer` (`Some` when the issuer
+    /// was published in its metadata): a present `iss` must equal it, byte for byte, and one
+    /// is required when `iss_required` (the server says it sends it).
+    pub(crate) async fn code(
+        &self,
+        state: &str,
+        issuer: Option<&str>,
+        iss_required: bool,
+    ) -> Result<String, String> {
         loop {
             let (stream, _) = self
                 .listener
@@ -61,9 +70,26 @@ impl Callback {
                 state: got,
                 error,
                 error_description,
+                iss,
             } = query;
             if got.as_deref() != Some(state) {
                 return Err("the redirect's state does not match the login's; refusing its code (a stale or forged redirect)".into());
+            }
+            match (iss.as_deref(), issuer) {
+                (Some(got), Some(expected)) if got != expected => {
+                    return Err(format!(
+                        "the redirect's iss `{got}` is not the authorization server's issuer \
+                         `{expected}` (RFC 9207); refusing its code (a mix-up attack, or another \
+                         server answered)"
+                    ));
+                }
+                (None, _) if iss_required => {
+                    return Err("the authorization server says it sends `iss` \
+                                (authorization_response_iss_parameter_supported) but the \
+                                redirect has none (RFC 9207); refusing its code"
+                        .into());
+                }
+                _ => {}
             }
             if let Some(e) = error {
                 return Err(format!(
@@ -121,4 +147,63 @@ async fn respond(stream: &mut TcpStream, status: &str, body: &str) -> std::io::R
     );
     stream.write_all(text.as_bytes()).await?;
     stream.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The code `code()` gives back for a redirect with `query`, expecting `issuer`.
+    async fn redirect(query: &str, issuer: Option<&str>, required: bool) -> Result<String, String> {
+        let callback = Callback::bind().await.unwrap();
+        let port = callback.redirect_uri().port().unwrap();
+        let request = format!("GET /callback?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        let sender = tokio::spawn(async move {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            s.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = Vec::new();
+            let _ = s.read_to_end(&mut answer).await;
+        });
+        let code = callback.code("st", issuer, required).await;
+        sender.await.unwrap();
+        code
+    }
+
+    #[tokio::test]
+    async fn the_issuer_of_the_redirect_is_checked_as_rfc_9207_says() {
+        let as_ = Some("https://as.example/tenant");
+        // The same issuer, byte for byte.
+        let ok = redirect(
+            "code=c1&state=st&iss=https%3A%2F%2Fas.example%2Ftenant",
+            as_,
+            true,
+        );
+        assert_eq!(ok.await.unwrap(), "c1");
+        // Another issuer, or the same one "normalized": refused.
+        for iss in [
+            "https%3A%2F%2Fevil.example",
+            "https%3A%2F%2Fas.example%2Ftenant%2F",
+        ] {
+            let e = redirect(&format!("code=c1&state=st&iss={iss}"), as_, false)
+                .await
+                .unwrap_err();
+            assert!(
+                e.contains("RFC 9207") && e.contains("refusing its code"),
+                "{e}"
+            );
+        }
+        // Missing where the server says it sends one: refused; else accepted.
+        let e = redirect("code=c1&state=st", as_, true).await.unwrap_err();
+        assert!(
+            e.contains("authorization_response_iss_parameter_supported"),
+            "{e}"
+        );
+        assert_eq!(
+            redirect("code=c1&state=st", as_, false).await.unwrap(),
+            "c1"
+        );
+        // No published issuer (2025-03-26 default endpoints): nothing to compare with.
+        let any = redirect("code=c1&state=st&iss=https%3A%2F%2Fx", None, false);
+        assert_eq!(any.await.unwrap(), "c1");
+    }
 }

@@ -487,7 +487,8 @@ impl OAuthSource {
             &scopes,
             resource.as_deref(),
         );
-        let wait = callback.code(state.secret());
+        let issuer = meta.issuer_published.then_some(meta.issuer.as_str());
+        let wait = callback.code(state.secret(), issuer, meta.iss_parameter_supported);
         tokio::pin!(wait);
         let opened = authorizer.open(&url);
         let code = tokio::select! {

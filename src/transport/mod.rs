@@ -436,6 +436,10 @@ pub struct SendFailure {
     /// which is never followed). When the request was the handshake, the client marks the
     /// server failed at once instead of restarting it with backoff.
     pub permanent: bool,
+    /// The HTTP status that refused the request, when a server answered it with one (the
+    /// 2026-07-28 era probe takes a `4xx` without a modern error body for a legacy server's
+    /// answer, and any failure without a status for no answer at all).
+    pub status: Option<u16>,
 }
 
 /// What is left of a discarded oversized message: enough to find its request id, which sits

@@ -158,6 +158,7 @@ pub(crate) fn post_error(err: &(dyn std::error::Error + 'static)) -> SendFailure
             not_delivered: true,
             retryable: false,
             permanent: token.is_login_required(),
+            status: None,
         };
     }
     let unsent = never_connected(err);
@@ -166,6 +167,7 @@ pub(crate) fn post_error(err: &(dyn std::error::Error + 'static)) -> SendFailure
         not_delivered: unsent,
         retryable: unsent,
         permanent: false,
+        status: None,
     }
 }
 
@@ -199,6 +201,7 @@ pub(crate) fn post_refused(status: StatusCode, auth: &str) -> SendFailure {
             not_delivered: true,
             retryable: false,
             permanent: true,
+            status: Some(status.as_u16()),
         };
     }
     SendFailure {
@@ -206,6 +209,7 @@ pub(crate) fn post_refused(status: StatusCode, auth: &str) -> SendFailure {
         not_delivered: refused,
         retryable: matches!(status.as_u16(), 408 | 425 | 429),
         permanent: false,
+        status: Some(status.as_u16()),
     }
 }
 

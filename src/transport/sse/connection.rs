@@ -477,6 +477,7 @@ impl Writer {
                 not_delivered: true,
                 retryable: false,
                 permanent: false,
+                status: None,
             }
         })?;
         let response =
@@ -490,6 +491,7 @@ impl Writer {
                         not_delivered: false,
                         retryable: false,
                         permanent: false,
+                        status: None,
                     })
                 }
                 Ok(Err(e)) => return Err(post_error(&*e)),

@@ -137,8 +137,8 @@ struct Conn {
     /// The requests in flight: each one's task ends when its token is cancelled (the session
     /// ended, or the caller gave up and `notifications/cancelled` went out for it).
     requests: Mutex<HashMap<RequestId, Arc<InFlight>>>,
-    /// The session sent a request that declares its own protocol version (the 2026-07-28
-    /// era): closing a request's response is its cancellation, no notification is POSTed.
+    /// The session's latest request declared its own protocol version (the 2026-07-28 era):
+    /// closing a request's response is its cancellation, no notification is POSTed.
     modern: AtomicBool,
 }
 
@@ -331,6 +331,7 @@ impl Conn {
             not_delivered: true,
             retryable: true,
             permanent: false,
+            status: None,
         };
         if let Some(id) = id {
             self.fail(
@@ -447,6 +448,7 @@ impl Conn {
             not_delivered: true,
             retryable: false,
             permanent: true,
+            status: Some(response.status().as_u16()),
         }
     }
 
@@ -474,6 +476,7 @@ impl Conn {
                         not_delivered: true,
                         retryable: false,
                         permanent: false,
+                        status: None,
                     },
                 )
             }
@@ -530,6 +533,7 @@ impl Conn {
                     not_delivered: false,
                     retryable: false,
                     permanent: false,
+                    status: None,
                 },
             ),
         }
@@ -570,6 +574,7 @@ impl Conn {
                                 not_delivered: false,
                                 retryable: false,
                                 permanent: false,
+                                status: None,
                             },
                         );
                     }
@@ -636,6 +641,7 @@ impl Conn {
                         not_delivered: false,
                         retryable: false,
                         permanent: false,
+                        status: None,
                     },
                 );
             }
@@ -652,6 +658,7 @@ impl Conn {
                     not_delivered: false,
                     retryable: false,
                     permanent: false,
+                    status: None,
                 },
             );
         }
@@ -686,6 +693,7 @@ impl Conn {
                         not_delivered: false,
                         retryable: false,
                         permanent: false,
+                        status: None,
                     },
                 );
             };
@@ -702,6 +710,7 @@ impl Conn {
                         not_delivered: false,
                         retryable: false,
                         permanent: false,
+                        status: None,
                     },
                 );
             }
@@ -733,6 +742,7 @@ impl Conn {
                             not_delivered: false,
                             retryable: false,
                             permanent: false,
+                            status: None,
                         },
                     )
                 }
@@ -1231,9 +1241,9 @@ impl HttpOutbound {
         write(&mut frame).map_err(SendError::Encode)?;
         match classify(&frame) {
             Kind::Request(id) => {
-                if mirror.is_some() {
-                    conn.modern.store(true, Ordering::Relaxed);
-                }
+                // The era of the session's latest request (the probe's era does not stay
+                // when the session falls back to `initialize`).
+                conn.modern.store(mirror.is_some(), Ordering::Relaxed);
                 conn.spawn_request(id, Bytes::from(frame), mirror);
             }
             Kind::Other => {
