@@ -137,9 +137,20 @@ async fn session_run(
     let catalog = session.catalog();
     println!("{} tools", catalog.len());
     let calls: Vec<(String, Value)> = match scenario {
-        // The handshake and the listing are the scenario.
-        "initialize" => Vec::new(),
+        // The handshake (or the probe) and the listing are the scenario.
+        "initialize" | "json-schema-ref-no-deref" => Vec::new(),
         "tools_call" => vec![("add_numbers".into(), json!({"a": 2, "b": 3}))],
+        // The schema as the catalog holds it, sent back to be compared with the server's.
+        "json-schema-2020-12-preservation" => {
+            let schema = catalog
+                .iter()
+                .find(|t| t.mcp_tool_name.as_deref() == Some("json_schema_2020_12_tool"))
+                .map(|t| t.parameters.clone())
+                .ok_or("the catalog has no json_schema_2020_12_tool")?;
+            vec![("json_schema_echo".into(), json!({ "schema": schema }))]
+        }
+        // The calls the scenario asks for, with its arguments.
+        _ if context_tool_calls().is_some() => context_tool_calls().unwrap_or_default(),
         // Any other scenario: every tool the server offers, with no arguments.
         _ => catalog
             .iter()
@@ -159,6 +170,23 @@ async fn session_run(
     }
     session.shutdown().await;
     Ok(())
+}
+
+/// The `toolCalls` of `MCP_CONFORMANCE_CONTEXT` (`[{"name", "arguments"}]`), if it has any.
+fn context_tool_calls() -> Option<Vec<(String, Value)>> {
+    let context: Value =
+        serde_json::from_str(&std::env::var("MCP_CONFORMANCE_CONTEXT").ok()?).ok()?;
+    let calls = context.get("toolCalls")?.as_array()?;
+    Some(
+        calls
+            .iter()
+            .filter_map(|c| {
+                let name = c.get("name")?.as_str()?.to_owned();
+                let arguments = c.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                Some((name, arguments))
+            })
+            .collect(),
+    )
 }
 
 /// The embedder hooks a scenario needs. `elicitation-sep1034-client-defaults` calls a tool that

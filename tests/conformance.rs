@@ -1,16 +1,27 @@
-//! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16, installed by
-//! `.ci/install-peers` with the Node 22 it needs) runs `examples/conformance_client.rs` through
-//! EVERY client scenario `conformance list` prints (core, `auth/*`, draft and extension ones).
+//! The official MCP conformance suite runs `examples/conformance_client.rs` through its client
+//! scenarios, installed by `.ci/install-peers` with the Node 22 it needs:
+//!
+//! - `@modelcontextprotocol/conformance` 0.1.16 (the release): EVERY client scenario
+//!   `conformance list` prints (core, `auth/*`, draft and extension ones), each at the version
+//!   the suite picks for it;
+//! - 0.2.0-alpha.12 (the pre-release with the 2026-07-28 client scenarios): every client
+//!   scenario it lists for 2026-07-28, run with `--spec-version 2026-07-28` (request metadata,
+//!   the standard and `x-mcp-header` headers, multi round-trip request state, JSON Schema
+//!   2020-12, and the auth scenarios against the stateless server).
+//!
 //! Each must pass with no failure and no warning (the suite's own verdict: it exits 0 only
-//! then), except those listed with a reason in `tests/conformance-expected-failures.txt`, which
-//! must still fail (a listed scenario that passes fails the test, so the list cannot go stale).
+//! then), except those listed with a reason in `tests/conformance-expected-failures.txt` (and
+//! `tests/conformance-2026-expected-failures.txt`), which must still fail (a listed scenario
+//! that passes fails the test, so the list cannot go stale).
 //!
 //! By hand: `node <peers>/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
-//! client --command target/debug/examples/conformance_client --scenario sse-retry`.
+//! client --command target/debug/examples/conformance_client --scenario sse-retry` (and the
+//! same with `<peers>/conformance-next/…` and `--spec-version 2026-07-28`).
 
 #[path = "common/peers.rs"]
 mod peers;
 
+use std::path::Path;
 use std::process::Command;
 
 /// Scenarios that must be among the listed ones (the list is read from the suite; these guard
@@ -25,25 +36,29 @@ const MUST_LIST: &[&str] = &[
     "auth/client-credentials-jwt",
 ];
 
-/// The client scenarios of `conformance list`: the ` - name [versions]` lines after
-/// "Client scenarios".
-fn client_scenarios(node: &std::path::Path, entry: &std::path::Path) -> Vec<String> {
+/// The client scenarios of `conformance list`: the ` - name [versions]` lines right after
+/// "Client scenarios", as `(name, versions)`.
+fn client_scenarios(node: &Path, entry: &Path) -> Vec<(String, String)> {
     let out = Command::new(node).arg(entry).arg("list").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .skip_while(|l| !l.starts_with("Client scenarios"))
-        .filter_map(|l| l.trim().strip_prefix("- "))
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_owned)
+        .skip(1)
+        // The section ends at the first line that is not a `  - ` item (the next section).
+        .map_while(|l| l.trim().strip_prefix("- "))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next()?.to_owned();
+            Some((name, words.next().unwrap_or_default().to_owned()))
+        })
         .collect()
 }
 
-/// The scenarios of the expected-failures file.
-fn expected_failures() -> Vec<String> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/conformance-expected-failures.txt"
-    );
+/// The scenarios of an expected-failures file under `tests/`.
+fn expected_failures(file: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(file);
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -53,43 +68,35 @@ fn expected_failures() -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_conformance_client_passes_the_suites_client_scenarios() {
-    let Some((node, entry)) =
-        peers::require(peers::conformance(), "@modelcontextprotocol/conformance")
-    else {
-        return;
-    };
-    let Some(client) = peers::require(
-        peers::example("conformance_client"),
-        "conformance_client (cargo build --example conformance_client)",
-    ) else {
-        return;
-    };
-    let scenarios = client_scenarios(&node, &entry);
-    for must in MUST_LIST {
-        assert!(
-            scenarios.iter().any(|s| s == must),
-            "`conformance list` has no client scenario {must}: {scenarios:?}"
-        );
-    }
-    let expected = expected_failures();
-    for e in &expected {
+/// Runs `scenarios` of the suite at `entry` (with `extra` arguments) against the
+/// conformance client; fails on a scenario that fails and is not in `expected`, or that is and
+/// passes.
+fn run_scenarios(
+    node: &Path,
+    entry: &Path,
+    client: &Path,
+    scenarios: &[String],
+    extra: &[&str],
+    expected: &[String],
+    expected_file: &str,
+) {
+    for e in expected {
         assert!(
             scenarios.contains(e),
-            "expected failure {e} is not a client scenario"
+            "expected failure {e} is not a client scenario that runs"
         );
     }
     let out_dir = tempfile::tempdir().unwrap();
     let mut failed = Vec::new();
     let mut stale = Vec::new();
-    for scenario in &scenarios {
-        let out = Command::new(&node)
-            .arg(&entry)
+    for scenario in scenarios {
+        let out = Command::new(node)
+            .arg(entry)
             .args(["client", "--scenario", scenario, "--timeout", "30000", "-o"])
             .arg(out_dir.path())
+            .args(extra)
             .arg("--command")
-            .arg(&client)
+            .arg(client)
             .env("NO_COLOR", "1")
             .output()
             .unwrap();
@@ -106,10 +113,15 @@ fn the_conformance_client_passes_the_suites_client_scenarios() {
                     || l.contains("WARNING")
                     || l.contains("Passed:")
                     || l.contains("OVERALL")
+                    || l.contains("SKIPPED")
             })
             .collect();
         eprintln!("--- {scenario}\n{}", verdict.join("\n"));
-        let passed = out.status.success() && !text.contains("FAILURE") && !text.contains("WARNING");
+        // A scenario the suite skips proves nothing: it counts as a failure.
+        let passed = out.status.success()
+            && text.contains("Passed:")
+            && !text.contains("FAILURE")
+            && !text.contains("WARNING");
         match (passed, expected.contains(scenario)) {
             (false, false) => failed.push(format!("{scenario}:\n{text}")),
             (true, true) => stale.push(scenario.clone()),
@@ -124,6 +136,74 @@ fn the_conformance_client_passes_the_suites_client_scenarios() {
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
     assert!(
         stale.is_empty(),
-        "listed in tests/conformance-expected-failures.txt but passing now: {stale:?}"
+        "listed in tests/{expected_file} but passing now: {stale:?}"
     );
+}
+
+fn client() -> Option<std::path::PathBuf> {
+    peers::require(
+        peers::example("conformance_client"),
+        "conformance_client (cargo build --example conformance_client)",
+    )
+}
+
+#[test]
+fn the_conformance_client_passes_the_suites_client_scenarios() {
+    let Some((node, entry)) =
+        peers::require(peers::conformance(), "@modelcontextprotocol/conformance")
+    else {
+        return;
+    };
+    let Some(client) = client() else { return };
+    let scenarios: Vec<String> = client_scenarios(&node, &entry)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    for must in MUST_LIST {
+        assert!(
+            scenarios.iter().any(|s| s == must),
+            "`conformance list` has no client scenario {must}: {scenarios:?}"
+        );
+    }
+    let file = "conformance-expected-failures.txt";
+    let expected = expected_failures(file);
+    run_scenarios(&node, &entry, &client, &scenarios, &[], &expected, file);
+}
+
+/// 2026-07-28 scenarios that must be among the listed ones.
+const MUST_LIST_2026: &[&str] = &[
+    "tools_call",
+    "request-metadata",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "sep-2322-client-request-state",
+    "json-schema-2020-12-preservation",
+    "auth/metadata-default",
+];
+
+#[test]
+fn the_conformance_client_passes_the_2026_07_28_client_scenarios() {
+    let Some((node, entry)) = peers::require(
+        peers::conformance_next(),
+        "@modelcontextprotocol/conformance (pre-release, conformance-next)",
+    ) else {
+        return;
+    };
+    let Some(client) = client() else { return };
+    let scenarios: Vec<String> = client_scenarios(&node, &entry)
+        .into_iter()
+        .filter(|(_, versions)| versions.contains("2026-07-28"))
+        .map(|(name, _)| name)
+        .collect();
+    for must in MUST_LIST_2026 {
+        assert!(
+            scenarios.iter().any(|s| s == must),
+            "`conformance list` has no 2026-07-28 client scenario {must}: {scenarios:?}"
+        );
+    }
+    let file = "conformance-2026-expected-failures.txt";
+    let expected = expected_failures(file);
+    let extra = ["--spec-version", "2026-07-28"];
+    run_scenarios(&node, &entry, &client, &scenarios, &extra, &expected, file);
 }

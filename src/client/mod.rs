@@ -102,7 +102,7 @@ pub use self::state::ServerState;
 use self::rpc::RpcSession;
 use self::server_requests::ServerRequestService;
 use crate::protocol::lifecycle::{client_capabilities, is_supported_version};
-use crate::protocol::modern::{ModernMeta, MODERN_PROTOCOL_VERSION};
+use crate::protocol::modern::{param_headers, ModernMeta, MODERN_PROTOCOL_VERSION};
 use crate::protocol::{Implementation, InitializeResult, ToolInfo};
 use crate::transport::{CloseReason, ConnectContext, Connection, Transport};
 
@@ -287,6 +287,9 @@ impl McpClient {
                 _ => {
                     self.shared.lock().tools_fresh_until =
                         ttl.and_then(|ttl| received.checked_add(ttl));
+                    if session.mirrors_param_headers() {
+                        tools = self.with_param_headers(&session, tools);
+                    }
                     return Ok(tools);
                 }
             }
@@ -319,6 +322,29 @@ impl McpClient {
             }
             _ => false,
         }
+    }
+
+    /// Keeps the `x-mcp-header` parameters of `tools` on `session` and leaves out every tool
+    /// whose annotations are invalid, with a WARN naming it and why (2026-07-28 Streamable
+    /// HTTP: a client must not offer such a tool).
+    fn with_param_headers(&self, session: &RpcSession, tools: Vec<ToolInfo>) -> Vec<ToolInfo> {
+        let mut headers = std::collections::HashMap::new();
+        let kept = tools
+            .into_iter()
+            .filter(|tool| match param_headers(&tool.input_schema) {
+                Ok(found) if found.is_empty() => true,
+                Ok(found) => {
+                    headers.insert(tool.name.clone(), Arc::from(found));
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!(server = &*self.shared.server, tool = %tool.name, reason = %why, "tool left out: its x-mcp-header annotations are invalid");
+                    false
+                }
+            })
+            .collect();
+        session.set_param_headers(headers);
+        kept
     }
 
     /// The server's state now.
@@ -645,8 +671,11 @@ impl Shared {
             Arc::downgrade(self),
             self.server_requests.clone(),
             Arc::clone(&self.tools_changed),
-            self.options.max_in_flight,
-            self.options.elicitation_handler.is_some(),
+            rpc::SessionSettings {
+                max_in_flight: self.options.max_in_flight,
+                elicitation: self.options.elicitation_handler.is_some(),
+                mirrors_headers: self.transport.mirrors_headers(),
+            },
         );
         let ctx = ConnectContext {
             server: Arc::clone(&self.server),

@@ -32,7 +32,9 @@ use super::server_requests::{self, ServerRequestService};
 use super::Shared;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::{client_capabilities, InitializeParams};
-use crate::protocol::modern::{DiscoverParams, ModernMeta, RequestMeta};
+use crate::protocol::modern::{
+    param_header_value, DiscoverParams, ModernMeta, ParamHeader, RequestMeta,
+};
 use crate::protocol::notifications::{
     CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams, CANCELLED, MESSAGE,
     PROGRESS, TOOLS_LIST_CHANGED,
@@ -131,6 +133,11 @@ pub(crate) struct RpcSession {
     modern: OnceLock<Arc<ModernMeta>>,
     /// An elicitation handler is plugged in.
     elicitation: bool,
+    /// The transport mirrors `x-mcp-header` parameters (Streamable HTTP).
+    mirrors_headers: bool,
+    /// In a modern session over such a transport: the annotated parameters of each tool of
+    /// the last `tools/list` that has any.
+    param_headers: Mutex<HashMap<String, Arc<[ParamHeader]>>>,
 }
 
 impl std::fmt::Debug for RpcSession {
@@ -142,6 +149,17 @@ impl std::fmt::Debug for RpcSession {
     }
 }
 
+/// What a session needs to know of its client's options and transport.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionSettings {
+    /// The bound on requests in flight.
+    pub(crate) max_in_flight: usize,
+    /// An elicitation handler is plugged in.
+    pub(crate) elicitation: bool,
+    /// The transport mirrors `x-mcp-header` parameters (Streamable HTTP).
+    pub(crate) mirrors_headers: bool,
+}
+
 impl RpcSession {
     pub(crate) fn new(
         server: Arc<str>,
@@ -149,9 +167,13 @@ impl RpcSession {
         supervisor: Weak<Shared>,
         server_requests: ServerRequestService,
         tools_changed: Arc<watch::Sender<u64>>,
-        max_in_flight: usize,
-        elicitation: bool,
+        settings: SessionSettings,
     ) -> Arc<Self> {
+        let SessionSettings {
+            max_in_flight,
+            elicitation,
+            mirrors_headers,
+        } = settings;
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
             server,
@@ -170,6 +192,8 @@ impl RpcSession {
             answered_call: AtomicBool::new(false),
             modern: OnceLock::new(),
             elicitation,
+            mirrors_headers,
+            param_headers: Mutex::new(HashMap::new()),
         })
     }
 
@@ -206,14 +230,13 @@ impl RpcSession {
     }
 
     /// Registers a request and queues it. On `Err` nothing reached the server.
-    /// `version` is the protocol version the request declares in its own `_meta` (modern),
-    /// `name` its `params.name`: the transport may mirror them (see [`RequestHead`]).
-    #[allow(clippy::too_many_arguments)]
+    /// `head` says what the transport may mirror of the request (its `params.name`, the
+    /// protocol version it declares in its own `_meta`, the values of its `x-mcp-header`
+    /// parameters); its method is `method`.
     fn send_request(
         &self,
         method: &'static str,
-        name: Option<&str>,
-        version: Option<&str>,
+        head: RequestHead<'_>,
         expect: Expect,
         progress: Option<ProgressHandle>,
         write_params: &mut dyn FnMut(u64, &mut Vec<u8>) -> io::Result<()>,
@@ -244,12 +267,7 @@ impl RpcSession {
             );
         }
         let sent = match self.outbound.get() {
-            Some(out) => {
-                let head = RequestHead::new(method)
-                    .name(name)
-                    .protocol_version(version);
-                out.send_request(&head, &mut |buf| write_params(id, buf))
-            }
+            Some(out) => out.send_request(&head, &mut |buf| write_params(id, buf)),
             None => Err(SendError::Closed),
         };
         if let Err(e) = sent {
@@ -295,8 +313,7 @@ impl RpcSession {
         };
         self.send_request(
             "initialize",
-            None,
-            None,
+            RequestHead::new("initialize"),
             Expect::Initialize(tx),
             None,
             &mut |id, buf| write_request(buf, id, "initialize", Some(&params)),
@@ -321,8 +338,7 @@ impl RpcSession {
         };
         let id = self.send_request(
             DISCOVER,
-            None,
-            Some(meta.version()),
+            RequestHead::new(DISCOVER).protocol_version(Some(meta.version())),
             Expect::Discover(tx),
             None,
             &mut |id, buf| write_request(buf, id, DISCOVER, Some(&params)),
@@ -349,8 +365,7 @@ impl RpcSession {
         };
         self.send_request(
             LISTEN,
-            None,
-            modern.map(ModernMeta::version),
+            RequestHead::new(LISTEN).protocol_version(modern.map(ModernMeta::version)),
             Expect::Listen(tx),
             None,
             &mut |id, buf| write_request(buf, id, LISTEN, Some(&params)),
@@ -361,6 +376,44 @@ impl RpcSession {
     /// From now on every request carries the modern `_meta` entries `meta`.
     pub(crate) fn speak_modern(&self, meta: Arc<ModernMeta>) {
         let _ = self.modern.set(meta);
+    }
+
+    /// Whether this session mirrors `x-mcp-header` parameters into headers: modern, over a
+    /// transport that mirrors request fields (Streamable HTTP).
+    pub(crate) fn mirrors_param_headers(&self) -> bool {
+        self.mirrors_headers && self.modern.get().is_some()
+    }
+
+    /// Keeps the annotated parameters of the tools just listed (only those that have any).
+    pub(crate) fn set_param_headers(&self, headers: HashMap<String, Arc<[ParamHeader]>>) {
+        *self
+            .param_headers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = headers;
+    }
+
+    /// The `(name, value)` of each annotated parameter `call` gives a value.
+    fn param_header_values(&self, call: &ToolCall) -> Vec<(String, String)> {
+        if !self.mirrors_headers {
+            return Vec::new();
+        }
+        let headers = {
+            let map = self
+                .param_headers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match map.get(&*call.name) {
+                Some(h) => Arc::clone(h),
+                None => return Vec::new(),
+            }
+        };
+        let Some(arguments) = call.arguments.as_deref() else {
+            return Vec::new();
+        };
+        headers
+            .iter()
+            .filter_map(|h| Some((h.name.clone(), param_header_value(arguments, h)?)))
+            .collect()
     }
 
     /// Whether an elicitation handler is plugged in.
@@ -406,8 +459,7 @@ impl RpcSession {
         });
         let id = self.send_request(
             "tools/list",
-            None,
-            modern.map(ModernMeta::version),
+            RequestHead::new("tools/list").protocol_version(modern.map(ModernMeta::version)),
             Expect::ListTools(tx),
             None,
             &mut |id, buf| write_request(buf, id, "tools/list", params.as_ref()),
@@ -430,10 +482,17 @@ impl RpcSession {
     > {
         let (tx, rx) = oneshot::channel();
         let modern = self.modern.get().map(Arc::as_ref);
+        let params = match modern {
+            Some(_) => self.param_header_values(call),
+            None => Vec::new(),
+        };
+        let head = RequestHead::new("tools/call")
+            .name(Some(&call.name))
+            .protocol_version(modern.map(ModernMeta::version))
+            .params(&params);
         let id = self.send_request(
             "tools/call",
-            Some(&call.name),
-            modern.map(ModernMeta::version),
+            head,
             Expect::CallTool(tx),
             call.progress.clone(),
             &mut |id, buf| {

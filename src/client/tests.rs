@@ -1086,8 +1086,11 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
             std::sync::Weak::new(),
             server_requests::stack("mock", None, None, RejectedCounter::new()),
             Arc::new(watch::channel(0).0),
-            8,
-            false,
+            super::rpc::SessionSettings {
+                max_in_flight: 8,
+                elicitation: false,
+                mirrors_headers: false,
+            },
         );
         for i in 0..1000 {
             crate::transport::InboundHandler::on_frame(

@@ -233,6 +233,150 @@ impl<'de> Deserialize<'de> for CallAnswer {
     }
 }
 
+/// A tool parameter the 2026-07-28 Streamable HTTP binding mirrors into a header
+/// (`"x-mcp-header": "Region"` on a property of the tool's `inputSchema` sends
+/// `Mcp-Param-Region: <value>` with each call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamHeader {
+    /// The name after `Mcp-Param-`, as the schema wrote it.
+    pub name: String,
+    /// The chain of `properties` keys from the schema's root to the parameter.
+    pub path: Vec<String>,
+}
+
+/// The largest integer a mirrored parameter may hold (JavaScript's safe range).
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// The parameters of `schema` to mirror into headers, or why the tool definition is invalid
+/// (an annotation that is empty, not an HTTP token, a case-insensitive duplicate, on a type
+/// other than `integer`, `string` or `boolean`, or not reachable from the root through
+/// `properties` alone): such a tool must not be offered.
+pub fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, String> {
+    let mut found = Vec::new();
+    walk(schema, true, &mut Vec::new(), &mut found)?;
+    let mut seen: Vec<String> = Vec::new();
+    for h in &found {
+        let lower = h.name.to_ascii_lowercase();
+        if seen.contains(&lower) {
+            return Err(format!(
+                "x-mcp-header {:?} is used twice (names are case-insensitive)",
+                h.name
+            ));
+        }
+        seen.push(lower);
+    }
+    Ok(found)
+}
+
+fn walk(
+    node: &Value,
+    reachable: bool,
+    path: &mut Vec<String>,
+    found: &mut Vec<ParamHeader>,
+) -> Result<(), String> {
+    match node {
+        Value::Object(map) => {
+            if let Some(name) = map.get("x-mcp-header") {
+                let at = if path.is_empty() {
+                    "the schema's root".to_owned()
+                } else {
+                    format!("`{}`", path.join("."))
+                };
+                if !reachable || path.is_empty() {
+                    return Err(format!(
+                        "x-mcp-header at {at} is not on a property reached from the root \
+                         through `properties` alone"
+                    ));
+                }
+                let Some(name) = name.as_str().filter(|n| is_token(n)) else {
+                    return Err(format!(
+                        "x-mcp-header {name} at {at} is not a non-empty HTTP token"
+                    ));
+                };
+                match map.get("type").and_then(Value::as_str) {
+                    Some("integer" | "string" | "boolean") => {}
+                    other => {
+                        return Err(format!(
+                            "x-mcp-header {name:?} at {at} is on a parameter of type {}, not \
+                             integer, string or boolean",
+                            other.map_or_else(|| "(none)".to_owned(), str::to_owned)
+                        ))
+                    }
+                }
+                found.push(ParamHeader {
+                    name: name.to_owned(),
+                    path: path.clone(),
+                });
+            }
+            for (key, value) in map {
+                match key.as_str() {
+                    // Instance values, not schemas.
+                    "default" | "examples" | "const" | "enum" | "x-mcp-header" => {}
+                    "properties" => {
+                        if let Value::Object(props) = value {
+                            for (prop, schema) in props {
+                                path.push(prop.clone());
+                                let r = walk(schema, reachable, path, found);
+                                path.pop();
+                                r?;
+                            }
+                        }
+                    }
+                    _ => walk(value, false, path, found)?,
+                }
+            }
+            Ok(())
+        }
+        Value::Array(items) => items.iter().try_for_each(|v| walk(v, false, path, found)),
+        _ => Ok(()),
+    }
+}
+
+/// RFC 9110 `token`: one or more `tchar`.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
+        })
+}
+
+/// The value of parameter `header` in a call's `arguments`, as its header's text (before the
+/// Base64 sentinel encoding): a string as is, an integer in decimal, a boolean as
+/// `true`/`false`; `None` (no header) when it is absent, `null`, or of another type.
+pub fn param_header_value(arguments: &Map<String, Value>, header: &ParamHeader) -> Option<String> {
+    let (last, parents) = header.path.split_last()?;
+    let mut object = arguments;
+    for key in parents {
+        object = object.get(key)?.as_object()?;
+    }
+    match object.get(last)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => n
+            .as_i64()
+            .filter(|i| i.abs() <= MAX_SAFE_INTEGER)
+            .map(|i| i.to_string()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +460,70 @@ mod tests {
         assert_eq!(ir.input_requests["n"]["method"], "elicitation/create");
         assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"input_required"}"#).is_err());
         assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"task"}"#).is_err());
+    }
+
+    #[test]
+    fn annotated_parameters_are_found_on_properties_chains() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "query": {"type": "string"},
+                "opts": {"type": "object", "properties": {
+                    "n": {"type": "integer", "x-mcp-header": "N"},
+                    "flag": {"type": "boolean", "x-mcp-header": "Method",
+                             "default": {"x-mcp-header": "not a schema"}}
+                }}
+            }
+        });
+        let mut found = param_headers(&schema).unwrap();
+        found.sort_by_key(|h| h.path.join("."));
+        let names: Vec<&str> = found.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["Method", "N", "Region"]);
+        assert_eq!(found[1].path, ["opts", "n"]);
+        let args = serde_json::json!({"region": "us-west1", "opts": {"n": 42, "flag": false}});
+        let args = args.as_object().unwrap();
+        let values: Vec<Option<String>> =
+            found.iter().map(|h| param_header_value(args, h)).collect();
+        assert_eq!(
+            values,
+            [
+                Some("false".into()),
+                Some("42".into()),
+                Some("us-west1".into())
+            ]
+        );
+        let none = serde_json::json!({"region": null});
+        assert_eq!(
+            param_header_value(none.as_object().unwrap(), &found[2]),
+            None
+        );
+    }
+
+    #[test]
+    fn invalid_annotations_make_the_tool_invalid() {
+        let bad = [
+            serde_json::json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
+            serde_json::json!({"properties": {"a": {"type": "string", "x-mcp-header": "A B"}}}),
+            serde_json::json!({"properties": {"a": {"type": "string", "x-mcp-header": "A:B"}}}),
+            serde_json::json!({"properties": {"a": {"type": "string", "x-mcp-header": "Ä"}}}),
+            serde_json::json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}),
+            serde_json::json!({"properties": {"a": {"type": "object", "x-mcp-header": "A"}}}),
+            serde_json::json!({"properties": {"a": {"type": "array", "x-mcp-header": "A"}}}),
+            serde_json::json!({"properties": {"a": {"type": "string", "x-mcp-header": "X"},
+                                              "b": {"type": "string", "x-mcp-header": "x"}}}),
+            serde_json::json!({"properties": {"a": {"type": "array",
+                               "items": {"type": "string", "x-mcp-header": "A"}}}}),
+            serde_json::json!({"properties": {"a": {"oneOf": [
+                               {"type": "string", "x-mcp-header": "A"}]}}}),
+            serde_json::json!({"$defs": {"d": {"type": "string", "x-mcp-header": "A"}}}),
+        ];
+        for schema in bad {
+            assert!(param_headers(&schema).is_err(), "{schema}");
+        }
+        assert!(param_headers(&serde_json::json!({"type": "object"}))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -225,6 +225,10 @@ impl Transport for Box<dyn Transport> {
     fn speaks_modern(&self) -> bool {
         (**self).speaks_modern()
     }
+
+    fn mirrors_headers(&self) -> bool {
+        (**self).mirrors_headers()
+    }
 }
 
 /// A boxed, sendable future (connecting and closing happen once per session, not per call).
@@ -250,6 +254,15 @@ pub trait Transport: Send + Sync + 'static {
     /// `initialize`-based revisions. When `false`, the client never probes for the modern
     /// era. The default is `false`: a transport opts in.
     fn speaks_modern(&self) -> bool {
+        false
+    }
+
+    /// Whether this transport mirrors request fields into headers of its own (2026-07-28
+    /// Streamable HTTP: `Mcp-Method`, `Mcp-Name`, and the `Mcp-Param-*` of tool parameters
+    /// annotated `x-mcp-header`). When `true`, a modern session works out each tool's
+    /// annotated parameters at `tools/list`, leaves out the tools whose annotations are
+    /// invalid, and hands the values to [`RequestHead::params`]. The default is `false`.
+    fn mirrors_headers(&self) -> bool {
         false
     }
 }
@@ -354,6 +367,10 @@ pub struct RequestHead<'a> {
     /// their version on every request; `None` in a legacy session, whose version was agreed
     /// once by `initialize` (see [`Connection::negotiated`]).
     pub protocol_version: Option<&'a str>,
+    /// The values of a `tools/call`'s parameters annotated `x-mcp-header`, as
+    /// `(name, value)`: sent as `Mcp-Param-{name}: {value}` (Base64-sentinel encoded where the
+    /// value is not plain ASCII) by a transport that mirrors headers.
+    pub params: &'a [(String, String)],
 }
 
 impl<'a> RequestHead<'a> {
@@ -363,7 +380,15 @@ impl<'a> RequestHead<'a> {
             method,
             name: None,
             protocol_version: None,
+            params: &[],
         }
+    }
+
+    /// With the values of the parameters to mirror into `Mcp-Param-*` headers.
+    #[must_use]
+    pub fn params(mut self, params: &'a [(String, String)]) -> Self {
+        self.params = params;
+        self
     }
 
     /// With `params.name` (or `params.uri`).

@@ -116,6 +116,20 @@ pub(crate) fn conformance() -> Option<(PathBuf, PathBuf)> {
     (node.is_file() && entry.is_file()).then_some((node, entry))
 }
 
+/// The pre-release of the suite with the 2026-07-28 client scenarios, and the same Node 22, if
+/// installed: `(node, <conformance-next>/dist/index.js)`.
+pub(crate) fn conformance_next() -> Option<(PathBuf, PathBuf)> {
+    let (node, _) = conformance()?;
+    let entry = peers_dir()
+        .join("conformance-next")
+        .join("node_modules")
+        .join("@modelcontextprotocol")
+        .join("conformance")
+        .join("dist")
+        .join("index.js");
+    entry.is_file().then_some((node, entry))
+}
+
 /// `target/<profile>/examples/<name>`, if built (`.ci/install-peers` builds the ones the tests
 /// run: `cargo test` itself builds examples only as hashed test binaries).
 pub(crate) fn example(name: &str) -> Option<PathBuf> {

@@ -396,6 +396,9 @@ impl Conn {
             if let Some(name) = &mirror.name {
                 builder = builder.header(&MCP_NAME, name.clone());
             }
+            for (name, value) in &mirror.params {
+                builder = builder.header(name, value.clone());
+            }
         }
         if let Some(last) = last_event_id {
             if let Ok(v) = HeaderValue::from_str(last) {
@@ -1187,6 +1190,8 @@ struct Mirror {
     version: HeaderValue,
     method: HeaderValue,
     name: Option<HeaderValue>,
+    /// `Mcp-Param-*`.
+    params: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl Mirror {
@@ -1198,10 +1203,20 @@ impl Mirror {
         let name = head
             .name
             .and_then(|n| HeaderValue::from_str(&header_safe(n)).ok());
+        let params = head
+            .params
+            .iter()
+            .filter_map(|(name, value)| {
+                let name = HeaderName::from_bytes(format!("mcp-param-{name}").as_bytes()).ok()?;
+                let value = HeaderValue::from_str(&header_safe(value)).ok()?;
+                Some((name, value))
+            })
+            .collect();
         Some(Self {
             version,
             method,
             name,
+            params,
         })
     }
 }

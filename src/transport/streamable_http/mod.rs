@@ -326,4 +326,8 @@ impl Transport for StreamableHttpTransport {
     fn speaks_modern(&self) -> bool {
         true
     }
+
+    fn mirrors_headers(&self) -> bool {
+        true
+    }
 }
