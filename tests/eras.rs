@@ -329,3 +329,41 @@ async fn http_a_server_speaking_only_an_unknown_version_fails_naming_its_version
     );
     session.shutdown().await;
 }
+
+/// A server that stops speaking 2026-07-28 mid-life (era_server `--legacy-after 1`: after one
+/// modern call it answers every modern request -32022 listing only 2025-11-25, and accepts
+/// `initialize`): the call it refuses fails with that error, the session ends, and the next
+/// call finds the era again and goes through: `then` is what it finds (over stdio the restart
+/// is a new process, which speaks 2026-07-28 again; over HTTP the same server, now legacy).
+async fn switch_case(project: String, then: (&str, &str), who: &str) {
+    let (session, _) = start(project, "auto", SessionOptions::default()).await;
+    check(&session, "modern", "2026-07-28", who).await;
+    let e = session
+        .call("mcp.srv.echo", args(json!({"message": "x"})))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("-32022"), "{who}: {e}");
+    let echo = session
+        .call("mcp.srv.echo", args(json!({"message": "again"})))
+        .await
+        .unwrap_or_else(|e| panic!("{who}: {e}"));
+    assert_eq!(echo.joined_text(), "Echo: again", "{who}");
+    let st = &session.status()[0];
+    assert_eq!(st.era, Some(then.0), "{who}: {st:?}");
+    assert_eq!(st.protocol_version.as_deref(), Some(then.1), "{who}");
+    assert_eq!(st.restarts, 1, "{who}: {st:?}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_stops_speaking_2026_07_28_is_probed_again() {
+    let cmd = peers::era_server_stdio("modern-only", &["--legacy-after", "1"]);
+    switch_case(stdio_project(&cmd), MODERN, "stdio").await;
+    let peer = SsePeer::start_reporting_port(&peers::era_server_http(
+        "modern-only",
+        &["--legacy-after", "1"],
+    ))
+    .unwrap();
+    switch_case(http_project(&peer.mcp_url()), LEGACY, "http").await;
+}

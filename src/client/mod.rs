@@ -907,6 +907,33 @@ impl Shared {
         drop(connection);
     }
 
+    /// The ready `session` was refused its protocol version mid-life (see
+    /// `RpcSession::era_refused`): it ends, as a failure, and the era is found again at the
+    /// next start.
+    pub(crate) fn era_refused(&self, session: &RpcSession) {
+        let mut sup = self.lock();
+        let current = sup
+            .session
+            .as_ref()
+            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), session));
+        if !current || sup.state != ServerState::Ready {
+            return;
+        }
+        sup.era = None;
+        sup.session = None;
+        let connection = sup.connection.take();
+        self.register_failure(
+            &mut sup,
+            format!(
+                "MCP server `{}` refused protocol version {MODERN_PROTOCOL_VERSION} in a \
+                 modern session (-32022); its era is found again at the next start",
+                self.server
+            ),
+        );
+        drop(sup);
+        drop(connection);
+    }
+
     /// Moves to `state` (disabled), ending the session and answering waiters.
     fn stop(&self, state: ServerState) -> (Option<Arc<RpcSession>>, Option<Box<dyn Connection>>) {
         let mut sup = self.lock();

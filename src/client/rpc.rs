@@ -34,6 +34,7 @@ use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2}
 use crate::protocol::lifecycle::{client_capabilities, InitializeParams};
 use crate::protocol::modern::{
     param_header_value, DiscoverParams, ModernMeta, ParamHeader, RequestMeta,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::protocol::notifications::{
     CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams, CANCELLED, MESSAGE,
@@ -631,6 +632,12 @@ impl RpcSession {
         let request = Self::request_ref(num, pending.method);
         if let Some(error) = error {
             self.note_answer(pending.method);
+            if error.code == UNSUPPORTED_PROTOCOL_VERSION
+                && pending.method != DISCOVER
+                && self.modern.get().is_some()
+            {
+                self.era_refused();
+            }
             pending.fail(ClientError::JsonRpc {
                 server: Arc::clone(&self.server),
                 request,
@@ -642,6 +649,22 @@ impl RpcSession {
         }
         let Some(raw) = result else { return };
         inbound::complete_from_str(self, num, pending, raw.get());
+    }
+
+    /// A modern session's request was refused as `UnsupportedProtocolVersion`: the server no
+    /// longer speaks the version the probe found. The supervisor ends this session (counted
+    /// as a failure, so a server that keeps doing it backs off) and forgets the era, so the
+    /// next start finds it again. Done on a task: the connection must not be dropped from
+    /// inside `on_frame`.
+    fn era_refused(&self) {
+        let (Some(shared), Some(session)) = (self.supervisor.upgrade(), self.this.upgrade()) else {
+            return;
+        };
+        tracing::warn!(
+            server = &*self.server,
+            "the server refused protocol version 2026-07-28 (-32022) in a modern session; it is probed again at the next start"
+        );
+        tokio::spawn(async move { shared.era_refused(&session) });
     }
 
     fn handle_notification(&self, method: &str, params: Option<&serde_json::value::RawValue>) {

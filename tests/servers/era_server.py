@@ -4,8 +4,9 @@ servers that mishandle a modern client, and modern (2026-07-28: no initialize, p
 multi round-trip tools/call) servers.
 
 Usage:  python3 era_server.py stdio [--mode MODE] [--versions V1,V2] [--ttl-ms N] [--stats-file PATH]
+                                    [--legacy-after N]
         python3 era_server.py http [--port N] [--mode MODE] [--versions ...] [--ttl-ms N]
-                                   [--stats-file PATH]
+                                   [--stats-file PATH] [--legacy-after N]
 
 Python 3 stdlib only. JSON-RPC 2.0.
   stdio: one JSON message per line on stdin/stdout; logs only on stderr; exits 0 at stdin EOF.
@@ -96,9 +97,28 @@ Tools (modern; legacy serves echo only):
   id"), and it must hold the tool's inputResponses key (else isError "missing inputResponses.<k>").
   States live in memory; only state_only's are used up.
 
+--legacy-after N (modern modes only, both transports; default: never) simulates a server whose
+operator downgraded it to a legacy-only (2025-11-25) server mid-life. The tools/call requests
+served the modern way (past every check above, whatever their result: complete, isError or
+input_required) are counted; once N of them have been served the server switches for good (N 0:
+switched from the start; a modern tools/call beyond the N-th gets the -32022 below even while the
+N-th is still running, so exactly N are served). After the switch:
+  - a modern request (params._meta holding io.modelcontextprotocol/protocolVersion, whatever its
+    method, server/discover and initialize included) -> -32022 "Unsupported protocol version",
+    data {"supported": ["2025-11-25"], "requested": <that _meta value>} (HTTP 400,
+    application/json), before any other check (HTTP: no header check at all);
+  - any other request is served as by the legacy modes: initialize -> protocolVersion (the
+    client's if 2024-11-05, 2025-03-26, 2025-06-18 or 2025-11-25, else 2025-11-25), capabilities
+    {tools: {}}, serverInfo {era-switched, 1}; then tools/list (echo only), tools/call echo, ping
+    -> {}; unknown methods -32601 (HTTP 404); notifications ignored (HTTP 202).
+    stdio: a request other than initialize before initialize -> -32600 "server not initialized"
+    (never silence, never an exit). HTTP: stateless (no Mcp-Session-Id, no initialize needed
+    first), no header checks (the client sends MCP-Protocol-Version: 2025-11-25, no Mcp-Method).
+
 Stats: {"mode", "requests": {method: n} (every request, counted on arrival), "tool_calls":
 {name: n}, "errors": {"<code>": n} (JSON-RPC errors sent), "input_required": n, "sampling_answered":
-n, "loop_rounds": n, "subscriptions_open": n (now), "subscriptions_total": n (ever acknowledged)}.
+n, "loop_rounds": n, "subscriptions_open": n (now), "subscriptions_total": n (ever acknowledged),
+"switched": true once --legacy-after switched the server to legacy (else false)}.
 HTTP: GET /stats. stdio: after every message, one line `STATS <json>` on
 stderr. Both: --stats-file PATH is rewritten (atomically) after every message.
 """
@@ -134,7 +154,7 @@ VERSIONS = []
 LOCK = threading.Lock()  # guards everything below
 STATS = {"mode": None, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
          "sampling_answered": 0, "loop_rounds": 0, "subscriptions_open": 0,
-         "subscriptions_total": 0}
+         "subscriptions_total": 0, "switched": False}
 LISTS_SERVED = 0
 BUMPS = 0  # the `bump` counter n
 SUBS = {}  # serial -> Subscription, the open ones
@@ -142,7 +162,11 @@ SUB_SERIAL = 0
 OUT_LOCK = threading.Lock()  # stdio: one writer of stdout lines at a time
 KEEPALIVE_S = 1.0
 STATES = {}  # requestState -> {"tool", "id" (of the request it answered), ...}
-INITIALIZED = False  # legacy modes
+INITIALIZED = False  # legacy modes; modern modes after the --legacy-after switch (stdio)
+SWITCHED = False  # --legacy-after: the server now speaks legacy only
+MODERN_CALLS_TAKEN = 0  # --legacy-after: modern tools/call admitted (served or being served)
+MODERN_CALLS_SERVED = 0  # --legacy-after: modern tools/call served
+SWITCHED_VERSIONS = ["2025-11-25"]
 
 ECHO = {"name": "echo", "description": "Echoes the message back",
         "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}},
@@ -322,7 +346,12 @@ def process(msg, headers=None):
             if result is None:
                 return None, None
         else:
-            result = modern(method, params, req_id, headers)
+            with LOCK:
+                switched = SWITCHED
+            if switched:
+                result = switched_legacy(method, params, headers)
+            else:
+                result = modern(method, params, req_id, headers)
             if isinstance(result, Listen):
                 return 200, result
     except RpcError as err:
@@ -344,13 +373,8 @@ def safe_process(msg, headers=None):
 
 def legacy(method, params):
     """The result of a legacy request; None (silent-before-init) means no answer at all."""
-    global INITIALIZED
     if method == "initialize":
-        asked = params.get("protocolVersion")
-        with LOCK:
-            INITIALIZED = True
-        return {"protocolVersion": asked if asked in LEGACY_VERSIONS else "2025-11-25",
-                "capabilities": {"tools": {}}, "serverInfo": {"name": "era-exit", "version": "1"}}
+        return legacy_initialize(params, "era-exit")
     if not INITIALIZED:
         if ARGS.mode == "exit-before-init":
             publish_stats(True)
@@ -358,6 +382,20 @@ def legacy(method, params):
             sys.exit(3)
         eprint(f"{method} arrived before initialize; ignored, no answer")
         return None
+    return legacy_served(method, params)
+
+
+def legacy_initialize(params, server_name):
+    global INITIALIZED
+    asked = params.get("protocolVersion")
+    with LOCK:
+        INITIALIZED = True
+    return {"protocolVersion": asked if asked in LEGACY_VERSIONS else "2025-11-25",
+            "capabilities": {"tools": {}}, "serverInfo": {"name": server_name, "version": "1"}}
+
+
+def legacy_served(method, params):
+    """A legacy request after initialize (ping, tools/list, tools/call echo)."""
     if method == "ping":
         return {}
     if method == "tools/list":
@@ -372,6 +410,54 @@ def legacy(method, params):
             return text_result("echo needs a string message", True)
         return text_result(f"Echo: {message}")
     raise RpcError(-32601, f"Method not found: {method}")
+
+
+def switched_legacy(method, params, headers):
+    """A request after the --legacy-after switch: modern ones refused, the rest legacy."""
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and META_VERSION in meta:
+        raise switch_error(meta[META_VERSION])
+    if method == "initialize":
+        return legacy_initialize(params, "era-switched")
+    if headers is None and not INITIALIZED:
+        raise RpcError(-32600, f"server not initialized: {method} before initialize (this server "
+                               f"now speaks only {', '.join(SWITCHED_VERSIONS)})")
+    return legacy_served(method, params)
+
+
+def switch_error(version):
+    return RpcError(-32022, "Unsupported protocol version",
+                    {"supported": SWITCHED_VERSIONS, "requested": version})
+
+
+def take_modern_call(version):
+    """--legacy-after: admits one more modern tools/call, or raises -32022 if N are taken."""
+    global MODERN_CALLS_TAKEN
+    with LOCK:
+        if ARGS.legacy_after is None:
+            return
+        if SWITCHED or MODERN_CALLS_TAKEN >= ARGS.legacy_after:
+            raise switch_error(version)
+        MODERN_CALLS_TAKEN += 1
+
+
+def end_modern_call(served):
+    """--legacy-after: a modern tools/call admitted by take_modern_call() ended."""
+    global MODERN_CALLS_TAKEN, MODERN_CALLS_SERVED, SWITCHED
+    with LOCK:
+        if ARGS.legacy_after is None:
+            return
+        if not served:
+            MODERN_CALLS_TAKEN -= 1
+            return
+        MODERN_CALLS_SERVED += 1
+        switching = MODERN_CALLS_SERVED >= ARGS.legacy_after and not SWITCHED
+        if switching:
+            SWITCHED = True
+            STATS["switched"] = True
+    if switching:
+        eprint(f"served {ARGS.legacy_after} modern tools/call; switched to legacy "
+               f"{', '.join(SWITCHED_VERSIONS)} only")
 
 
 # --- modern modes -------------------------------------------------------------------------------
@@ -455,7 +541,13 @@ def modern(method, params, req_id, headers):
         return {"resultType": "complete", "tools": modern_tools(k), "ttlMs": ARGS.ttl_ms,
                 "cacheScope": "public"}
     if method == "tools/call":
-        result = call_tool(params, req_id, headers)
+        take_modern_call(version)
+        try:
+            result = call_tool(params, req_id, headers)
+        except BaseException:
+            end_modern_call(False)
+            raise
+        end_modern_call(True)
         result.setdefault("resultType", "complete")
         result["_meta"] = {META_SERVER: SERVER_INFO}
         return result
@@ -792,7 +884,7 @@ def serve_http():
 
 
 def main():
-    global ARGS, VERSIONS
+    global ARGS, VERSIONS, SWITCHED
     parser = argparse.ArgumentParser(description="MCP server for the protocol-era tests")
     parser.add_argument("transport", choices=["stdio", "http"])
     parser.add_argument("--mode", choices=MODES, default="modern-only")
@@ -801,9 +893,20 @@ def main():
                         help="modern modes: comma-separated supported protocol versions")
     parser.add_argument("--ttl-ms", type=int, default=0, help="ttlMs of tools/list")
     parser.add_argument("--stats-file", default=None, help="rewrite the stats here after each message")
+    parser.add_argument("--legacy-after", type=int, default=None, metavar="N",
+                        help="modern modes: switch to a legacy-only (2025-11-25) server once N "
+                             "modern tools/call were served")
     ARGS = parser.parse_args()
     if ARGS.transport == "http" and ARGS.mode in LEGACY_MODES:
         parser.error(f"--mode {ARGS.mode} is stdio only")
+    if ARGS.legacy_after is not None:
+        if ARGS.mode in LEGACY_MODES:
+            parser.error(f"--legacy-after is for the modern modes, not --mode {ARGS.mode}")
+        if ARGS.legacy_after < 0:
+            parser.error("--legacy-after must be >= 0")
+    if ARGS.legacy_after == 0:
+        SWITCHED = True
+        STATS["switched"] = True
     VERSIONS = [v.strip() for v in ARGS.versions.split(",") if v.strip()]
     if not VERSIONS:
         parser.error("--versions names no version")
