@@ -104,6 +104,8 @@ pub(crate) struct ModernMeta {
     version_json: Box<RawValue>,
     capabilities: Box<RawValue>,
     client_info: Box<RawValue>,
+    /// The whole `_meta` object of a request without a progress token: written with one copy.
+    object: Box<RawValue>,
 }
 
 impl ModernMeta {
@@ -113,11 +115,19 @@ impl ModernMeta {
         capabilities: &Map<String, Value>,
         client_info: &Implementation,
     ) -> Result<Self, serde_json::Error> {
+        let mut object = Map::new();
+        object.insert(META_PROTOCOL_VERSION.into(), Value::from(version));
+        object.insert(
+            META_CLIENT_CAPABILITIES.into(),
+            Value::Object(capabilities.clone()),
+        );
+        object.insert(META_CLIENT_INFO.into(), serde_json::to_value(client_info)?);
         Ok(Self {
             version,
             version_json: serde_json::value::to_raw_value(version)?,
             capabilities: serde_json::value::to_raw_value(capabilities)?,
             client_info: serde_json::value::to_raw_value(client_info)?,
+            object: serde_json::value::to_raw_value(&object)?,
         })
     }
 
@@ -144,6 +154,10 @@ impl RequestMeta<'_> {
 
 impl Serialize for RequestMeta<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if let (None, Some(m)) = (self.progress_token, self.modern) {
+            // The common case: the prebuilt object, one copy.
+            return m.object.serialize(serializer);
+        }
         let len =
             usize::from(self.progress_token.is_some()) + 3 * usize::from(self.modern.is_some());
         let mut map = serializer.serialize_map(Some(len))?;
@@ -187,10 +201,11 @@ pub struct InputRequired {
 
 impl<'de> Deserialize<'de> for CallAnswer {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Every field of both answers, read in one pass whatever the key order.
+        /// Every field of both answers, read in one pass whatever the key order
+        /// (`resultType` borrowed: no allocation per call).
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
-        struct Wire {
+        struct Wire<'a> {
             #[serde(default)]
             content: Vec<super::content::ContentBlock>,
             #[serde(default)]
@@ -199,8 +214,8 @@ impl<'de> Deserialize<'de> for CallAnswer {
             is_error: Option<bool>,
             #[serde(rename = "_meta", default)]
             meta: Option<Value>,
-            #[serde(default)]
-            result_type: Option<String>,
+            #[serde(default, borrow)]
+            result_type: Option<std::borrow::Cow<'a, str>>,
             #[serde(default)]
             input_requests: Option<Map<String, Value>>,
             #[serde(default)]
@@ -404,6 +419,15 @@ mod tests {
             r#"{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"kaged-mcp","version":"1"}}"#
         );
         assert!(RequestMeta::default().is_empty());
+        // Without a progress token: the prebuilt object, the same entries.
+        let alone = RequestMeta {
+            progress_token: None,
+            modern: Some(&m),
+        };
+        let alone: Value = serde_json::from_str(&serde_json::to_string(&alone).unwrap()).unwrap();
+        let mut with: Value = serde_json::from_str(&serde_json::to_string(&both).unwrap()).unwrap();
+        with.as_object_mut().unwrap().remove("progressToken");
+        assert_eq!(alone, with);
         assert_eq!(
             serde_json::to_string(&RequestMeta {
                 progress_token: Some(1),
