@@ -22,7 +22,9 @@ use super::error::RequestRef;
 use super::rpc::{Expect, Pending, RpcSession};
 use crate::protocol::jsonrpc::CowStr;
 use crate::protocol::lifecycle::InitializeResult;
-use crate::protocol::{CallAnswer, DiscoverResult, JsonRpcError, ListToolsResult, RequestId};
+use crate::protocol::{
+    CallAnswer, DiscoverResult, JsonRpcError, ListToolsResult, RequestId, ToolResult,
+};
 
 /// A decoded inbound frame, as far as the session still needs it.
 #[derive(Debug)]
@@ -95,7 +97,11 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
         }
         Expect::CallTool(tx) => {
             let result = crate::protocol::content::json_bytes_path(|| {
-                serde_json::from_str::<CallAnswer>(raw)
+                if session.is_modern() {
+                    serde_json::from_str::<CallAnswer>(raw)
+                } else {
+                    serde_json::from_str::<ToolResult>(raw).map(CallAnswer::Complete)
+                }
             });
             if result.is_ok() {
                 session.note_answer(pending.method);
@@ -141,6 +147,17 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
         Expect::Discover(tx) => route!(tx, DiscoverResult),
         Expect::Initialize(tx) => route!(tx, InitializeResult),
         Expect::ListTools(tx) => route!(tx, ListToolsResult),
+        // A legacy result has no `resultType`: decoded straight into `ToolResult`.
+        Expect::CallTool(tx) if !session.is_modern() => match map.next_value::<ToolResult>() {
+            Ok(result) => {
+                let _ = tx.send(Ok(CallAnswer::Complete(result)));
+                Ok(())
+            }
+            Err(e) => {
+                let _ = tx.send(Err(violation(&e)));
+                Err(e)
+            }
+        },
         Expect::CallTool(tx) => route!(tx, CallAnswer),
         Expect::Listen(tx) => route!(tx, IgnoredAny),
     };

@@ -40,7 +40,7 @@ use crate::protocol::notifications::{
     CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams, CANCELLED, MESSAGE,
     PROGRESS, TOOLS_LIST_CHANGED,
 };
-use crate::protocol::tools::{CallToolParams, ListToolsParams};
+use crate::protocol::tools::{CallToolParams, LegacyCallToolParams, ListToolsParams, ProgressMeta};
 use crate::protocol::{
     CallAnswer, DiscoverResult, Implementation, InitializeResult, JsonRpcError, ListToolsResult,
     RequestId, ServerRequest,
@@ -417,6 +417,11 @@ impl RpcSession {
             .collect()
     }
 
+    /// Whether the session speaks the modern era.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.modern.get().is_some()
+    }
+
     /// Whether an elicitation handler is plugged in.
     pub(crate) fn has_elicitation(&self) -> bool {
         self.elicitation
@@ -497,6 +502,17 @@ impl RpcSession {
             Expect::CallTool(tx),
             call.progress.clone(),
             &mut |id, buf| {
+                if modern.is_none() && retry.is_none() {
+                    let params = LegacyCallToolParams {
+                        name: &call.name,
+                        arguments: call.arguments.as_deref(),
+                        meta: call
+                            .progress
+                            .as_ref()
+                            .map(|_| ProgressMeta { progress_token: id }),
+                    };
+                    return write_request(buf, id, "tools/call", Some(&params));
+                }
                 let params = CallToolParams {
                     name: &call.name,
                     arguments: call.arguments.as_deref(),

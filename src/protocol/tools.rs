@@ -117,6 +117,24 @@ pub(crate) struct ListToolsParams<'a> {
     pub(crate) meta: RequestMeta<'a>,
 }
 
+/// `tools/call` parameters in a legacy session: the progress token in `_meta` when the caller
+/// wants progress, nothing else (the hot path of a legacy session: no modern fields to check).
+#[derive(Debug, Serialize)]
+pub(crate) struct LegacyCallToolParams<'a> {
+    pub(crate) name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<&'a Map<String, Value>>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(crate) meta: Option<ProgressMeta>,
+}
+
+/// `{"progressToken": N}`; the client uses the request id as the token.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ProgressMeta {
+    pub(crate) progress_token: u64,
+}
+
 /// `tools/call` parameters: the progress token rides in `_meta` when the caller wants progress
 /// (the client uses the request id as the token), with the modern entries in a modern session;
 /// a multi round-trip retry adds the answers and the server's state.
