@@ -1,0 +1,78 @@
+//! Instructions per `tools/call`, in each era: `N` echo calls, 64 in flight, through the full
+//! default stack of an `McpClient` on the bundled demo server, on a current-thread runtime.
+//! It prints the calls and the wall time; the figure that matters is the client's instruction
+//! count, which `valgrind --tool=callgrind` gives exactly (no hardware counters needed, and
+//! unlike time it does not move with the machine's load). Per call it is the difference of two
+//! runs divided by the difference of their `N`, so the start-up cancels out:
+//!
+//! ```sh
+//! cargo bench --bench instructions --no-run
+//! B=$(ls -t target/release/deps/instructions-* | grep -v '\.d$' | head -1)
+//! for era in legacy modern; do for n in 10000 30000; do
+//!   KAGED_ERA=$era N=$n valgrind --tool=callgrind --callgrind-out-file=/dev/null $B --bench 2>&1 |
+//!     grep -o 'Collected : [0-9]*'; done; done
+//! ```
+//!
+//! `KAGED_ERA=legacy|modern` (default `legacy`), `N` (default 20 000; 200 when run as a test by
+//! `cargo test --benches`). The demo server's own instructions are not counted (callgrind does
+//! not follow children).
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use kaged_mcp::client::{ClientOptions, EraPreference, McpClient, ToolCall};
+use kaged_mcp::stack::{StackBuilder, StackSettings};
+use kaged_mcp::transport::{StdioConfig, StdioTransport};
+use serde_json::{Map, Value};
+use tower::ServiceExt;
+
+const DEMO: &str = env!("CARGO_BIN_EXE_kaged-mcp");
+const IN_FLIGHT: usize = 64;
+
+fn main() {
+    let bench = std::env::args().any(|a| a == "--bench");
+    let n: usize = match std::env::var("N") {
+        Ok(v) => v.parse().expect("N: a number of calls"),
+        Err(_) if bench => 20_000,
+        Err(_) => 200,
+    };
+    let era = match std::env::var("KAGED_ERA").as_deref() {
+        Ok("modern") => EraPreference::Modern,
+        Ok("legacy") | Err(_) => EraPreference::Legacy,
+        Ok(other) => panic!("KAGED_ERA={other}: expected legacy or modern"),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async move {
+        let transport = StdioTransport::new(StdioConfig::new(DEMO).args(["demo-server"]));
+        let client = McpClient::new("demo", transport, ClientOptions::default().era(era));
+        client.start().await.expect("the demo server starts");
+        let stack = StackBuilder::new(StackSettings::new("demo")).build(client.clone());
+        let mut args = Map::new();
+        args.insert("message".into(), Value::from("hello"));
+        let args = std::sync::Arc::new(args);
+        let mut in_flight = FuturesUnordered::new();
+        let (mut started, mut done) = (0, 0);
+        let t = std::time::Instant::now();
+        while done < n {
+            while started < n && in_flight.len() < IN_FLIGHT {
+                let call = ToolCall::new("echo").with_arguments(std::sync::Arc::clone(&args));
+                in_flight.push(stack.clone().oneshot(call));
+                started += 1;
+            }
+            let result = in_flight
+                .next()
+                .await
+                .expect("a call in flight")
+                .expect("the call succeeds");
+            assert_eq!(result.joined_text(), "Echo: hello");
+            done += 1;
+        }
+        println!(
+            "{n} calls ({}, {IN_FLIGHT} in flight) in {:?}",
+            client.era().map_or("-", |e| e.as_str()),
+            t.elapsed()
+        );
+        client.shutdown().await;
+    });
+}
