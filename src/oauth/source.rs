@@ -402,6 +402,27 @@ impl OAuthSource {
         Ok(())
     }
 
+    /// Discovers again, whatever was discovered before; `true` when the resource now names an
+    /// authorization server with another issuer than the one discovered before (which is then
+    /// the one kept).
+    async fn moved_to_another_issuer(
+        &self,
+        st: &mut State,
+        metadata_url: Option<String>,
+    ) -> Result<bool, TokenError> {
+        let before = st.discovered.as_ref().map(|d| d.server.issuer.clone());
+        let d = discover(&self.http, &self.settings.url, metadata_url.clone())
+            .await
+            .map_err(|e| self.failed("discovery", e))?;
+        let moved = before.is_some_and(|b| b != d.server.issuer);
+        if moved {
+            tracing::info!(server = %self.settings.server, issuer = %d.server.issuer, "the resource names another authorization server; registering and logging in there");
+            st.discovered = Some(d);
+            st.discovered_from = metadata_url;
+        }
+        Ok(moved)
+    }
+
     /// The scopes to ask for: configured, else the challenge's, else the resource's.
     fn scopes(&self, st: &State, challenge_scope: Option<String>) -> Vec<String> {
         if let Some(s) = &self.settings.config.scopes {
@@ -569,7 +590,12 @@ impl OAuthSource {
                 registered: false,
             });
         }
-        if let Some(t) = st.tokens.as_ref().filter(|t| t.registered) {
+        // A registration is bound to the authorization server that made it (SEP-2352).
+        if let Some(t) = st
+            .tokens
+            .as_ref()
+            .filter(|t| t.registered && t.issuer.as_deref() == Some(meta.issuer.as_str()))
+        {
             return Ok(self.client_of(t));
         }
         let Some(endpoint) = &meta.registration_endpoint else {
@@ -695,8 +721,16 @@ impl TokenSource for OAuthSource {
                     .await
                     .map(Some);
             }
-            // 401. A token renewed for this very request was refused: another will not do.
+            // 401. A token renewed for this very request was refused: another from the same
+            // authorization server will not do. The resource may have moved to another one
+            // (SEP-2352): credentials are bound to the server that issued them, so a new
+            // issuer means a new registration and a new login there.
             if refusal.renewal() > 0 {
+                if self.moved_to_another_issuer(&mut st, metadata_url).await? {
+                    self.forget(&mut st);
+                    let scopes = self.scopes(&st, scope);
+                    return self.obtain(&mut st, scopes).await.map(Some);
+                }
                 return Ok(None);
             }
             if refusal.sent().is_some() {
