@@ -367,3 +367,30 @@ async fn a_server_that_stops_speaking_2026_07_28_is_probed_again() {
     .unwrap();
     switch_case(http_project(&peer.mcp_url()), LEGACY, "http").await;
 }
+
+/// `x-mcp-header` parameters are mirrored as `Mcp-Param-*` headers, and still are on a new
+/// session that did not list the tools again (the map belongs to the client, not the session).
+#[tokio::test]
+async fn http_annotated_parameters_are_mirrored_also_after_a_restart() {
+    use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
+    use tower::ServiceExt;
+    let peer = SsePeer::start_reporting_port(&peers::era_server_http("modern-only", &[])).unwrap();
+    let config = Sources::new(http_project(&peer.mcp_url())).load().unwrap();
+    let server = &config.project.servers[0];
+    let transport = kaged_mcp::transport::from_config(&config, server, None, None).unwrap();
+    let client = McpClient::new("srv", transport, ClientOptions::default());
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "whoami"));
+    let region = |client: McpClient| async move {
+        let call = ToolCall::new("whoami").with_json_arguments(json!({"region": "eu west"}));
+        let r = client.oneshot(call).await.unwrap();
+        let seen: Value = serde_json::from_str(&r.joined_text()).unwrap();
+        seen["headers"]["mcp-param-region"].clone()
+    };
+    assert_eq!(region(client.clone()).await, "eu west");
+    client.shutdown().await;
+    client.reenable();
+    assert_eq!(region(client.clone()).await, "eu west", "after a restart");
+    assert_eq!(client.restarts(), 1);
+    client.shutdown().await;
+}

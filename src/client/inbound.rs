@@ -130,9 +130,12 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
     };
     macro_rules! route {
         ($tx:expr, $ty:ty) => {
+            route!($tx, $ty => std::convert::identity)
+        };
+        ($tx:expr, $ty:ty => $wrap:expr) => {
             match map.next_value::<$ty>() {
                 Ok(value) => {
-                    let _ = $tx.send(Ok(value));
+                    let _ = $tx.send(Ok($wrap(value)));
                     Ok(())
                 }
                 Err(e) => {
@@ -148,16 +151,9 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
         Expect::Initialize(tx) => route!(tx, InitializeResult),
         Expect::ListTools(tx) => route!(tx, ListToolsResult),
         // A legacy result has no `resultType`: decoded straight into `ToolResult`.
-        Expect::CallTool(tx) if !session.is_modern() => match map.next_value::<ToolResult>() {
-            Ok(result) => {
-                let _ = tx.send(Ok(CallAnswer::Complete(result)));
-                Ok(())
-            }
-            Err(e) => {
-                let _ = tx.send(Err(violation(&e)));
-                Err(e)
-            }
-        },
+        Expect::CallTool(tx) if !session.is_modern() => {
+            route!(tx, ToolResult => CallAnswer::Complete)
+        }
         Expect::CallTool(tx) => route!(tx, CallAnswer),
         Expect::Listen(tx) => route!(tx, IgnoredAny),
     };

@@ -134,6 +134,9 @@ pub(crate) struct Shared {
     /// The `_meta` entries of a modern request, serialized once (`None` only if they could
     /// not be: then the client speaks legacy).
     modern_meta: Option<Arc<ModernMeta>>,
+    /// The `x-mcp-header` parameters of the tools last listed: the catalog's, so every
+    /// session (a restart's too) mirrors them.
+    param_headers: rpc::ParamHeaders,
 }
 
 /// The supervision state, behind a synchronous mutex never held across an await.
@@ -155,6 +158,17 @@ struct Supervisor {
     /// Until when the last `tools/list` is fresh, by its pages' `ttlMs` (2026-07-28 cache
     /// hints); `None` when it named no positive ttl, or once its expiry was signalled.
     tools_fresh_until: Option<Instant>,
+}
+
+impl Supervisor {
+    /// Whether `session` is the ready one (not an older one, nor a probe's that never was).
+    fn is_ready_with(&self, session: &RpcSession) -> bool {
+        self.state == ServerState::Ready
+            && self
+                .session
+                .as_ref()
+                .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), session))
+    }
 }
 
 /// How a call gets its session.
@@ -219,6 +233,7 @@ impl McpClient {
                 sampling_refused,
                 server_requests,
                 modern_meta,
+                param_headers: rpc::ParamHeaders::default(),
             }),
         }
     }
@@ -304,7 +319,7 @@ impl McpClient {
     /// session does when its catalog is read); the client never polls on its own (the
     /// specification asks a client not to treat the ttl as a polling interval). `false` for a
     /// list that named no positive ttl (legacy servers, `ttlMs: 0`), which is read again on
-    /// list-change notifications and restarts only.
+    /// list-change notifications only (and when the session enables the server again).
     pub fn refresh_tools_if_stale(&self) -> bool {
         let mut sup = self.shared.lock();
         match sup.tools_fresh_until {
@@ -675,6 +690,7 @@ impl Shared {
                 max_in_flight: self.options.max_in_flight,
                 elicitation: self.options.elicitation_handler.is_some(),
                 mirrors_headers: self.transport.mirrors_headers(),
+                param_headers: Arc::clone(&self.param_headers),
             },
         );
         let ctx = ConnectContext {
@@ -869,11 +885,7 @@ impl Shared {
     /// never became the ready one (an era probe whose server exited on it, say) is no crash.
     pub(crate) fn session_closed(&self, session: &RpcSession, reason: &CloseReason) {
         let mut sup = self.lock();
-        let current = sup
-            .session
-            .as_ref()
-            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), session));
-        if sup.generation != session.generation || sup.state != ServerState::Ready || !current {
+        if !sup.is_ready_with(session) {
             return;
         }
         let connection = sup.connection.take();
@@ -912,11 +924,7 @@ impl Shared {
     /// next start.
     pub(crate) fn era_refused(&self, session: &RpcSession) {
         let mut sup = self.lock();
-        let current = sup
-            .session
-            .as_ref()
-            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), session));
-        if !current || sup.state != ServerState::Ready {
+        if !sup.is_ready_with(session) {
             return;
         }
         sup.era = None;

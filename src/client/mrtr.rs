@@ -33,7 +33,8 @@ use crate::protocol::{InputRequired, RequestId, ServerRequest};
 /// The most `input_required` answers one call may get before it is given up.
 pub const MAX_INPUT_ROUNDS: u32 = 8;
 
-/// Answers the input requests of `asked` (the answer to `request`), in the server's key order.
+/// Answers the input requests of `asked` (the answer to `request`), one after the other, in
+/// the order of their keys.
 pub(crate) async fn resolve(
     session: Arc<RpcSession>,
     request: RequestRef,

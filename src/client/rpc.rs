@@ -137,8 +137,8 @@ pub(crate) struct RpcSession {
     /// The transport mirrors `x-mcp-header` parameters (Streamable HTTP).
     mirrors_headers: bool,
     /// In a modern session over such a transport: the annotated parameters of each tool of
-    /// the last `tools/list` that has any.
-    param_headers: Mutex<HashMap<String, Arc<[ParamHeader]>>>,
+    /// the last `tools/list` that has any (the client's map, shared by its sessions).
+    param_headers: ParamHeaders,
 }
 
 impl std::fmt::Debug for RpcSession {
@@ -150,8 +150,12 @@ impl std::fmt::Debug for RpcSession {
     }
 }
 
+/// The `x-mcp-header` parameters of each tool that has any, by tool name: kept by the client
+/// across its sessions, filled at `tools/list`.
+pub(crate) type ParamHeaders = Arc<Mutex<HashMap<String, Arc<[ParamHeader]>>>>;
+
 /// What a session needs to know of its client's options and transport.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct SessionSettings {
     /// The bound on requests in flight.
     pub(crate) max_in_flight: usize,
@@ -159,6 +163,8 @@ pub(crate) struct SessionSettings {
     pub(crate) elicitation: bool,
     /// The transport mirrors `x-mcp-header` parameters (Streamable HTTP).
     pub(crate) mirrors_headers: bool,
+    /// The client's map of annotated parameters.
+    pub(crate) param_headers: ParamHeaders,
 }
 
 impl RpcSession {
@@ -174,6 +180,7 @@ impl RpcSession {
             max_in_flight,
             elicitation,
             mirrors_headers,
+            param_headers,
         } = settings;
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
@@ -194,7 +201,7 @@ impl RpcSession {
             modern: OnceLock::new(),
             elicitation,
             mirrors_headers,
-            param_headers: Mutex::new(HashMap::new()),
+            param_headers,
         })
     }
 

@@ -1090,6 +1090,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
                 max_in_flight: 8,
                 elicitation: false,
                 mirrors_headers: false,
+                param_headers: Default::default(),
             },
         );
         for i in 0..1000 {

@@ -48,7 +48,7 @@ impl std::fmt::Debug for OAuthHttp {
 }
 
 /// A fetched answer: its status and, when it was JSON, the value.
-#[derive(Debug)]
+/// Not `Debug`: the JSON may be a registration answer holding a client secret.
 pub(crate) struct Fetched {
     pub(crate) status: StatusCode,
     pub(crate) json: Option<Value>,

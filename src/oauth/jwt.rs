@@ -78,6 +78,15 @@ fn pkcs8_der(pem: &str) -> Result<Vec<u8>, JwtError> {
             break;
         };
         let label = after[..end].trim();
+        // A label is one short line of capitals ("PRIVATE KEY"); anything else is a broken
+        // BEGIN line whose "label" ran into the key body, which must never reach an error.
+        let plausible = label.len() <= 40
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ');
+        if !plausible {
+            return Err(JwtError::NotPem);
+        }
         let body_and_rest = &after[end + "-----".len()..];
         if label != "PRIVATE KEY" {
             labels.push(label.to_owned());
@@ -272,6 +281,11 @@ mod tests {
                 "Encrypted",
             ),
             (&*pem.replace("PRIVATE KEY", "PUBLIC KEY"), "NoPrivateKey"),
+            // A BEGIN line without its closing dashes: the "label" would be the key body.
+            (
+                &*pem.replacen("-----BEGIN PRIVATE KEY-----", "-----BEGIN PRIVATE KEY", 1),
+                "NotPem",
+            ),
         ];
         for (input, variant) in cases {
             let err = client_assertion(input, "c", "a", 0).unwrap_err();

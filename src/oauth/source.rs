@@ -108,6 +108,24 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Where granted tokens come from: the authorization server's issuer and token endpoint, and
+/// the resource (RFC 8707) they are for.
+struct Origin {
+    issuer: Option<String>,
+    token_endpoint: Url,
+    resource: Option<String>,
+}
+
+impl Origin {
+    /// The tokens of a grant at the authorization server `meta`.
+    fn of(meta: &AsMetadata, resource: Option<String>) -> Self {
+        Self {
+            issuer: Some(meta.issuer.clone()),
+            token_endpoint: meta.token_endpoint.clone(),
+            resource,
+        }
+    }
+}
 impl OAuthSource {
     fn new(settings: Settings, store: TokenStore, authorizer: Option<Arc<dyn Authorizer>>) -> Self {
         let client_key = settings
@@ -213,7 +231,7 @@ impl OAuthSource {
         st.loaded = true;
         st.set_tokens(None);
         let (metadata_url, scope) = split(challenge);
-        self.discover(&mut st, metadata_url).await?;
+        self.discover(&mut st, metadata_url, false).await?;
         let scopes = self.scopes(&st, scope);
         self.obtain(&mut st, scopes).await?;
         let t = st
@@ -324,15 +342,12 @@ impl OAuthSource {
         {
             Ok(g) => {
                 let scopes = t.scopes.clone();
-                self.keep(
-                    st,
-                    &client,
-                    g,
-                    scopes,
-                    t.issuer.clone(),
-                    endpoint,
-                    t.resource.clone(),
-                )?;
+                let origin = Origin {
+                    issuer: t.issuer.clone(),
+                    token_endpoint: endpoint,
+                    resource: t.resource.clone(),
+                };
+                self.keep(st, &client, g, scopes, origin)?;
                 Ok(Self::current(st))
             }
             Err(GrantError {
@@ -347,18 +362,20 @@ impl OAuthSource {
         }
     }
 
-    /// Stores what the token endpoint granted.
-    #[allow(clippy::too_many_arguments)]
+    /// Stores what the token endpoint of `origin` granted.
     fn keep(
         &self,
         st: &mut State,
         client: &Client,
         g: Granted,
         asked: Vec<String>,
-        issuer: Option<String>,
-        token_endpoint: Url,
-        resource: Option<String>,
+        origin: Origin,
     ) -> Result<(), TokenError> {
+        let Origin {
+            issuer,
+            token_endpoint,
+            resource,
+        } = origin;
         let previous_refresh = st.tokens.as_ref().and_then(|t| t.refresh_token.clone());
         let tokens = StoredTokens {
             server_url: self.settings.url.to_string(),
@@ -385,42 +402,27 @@ impl OAuthSource {
         self.save(st)
     }
 
-    /// Discovers where to authorize: once, or again when a challenge names other metadata.
+    /// Discovers where to authorize: once, or again when a challenge names other metadata,
+    /// or whenever `force` is set. `true` when the resource now names an authorization server
+    /// with another issuer than the one discovered before.
     async fn discover(
         &self,
         st: &mut State,
         metadata_url: Option<String>,
-    ) -> Result<(), TokenError> {
-        let moved = metadata_url.is_some() && metadata_url != st.discovered_from;
-        if st.discovered.is_none() || moved {
-            let d = discover(&self.http, &self.settings.url, metadata_url.clone())
-                .await
-                .map_err(|e| self.failed("discovery", e))?;
-            st.discovered = Some(d);
-            st.discovered_from = metadata_url;
-        }
-        Ok(())
-    }
-
-    /// Discovers again, whatever was discovered before; `true` when the resource now names an
-    /// authorization server with another issuer than the one discovered before (which is then
-    /// the one kept).
-    async fn moved_to_another_issuer(
-        &self,
-        st: &mut State,
-        metadata_url: Option<String>,
+        force: bool,
     ) -> Result<bool, TokenError> {
+        let moved = metadata_url.is_some() && metadata_url != st.discovered_from;
+        if st.discovered.is_some() && !moved && !force {
+            return Ok(false);
+        }
         let before = st.discovered.as_ref().map(|d| d.server.issuer.clone());
         let d = discover(&self.http, &self.settings.url, metadata_url.clone())
             .await
             .map_err(|e| self.failed("discovery", e))?;
-        let moved = before.is_some_and(|b| b != d.server.issuer);
-        if moved {
-            tracing::info!(server = %self.settings.server, issuer = %d.server.issuer, "the resource names another authorization server; registering and logging in there");
-            st.discovered = Some(d);
-            st.discovered_from = metadata_url;
-        }
-        Ok(moved)
+        let changed = before.is_some_and(|b| b != d.server.issuer);
+        st.discovered = Some(d);
+        st.discovered_from = metadata_url;
+        Ok(changed)
     }
 
     /// The scopes to ask for: configured, else the challenge's, else the resource's.
@@ -455,15 +457,7 @@ impl OAuthSource {
                 grant::client_credentials(&self.http, meta, &client, &scopes, resource.as_deref())
                     .await
                     .map_err(|e| self.failed("client credentials", e.message))?;
-            self.keep(
-                st,
-                &client,
-                g,
-                scopes,
-                Some(meta.issuer.clone()),
-                meta.token_endpoint.clone(),
-                resource,
-            )?;
+            self.keep(st, &client, g, scopes, Origin::of(meta, resource))?;
             return Self::current(st).ok_or_else(|| {
                 self.failed("client credentials", "the token expired at once".into())
             });
@@ -533,15 +527,7 @@ impl OAuthSource {
         )
         .await
         .map_err(|e| self.failed("code exchange", e.message))?;
-        self.keep(
-            st,
-            &client,
-            g,
-            scopes,
-            Some(meta.issuer.clone()),
-            meta.token_endpoint.clone(),
-            resource,
-        )?;
+        self.keep(st, &client, g, scopes, Origin::of(meta, resource))?;
         Self::current(st).ok_or_else(|| self.failed("login", "the token expired at once".into()))
     }
 
@@ -714,7 +700,7 @@ impl TokenSource for OAuthSource {
                     // Nothing more to ask for: the 403 goes to the caller.
                     return Ok(None);
                 }
-                self.discover(&mut st, metadata_url).await?;
+                self.discover(&mut st, metadata_url, false).await?;
                 st.stepped_up.push(union.clone());
                 return self
                     .obtain(&mut st, union.into_iter().collect())
@@ -726,7 +712,8 @@ impl TokenSource for OAuthSource {
             // (SEP-2352): credentials are bound to the server that issued them, so a new
             // issuer means a new registration and a new login there.
             if refusal.renewal() > 0 {
-                if self.moved_to_another_issuer(&mut st, metadata_url).await? {
+                if self.discover(&mut st, metadata_url, true).await? {
+                    tracing::info!(server = %self.settings.server, "the resource names another authorization server; registering and logging in there");
                     self.forget(&mut st);
                     let scopes = self.scopes(&st, scope);
                     return self.obtain(&mut st, scopes).await.map(Some);
@@ -740,7 +727,7 @@ impl TokenSource for OAuthSource {
             }
             // No token, or one that cannot be refreshed: a new one, with the scopes the old
             // one held (stepped up to) as well as those asked for now.
-            self.discover(&mut st, metadata_url).await?;
+            self.discover(&mut st, metadata_url, false).await?;
             let mut scopes: BTreeSet<String> = self.scopes(&st, scope).into_iter().collect();
             if self.settings.config.scopes.is_none() {
                 scopes.extend(st.held());

@@ -3,8 +3,8 @@
 //!
 //! A modern request carries, in `params._meta`, the protocol version it speaks, the client's
 //! capabilities and the client's identity. The client writes those three entries from bytes
-//! serialized once per server, next to the `progressToken` when there is one: a modern
-//! request costs three copies of prebuilt bytes more than a legacy one.
+//! serialized once per server: a request without a progress token writes them as one prebuilt
+//! object, one with a token writes the token and the three prebuilt values.
 //!
 //! A `tools/call` may be answered `resultType: "input_required"`: the server needs input
 //! (an elicitation, a sampling, the roots) before it can finish, and the client retries the
@@ -260,7 +260,7 @@ pub struct ParamHeader {
 }
 
 /// The largest integer a mirrored parameter may hold (JavaScript's safe range).
-const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// The parameters of `schema` to mirror into headers, or why the tool definition is invalid
 /// (an annotation that is empty, not an HTTP token, a case-insensitive duplicate, on a type
@@ -269,16 +269,14 @@ const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 pub fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, String> {
     let mut found = Vec::new();
     walk(schema, true, &mut Vec::new(), &mut found)?;
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::with_capacity(found.len());
     for h in &found {
-        let lower = h.name.to_ascii_lowercase();
-        if seen.contains(&lower) {
+        if !seen.insert(h.name.to_ascii_lowercase()) {
             return Err(format!(
                 "x-mcp-header {:?} is used twice (names are case-insensitive)",
                 h.name
             ));
         }
-        seen.push(lower);
     }
     Ok(found)
 }
@@ -386,7 +384,7 @@ pub fn param_header_value(arguments: &Map<String, Value>, header: &ParamHeader) 
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) => n
             .as_i64()
-            .filter(|i| i.abs() <= MAX_SAFE_INTEGER)
+            .filter(|i| i.unsigned_abs() <= MAX_SAFE_INTEGER)
             .map(|i| i.to_string()),
         _ => None,
     }
@@ -521,6 +519,19 @@ mod tests {
         assert_eq!(
             param_header_value(none.as_object().unwrap(), &found[2]),
             None
+        );
+        // Outside JavaScript's safe range (and i64::MIN, whose abs overflows): no header.
+        for n in [i64::MIN, -(1 << 53), 1 << 53] {
+            let big = serde_json::json!({"opts": {"n": n}});
+            assert_eq!(
+                param_header_value(big.as_object().unwrap(), &found[1]),
+                None
+            );
+        }
+        let edge = serde_json::json!({"opts": {"n": -((1_i64 << 53) - 1)}});
+        assert_eq!(
+            param_header_value(edge.as_object().unwrap(), &found[1]).as_deref(),
+            Some("-9007199254740991")
         );
     }
 

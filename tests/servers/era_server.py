@@ -67,8 +67,10 @@ Modes (--mode, default modern-only):
                 write) drops the subscription. Other requests are served meanwhile (threads).
 Tools (modern; legacy serves echo only):
   echo {message}     -> "Echo: <message>"
-  whoami {}          -> a text holding the compact JSON {"meta": params._meta, "headers": {the
-                        mcp-protocol-version, mcp-method, mcp-name, mcp-session-id headers received,
+  whoami {region?}   -> (region is annotated "x-mcp-header": "Region") a text holding the
+                        compact JSON {"meta": params._meta, "headers": {the
+                        mcp-protocol-version, mcp-method, mcp-name, mcp-session-id,
+                        mcp-param-region headers received,
                         lower-cased; {} on stdio}, "id": the JSON-RPC id}
   gen_<k> {}         -> "generation <k>"; tools/list lists ONE such tool, k = how many tools/list
                         were served so far, this one included (gen_1, then gen_2, ...)
@@ -568,7 +570,9 @@ def modern_tools(k):
         return {"name": name, "description": description, "inputSchema": schema}
     return [
         ECHO,
-        tool("whoami", "The request's _meta, MCP headers and JSON-RPC id"),
+        tool("whoami", "The request's _meta, MCP headers and JSON-RPC id",
+             {"type": "object", "properties": {
+                 "region": {"type": "string", "x-mcp-header": "Region"}}}),
         tool("ask", "Asks the user's name (elicitation via input_required)"),
         tool("sample", "Asks the client's LLM (sampling via input_required)"),
         tool("roots", "Asks the client's roots (roots/list via input_required)"),
@@ -630,7 +634,8 @@ def call_tool(params, req_id, headers):
         if name == "whoami":
             seen = {}
             if headers is not None:
-                for h in ("mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id"):
+                for h in ("mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id",
+                          "mcp-param-region"):
                     if headers.get(h) is not None:
                         seen[h] = headers.get(h)
             return text_result(dumps({"meta": params.get("_meta"), "headers": seen, "id": req_id}))

@@ -21,8 +21,16 @@ const RESERVED: [HeaderName; 6] = [
     header::ACCEPT,
 ];
 
-/// Headers of Streamable HTTP that the transport sets itself (lower case, as `HeaderName`s are).
-const RESERVED_MCP: [&str; 3] = ["mcp-session-id", "mcp-protocol-version", "last-event-id"];
+/// Headers of Streamable HTTP that the transport sets itself (lower case, as `HeaderName`s are):
+/// a static one of the same name would be sent twice. `Mcp-Param-*` too (2026-07-28).
+const RESERVED_MCP: [&str; 5] = [
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+];
+const RESERVED_MCP_PREFIX: &str = "mcp-param-";
 
 /// Checks `url`, `headers` and `auth` of the server labelled `server`.
 pub(crate) fn validate(
@@ -45,7 +53,10 @@ pub(crate) fn validate(
         if auth_name == Some(name) {
             return err(InvalidKind::Collision(name.clone()));
         }
-        if RESERVED.contains(name) || RESERVED_MCP.contains(&name.as_str()) {
+        if RESERVED.contains(name)
+            || RESERVED_MCP.contains(&name.as_str())
+            || name.as_str().starts_with(RESERVED_MCP_PREFIX)
+        {
             return err(InvalidKind::Reserved(name.clone()));
         }
     }
@@ -159,5 +170,34 @@ impl std::error::Error for InvalidHttpConfig {
             InvalidKind::Auth(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_the_transport_sets_are_refused_as_static_headers() {
+        let url = Url::parse("https://example.com/mcp").unwrap();
+        for name in [
+            "Mcp-Session-Id",
+            "Mcp-Method",
+            "mcp-name",
+            "Mcp-Param-Region",
+            "Host",
+        ] {
+            let headers = [(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_static("x"),
+            )];
+            let e = validate("s", &url, &headers, None).unwrap_err().to_string();
+            assert!(e.contains("is set by the transport itself"), "{name}: {e}");
+        }
+        let ok = [(
+            HeaderName::from_static("x-tenant"),
+            HeaderValue::from_static("x"),
+        )];
+        assert!(validate("s", &url, &ok, None).is_ok());
     }
 }
