@@ -189,6 +189,26 @@ async fn no_token_in_daemon_mode_fails_without_contacting_the_server() {
 }
 
 #[tokio::test]
+async fn a_login_made_meanwhile_is_read_by_a_daemon_that_needed_one() {
+    let Some(server) = OAuthPeer::start(&[]) else {
+        return;
+    };
+    let daemon = server.session("", "", false).await;
+    let err = whoami(&daemon).await.unwrap_err();
+    assert!(matches!(&err, Error::LoginRequired { .. }), "{err:?}");
+    // The operator logs in (another process would do the same to the same token directory).
+    let login = server.session("", "", true).await;
+    whoami(&login).await.unwrap();
+    login.shutdown().await;
+    // The daemon's server is enabled again and uses the stored login.
+    daemon.enable("remote").await.unwrap();
+    let me = whoami(&daemon).await.unwrap();
+    assert_eq!(me["token_generation"], 1, "{me}");
+    assert_eq!(stat(&server.stats(), "authorize"), 1);
+    daemon.shutdown().await;
+}
+
+#[tokio::test]
 async fn insufficient_scope_reauthorizes_once_with_the_union_of_scopes() {
     let Some(server) = OAuthPeer::start(&[]) else {
         return;

@@ -671,6 +671,13 @@ impl TokenSource for OAuthSource {
             {
                 return Ok(None);
             }
+            // A login made meanwhile (`kaged-mcp auth login`) stored one: read the file again.
+            st.loaded = false;
+            self.load(&mut st)?;
+            if let Some(h) = Self::current(&st) {
+                self.needs_login.store(false, Ordering::Relaxed);
+                return Ok(Some(h));
+            }
             Err(self.login_required("has no usable OAuth token"))
         })
     }
