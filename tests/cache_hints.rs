@@ -127,3 +127,61 @@ async fn stdio_list_changes_arrive_on_a_subscription() {
 async fn http_list_changes_arrive_on_a_subscription() {
     listen_case(true).await;
 }
+
+fn stat(stats: &Path, key: &str) -> u64 {
+    let text = std::fs::read_to_string(stats).unwrap_or_default();
+    let v: Value = serde_json::from_str(&text).unwrap_or_default();
+    v[key].as_u64().unwrap_or(0)
+}
+
+/// A subscription the server ends (`end_listen`: gracefully, with a `complete` answer to the
+/// listen request, or over HTTP by just ending the stream, as an idle timeout or a proxy
+/// would) is opened again, the list is read again (a change may have come in the gap: the
+/// catalog shows `gen_2`), and later changes still arrive.
+async fn reopen_case(http: bool, graceful: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.json");
+    let (project, _peer) = project(http, &["--stats-file", stats.to_str().unwrap()]);
+    let session = start(project).await;
+    assert!(names(&session).iter().any(|n| n == "mcp.srv.gen_1"));
+    let args = serde_json::json!({ "graceful": graceful });
+    let ended = session
+        .call("mcp.srv.end_listen", args.as_object().cloned())
+        .await
+        .unwrap();
+    assert_eq!(ended.joined_text(), "ended 1 subscriptions", "{ended:?}");
+    until_listed(&session, "mcp.srv.gen_2").await;
+    for _ in 0..300 {
+        if stat(&stats, "subscriptions_total") == 2 && stat(&stats, "subscriptions_open") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(stat(&stats, "subscriptions_total"), 2, "not opened again");
+    assert_eq!(stat(&stats, "subscriptions_open"), 1);
+    let bumped = session.call("mcp.srv.bump", None).await.unwrap();
+    assert_eq!(
+        bumped.joined_text(),
+        "bumped 1 (notified 1 subscriptions)",
+        "{bumped:?}"
+    );
+    until_listed(&session, "mcp.srv.added_1").await;
+    let st = &session.status()[0];
+    assert_eq!((st.state.as_str(), st.restarts), ("ready", 0), "{st:?}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdio_a_subscription_the_server_ends_is_opened_again() {
+    reopen_case(false, true).await;
+}
+
+#[tokio::test]
+async fn http_a_subscription_the_server_ends_is_opened_again() {
+    reopen_case(true, true).await;
+}
+
+#[tokio::test]
+async fn http_a_subscription_stream_cut_without_an_answer_is_opened_again() {
+    reopen_case(true, false).await;
+}

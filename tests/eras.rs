@@ -307,6 +307,54 @@ async fn http_modern_requests_carry_meta_and_the_mirrored_headers() {
     session.shutdown().await;
 }
 
+/// Over Streamable HTTP a modern request's answer comes only on its own response: one answered
+/// `202 Accepted` with no body (era_server `no_answer`), or whose event stream ends before the
+/// answer after an event with an id (`cut_stream`), fails at once naming what happened, not at
+/// its timeout and with no `GET` resuming the stream (2026-07-28 has neither); the session goes
+/// on.
+#[tokio::test]
+async fn http_a_modern_request_without_its_answer_fails_at_once_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.json");
+    let peer = SsePeer::start_reporting_port(&peers::era_server_http(
+        "modern-only",
+        &["--stats-file", stats.to_str().unwrap()],
+    ))
+    .unwrap();
+    let config = Sources::new(http_project(&peer.mcp_url()))
+        .local("[mcp.srv]\nera = \"modern\"\ntimeout_ms = 60000\n".to_owned())
+        .load()
+        .unwrap();
+    let session = Session::start(config).await.unwrap();
+    for (tool, want) in [
+        ("no_answer", "answered `202 Accepted` with no answer"),
+        (
+            "cut_stream",
+            "the response stream ended before the answer (2026-07-28 streams are not resumed)",
+        ),
+    ] {
+        let error = session
+            .call(&format!("mcp.srv.{tool}"), None)
+            .await
+            .expect_err("no answer came")
+            .to_string();
+        assert!(
+            error.contains(want) && !error.contains("timed out"),
+            "{tool}: {error}"
+        );
+    }
+    let echo = session
+        .call("mcp.srv.echo", args(json!({"message": "after"})))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", peer.stderr()));
+    assert_eq!(echo.joined_text(), "Echo: after");
+    let st = &session.status()[0];
+    assert_eq!((st.state.as_str(), st.restarts), ("ready", 0), "{st:?}");
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(seen["mcp_gets"], 0, "a GET reached the server: {seen}");
+    session.shutdown().await;
+}
+
 #[tokio::test]
 async fn http_a_server_speaking_only_an_unknown_version_fails_naming_its_versions() {
     let peer = SsePeer::start_reporting_port(&peers::era_server_http(

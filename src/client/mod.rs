@@ -111,6 +111,17 @@ pub const MAX_TOOL_PAGES: usize = 100;
 /// The most tools accepted from one server.
 pub const MAX_TOOLS: usize = 10_000;
 
+/// The pause before a `subscriptions/listen` stream that ended is opened again; it doubles
+/// with each stream that ends within [`LISTEN_STEADY`], up to [`LISTEN_MAX_PAUSE`].
+pub const LISTEN_FIRST_PAUSE: Duration = Duration::from_secs(1);
+
+/// The longest pause before a `subscriptions/listen` stream is opened again.
+pub const LISTEN_MAX_PAUSE: Duration = Duration::from_secs(60);
+
+/// A `subscriptions/listen` stream that lasted this long was a working one: the next pause
+/// is [`LISTEN_FIRST_PAUSE`] again.
+pub const LISTEN_STEADY: Duration = Duration::from_secs(60);
+
 /// A supervised session with one MCP server. See the [module docs](self).
 ///
 /// # Clone
@@ -790,29 +801,69 @@ impl Shared {
         Ok((session, init, Era::Legacy))
     }
 
-    /// Opens a `subscriptions/listen` stream for a modern server that offers list changes;
-    /// its end (the server ended it, or the connection) is logged.
+    /// Keeps a `subscriptions/listen` stream open for a modern server that offers list
+    /// changes, for the life of `session`. A stream that ends while the session lives (the
+    /// server ended it, or the transport cut it: an idle timeout, a proxy) is opened again
+    /// after a pause ([`LISTEN_FIRST_PAUSE`], doubling up to [`LISTEN_MAX_PAUSE`]; the first
+    /// again after a stream that lasted [`LISTEN_STEADY`]), and the tool list is read again,
+    /// since a change may have come in the gap. A JSON-RPC error (the server refuses the
+    /// subscription) ends it for the session.
     fn listen_for_tool_changes(&self, session: &Arc<RpcSession>) {
         let server = Arc::clone(&self.server);
-        match session.listen_for_tool_changes() {
-            Ok(rx) => {
-                tokio::spawn(async move {
-                    match rx.await {
-                        Ok(Ok(_)) => tracing::info!(
-                            server = &*server,
-                            "the server ended the tools/list_changed subscription"
-                        ),
-                        Ok(Err(e)) => {
-                            tracing::debug!(server = &*server, error = %e, "the tools/list_changed subscription ended")
+        let session = Arc::downgrade(session);
+        tokio::spawn(async move {
+            let mut pause = LISTEN_FIRST_PAUSE;
+            let mut reopened = false;
+            loop {
+                let Some(live) = session.upgrade() else {
+                    return;
+                };
+                let rx = match live.listen_for_tool_changes() {
+                    Ok(rx) => rx,
+                    Err(e) => {
+                        if !live.is_closed() {
+                            tracing::warn!(server = &*server, error = %e, "subscriptions/listen not sent; tool changes are seen at the ttl or a restart");
                         }
-                        Err(_) => {}
+                        return;
                     }
-                });
+                };
+                if reopened {
+                    live.tools_may_have_changed();
+                }
+                drop(live);
+                let opened = Instant::now();
+                let outcome = rx.await;
+                match session.upgrade() {
+                    Some(live) if !live.is_closed() => {}
+                    _ => return,
+                }
+                let Ok(outcome) = outcome else { return };
+                if opened.elapsed() >= LISTEN_STEADY {
+                    pause = LISTEN_FIRST_PAUSE;
+                }
+                let pause_ms = pause.as_millis() as u64;
+                match outcome {
+                    Ok(_) => tracing::info!(
+                        server = &*server,
+                        pause_ms,
+                        "the server ended the tools/list_changed subscription; opening it again"
+                    ),
+                    Err(e @ ClientError::JsonRpc { .. }) => {
+                        tracing::warn!(server = &*server, error = %e, "the server refused subscriptions/listen; tool changes are seen at the ttl or a restart");
+                        return;
+                    }
+                    Err(e) => tracing::info!(
+                        server = &*server,
+                        error = %e,
+                        pause_ms,
+                        "the tools/list_changed subscription was cut; opening it again"
+                    ),
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(LISTEN_MAX_PAUSE);
+                reopened = true;
             }
-            Err(e) => {
-                tracing::warn!(server = &*self.server, error = %e, "subscriptions/listen not sent; tool changes are seen at the ttl or a restart");
-            }
-        }
+        });
     }
 
     /// The legacy handshake: `initialize`, `notifications/initialized`.

@@ -381,6 +381,17 @@ impl RpcSession {
         Ok(rx)
     }
 
+    /// The connection ended: no more requests.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.table().closed.is_some()
+    }
+
+    /// Bumps the tools generation, as a `notifications/tools/list_changed` does: the list is
+    /// read again.
+    pub(crate) fn tools_may_have_changed(&self) {
+        self.tools_changed.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
     /// From now on every request carries the modern `_meta` entries `meta`.
     pub(crate) fn speak_modern(&self, meta: Arc<ModernMeta>) {
         let _ = self.modern.set(meta);
@@ -719,7 +730,7 @@ impl RpcSession {
                 log_server_message(&self.server, &params);
             }
             TOOLS_LIST_CHANGED => {
-                self.tools_changed.send_modify(|g| *g = g.wrapping_add(1));
+                self.tools_may_have_changed();
                 tracing::debug!(server = &*self.server, "server says its tools changed");
             }
             _ => tracing::trace!(server = &*self.server, method, "notification ignored"),

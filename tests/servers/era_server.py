@@ -72,6 +72,15 @@ Tools (modern; legacy serves echo only):
                         mcp-protocol-version, mcp-method, mcp-name, mcp-session-id,
                         mcp-param-region headers received,
                         lower-cased; {} on stdio}, "id": the JSON-RPC id}
+  end_listen {graceful?} -> ends every open subscriptions/listen; graceful: its listen is
+                        answered {"resultType": "complete", "_meta": {subscriptionId}} first;
+                        not graceful (HTTP only; stdio subscriptions are left open): the event
+                        stream just ends (the chunked body is closed) -> "ended <n> subscriptions"
+  cut_stream {}      -> HTTP: a text/event-stream with one event (`id: e1`, a
+                        notifications/message), then the stream ends without the answer; stdio:
+                        nothing is ever written for it
+  no_answer {}       -> HTTP: the POST is answered 202 Accepted with no body; stdio: nothing is
+                        ever written for it
   gen_<k> {}         -> "generation <k>"; tools/list lists ONE such tool, k = how many tools/list
                         were served so far, this one included (gen_1, then gen_2, ...)
   ask {}             -> input_required {"name": elicitation/create (form, "What is your name?",
@@ -120,7 +129,7 @@ N-th is still running, so exactly N are served). After the switch:
 Stats: {"mode", "requests": {method: n} (every request, counted on arrival), "tool_calls":
 {name: n}, "errors": {"<code>": n} (JSON-RPC errors sent), "input_required": n, "sampling_answered":
 n, "loop_rounds": n, "subscriptions_open": n (now), "subscriptions_total": n (ever acknowledged),
-"switched": true once --legacy-after switched the server to legacy (else false)}.
+"mcp_gets": n (HTTP GET or DELETE of /mcp, each answered 405), "switched": true once --legacy-after switched the server to legacy (else false)}.
 HTTP: GET /stats. stdio: after every message, one line `STATS <json>` on
 stderr. Both: --stats-file PATH is rewritten (atomically) after every message.
 """
@@ -154,7 +163,7 @@ ARGS = None
 PORT = 0
 VERSIONS = []
 LOCK = threading.Lock()  # guards everything below
-STATS = {"mode": None, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
+STATS = {"mode": None, "mcp_gets": 0, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
          "sampling_answered": 0, "loop_rounds": 0, "subscriptions_open": 0,
          "subscriptions_total": 0, "switched": False}
 LISTS_SERVED = 0
@@ -169,6 +178,10 @@ SWITCHED = False  # --legacy-after: the server now speaks legacy only
 MODERN_CALLS_TAKEN = 0  # --legacy-after: modern tools/call admitted (served or being served)
 MODERN_CALLS_SERVED = 0  # --legacy-after: modern tools/call served
 SWITCHED_VERSIONS = ["2025-11-25"]
+NO_ANSWER = object()  # a tools/call result: HTTP 202 with no body, no line on stdio
+CUT_STREAM = object()  # a tools/call result: HTTP an event stream cut before the answer
+END_GRACEFUL = object()  # queued to an HTTP subscription: answer its listen, end the stream
+END_ABRUPT = object()  # queued to an HTTP subscription: end the stream without an answer
 
 ECHO = {"name": "echo", "description": "Echoes the message back",
         "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}},
@@ -356,6 +369,10 @@ def process(msg, headers=None):
                 result = modern(method, params, req_id, headers)
             if isinstance(result, Listen):
                 return 200, result
+            if result is NO_ANSWER:
+                return 202, None
+            if result is CUT_STREAM:
+                return 200, CUT_STREAM
     except RpcError as err:
         return err.status(), error_response(req_id, err)
     return 200, {"jsonrpc": "2.0", "id": req_id, "result": result}
@@ -550,6 +567,8 @@ def modern(method, params, req_id, headers):
             end_modern_call(False)
             raise
         end_modern_call(True)
+        if result is NO_ANSWER or result is CUT_STREAM:
+            return result
         result.setdefault("resultType", "complete")
         result["_meta"] = {META_SERVER: SERVER_INFO}
         return result
@@ -579,6 +598,12 @@ def modern_tools(k):
         tool("state_only", "input_required with only a requestState, `rounds` times",
              {"type": "object", "properties": {"rounds": {"type": "integer", "minimum": 0}}}),
         tool("loop", "input_required forever"),
+        tool("end_listen", "Ends every open subscriptions/listen: graceful (a complete result) or "
+             "not (HTTP only: the stream ends without one)",
+             {"type": "object", "properties": {"graceful": {"type": "boolean"}}}),
+        tool("cut_stream", "HTTP: an event stream with one event (id e1) that ends before the "
+             "answer; stdio: no answer"),
+        tool("no_answer", "HTTP: the POST is answered 202 Accepted with no body; stdio: no answer"),
         tool(f"gen_{k}", f"Generation {k} of the tool list"),
         tool("bump", "Adds a tool (added_<n>) and notifies the toolsListChanged subscriptions"),
     ] + ([tool(f"added_{n}", f"Added by bump number {n}")] if n else [])
@@ -685,12 +710,41 @@ def call_tool(params, req_id, headers):
             return text_result(f"added {m.group(1)}")
         if name == "bump":
             return bump_tool()
+        if name == "no_answer":
+            return NO_ANSWER
+        if name == "cut_stream":
+            return CUT_STREAM
+        if name == "end_listen":
+            return end_listen_tool(args.get("graceful") is True)
         if name == "loop":
             bump("loop_rounds")
             return issue("loop", req_id, f"loop:{nonce()}", {"name": ASK_REQUEST})
         return text_result(f"unknown tool {name}", True)
     except ToolFail as fail:
         return text_result(str(fail), True)
+
+
+def end_listen_tool(graceful):
+    """Ends every open subscription: graceful -> its listen request is answered
+    {resultType: complete} first; else (HTTP) its stream just ends. stdio ends only gracefully."""
+    with LOCK:
+        targets = list(SUBS.values())
+    ended = 0
+    for sub in targets:
+        if sub.transport == "stdio" and not graceful:
+            continue
+        if sub.transport == "stdio":
+            close_subscription(sub)
+            write_line(listen_complete(sub))
+        else:
+            sub.deliver(END_GRACEFUL if graceful else END_ABRUPT)
+        ended += 1
+    return text_result(f"ended {ended} subscriptions")
+
+
+def listen_complete(sub):
+    return {"jsonrpc": "2.0", "id": sub.req_id,
+            "result": {"resultType": "complete", "_meta": {META_SUB_ID: sub.req_id}}}
 
 
 def bump_tool():
@@ -723,6 +777,8 @@ def serve_stdio():
             answer = error_response(None, RpcError(-32700, "Parse error"))
         else:
             answer = safe_process(msg)[1]
+            if answer is CUT_STREAM:
+                answer = None
         if isinstance(answer, Listen):
             sub = Subscription(answer.req_id, answer.tools, "stdio")
             open_subscription(sub)
@@ -792,6 +848,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "GET" and self.path_only() == "/stats":
             self.reply(200, stats_json().encode(), "application/json")
         elif self.path_only() == "/mcp":
+            with LOCK:
+                STATS["mcp_gets"] += 1
+            publish_stats(False)
             self.reply(405, b"", headers=[("Allow", "POST")])
         else:
             self.reply(404, b"not found", "text/plain; charset=utf-8")
@@ -815,6 +874,18 @@ class Handler(BaseHTTPRequestHandler):
             self.serve_listen(Subscription(answer.req_id, answer.tools, "http"))
             return
         publish_stats(False)
+        if answer is CUT_STREAM:
+            self.close_connection = True
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            note = {"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": "the answer will not come"}}
+            self.write_chunk(b"id: e1\ndata: " + dumps(note).encode() + b"\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
         if answer is None:
             self.reply(status or 202)
         else:
@@ -857,6 +928,12 @@ class Handler(BaseHTTPRequestHandler):
                         self.write_chunk(b":\n\n")
                         last_write = time.monotonic()
                     continue
+                if item is END_GRACEFUL:
+                    self.write_chunk(b"data: " + dumps(listen_complete(sub)).encode() + b"\n\n")
+                if item is END_GRACEFUL or item is END_ABRUPT:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    break
                 self.write_chunk(b"data: " + dumps(item).encode() + b"\n\n")
                 last_write = time.monotonic()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):

@@ -519,12 +519,34 @@ impl Conn {
             return self.fail(&id, post_refused(status, &self.inner.auth_hint));
         }
         if status == StatusCode::ACCEPTED {
+            if mirror.is_some() {
+                // 2026-07-28 has no GET stream: a request's answer can come only on its own
+                // response, so waiting would only end at the call's timeout.
+                tracing::warn!(server = %self.server, request_id = %id, "a request was answered 202 Accepted without an answer");
+                return self.fail(
+                    &id,
+                    SendFailure {
+                        message: "the POST of a request was answered `202 Accepted` with no \
+                                  answer; in 2026-07-28 a request's answer comes only on its \
+                                  own response (there is no GET stream), so none will come"
+                            .to_owned(),
+                        not_delivered: false,
+                        retryable: false,
+                        permanent: false,
+                        status: Some(202),
+                    },
+                );
+            }
             tracing::debug!(server = %self.server, request_id = %id, "request accepted without an answer; it may come on the GET stream");
             return;
         }
         match content_type(&response) {
             ContentType::Json => self.read_json(response.into_body(), &id).await,
-            ContentType::EventStream => self.read_answer_stream(response.into_body(), &id).await,
+            ContentType::EventStream => {
+                let resumable = mirror.is_none();
+                self.read_answer_stream(response.into_body(), &id, resumable)
+                    .await
+            }
             ContentType::Other(ct) => self.fail(
                 &id,
                 SendFailure {
@@ -668,8 +690,9 @@ impl Conn {
     }
 
     /// Reads an answer's event stream, resuming it with `Last-Event-ID` while it ends before
-    /// the answer.
-    async fn read_answer_stream(&self, body: Body, id: &RequestId) {
+    /// the answer, if it is `resumable` (2026-07-28 streams are not: a cut one fails its
+    /// request at once).
+    async fn read_answer_stream(&self, body: Body, id: &RequestId, resumable: bool) {
         let mut parser = EventParser::new(self.limit);
         let mut body = body;
         let mut fruitless = 0;
@@ -681,6 +704,21 @@ impl Conn {
             };
             if !self.awaits(id) {
                 return;
+            }
+            if !resumable {
+                return self.fail(
+                    id,
+                    SendFailure {
+                        message: format!(
+                            "the response stream {why} before the answer (2026-07-28 streams \
+                             are not resumed)"
+                        ),
+                        not_delivered: false,
+                        retryable: false,
+                        permanent: false,
+                        status: None,
+                    },
+                );
             }
             if got_events {
                 fruitless = 0;
