@@ -103,18 +103,23 @@ async fn http_a_tool_list_is_read_again_when_its_ttl_expired() {
     ttl_case(true).await;
 }
 
-async fn listen_case(http: bool) {
-    let (project, _peer) = project(http, &[]);
-    let session = start(project).await;
-    assert!(!names(&session).iter().any(|n| n == "mcp.srv.added_1"));
+/// `bump` adds `added_1` and notifies exactly one subscription (the client opened one, asking
+/// for tool list changes); the catalog then lists it.
+async fn bump_reaches_the_catalog(session: &Session) {
     let bumped = session.call("mcp.srv.bump", None).await.unwrap();
-    // The client opened one subscription, asking for tool list changes.
     assert_eq!(
         bumped.joined_text(),
         "bumped 1 (notified 1 subscriptions)",
         "{bumped:?}"
     );
-    until_listed(&session, "mcp.srv.added_1").await;
+    until_listed(session, "mcp.srv.added_1").await;
+}
+
+async fn listen_case(http: bool) {
+    let (project, _peer) = project(http, &[]);
+    let session = start(project).await;
+    assert!(!names(&session).iter().any(|n| n == "mcp.srv.added_1"));
+    bump_reaches_the_catalog(&session).await;
     session.shutdown().await;
 }
 
@@ -159,13 +164,7 @@ async fn reopen_case(http: bool, graceful: bool) {
     }
     assert_eq!(stat(&stats, "subscriptions_total"), 2, "not opened again");
     assert_eq!(stat(&stats, "subscriptions_open"), 1);
-    let bumped = session.call("mcp.srv.bump", None).await.unwrap();
-    assert_eq!(
-        bumped.joined_text(),
-        "bumped 1 (notified 1 subscriptions)",
-        "{bumped:?}"
-    );
-    until_listed(&session, "mcp.srv.added_1").await;
+    bump_reaches_the_catalog(&session).await;
     let st = &session.status()[0];
     assert_eq!((st.state.as_str(), st.restarts), ("ready", 0), "{st:?}");
     session.shutdown().await;
