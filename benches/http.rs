@@ -37,7 +37,7 @@
 //! kaged-mcp calls go through the standard stack as the registry dispatches them:
 //! `stack.clone().oneshot(call)` on `StackBuilder::new(StackSettings::new("bench")).build(client)`
 //! (Trace → Truncate (64 KiB cap: the 64 KiB result is cut to the cap and the marker appended)
-//! → Timeout → Retry) over `McpClient` on `StreamableHttpTransport`. rmcp calls are
+//! → Timeout → Limit → Retry) over `McpClient` on `StreamableHttpTransport`. rmcp calls are
 //! `peer.call_tool(..)`. Both build the call's arguments (`{"message": "hello"[, "pad": n]}`)
 //! per call; the bare client clones a pre-built body.
 //!

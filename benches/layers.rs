@@ -13,13 +13,13 @@
 //!   cost here includes one trip through the scheduler.
 //!
 //! In each group:
-//! - `truncate`, `progress_timeout`, `retry`: one layer each, as the standard stack configures
-//!   it (64 KiB cap; 30 s idle timeout with a 600 s cap; [`default_retry_policy`]); `timeout` is
-//!   tower's plain `Timeout` (30 s), for comparison.
+//! - `truncate`, `progress_timeout`, `stats`, `limit`, `retry`: one layer each, as the standard
+//!   stack configures it (64 KiB cap; 30 s idle timeout with a 600 s cap; 64 calls in flight;
+//!   [`default_retry_policy`]); `timeout` is tower's plain `Timeout` (30 s), for comparison.
 //! - `truncate+progress_timeout+retry`: the three, unboxed, without the trace layer.
 //! - `full_stack`: `StackBuilder::new(StackSettings::new("bench")).build(..)`: Trace → Stats →
-//!   Truncate → ProgressTimeout → Retry, type-erased into a `ToolService`. The trace layer is private to
-//!   the stack, so its cost is `full_stack` minus `truncate+progress_timeout+retry` (the type
+//!   Truncate → ProgressTimeout → Limit → Retry, type-erased into a `ToolService`. The trace
+//!   layer is private to the stack, so its cost is `full_stack` minus the others (the type
 //!   erasure included).
 //! - `full_stack/clone+oneshot`: as the registry dispatches: clone the stored stack, `oneshot`.
 //! - `full_stack/info_subscriber` and `full_stack/debug_subscriber`: with a `fmt` subscriber at
@@ -148,6 +148,14 @@ fn group(c: &mut Criterion, rt: &Runtime, group: &str, bare: impl ToolSvc) {
         &name("stats"),
         ServiceBuilder::new()
             .layer(StatsLayer::new(Arc::new(CallStats::new())))
+            .service(bare.clone()),
+    );
+    bench_service(
+        c,
+        rt,
+        &name("limit"),
+        ServiceBuilder::new()
+            .in_flight_limit(64)
             .service(bare.clone()),
     );
     bench_service(

@@ -198,6 +198,11 @@ fn client_for(
     let mut options = ClientOptions::default()
         .frame_limit(config.daemon.frame_limit_bytes)
         .wait_for_restart(config.timeout_for(&server.key));
+    // The stack lets `max_in_flight` calls through and makes the rest wait; the client's own
+    // fail-fast bound stays above it, with room for discovery and the listen stream.
+    options.max_in_flight = options
+        .max_in_flight
+        .max(config.daemon.max_in_flight.saturating_add(64));
     options.elicitation_handler = session.elicitation.clone();
     options.era = config.local.overrides(&server.key).era;
     let transport =

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! [embedder outer layers] ─▶ Trace ─▶ Stats ─▶ Truncate(result cap) ─▶ Timeout(timeout_ms)
-//!     ─▶ Retry(backoff, only when safe) ─▶ [embedder inner layers] ─▶ McpClient
+//!     ─▶ Limit(max_in_flight) ─▶ Retry(backoff, only when safe) ─▶ [embedder inner layers]
+//!     ─▶ McpClient
 //! ```
 //!
 //! # Order
@@ -14,12 +15,16 @@
 //!   calls, tool errors (`isError`), failures, timeouts, and latency quantiles, read through
 //!   [`StackSettings::stats`] (the session's `status`).
 //! - **Truncate** sits outside the timeout, so what reaches the agent is always capped.
-//! - **Timeout** wraps the retry, so `timeout_ms` bounds the whole call as the caller sees it,
-//!   backoff included. Every layer below it is always ready, so readiness costs no time
-//!   outside the clock. A call that carries a
+//! - **Timeout** wraps the limit and the retry, so `timeout_ms` bounds the whole call as the
+//!   caller sees it, a wait for a place and backoff included. Every layer below it is always
+//!   ready, so readiness costs no time outside the clock. A call that carries a
 //!   [`ProgressHandle`](kaged_mcp_layers::timeout::ProgressHandle) opts into "reset on
 //!   progress": `timeout_ms` then bounds the time *between* progress notifications, and
 //!   [`StackSettings::progress_cap`] the whole call.
+//! - **Limit** lets at most [`StackSettings::max_in_flight`] calls of the server run at once
+//!   (`config.toml` `max_in_flight`, default 64); the rest wait their turn inside their
+//!   futures, in order (the layer is as ready as the retry below it, always, so the wait is on
+//!   the clock). It wraps the retry: a call keeps its place across its attempts.
 //! - **Retry** sends a call again only when it provably never reached the server, or when the
 //!   tool is idempotent or read-only and the operator trusts the server's annotations.
 //!
@@ -49,6 +54,7 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
+use kaged_mcp_layers::limit::InFlightLimitLayer;
 use kaged_mcp_layers::retry::{NotSent, RetryPolicy};
 use kaged_mcp_layers::stats::{CallStats, StatsLayer};
 use kaged_mcp_layers::timeout::{Elapsed, ElapsedKind, ProgressTimeoutLayer};
@@ -79,6 +85,9 @@ pub struct StackSettings {
     pub timeout: Duration,
     /// The total cap of a call that opts into "reset on progress" (default 10 minutes).
     pub progress_cap: Duration,
+    /// The most calls of the server running at once; the rest wait (`config.toml`
+    /// `max_in_flight`, default 64).
+    pub max_in_flight: usize,
     /// The retry policy.
     pub retry: RetryPolicy,
     /// Where the stack counts its calls (shared by every clone of the stack).
@@ -86,7 +95,7 @@ pub struct StackSettings {
 }
 
 impl StackSettings {
-    /// The defaults of ADR-0043: a 64 KiB cap, a 30 s timeout, and
+    /// The defaults of ADR-0043: a 64 KiB cap, a 30 s timeout, 64 calls in flight and
     /// [`default_retry_policy`].
     pub fn new(server: impl Into<Arc<str>>) -> Self {
         Self {
@@ -94,6 +103,7 @@ impl StackSettings {
             result_max_bytes: 65_536,
             timeout: Duration::from_secs(30),
             progress_cap: Duration::from_secs(600),
+            max_in_flight: 64,
             retry: default_retry_policy(),
             stats: Arc::new(CallStats::new()),
         }
@@ -104,6 +114,7 @@ impl StackSettings {
         Self {
             result_max_bytes: config.daemon.result_max_bytes,
             timeout: config.timeout_for(server),
+            max_in_flight: config.daemon.max_in_flight,
             ..Self::new(server)
         }
     }
@@ -123,6 +134,12 @@ impl StackSettings {
     /// Sets the total cap of calls that reset their timeout on progress.
     pub fn progress_cap(mut self, cap: Duration) -> Self {
         self.progress_cap = cap;
+        self
+    }
+
+    /// Sets the most calls running at once.
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = max;
         self
     }
 
@@ -246,6 +263,7 @@ impl StackBuilder {
                 s.timeout,
                 s.progress_cap.max(s.timeout),
             ))
+            .layer(InFlightLimitLayer::new(s.max_in_flight))
             .retry(s.retry)
             .layer(Identity::new());
         let mut svc = match bottom {

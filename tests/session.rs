@@ -441,3 +441,43 @@ async fn a_call_reporting_progress_resets_its_timeout_until_the_cap() {
     );
     session.shutdown().await;
 }
+
+/// `config.toml` `max_in_flight` bounds the calls of one server running at once, and the rest
+/// wait their turn: era_server over Streamable HTTP serves each request on a thread and counts
+/// the `hold` calls running at once. Six concurrent calls all succeed; with `max_in_flight = 2`
+/// at most two ran at once (exactly two: they overlap), with the default (64) more than two.
+#[tokio::test]
+async fn max_in_flight_bounds_the_calls_running_at_once_and_the_rest_wait() {
+    for limit in [Some(2), None] {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = dir.path().join("stats.json");
+        let peer = common::peers::SsePeer::start_reporting_port(&peers::era_server_http(
+            "modern-only",
+            &["--stats-file", stats.to_str().unwrap()],
+        ))
+        .unwrap();
+        let project = format!(
+            "mcp:\n  srv:\n    transport: streamable-http\n    url: {}\n",
+            peer.mcp_url()
+        );
+        let daemon = limit.map_or(String::new(), |n| format!("[mcp]\nmax_in_flight = {n}\n"));
+        let config = kaged_mcp::config::Sources::new(project)
+            .config(daemon)
+            .load()
+            .unwrap();
+        let session = Session::start(config).await.unwrap();
+        let calls = (0..6).map(|_| session.call("mcp.srv.hold", args(json!({"ms": 400}))));
+        for answer in futures::future::join_all(calls).await {
+            let answer = answer.unwrap_or_else(|e| panic!("{limit:?}: {e}\n{}", peer.stderr()));
+            assert_eq!(answer.joined_text(), "held 400 ms");
+        }
+        let seen: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        let most = seen["holds_most"].as_u64().unwrap();
+        match limit {
+            Some(n) => assert_eq!(most, n, "{seen}"),
+            None => assert!(most > 2, "the default limit held calls back: {seen}"),
+        }
+        session.shutdown().await;
+    }
+}

@@ -149,3 +149,27 @@ async fn not_sent_errors_reach_the_operator_without_the_marker() {
     let shown = into_error("s", "x", e).to_string();
     assert!(shown.contains("next attempt in 900 ms"), "{shown}");
 }
+
+/// The limit on calls in flight sits inside the timeout: a call waiting for its place waits on
+/// the clock, and one that waits too long fails as a timeout naming the server.
+#[tokio::test(start_paused = true)]
+async fn waiting_for_a_place_counts_against_the_timeout() {
+    let slow = service_fn(|_: ToolCall| async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Ok::<_, BoxError>(ToolResult::text("done"))
+    });
+    let stack = StackBuilder::new(
+        StackSettings::new("demo")
+            .timeout(Duration::from_millis(1500))
+            .max_in_flight(1),
+    )
+    .build(slow);
+    let first = stack.clone().oneshot(ToolCall::new("a"));
+    let second = stack.clone().oneshot(ToolCall::new("b"));
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(first.unwrap().joined_text(), "done");
+    let err = second.unwrap_err();
+    let timed_out = err.downcast_ref::<TimedOut>().expect("a TimedOut");
+    assert_eq!(&*timed_out.server, "demo");
+    assert_eq!(timed_out.timeout, Duration::from_millis(1500));
+}

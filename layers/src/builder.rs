@@ -9,6 +9,7 @@ use tower::ServiceBuilder;
 
 #[cfg(feature = "auth")]
 use crate::auth::{AuthHeader, AuthLayer};
+use crate::limit::InFlightLimitLayer;
 use crate::reject_sampling::RejectSamplingLayer;
 use crate::retry::RetryPolicy;
 use crate::timeout::ProgressTimeoutLayer;
@@ -67,6 +68,10 @@ pub trait ServiceBuilderExt<L>: sealed::Sealed<L> + Sized {
         total: Duration,
     ) -> ServiceBuilder<Stack<ProgressTimeoutLayer, L>>;
 
+    /// Lets at most `max` calls through at once, the rest waiting in their futures; see
+    /// [`limit`](crate::limit).
+    fn in_flight_limit(self, max: usize) -> ServiceBuilder<Stack<InFlightLimitLayer, L>>;
+
     /// Retries what is safe to retry, through tower's [`Retry`](tower::retry::Retry); see
     /// [`retry`](crate::retry).
     fn retry_policy<R>(
@@ -97,6 +102,10 @@ impl<L> ServiceBuilderExt<L> for ServiceBuilder<L> {
         total: Duration,
     ) -> ServiceBuilder<Stack<ProgressTimeoutLayer, L>> {
         self.layer(ProgressTimeoutLayer::new(idle, total))
+    }
+
+    fn in_flight_limit(self, max: usize) -> ServiceBuilder<Stack<InFlightLimitLayer, L>> {
+        self.layer(InFlightLimitLayer::new(max))
     }
 
     fn retry_policy<R>(

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | [`truncate`] | caps every response at a number of bytes | [`Truncatable`](truncate::Truncatable) on the response |
 //! | [`stats`] | [`Stats`](stats::Stats): calls, errors, failures, timeouts and latency quantiles in bounded memory | [`Outcome`](stats::Outcome) on the response |
+//! | [`limit`] | [`InFlightLimit`](limit::InFlightLimit): at most `max` calls at once; the rest wait in their futures, in order | none |
 //! | [`timeout`] | [`ProgressTimeout`](timeout::ProgressTimeout): idle timeout reset by progress, with a total cap (a plain timeout for a request without progress); one error type, [`Elapsed`](timeout::Elapsed) | [`ProgressAware`](timeout::ProgressAware) on the request |
 //! | [`retry`] | [`RetryPolicy`](retry::RetryPolicy) for tower's `Retry`: only what is safe, jittered backoff, attempt limit, budget | [`RetrySafe`](retry::RetrySafe) on the request |
 //! | [`reject_sampling`] | refuses a server's `sampling/createMessage` | [`JsonRpcMethod`](reject_sampling::JsonRpcMethod) on the request |
@@ -18,11 +19,12 @@
 //! # Order
 //! The standard stack of a tool call, outermost first:
 //!
-//! **Trace → Stats → Truncate → Timeout → Retry → client.**
+//! **Trace → Stats → Truncate → Timeout → Limit → Retry → client.**
 //!
 //! The trace span (opened by `kaged-mcp`) sees the whole call. Truncation sits outside the
-//! timeout, so what reaches the agent is always capped. The timeout wraps the retry, so
-//! `timeout_ms` bounds the call as the caller sees it, backoff included. The retry sits on the
+//! timeout, so what reaches the agent is always capped. The timeout wraps the limit and the
+//! retry, so `timeout_ms` bounds the call as the caller sees it, a wait for a place and backoff
+//! included. The limit wraps the retry, so a call keeps its place across its attempts. The retry sits on the
 //! client, where [`retry::NotSent`] errors come from.
 //!
 //! Server→client requests pass their own stack: RejectSampling → the handlers of `kaged-mcp`.
@@ -70,6 +72,7 @@
 #[cfg(feature = "auth")]
 pub mod auth;
 mod builder;
+pub mod limit;
 pub mod reject_sampling;
 pub mod retry;
 pub mod stats;

@@ -35,8 +35,9 @@ pub struct ClientOptions {
     /// How long the server gets to answer `initialize` (default 30 s).
     pub initialize_timeout: Duration,
     /// The bound on requests in flight; past it calls fail fast with
-    /// [`TooManyInFlight`](super::ClientError::TooManyInFlight) (default 1024). Put a
-    /// `tower::limit::ConcurrencyLimit` in front to wait instead.
+    /// [`TooManyInFlight`](super::ClientError::TooManyInFlight) (default 1024). The standard
+    /// stack's limit ([`StackSettings::max_in_flight`](crate::stack::StackSettings::max_in_flight),
+    /// 64 by default) makes calls over it wait instead.
     pub max_in_flight: usize,
     /// `clientInfo` sent in `initialize` (default: this crate's name and version).
     pub client_info: Implementation,

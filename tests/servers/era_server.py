@@ -79,6 +79,9 @@ Tools (modern; legacy serves echo only):
   cut_stream {}      -> HTTP: a text/event-stream with one event (`id: e1`, a
                         notifications/message), then the stream ends without the answer; stdio:
                         nothing is ever written for it
+  hold {ms?}         -> sleeps ms milliseconds (default 300, at most 60000), counting the holds
+                        running at once (stats holds_most) -> "held <ms> ms"; HTTP serves
+                        requests on threads, so holds overlap; stdio serves one at a time
   no_answer {}       -> HTTP: the POST is answered 202 Accepted with no body; stdio: nothing is
                         ever written for it
   gen_<k> {}         -> "generation <k>"; tools/list lists ONE such tool, k = how many tools/list
@@ -129,7 +132,8 @@ N-th is still running, so exactly N are served). After the switch:
 Stats: {"mode", "requests": {method: n} (every request, counted on arrival), "tool_calls":
 {name: n}, "errors": {"<code>": n} (JSON-RPC errors sent), "input_required": n, "sampling_answered":
 n, "loop_rounds": n, "subscriptions_open": n (now), "subscriptions_total": n (ever acknowledged),
-"mcp_gets": n (HTTP GET or DELETE of /mcp, each answered 405), "switched": true once --legacy-after switched the server to legacy (else false)}.
+"mcp_gets": n (HTTP GET or DELETE of /mcp, each answered 405), "holds_most": n (the most `hold`
+calls running at once), "switched": true once --legacy-after switched the server to legacy (else false)}.
 HTTP: GET /stats. stdio: after every message, one line `STATS <json>` on
 stderr. Both: --stats-file PATH is rewritten (atomically) after every message.
 """
@@ -163,11 +167,12 @@ ARGS = None
 PORT = 0
 VERSIONS = []
 LOCK = threading.Lock()  # guards everything below
-STATS = {"mode": None, "mcp_gets": 0, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
+STATS = {"mode": None, "mcp_gets": 0, "holds_most": 0, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
          "sampling_answered": 0, "loop_rounds": 0, "subscriptions_open": 0,
          "subscriptions_total": 0, "switched": False}
 LISTS_SERVED = 0
 BUMPS = 0  # the `bump` counter n
+HOLDS = 0  # the `hold` calls running now
 SUBS = {}  # serial -> Subscription, the open ones
 SUB_SERIAL = 0
 OUT_LOCK = threading.Lock()  # stdio: one writer of stdout lines at a time
@@ -603,6 +608,8 @@ def modern_tools(k):
              {"type": "object", "properties": {"graceful": {"type": "boolean"}}}),
         tool("cut_stream", "HTTP: an event stream with one event (id e1) that ends before the "
              "answer; stdio: no answer"),
+        tool("hold", "Sleeps ms milliseconds (default 300); counts the holds running at once",
+             {"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}}}),
         tool("no_answer", "HTTP: the POST is answered 202 Accepted with no body; stdio: no answer"),
         tool(f"gen_{k}", f"Generation {k} of the tool list"),
         tool("bump", "Adds a tool (added_<n>) and notifies the toolsListChanged subscriptions"),
@@ -712,6 +719,8 @@ def call_tool(params, req_id, headers):
             return bump_tool()
         if name == "no_answer":
             return NO_ANSWER
+        if name == "hold":
+            return hold_tool(args.get("ms", 300))
         if name == "cut_stream":
             return CUT_STREAM
         if name == "end_listen":
@@ -722,6 +731,21 @@ def call_tool(params, req_id, headers):
         return text_result(f"unknown tool {name}", True)
     except ToolFail as fail:
         return text_result(str(fail), True)
+
+
+def hold_tool(ms):
+    global HOLDS
+    if not isinstance(ms, int) or isinstance(ms, bool) or not 0 <= ms <= 60_000:
+        raise ToolFail("ms must be an integer within 0..60000")
+    with LOCK:
+        HOLDS += 1
+        STATS["holds_most"] = max(STATS["holds_most"], HOLDS)
+    try:
+        time.sleep(ms / 1000)
+    finally:
+        with LOCK:
+            HOLDS -= 1
+    return text_result(f"held {ms} ms")
 
 
 def end_listen_tool(graceful):
