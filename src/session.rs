@@ -204,7 +204,11 @@ fn client_for(
         .max_in_flight
         .max(config.daemon.max_in_flight.saturating_add(64));
     options.elicitation_handler = session.elicitation.clone();
-    options.era = config.local.overrides(&server.key).era;
+    let overrides = config.local.overrides(&server.key);
+    options.era = overrides.era;
+    if let Some(probe_timeout) = overrides.probe_timeout {
+        options.probe_timeout = probe_timeout;
+    }
     let transport =
         transport::from_config(config, server, secret, source).map_err(|e| e.to_string())?;
     Ok(McpClient::new(server.key.clone(), transport, options))

@@ -38,7 +38,7 @@ fn project(http: bool, extra: &[&str]) -> (String, Option<SsePeer>) {
 
 async fn start(project: String) -> Session {
     let config = Sources::new(project)
-        .config("startup_timeout_ms = 30000\n")
+        .config("[mcp]\nstartup_timeout_ms = 30000\n")
         .load()
         .unwrap();
     let session = Session::start(config).await.unwrap();

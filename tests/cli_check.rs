@@ -87,7 +87,11 @@ fn check_honours_local_and_config_flags() {
     )
     .unwrap();
     let local = d.path().join("ops.toml");
-    std::fs::write(&local, "[mcp.db]\ndisabled = true\ntimeout_ms = 1234\n").unwrap();
+    std::fs::write(
+        &local,
+        "[mcp.db]\ndisabled = true\ntimeout_ms = 1234\nprobe_timeout_ms = 2500\n",
+    )
+    .unwrap();
     let cfg = d.path().join("config.toml");
     std::fs::write(&cfg, "[mcp]\nresult_max_bytes = 99\n").unwrap();
     let out = kaged()
@@ -103,6 +107,10 @@ fn check_honours_local_and_config_flags() {
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout.contains("disabled: yes"), "{stdout}");
     assert!(stdout.contains("timeout: 1234 ms"), "{stdout}");
+    assert!(
+        stdout.contains("probe timeout: 2500 ms (local.toml)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("result cap 99 bytes"), "{stdout}");
 }
 

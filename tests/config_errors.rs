@@ -194,6 +194,16 @@ fn cases() -> Vec<Case> {
             ..p("local era unknown", STDIO, "mcp.db.era", 2, "unknown era \"2026\"; expected \"auto\", \"legacy\" or \"modern\"")
         },
         Case {
+            local: Some("[mcp.db]\nprobe_timeout_ms = 0\n"),
+            file: "local.toml",
+            ..p("local probe timeout zero", STDIO, "mcp.db.probe_timeout_ms", 2, "must be a positive number of milliseconds, found 0")
+        },
+        Case {
+            local: Some("[mcp.db]\nprobe_timeout_ms = \"10s\"\n"),
+            file: "local.toml",
+            ..p("local probe timeout not an integer", STDIO, "mcp.db.probe_timeout_ms", 2, "expected a positive integer (milliseconds), found a string")
+        },
+        Case {
             local: Some("[mcp.db]\nera = true\n"),
             file: "local.toml",
             ..p("local era not a string", STDIO, "mcp.db.era", 2, "expected \"auto\", \"legacy\" or \"modern\", found a boolean")

@@ -63,6 +63,9 @@ timeout_ms = 15000
 trust_annotations = true
 era = "legacy"
 
+[mcp.keyed]
+probe_timeout_ms = 25000
+
 [mcp.database]
 disabled = true
 
@@ -133,6 +136,11 @@ fn every_field_of_the_mcp_block_is_read() {
         c.local.overrides("keyed").era,
         kaged_mcp::client::EraPreference::Auto
     );
+    assert_eq!(
+        c.local.overrides("keyed").probe_timeout,
+        Some(Duration::from_millis(25000))
+    );
+    assert_eq!(o.probe_timeout, None);
     assert_eq!(o.timeout, Some(Duration::from_millis(15000)));
     assert!(c.local.overrides("database").disabled);
     assert_eq!(c.timeout_for("github"), Duration::from_millis(15000));

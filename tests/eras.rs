@@ -44,7 +44,7 @@ fn http_project(url: &str) -> String {
 async fn start(project: String, era: &str, options: SessionOptions) -> (Session, Duration) {
     let config = Sources::new(project)
         .local(format!("[mcp.srv]\nera = \"{era}\"\n"))
-        .config("startup_timeout_ms = 40000\n")
+        .config("[mcp]\nstartup_timeout_ms = 40000\n")
         .load()
         .unwrap();
     let started = Instant::now();
@@ -148,29 +148,22 @@ async fn stdio_auto_survives_a_legacy_server_that_exits_on_the_probe() {
 async fn stdio_auto_falls_back_when_the_probe_gets_no_answer() {
     let cmd = peers::era_server_stdio("silent-before-init", &[]);
     let project = stdio_project(&cmd);
+    // The default probe timeout is 10 s; local.toml's probe_timeout_ms shortens it to 1.5 s,
+    // within a start-up timeout of 6 s that the default would overrun (the server then fails).
     let config = Sources::new(project)
-        .local("[mcp.srv]\nera = \"auto\"\n")
+        .local("[mcp.srv]\nera = \"auto\"\nprobe_timeout_ms = 1500\n")
+        .config("[mcp]\nstartup_timeout_ms = 6000\n")
         .load()
         .unwrap();
-    // The session's probe timeout is the default (10 s); a client with a short one shows the
-    // fallback without the wait.
-    let server = &config.project.servers[0];
-    let transport = kaged_mcp::transport::from_config(&config, server, None, None).unwrap();
-    let client = kaged_mcp::client::McpClient::new(
-        "srv",
-        transport,
-        kaged_mcp::client::ClientOptions::default().probe_timeout(Duration::from_millis(1500)),
-    );
     let started = Instant::now();
-    let tools = client.list_tools().await.unwrap();
-    assert_eq!(client.era(), Some(kaged_mcp::client::Era::Legacy));
-    assert!(tools.iter().any(|t| t.name == "echo"), "{tools:?}");
-    assert_eq!(client.restarts(), 0);
+    let session = Session::start(config).await.unwrap();
+    let elapsed = started.elapsed();
+    check(&session, "legacy", "2025-11-25", "silent-before-init").await;
     eprintln!(
         "START stdio silent-before-init era=auto (probe timeout 1.5 s): {} ms",
-        started.elapsed().as_millis()
+        elapsed.as_millis()
     );
-    client.shutdown().await;
+    session.shutdown().await;
 }
 
 #[tokio::test]

@@ -26,7 +26,7 @@ fn args(v: Value) -> Option<Map<String, Value>> {
 async fn session(url: &str, peer: &SsePeer) -> Session {
     let project = format!("mcp:\n  remote:\n    transport: streamable-http\n    url: {url}\n");
     let config = Sources::new(project)
-        .config("startup_timeout_ms = 20000\n")
+        .config("[mcp]\nstartup_timeout_ms = 20000\n")
         .load()
         .unwrap();
     let session = Session::start(config).await.unwrap();

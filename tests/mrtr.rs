@@ -81,7 +81,7 @@ async fn session(peer: &Peer, timeout_ms: u64, options: SessionOptions) -> Sessi
         .local(format!(
             "[mcp.srv]\nera = \"modern\"\ntimeout_ms = {timeout_ms}\n"
         ))
-        .config("startup_timeout_ms = 30000\n")
+        .config("[mcp]\nstartup_timeout_ms = 30000\n")
         .load()
         .unwrap();
     let session = Session::start_with(config, options).await.unwrap();

@@ -141,6 +141,9 @@ pub(crate) fn describe(config: &Config) -> String {
             let _ = writeln!(out, "  trust_annotations: yes");
         }
         let _ = writeln!(out, "  era: {}", era_line(o.era, &s.transport));
+        if let Some(t) = o.probe_timeout {
+            let _ = writeln!(out, "  probe timeout: {} ms (local.toml)", t.as_millis());
+        }
     }
     let agents = config.project.agents.agent_names();
     if !agents.is_empty() {

@@ -26,6 +26,14 @@ pub struct ServerOverrides {
     /// `era = "auto" | "legacy" | "modern"`: which protocol era to speak (default `auto`:
     /// probe with `server/discover`, fall back to `initialize`; see [`crate::client::era`]).
     pub era: EraPreference,
+    /// `probe_timeout_ms`: how long `server/discover` may go unanswered before `auto` falls
+    /// back to `initialize` (else [`ClientOptions::probe_timeout`], 10 s). It includes a stdio
+    /// server's start-up: raise it for one that starts slowly (`npx` fetching a package), or
+    /// the server is spoken to in the legacy era. No effect with `era = "legacy"`; the
+    /// daemon's `startup_timeout_ms` still bounds the whole start.
+    ///
+    /// [`ClientOptions::probe_timeout`]: crate::client::ClientOptions::probe_timeout
+    pub probe_timeout: Option<Duration>,
 }
 
 /// The parsed `local.toml`.
@@ -143,32 +151,52 @@ fn overrides(
                     type_name(other)
                 ),
             )),
-            ("timeout_ms", value) => match integer(value) {
-                Some(ms) if ms > 0 => o.timeout = Some(Duration::from_millis(ms as u64)),
-                Some(ms) => errors.push(doc.err(
-                    v.span(),
-                    p,
-                    format!("must be a positive number of milliseconds, found {ms}"),
-                )),
-                None => errors.push(doc.err(
-                    v.span(),
-                    p,
-                    format!(
-                        "expected a positive integer (milliseconds), found {}",
-                        type_name(value)
-                    ),
-                )),
-            },
+            ("timeout_ms", value) => o.timeout = milliseconds(doc, v.span(), value, p, errors),
+            ("probe_timeout_ms", value) => {
+                o.probe_timeout = milliseconds(doc, v.span(), value, p, errors);
+            }
             (other, _) => errors.push(doc.err(
                 k.span(),
                 p,
                 format!(
-                    "unknown key `{other}`; [mcp.<server>] has disabled, era, timeout_ms, trust_annotations"
+                    "unknown key `{other}`; [mcp.<server>] has disabled, era, probe_timeout_ms, timeout_ms, trust_annotations"
                 ),
             )),
         }
     }
     (errors.len() == before).then_some(o)
+}
+
+/// A positive number of milliseconds at `path`, or `None` with the problem in `errors`.
+fn milliseconds(
+    doc: &TomlDoc<'_>,
+    span: std::ops::Range<usize>,
+    value: &DeValue<'_>,
+    path: String,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Duration> {
+    match integer(value) {
+        Some(ms) if ms > 0 => Some(Duration::from_millis(ms as u64)),
+        Some(ms) => {
+            errors.push(doc.err(
+                span,
+                path,
+                format!("must be a positive number of milliseconds, found {ms}"),
+            ));
+            None
+        }
+        None => {
+            errors.push(doc.err(
+                span,
+                path,
+                format!(
+                    "expected a positive integer (milliseconds), found {}",
+                    type_name(value)
+                ),
+            ));
+            None
+        }
+    }
 }
 
 fn secrets(
