@@ -23,7 +23,8 @@
 //!   [`StackSettings::progress_cap`] the whole call.
 //! - **Limit** lets at most [`StackSettings::max_in_flight`] calls of the server run at once
 //!   (`config.toml` `max_in_flight`, default 64); the rest wait their turn inside their
-//!   futures, in order (the layer is as ready as the retry below it, always, so the wait is on
+//!   futures, in the order they started waiting (the layer is as ready as the retry below it,
+//!   always, so the wait is on
 //!   the clock). It wraps the retry: a call keeps its place across its attempts.
 //! - **Retry** sends a call again only when it provably never reached the server, or when the
 //!   tool is idempotent or read-only and the operator trusts the server's annotations.
@@ -86,7 +87,10 @@ pub struct StackSettings {
     /// The total cap of a call that opts into "reset on progress" (default 10 minutes).
     pub progress_cap: Duration,
     /// The most calls of the server running at once; the rest wait (`config.toml`
-    /// `max_in_flight`, default 64).
+    /// `max_in_flight`, default 64). The client below has its own fail-fast bound
+    /// ([`ClientOptions::max_in_flight`](crate::client::ClientOptions::max_in_flight), 1024):
+    /// [`Session`](crate::Session) keeps it above this limit; an embedder that builds the
+    /// stack over its own `McpClient` with a limit above 1024 raises it too.
     pub max_in_flight: usize,
     /// The retry policy.
     pub retry: RetryPolicy,

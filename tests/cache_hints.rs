@@ -184,3 +184,42 @@ async fn http_a_subscription_the_server_ends_is_opened_again() {
 async fn http_a_subscription_stream_cut_without_an_answer_is_opened_again() {
     reopen_case(true, false).await;
 }
+
+/// A server that refuses `subscriptions/listen` while offering list changes (a JSON-RPC error,
+/// or over HTTP a plain `405` such as a proxy's) is not asked again: 3.5 s later (past the
+/// first two pauses, 1 s and 2 s) it has seen one listen request, and the server is ready.
+async fn refused_case(http: bool, how: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.json");
+    let (project, _peer) = project(
+        http,
+        &[
+            "--refuse-listen",
+            how,
+            "--stats-file",
+            stats.to_str().unwrap(),
+        ],
+    );
+    let session = start(project).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["requests"]["subscriptions/listen"], 1, "{v}");
+    let st = &session.status()[0];
+    assert_eq!((st.state.as_str(), st.restarts), ("ready", 0), "{st:?}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdio_a_refused_subscription_is_not_asked_again() {
+    refused_case(false, "json").await;
+}
+
+#[tokio::test]
+async fn http_a_refused_subscription_is_not_asked_again() {
+    refused_case(true, "json").await;
+}
+
+#[tokio::test]
+async fn http_a_subscription_refused_with_a_plain_405_is_not_asked_again() {
+    refused_case(true, "plain").await;
+}

@@ -166,6 +166,22 @@ async fn stdio_auto_falls_back_when_the_probe_gets_no_answer() {
     session.shutdown().await;
 }
 
+/// A legacy HTTP server that answers the probe `202 Accepted` with no body (era_server
+/// `silent-before-init` over HTTP) is a legacy one: `initialize` follows, no failed start.
+#[tokio::test]
+async fn http_auto_takes_a_probe_answered_202_for_a_legacy_server() {
+    let peer =
+        SsePeer::start_reporting_port(&peers::era_server_http("silent-before-init", &[])).unwrap();
+    let (session, _) = start(
+        http_project(&peer.mcp_url()),
+        "auto",
+        SessionOptions::default(),
+    )
+    .await;
+    check(&session, "legacy", "2025-11-25", "http silent-before-init").await;
+    session.shutdown().await;
+}
+
 #[tokio::test]
 async fn stdio_modern_only_server_is_spoken_to_in_the_modern_era() {
     let cmd = peers::era_server_stdio("modern-only", &[]);

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | [`truncate`] | caps every response at a number of bytes | [`Truncatable`](truncate::Truncatable) on the response |
 //! | [`stats`] | [`Stats`](stats::Stats): calls, errors, failures, timeouts and latency quantiles in bounded memory | [`Outcome`](stats::Outcome) on the response |
-//! | [`limit`] | [`InFlightLimit`](limit::InFlightLimit): at most `max` calls at once; the rest wait in their futures, in order | none |
+//! | [`limit`] | [`InFlightLimit`](limit::InFlightLimit): at most `max` calls at once; the rest wait in their futures, in the order they started waiting | none |
 //! | [`timeout`] | [`ProgressTimeout`](timeout::ProgressTimeout): idle timeout reset by progress, with a total cap (a plain timeout for a request without progress); one error type, [`Elapsed`](timeout::Elapsed) | [`ProgressAware`](timeout::ProgressAware) on the request |
 //! | [`retry`] | [`RetryPolicy`](retry::RetryPolicy) for tower's `Retry`: only what is safe, jittered backoff, attempt limit, budget | [`RetrySafe`](retry::RetrySafe) on the request |
 //! | [`reject_sampling`] | refuses a server's `sampling/createMessage` | [`JsonRpcMethod`](reject_sampling::JsonRpcMethod) on the request |

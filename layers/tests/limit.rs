@@ -113,29 +113,6 @@ async fn a_place_is_freed_however_the_call_ends() {
     let running = tokio::time::timeout(Duration::from_millis(10), svc.clone().oneshot(5)).await;
     assert!(running.is_err());
     assert_eq!(svc.available(), 1);
-    // An inner service that is not ready fails the call, which frees its place too.
-    let refusing = InFlightLimit::new(NotReady, 1);
-    let err = refusing.clone().oneshot(3).await.unwrap_err();
-    assert_eq!(err.to_string(), "not connected");
-    assert_eq!(refusing.available(), 1);
-}
-
-/// A service whose readiness fails.
-#[derive(Clone)]
-struct NotReady;
-
-impl Service<u64> for NotReady {
-    type Response = u64;
-    type Error = BoxError;
-    type Future = std::future::Ready<Result<u64, BoxError>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Err("not connected".into()))
-    }
-
-    fn call(&mut self, n: u64) -> Self::Future {
-        std::future::ready(Ok(n))
-    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -155,4 +132,69 @@ async fn the_layer_gives_each_service_a_limit_of_its_own() {
     let mut held = Box::pin(held);
     assert!(futures::poll!(held.as_mut()).is_pending());
     assert_eq!((a.available(), b.available()), (2, 3));
+}
+
+/// A service ready `n` times in all (shared by its clones), then failing readiness; a call
+/// takes 1 s.
+#[derive(Clone)]
+struct ReadyTimes(Arc<AtomicUsize>);
+
+impl Service<u64> for ReadyTimes {
+    type Response = u64;
+    type Error = BoxError;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<u64, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        let left = self.0.load(Ordering::SeqCst);
+        if left == 0 {
+            return Poll::Ready(Err("not connected".into()));
+        }
+        self.0.store(left - 1, Ordering::SeqCst);
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, n: u64) -> Self::Future {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok(n)
+        })
+    }
+}
+
+/// A waiting call makes its own clone of the inner service ready when its turn comes; if that
+/// fails, the call fails with the inner error, the request is never sent, and the place is
+/// free at once.
+#[tokio::test(start_paused = true)]
+async fn a_waiter_whose_service_is_not_ready_at_its_turn_fails_and_frees_its_place() {
+    // Ready twice: the first call's readiness, the second call's outer readiness; the
+    // second call's own readiness check at its turn fails.
+    let svc = InFlightLimit::new(ReadyTimes(Arc::new(AtomicUsize::new(2))), 1);
+    let first = svc.clone().oneshot(1);
+    let second = svc.clone().oneshot(2);
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(first.unwrap(), 1);
+    assert_eq!(second.unwrap_err().to_string(), "not connected");
+    assert_eq!(svc.available(), 1);
+}
+
+/// tower's contract: a waiting call polls its service ready before calling it (a `tower_test`
+/// mock clone panics when called unready), and each request reaches the service in turn.
+#[tokio::test]
+async fn a_waiter_polls_its_service_ready_before_calling_it() {
+    let (mock, mut handle) = tower_test::mock::pair::<u64, u64>();
+    let svc = InFlightLimit::new(mock, 1);
+    let first = tokio::spawn(svc.clone().oneshot(1));
+    let second = tokio::spawn(svc.clone().oneshot(2));
+    let (req, reply) = handle.next_request().await.unwrap();
+    assert_eq!(req, 1);
+    tokio::task::yield_now().await;
+    assert_eq!(svc.available(), 0, "the second call waits");
+    reply.send_response(10);
+    let (req, reply) = handle.next_request().await.unwrap();
+    assert_eq!(req, 2);
+    reply.send_response(20);
+    assert_eq!(first.await.unwrap().unwrap(), 10);
+    assert_eq!(second.await.unwrap().unwrap(), 20);
+    assert_eq!(svc.available(), 1);
 }

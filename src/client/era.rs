@@ -205,6 +205,16 @@ pub(crate) async fn probe(
             why: format!("server/discover was refused ({status}): {detail}"),
             closed: false,
         },
+        // `202 Accepted` to a request is no 2026-07-28 answer (a modern server answers on the
+        // response); a legacy server may mean to answer on its GET stream after `initialize`.
+        Err(ClientError::SendFailed {
+            detail,
+            status: Some(202),
+            ..
+        }) => Probe::Legacy {
+            why: format!("server/discover was accepted without an answer (202): {detail}"),
+            closed: false,
+        },
         Err(e @ ClientError::SendFailed { .. }) => Probe::Failed(e),
         Err(ClientError::Exited { reason, .. }) => Probe::Legacy {
             why: format!("the server {reason} on server/discover"),

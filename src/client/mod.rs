@@ -119,8 +119,28 @@ pub const LISTEN_FIRST_PAUSE: Duration = Duration::from_secs(1);
 pub const LISTEN_MAX_PAUSE: Duration = Duration::from_secs(60);
 
 /// A `subscriptions/listen` stream that lasted this long was a working one: the next pause
-/// is [`LISTEN_FIRST_PAUSE`] again.
-pub const LISTEN_STEADY: Duration = Duration::from_secs(60);
+/// is [`LISTEN_FIRST_PAUSE`] again (a proxy that cuts idle streams every 30 s costs a 1 s gap
+/// each time), and a JSON-RPC error that ends it is no refusal.
+pub const LISTEN_STEADY: Duration = Duration::from_secs(10);
+
+/// Whether `error`, ending a `subscriptions/listen` that lasted `lasted`, means the server (or
+/// what stands before it) refuses the subscription, so asking again would only repeat it: a
+/// JSON-RPC error within [`LISTEN_STEADY`], or an HTTP refusal (`401`/`403` and any other
+/// `4xx` but `408`, `425` and `429`, or `202` with no answer). A cut, an error after a working
+/// stream, a `5xx` or a request that could not be sent are not.
+fn listen_refused(error: &ClientError, lasted: Duration) -> bool {
+    match error {
+        ClientError::JsonRpc { .. } => lasted < LISTEN_STEADY,
+        ClientError::SendFailed {
+            permanent: true, ..
+        } => true,
+        ClientError::SendFailed {
+            status: Some(status),
+            ..
+        } => *status == 202 || ((400..500).contains(status) && ![408, 425, 429].contains(status)),
+        _ => false,
+    }
+}
 
 /// A supervised session with one MCP server. See the [module docs](self).
 ///
@@ -803,11 +823,11 @@ impl Shared {
 
     /// Keeps a `subscriptions/listen` stream open for a modern server that offers list
     /// changes, for the life of `session`. A stream that ends while the session lives (the
-    /// server ended it, or the transport cut it: an idle timeout, a proxy) is opened again
-    /// after a pause ([`LISTEN_FIRST_PAUSE`], doubling up to [`LISTEN_MAX_PAUSE`]; the first
-    /// again after a stream that lasted [`LISTEN_STEADY`]), and the tool list is read again,
-    /// since a change may have come in the gap. A JSON-RPC error (the server refuses the
-    /// subscription) ends it for the session.
+    /// server ended it, or the transport cut it: an idle timeout, a proxy), or that could not
+    /// be sent, is opened again after a pause ([`LISTEN_FIRST_PAUSE`], doubling up to
+    /// [`LISTEN_MAX_PAUSE`]; the first again after a stream that lasted [`LISTEN_STEADY`]);
+    /// its acknowledgement has the tool list read again, since a change may have come in the
+    /// gap. A refusal ([`listen_refused`]) ends it for the session.
     fn listen_for_tool_changes(&self, session: &Arc<RpcSession>) {
         let server = Arc::clone(&self.server);
         let session = Arc::downgrade(session);
@@ -818,40 +838,37 @@ impl Shared {
                 let Some(live) = session.upgrade() else {
                     return;
                 };
-                let rx = match live.listen_for_tool_changes() {
-                    Ok(rx) => rx,
-                    Err(e) => {
-                        if !live.is_closed() {
-                            tracing::warn!(server = &*server, error = %e, "subscriptions/listen not sent; tool changes are seen at the ttl or a restart");
-                        }
-                        return;
-                    }
-                };
-                if reopened {
-                    live.tools_may_have_changed();
-                }
-                drop(live);
                 let opened = Instant::now();
-                let outcome = rx.await;
+                let sent = live.listen_for_tool_changes(reopened);
+                drop(live);
+                let outcome = match sent {
+                    Ok(rx) => match rx.await {
+                        Ok(outcome) => outcome,
+                        Err(_) => return,
+                    },
+                    // Not sent (the bound on requests in flight, a full stdio pipe, or the
+                    // session's end, seen just below): tried again like a cut.
+                    Err(e) => Err(e),
+                };
                 match session.upgrade() {
                     Some(live) if !live.is_closed() => {}
                     _ => return,
                 }
-                let Ok(outcome) = outcome else { return };
-                if opened.elapsed() >= LISTEN_STEADY {
+                let lasted = opened.elapsed();
+                if lasted >= LISTEN_STEADY {
                     pause = LISTEN_FIRST_PAUSE;
                 }
                 let pause_ms = pause.as_millis() as u64;
-                match outcome {
+                match &outcome {
+                    Err(e) if listen_refused(e, lasted) => {
+                        tracing::warn!(server = &*server, error = %e, "the server refused subscriptions/listen; tool changes are seen at the ttl or a restart");
+                        return;
+                    }
                     Ok(_) => tracing::info!(
                         server = &*server,
                         pause_ms,
                         "the server ended the tools/list_changed subscription; opening it again"
                     ),
-                    Err(e @ ClientError::JsonRpc { .. }) => {
-                        tracing::warn!(server = &*server, error = %e, "the server refused subscriptions/listen; tool changes are seen at the ttl or a restart");
-                        return;
-                    }
                     Err(e) => tracing::info!(
                         server = &*server,
                         error = %e,

@@ -37,7 +37,8 @@ pub struct ClientOptions {
     /// The bound on requests in flight; past it calls fail fast with
     /// [`TooManyInFlight`](super::ClientError::TooManyInFlight) (default 1024). The standard
     /// stack's limit ([`StackSettings::max_in_flight`](crate::stack::StackSettings::max_in_flight),
-    /// 64 by default) makes calls over it wait instead.
+    /// 64 by default) makes calls over *it* wait instead, as long as it is below this bound
+    /// ([`Session`](crate::Session) raises this bound to the limit + 64 when needed).
     pub max_in_flight: usize,
     /// `clientInfo` sent in `initialize` (default: this crate's name and version).
     pub client_info: Implementation,

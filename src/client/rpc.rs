@@ -37,8 +37,8 @@ use crate::protocol::modern::{
     UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::protocol::notifications::{
-    CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams, CANCELLED, MESSAGE,
-    PROGRESS, TOOLS_LIST_CHANGED,
+    AcknowledgedParams, CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams,
+    CANCELLED, MESSAGE, PROGRESS, SUBSCRIPTIONS_ACKNOWLEDGED, TOOLS_LIST_CHANGED,
 };
 use crate::protocol::tools::{CallToolParams, LegacyCallToolParams, ListToolsParams, ProgressMeta};
 use crate::protocol::{
@@ -139,7 +139,13 @@ pub(crate) struct RpcSession {
     /// In a modern session over such a transport: the annotated parameters of each tool of
     /// the last `tools/list` that has any (the client's map, shared by its sessions).
     param_headers: ParamHeaders,
+    /// The id of a reopened `subscriptions/listen` whose acknowledgement should have the tool
+    /// list read again (`NO_RELIST`: none).
+    relist_on_ack: AtomicU64,
 }
+
+/// [`RpcSession::relist_on_ack`]: no listen waits for its acknowledgement.
+const NO_RELIST: u64 = u64::MAX;
 
 impl std::fmt::Debug for RpcSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -202,6 +208,7 @@ impl RpcSession {
             elicitation,
             mirrors_headers,
             param_headers,
+            relist_on_ack: AtomicU64::new(NO_RELIST),
         })
     }
 
@@ -356,9 +363,12 @@ impl RpcSession {
 
     /// Opens a modern `subscriptions/listen` stream for `notifications/tools/list_changed`
     /// (which bump the tools generation like a legacy server's); the receiver completes when
-    /// the subscription ends. It stays in the request table for the session's life.
+    /// the subscription ends, and it stays in the request table until then. With `relist`
+    /// (a stream opened again), its acknowledgement has the tool list read again: only then
+    /// is a change sure to be heard, so one made while no stream was open is not missed.
     pub(crate) fn listen_for_tool_changes(
         &self,
+        relist: bool,
     ) -> Result<oneshot::Receiver<Result<IgnoredAny, ClientError>>, ClientError> {
         let (tx, rx) = oneshot::channel();
         let modern = self.modern.get().map(Arc::as_ref);
@@ -376,7 +386,13 @@ impl RpcSession {
             RequestHead::new(LISTEN).protocol_version(modern.map(ModernMeta::version)),
             Expect::Listen(tx),
             None,
-            &mut |id, buf| write_request(buf, id, LISTEN, Some(&params)),
+            &mut |id, buf| {
+                // Set before the request can reach the server, so its acknowledgement finds it.
+                if relist {
+                    self.relist_on_ack.store(id, Ordering::Release);
+                }
+                write_request(buf, id, LISTEN, Some(&params))
+            },
         )?;
         Ok(rx)
     }
@@ -728,6 +744,26 @@ impl RpcSession {
                     return;
                 };
                 log_server_message(&self.server, &params);
+            }
+            SUBSCRIPTIONS_ACKNOWLEDGED => {
+                let id = params
+                    .and_then(|p| serde_json::from_str::<AcknowledgedParams>(p.get()).ok())
+                    .and_then(|p| p.meta?.subscription_id?.as_u64());
+                if let Some(id) = id {
+                    let relist = self
+                        .relist_on_ack
+                        .compare_exchange(id, NO_RELIST, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok();
+                    tracing::debug!(
+                        server = &*self.server,
+                        subscription_id = id,
+                        relist,
+                        "subscription acknowledged"
+                    );
+                    if relist {
+                        self.tools_may_have_changed();
+                    }
+                }
             }
             TOOLS_LIST_CHANGED => {
                 self.tools_may_have_changed();

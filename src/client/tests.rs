@@ -1103,3 +1103,55 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
     // The first ten, then 16, 32, 64, 128, 256, 512.
     assert_eq!(warnings.load(Ordering::Relaxed), 16);
 }
+
+#[test]
+fn a_listen_ended_by_a_refusal_is_not_asked_again_and_a_cut_is() {
+    let server: Arc<str> = Arc::from("srv");
+    let request = RequestRef {
+        id: crate::protocol::RequestId::from(7u64),
+        method: "subscriptions/listen",
+    };
+    let rpc = ClientError::JsonRpc {
+        server: Arc::clone(&server),
+        request: request.clone(),
+        code: -32601,
+        message: "Method not found".into(),
+        data: None,
+    };
+    let http = |status: Option<u16>, permanent: bool| ClientError::SendFailed {
+        server: Arc::clone(&server),
+        request: request.clone(),
+        detail: "refused".into(),
+        not_delivered: false,
+        retryable: false,
+        permanent,
+        status,
+    };
+    let at_once = Duration::from_millis(30);
+    let working = LISTEN_STEADY + Duration::from_secs(1);
+    assert!(listen_refused(&rpc, at_once));
+    assert!(
+        !listen_refused(&rpc, working),
+        "an error after a working stream"
+    );
+    for status in [202, 400, 401, 403, 404, 405] {
+        assert!(
+            listen_refused(&http(Some(status), false), at_once),
+            "{status}"
+        );
+    }
+    assert!(listen_refused(&http(None, true), at_once), "permanent");
+    for status in [408, 425, 429, 500, 502, 503] {
+        assert!(
+            !listen_refused(&http(Some(status), false), at_once),
+            "{status}"
+        );
+    }
+    assert!(!listen_refused(&http(None, false), at_once), "a cut stream");
+    let closed = ClientError::ConnectionClosed {
+        server,
+        request: None,
+        detail: "could not be queued".into(),
+    };
+    assert!(!listen_refused(&closed, at_once));
+}

@@ -1,5 +1,5 @@
-//! The notifications the client reads (`progress`, `message`, `tools/list_changed`) and writes
-//! (`initialized`, `cancelled`).
+//! The notifications the client reads (`progress`, `message`, `tools/list_changed`,
+//! `subscriptions/acknowledged`) and writes (`initialized`, `cancelled`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,6 +16,29 @@ pub const PROGRESS: &str = "notifications/progress";
 pub const MESSAGE: &str = "notifications/message";
 /// `notifications/tools/list_changed`.
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+/// `notifications/subscriptions/acknowledged` (2026-07-28): the first message of a
+/// `subscriptions/listen` stream.
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+/// The `_meta` key of every message on a `subscriptions/listen` stream: the listen request's id.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// What the client reads of `notifications/subscriptions/acknowledged`: which subscription it
+/// acknowledges.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AcknowledgedParams {
+    /// `_meta`.
+    #[serde(rename = "_meta", default)]
+    pub meta: Option<SubscriptionMeta>,
+}
+
+/// The `_meta` of a message on a `subscriptions/listen` stream.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SubscriptionMeta {
+    /// The id of the `subscriptions/listen` request.
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId", default)]
+    pub subscription_id: Option<RequestId>,
+}
 
 /// The parameters of `notifications/progress`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

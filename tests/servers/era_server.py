@@ -23,8 +23,9 @@ Both: a line / body that is not JSON -> -32700 (HTTP 400); not a JSON-RPC messag
 Modes (--mode, default modern-only):
   exit-before-init    (stdio only) a legacy server: any request but `initialize` arriving before
                       `initialize` -> a line on stderr and exit status 3 at once
-  silent-before-init  (stdio only) the same, but such requests are never answered (logged on
-                      stderr) and the server keeps running
+  silent-before-init  the same, but such requests are never answered (logged on stderr) and
+                      the server keeps running; over HTTP (stateless, no session ids) their
+                      POST is answered 202 Accepted with no body
     Legacy, after initialize (protocolVersion = the client's if 2024-11-05, 2025-03-26, 2025-06-18
     or 2025-11-25, else 2025-11-25; capabilities {tools: {}}; serverInfo {era-exit, 1}): tools/list
     (echo only), tools/call echo (another tool -> isError "unknown tool <name>"), ping -> {};
@@ -185,6 +186,7 @@ MODERN_CALLS_SERVED = 0  # --legacy-after: modern tools/call served
 SWITCHED_VERSIONS = ["2025-11-25"]
 NO_ANSWER = object()  # a tools/call result: HTTP 202 with no body, no line on stdio
 CUT_STREAM = object()  # a tools/call result: HTTP an event stream cut before the answer
+PLAIN_REFUSAL = object()  # --refuse-listen plain: HTTP 405 text/plain to subscriptions/listen
 END_GRACEFUL = object()  # queued to an HTTP subscription: answer its listen, end the stream
 END_ABRUPT = object()  # queued to an HTTP subscription: end the stream without an answer
 
@@ -374,6 +376,8 @@ def process(msg, headers=None):
                 result = modern(method, params, req_id, headers)
             if isinstance(result, Listen):
                 return 200, result
+            if result is PLAIN_REFUSAL:
+                return 405, PLAIN_REFUSAL
             if result is NO_ANSWER:
                 return 202, None
             if result is CUT_STREAM:
@@ -578,6 +582,10 @@ def modern(method, params, req_id, headers):
         result["_meta"] = {META_SERVER: SERVER_INFO}
         return result
     if method == "subscriptions/listen":
+        if ARGS.refuse_listen == "plain" and headers is not None:
+            return PLAIN_REFUSAL
+        if ARGS.refuse_listen is not None:
+            raise RpcError(-32601, "Method not found: subscriptions/listen (refused on purpose)")
         wanted = params.get("notifications", {})
         if not isinstance(wanted, dict):
             raise RpcError(-32602, "subscriptions/listen params.notifications must be an object")
@@ -898,6 +906,9 @@ class Handler(BaseHTTPRequestHandler):
             self.serve_listen(Subscription(answer.req_id, answer.tools, "http"))
             return
         publish_stats(False)
+        if answer is PLAIN_REFUSAL:
+            self.reply(405, b"no subscriptions here", "text/plain; charset=utf-8")
+            return
         if answer is CUT_STREAM:
             self.close_connection = True
             self.send_response(200)
@@ -998,12 +1009,16 @@ def main():
     parser.add_argument("--versions", default="2026-07-28",
                         help="modern modes: comma-separated supported protocol versions")
     parser.add_argument("--ttl-ms", type=int, default=0, help="ttlMs of tools/list")
+    parser.add_argument("--refuse-listen", choices=["json", "plain"], default=None,
+                        help="modern modes: refuse subscriptions/listen (still offering "
+                             "tools.listChanged): json -> -32601 (HTTP 404 with the JSON-RPC "
+                             "error); plain -> HTTP 405 text/plain (stdio: as json)")
     parser.add_argument("--stats-file", default=None, help="rewrite the stats here after each message")
     parser.add_argument("--legacy-after", type=int, default=None, metavar="N",
                         help="modern modes: switch to a legacy-only (2025-11-25) server once N "
                              "modern tools/call were served")
     ARGS = parser.parse_args()
-    if ARGS.transport == "http" and ARGS.mode in LEGACY_MODES:
+    if ARGS.transport == "http" and ARGS.mode == "exit-before-init":
         parser.error(f"--mode {ARGS.mode} is stdio only")
     if ARGS.legacy_after is not None:
         if ARGS.mode in LEGACY_MODES:

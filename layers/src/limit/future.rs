@@ -38,7 +38,7 @@ where
         inner: Option<S>,
         req: Option<Req>,
     },
-    /// Its turn came: the inner service is made ready (again: its clone may not be) and called.
+    /// Its turn came: the inner service (a clone, not yet polled) is made ready and called.
     Ready {
         inner: S,
         req: Option<Req>,
@@ -50,6 +50,8 @@ where
         future: S::Future,
         permit: Option<OwnedSemaphorePermit>,
     },
+    /// The inner service failed to become ready: the error was returned, the place freed.
+    Failed,
 }
 
 impl<S, Req> ResponseFuture<S, Req>
@@ -101,11 +103,16 @@ where
                     state.set(State::Ready { inner, req, permit });
                 }
                 StateProj::Ready { inner, req, permit } => {
-                    ready!(inner.poll_ready(cx))?;
+                    if let Err(e) = ready!(inner.poll_ready(cx)) {
+                        // Frees the place now, and never sends the request.
+                        state.set(State::Failed);
+                        return Poll::Ready(Err(e));
+                    }
                     let future = inner.call(req.take().expect(DONE));
                     let permit = permit.take();
                     state.set(State::Running { future, permit });
                 }
+                StateProj::Failed => panic!("{DONE}"),
                 StateProj::Running { future, permit } => {
                     let output = ready!(future.poll(cx));
                     // The place is free as soon as the call ended.
@@ -126,6 +133,7 @@ where
             State::Waiting { .. } => "waiting for a place",
             State::Ready { .. } => "holding a place",
             State::Running { .. } => "running",
+            State::Failed => "failed",
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)

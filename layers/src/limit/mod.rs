@@ -2,7 +2,8 @@
 //!
 //! [`InFlightLimit`] lets at most `max` calls run through its inner service at once, counted
 //! across all its clones (one limit per server in the standard stack). A call over the limit
-//! waits, in its response future, for one to finish, in the order they came. Unlike tower's
+//! waits, in its response future, for one to finish, in the order the calls started waiting
+//! (first polled; `tokio`'s semaphore is fair). Unlike tower's
 //! `ConcurrencyLimit`, readiness is the inner service's alone: the wait happens inside the
 //! future, so a timeout layered outside bounds it like the rest of the call, and a caller that
 //! gives up (drops the future) leaves the queue. A call that had to wait is reported with a
@@ -10,8 +11,8 @@
 //!
 //! The hot path, a call under the limit, takes a permit of a `tokio` semaphore without waiting
 //! and calls the inner service at once; the permit goes back when the call's future ends or is
-//! dropped. Only a call that must wait clones the inner service (to call it when its turn
-//! comes) and boxes its wait.
+//! dropped. Only a call that must wait clones the inner service (to make it ready and call it
+//! when its turn comes) and boxes its wait.
 //!
 //! # Example
 //! ```
@@ -94,8 +95,9 @@ impl<S> InFlightLimit<S> {
 }
 
 impl<S> InFlightLimit<S> {
-    /// A call over the limit: the ready service goes with it, to be called when its turn
-    /// comes; a clone stays for the next call (tower's usual pattern).
+    /// A call over the limit: a clone of the service goes with it, made ready and called when
+    /// its turn comes (so the wait holds none of the inner service's readiness: a `Buffer` or
+    /// `ConcurrencyLimit` below keeps its slots for calls that run); `self` stays ready.
     #[cold]
     fn wait<Req>(&mut self, req: Req) -> future::ResponseFuture<S, Req>
     where
@@ -105,9 +107,7 @@ impl<S> InFlightLimit<S> {
             max_in_flight = self.max,
             "calls in flight at the limit; waiting"
         );
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        future::ResponseFuture::waiting(inner, req, Arc::clone(&self.permits))
+        future::ResponseFuture::waiting(self.inner.clone(), req, Arc::clone(&self.permits))
     }
 }
 
