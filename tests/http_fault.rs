@@ -216,6 +216,48 @@ async fn a_server_without_a_get_stream_is_asked_once() {
     assert_eq!(gets[0]["status"], 405);
 }
 
+/// A request answered `202 Accepted` with no body can be answered only on the GET stream; when
+/// the server refused that stream (405), the call fails at once naming why (it waited for
+/// its timeout), and the connection goes on. The `http_202` tool is not listed, so the client
+/// is driven directly.
+#[tokio::test]
+async fn a_request_answered_202_by_a_server_without_a_get_stream_fails_at_once() {
+    use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
+    use tower::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("no_get", &[], dir.path());
+    let project = format!(
+        "mcp:\n  remote:\n    transport: streamable-http\n    url: {}\n",
+        peer.mcp_url()
+    );
+    let config = Sources::new(project).load().unwrap();
+    let transport =
+        kaged_mcp::transport::from_config(&config, &config.project.servers[0], None, None).unwrap();
+    let client = McpClient::new("remote", transport, ClientOptions::default());
+    let echo = ToolCall::new("echo").with_json_arguments(json!({"message": "a"}));
+    assert_eq!(
+        client.clone().oneshot(echo).await.unwrap().joined_text(),
+        "Echo: a"
+    );
+    let answer = tokio::time::timeout(
+        Duration::from_secs(30),
+        client.clone().oneshot(ToolCall::new("http_202")),
+    )
+    .await
+    .expect("waited for an answer that cannot come");
+    let error = answer.expect_err("a 202 is no answer").to_string();
+    assert!(
+        error.contains("answered `202 Accepted` with no answer; the server offers no GET stream"),
+        "{error}"
+    );
+    let echo = ToolCall::new("echo").with_json_arguments(json!({"message": "b"}));
+    assert_eq!(
+        client.clone().oneshot(echo).await.unwrap().joined_text(),
+        "Echo: b"
+    );
+    client.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_wrong_secret_or_403_fails_the_server_at_once_naming_it_and_the_secret_ref() {
     let auth = "    auth: { type: bearer, secret_ref: api_keys.remote }\n";

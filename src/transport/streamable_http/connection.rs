@@ -90,6 +90,7 @@ pub(super) fn open(
         sent_seq: done,
         initialized_seq: AtomicU64::new(0),
         get_settled: watch::channel(false).0,
+        no_get_stream: AtomicBool::new(false),
         requests: Mutex::new(HashMap::new()),
         modern: AtomicBool::new(false),
     });
@@ -134,6 +135,9 @@ struct Conn {
     /// can ride a stream that is open before the call, and a server that answers a pending
     /// call on any GET cannot take a resumption's place.
     get_settled: watch::Sender<bool>,
+    /// The server answered the GET that it offers no stream (`405` and the like): an answer
+    /// can come only on a request's own response.
+    no_get_stream: AtomicBool,
     /// The requests in flight: each one's task ends when its token is cancelled (the session
     /// ended, or the caller gave up and `notifications/cancelled` went out for it).
     requests: Mutex<HashMap<RequestId, Arc<InFlight>>>,
@@ -519,17 +523,24 @@ impl Conn {
             return self.fail(&id, post_refused(status, &self.inner.auth_hint));
         }
         if status == StatusCode::ACCEPTED {
-            if mirror.is_some() {
-                // 2026-07-28 has no GET stream: a request's answer can come only on its own
-                // response, so waiting would only end at the call's timeout.
+            // A request's answer may then come only on the GET stream: 2026-07-28 has none, and
+            // a legacy server may have refused it. Waiting would only end at the timeout.
+            let nowhere = if mirror.is_some() {
+                Some("in 2026-07-28 a request's answer comes only on its own response (there is no GET stream)")
+            } else if self.no_get_stream.load(Ordering::Acquire) {
+                Some("the server offers no GET stream for it to come on")
+            } else {
+                None
+            };
+            if let Some(why) = nowhere {
                 tracing::warn!(server = %self.server, request_id = %id, "a request was answered 202 Accepted without an answer");
                 return self.fail(
                     &id,
                     SendFailure {
-                        message: "the POST of a request was answered `202 Accepted` with no \
-                                  answer; in 2026-07-28 a request's answer comes only on its \
-                                  own response (there is no GET stream), so none will come"
-                            .to_owned(),
+                        message: format!(
+                            "the POST of a request was answered `202 Accepted` with no answer; \
+                             {why}, so none will come"
+                        ),
                         not_delivered: false,
                         retryable: false,
                         permanent: false,
@@ -917,6 +928,7 @@ impl Conn {
                 }
                 Err(Listen::NotOffered(status)) => {
                     tracing::debug!(server = %self.server, status = %status, "the server offers no GET stream");
+                    self.no_get_stream.store(true, Ordering::Release);
                     return;
                 }
                 Err(Listen::Expired) => return self.expire(None, "the GET"),

@@ -7,6 +7,10 @@
 //!   the answer; every `message` event is one inbound frame;
 //! - to a notification or an answer: `202 Accepted`.
 //!
+//! A request answered `202 Accepted` (not what the spec says, but seen) waits for its answer on
+//! the GET stream; when the server refused that stream, or in 2026-07-28 (which has none), it
+//! fails at once.
+//!
 //! # How this transport maps the spec onto the [transport contract](super)
 //! - **Concurrency.** Each request goes out on a `POST` of its own, at once, on a task of its
 //!   own: calls never queue behind each other. Notifications and answers go out one at a
