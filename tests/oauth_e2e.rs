@@ -500,3 +500,30 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
     // Nothing went to the state directory: the token directory is the configured one.
     assert!(!state.exists(), "{}", state.display());
 }
+
+/// PKCE support is known only from the authorization server's metadata: one that publishes no
+/// `code_challenge_methods_supported` (or lists no S256) is refused before any registration or
+/// authorization, the server is marked failed naming why.
+#[tokio::test]
+async fn an_authorization_server_without_pkce_s256_is_refused_before_the_login() {
+    for (methods, want) in [
+        ("", "publishes no code_challenge_methods_supported"),
+        (
+            "plain",
+            "does not support PKCE with S256 (its code_challenge_methods_supported: plain)",
+        ),
+    ] {
+        let Some(server) = OAuthPeer::start(&["--pkce-methods", methods]) else {
+            return;
+        };
+        let session = server.session("", "", true).await;
+        let st = &session.status()[0];
+        assert_eq!(st.state, "failed", "{methods:?}: {st:?}");
+        let error = st.last_error.as_deref().unwrap_or_default();
+        assert!(error.contains(want), "{methods:?}: {error}");
+        let stats = server.stats();
+        assert_eq!(stat(&stats, "authorize"), 0, "{stats}");
+        assert_eq!(stat(&stats, "register"), 0, "{stats}");
+        session.shutdown().await;
+    }
+}

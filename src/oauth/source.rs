@@ -470,16 +470,34 @@ impl OAuthSource {
             };
             return Err(self.login_required(&why));
         };
-        if let Some(methods) = &meta.code_challenge_methods_supported {
-            if !methods.iter().any(|m| m == "S256") {
+        // PKCE support is known only from the metadata (MCP authorization, security
+        // considerations): a published document without `code_challenge_methods_supported`
+        // means none, and the client must not proceed. The 2025-03-26 default endpoints (no
+        // document at all) are used with PKCE as that revision says.
+        match &meta.code_challenge_methods_supported {
+            Some(methods) if !methods.iter().any(|m| m == "S256") => {
                 return Err(self.failed(
                     "authorization",
                     format!(
-                        "the authorization server {} does not support PKCE with S256",
+                        "the authorization server {} does not support PKCE with S256 (its \
+                         code_challenge_methods_supported: {})",
+                        meta.issuer,
+                        methods.join(", ")
+                    ),
+                ));
+            }
+            None if meta.issuer_published => {
+                return Err(self.failed(
+                    "authorization",
+                    format!(
+                        "the authorization server {} publishes no \
+                         code_challenge_methods_supported, so it does not support PKCE; \
+                         refusing to log in without it",
                         meta.issuer
                     ),
                 ));
             }
+            _ => {}
         }
         // offline_access only when the authorization server offers it (SEP-2207).
         if !scopes.is_empty()

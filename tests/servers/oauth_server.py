@@ -3,7 +3,7 @@
 
 Usage:  python3 oauth_server.py [--port N] [--log FILE] [--client ID[:SECRET[:METHOD]]]...
                                 [--token-ttl SECS] [--no-refresh] [--refresh-delay-ms N] [--no-dcr]
-                                [--resource-override URL] [--always-403]
+                                [--resource-override URL] [--always-403] [--pkce-methods LIST]
 
 Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1 keep-alive, TCP_NODELAY). The first
 line on stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on
@@ -44,7 +44,8 @@ Discovery (GET):
       "registration_endpoint": "BASE/as/register" (absent with --no-dcr),
       "response_types_supported": ["code"],
       "grant_types_supported": ["authorization_code","refresh_token","client_credentials"],
-      "code_challenge_methods_supported": ["S256"], "token_endpoint_auth_methods_supported":
+      "code_challenge_methods_supported": ["S256"] (--pkce-methods: that list; empty: absent),
+      "token_endpoint_auth_methods_supported":
       ["none","client_secret_basic","client_secret_post"], "scopes_supported":
       ["mcp:read","mcp:admin","offline_access"], "client_id_metadata_document_supported": false,
       "authorization_response_iss_parameter_supported": true}
@@ -478,6 +479,10 @@ class Handler(BaseHTTPRequestHandler):
         }
         if ARGS.no_dcr:
             del meta["registration_endpoint"]
+        if ARGS.pkce_methods == "":
+            del meta["code_challenge_methods_supported"]
+        elif ARGS.pkce_methods is not None:
+            meta["code_challenge_methods_supported"] = ARGS.pkce_methods.split(",")
         self.reply_json(200, meta)
 
     # --- test controls ------------------------------------------------------------------------
@@ -930,6 +935,9 @@ def main():
     parser.add_argument("--refresh-delay-ms", type=int, default=0,
                         help="sleep this long before handling each refresh")
     parser.add_argument("--no-dcr", action="store_true", help="no registration endpoint")
+    parser.add_argument("--pkce-methods", default=None, metavar="LIST",
+                        help="the metadata's code_challenge_methods_supported, comma-separated "
+                             "(default S256); empty: left out of the metadata")
     parser.add_argument("--resource-override", default=None, metavar="URL",
                         help='"resource" of the protected resource metadata')
     parser.add_argument("--always-403", action="store_true",
