@@ -46,7 +46,8 @@ impl Callback {
         &self.redirect_uri
     }
 
-    /// Waits for the redirect and returns its code, once its `state` matched `state` and its
+    /// Waits for the redirect and returns its code, once its `state` matched `state` (a
+    /// redirect with another `state`, or none, is answered and ignored) and its
     /// `iss` (RFC 9207) the authorization server's issuer `issuer` (`Some` when the issuer
     /// was published in its metadata): a present `iss` must equal it, byte for byte, and one
     /// is required when `iss_required` (the server says it sends it).
@@ -73,7 +74,10 @@ impl Callback {
                 iss,
             } = query;
             if got.as_deref() != Some(state) {
-                return Err("the redirect's state does not match the login's; refusing its code (a stale or forged redirect)".into());
+                // Answered ("does not belong to the login in progress") and ignored: any local
+                // process can reach this port, and must not be able to end the login.
+                tracing::warn!("a redirect whose state is not the login's was ignored (a stale or forged redirect); still waiting for the login's own");
+                continue;
             }
             match (iss.as_deref(), issuer) {
                 (Some(got), Some(expected)) if got != expected => {
@@ -205,5 +209,43 @@ mod tests {
         // No published issuer (2025-03-26 default endpoints): nothing to compare with.
         let any = redirect("code=c1&state=st&iss=https%3A%2F%2Fx", None, false);
         assert_eq!(any.await.unwrap(), "c1");
+    }
+
+    /// A redirect that is not the login's (another `state`, or none, even one carrying an
+    /// error) is answered and ignored: the login's own redirect, coming after, still logs in.
+    #[tokio::test]
+    async fn a_redirect_with_another_state_is_ignored_and_the_login_goes_on() {
+        let callback = Callback::bind().await.unwrap();
+        let port = callback.redirect_uri().port().unwrap();
+        let sender = tokio::spawn(async move {
+            let mut answers = Vec::new();
+            for query in [
+                "code=forged&state=other",
+                "error=access_denied",
+                "code=c2&state=st",
+            ] {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+                let request = format!("GET /callback?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+                s.write_all(request.as_bytes()).await.unwrap();
+                let mut answer = Vec::new();
+                let _ = s.read_to_end(&mut answer).await;
+                answers.push(String::from_utf8_lossy(&answer).into_owned());
+            }
+            answers
+        });
+        assert_eq!(callback.code("st", None, false).await.unwrap(), "c2");
+        let answers = sender.await.unwrap();
+        assert!(
+            answers[0].ends_with("does not belong to the login in progress."),
+            "{answers:?}"
+        );
+        assert!(
+            answers[1].ends_with("does not belong to the login in progress."),
+            "{answers:?}"
+        );
+        assert!(
+            answers[2].ends_with("You can close this tab."),
+            "{answers:?}"
+        );
     }
 }
