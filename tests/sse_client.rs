@@ -51,18 +51,23 @@ async fn python_through_the_client(version: PyMcp) {
     };
     let peer = SsePeer::start(&cmd, &[], port).unwrap();
     let client = McpClient::new("py", sse(&peer.sse_url()), ClientOptions::default());
-    let tools = client.list_tools().await.unwrap();
+    // A failure shows the server's own log too (a rare closed stream was once seen here).
+    let failed =
+        |e: &dyn std::fmt::Display| -> ! { panic!("{e}\nserver stderr:\n{}", peer.stderr()) };
+    let tools = client.list_tools().await.unwrap_or_else(|e| failed(&e));
     assert!(tools.iter().any(|t| t.name == "big"), "{tools:?}");
     assert!(client.protocol_version().is_some());
     let echo = call(&client, "echo", json!({ "message": "hi" }))
         .await
-        .unwrap();
+        .unwrap_or_else(|e| failed(&e));
     assert_eq!(echo.joined_text(), "Echo: hi");
     let big = call(&client, "big", json!({ "n": 1_000_000 }))
         .await
-        .unwrap();
+        .unwrap_or_else(|e| failed(&e));
     assert_eq!(big.joined_text().len(), 1_000_000);
-    let sample = call(&client, "sample", json!({})).await.unwrap();
+    let sample = call(&client, "sample", json!({}))
+        .await
+        .unwrap_or_else(|e| failed(&e));
     assert!(
         sample.joined_text().starts_with("sampling error:"),
         "{}",
