@@ -181,6 +181,27 @@ fn config_toml_sets_the_daemon_knobs() {
     assert_eq!(c.daemon.max_in_flight, 8);
 }
 
+/// An `[mcp]` key written at the top level of `config.toml` is not read (the file is the
+/// daemon's; only `[mcp]` is ours), which is a warning naming the key and its line; other
+/// top-level keys belong to the rest of the daemon and pass silently.
+#[test]
+fn an_mcp_key_at_the_top_level_of_config_toml_is_a_warning() {
+    let c = Sources::new("mcp: {}\n")
+        .config("log_level = \"info\"\nstartup_timeout_ms = 5000\n[mcp]\nmax_in_flight = 8\n")
+        .load()
+        .unwrap();
+    assert_eq!(c.daemon.startup_timeout, Duration::from_secs(30));
+    assert_eq!(c.daemon.max_in_flight, 8);
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    let w = c.warnings[0].to_string();
+    assert!(
+        w.contains("startup_timeout_ms")
+            && w.contains(":2:")
+            && w.contains("it belongs under [mcp]"),
+        "{w}"
+    );
+}
+
 #[test]
 fn defaults_apply_without_config_files() {
     let c = Sources::new("").load().unwrap();

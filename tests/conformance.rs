@@ -140,6 +140,17 @@ fn run_scenarios(
     );
 }
 
+/// Each of `must` is among the `scenarios` the suite lists (a renamed or dropped scenario
+/// must not pass unnoticed).
+fn must_be_listed(scenarios: &[String], must: &[&str]) {
+    for m in must {
+        assert!(
+            scenarios.iter().any(|s| s == m),
+            "`conformance list` has no client scenario {m}: {scenarios:?}"
+        );
+    }
+}
+
 fn client() -> Option<std::path::PathBuf> {
     peers::require(
         peers::example("conformance_client"),
@@ -159,12 +170,7 @@ fn the_conformance_client_passes_the_suites_client_scenarios() {
         .into_iter()
         .map(|(name, _)| name)
         .collect();
-    for must in MUST_LIST {
-        assert!(
-            scenarios.iter().any(|s| s == must),
-            "`conformance list` has no client scenario {must}: {scenarios:?}"
-        );
-    }
+    must_be_listed(&scenarios, MUST_LIST);
     let file = "conformance-expected-failures.txt";
     let expected = expected_failures(file);
     run_scenarios(&node, &entry, &client, &scenarios, &[], &expected, file);
@@ -196,12 +202,7 @@ fn the_conformance_client_passes_the_2026_07_28_client_scenarios() {
         .filter(|(_, versions)| versions.contains("2026-07-28"))
         .map(|(name, _)| name)
         .collect();
-    for must in MUST_LIST_2026 {
-        assert!(
-            scenarios.iter().any(|s| s == must),
-            "`conformance list` has no 2026-07-28 client scenario {must}: {scenarios:?}"
-        );
-    }
+    must_be_listed(&scenarios, MUST_LIST_2026);
     let file = "conformance-2026-expected-failures.txt";
     let expected = expected_failures(file);
     let extra = ["--spec-version", "2026-07-28"];

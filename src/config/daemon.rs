@@ -41,8 +41,24 @@ impl Default for DaemonConfig {
     }
 }
 
-/// Parses `config.toml`; tables other than `[mcp]` belong to the rest of the daemon.
-pub(crate) fn parse(text: &str, file: &Path, errors: &mut Vec<ConfigError>) -> DaemonConfig {
+/// The `[mcp]` keys.
+const KEYS: &[&str] = &[
+    "result_max_bytes",
+    "default_timeout_ms",
+    "startup_timeout_ms",
+    "frame_limit_bytes",
+    "max_in_flight",
+    "oauth_token_dir",
+];
+
+/// Parses `config.toml`; tables other than `[mcp]` belong to the rest of the daemon. One of
+/// the `[mcp]` keys at the top level is not read, which is a warning (it looks meant for us).
+pub(crate) fn parse(
+    text: &str,
+    file: &Path,
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<ConfigError>,
+) -> DaemonConfig {
     let mut out = DaemonConfig::default();
     let doc = match TomlDoc::parse(text, file) {
         Ok(d) => d,
@@ -51,6 +67,16 @@ pub(crate) fn parse(text: &str, file: &Path, errors: &mut Vec<ConfigError>) -> D
             return out;
         }
     };
+    for (k, v) in doc.root.get_ref().iter() {
+        let key = k.get_ref().as_ref();
+        if KEYS.contains(&key) {
+            warnings.push(doc.err(
+                v.span(),
+                key,
+                format!("`{key}` at the top level is not read; it belongs under [mcp]"),
+            ));
+        }
+    }
     let Some(mcp) = doc.root.get_ref().get("mcp") else {
         return out;
     };
@@ -92,7 +118,7 @@ pub(crate) fn parse(text: &str, file: &Path, errors: &mut Vec<ConfigError>) -> D
                 errors.push(doc.err(
                     k.span(),
                     p,
-                    format!("unknown key `{other}`; [mcp] has result_max_bytes, default_timeout_ms, startup_timeout_ms, frame_limit_bytes, max_in_flight, oauth_token_dir"),
+                    format!("unknown key `{other}`; [mcp] has {}", KEYS.join(", ")),
                 ));
                 continue;
             }

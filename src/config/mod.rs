@@ -193,7 +193,7 @@ impl Sources {
             }
         }
         let daemon = match &self.config {
-            Some((file, text)) => daemon::parse(text, file, &mut errors),
+            Some((file, text)) => daemon::parse(text, file, &mut errors, &mut warnings),
             None => DaemonConfig::default(),
         };
         if let Some(errs) = ConfigErrors::from_vec(errors) {
