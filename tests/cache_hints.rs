@@ -53,8 +53,23 @@ fn names(session: &Session) -> Vec<String> {
 }
 
 fn list_count(stats: &Path) -> u64 {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
+    let text = std::fs::read_to_string(stats).unwrap_or_default();
+    let v: Value = serde_json::from_str(&text).unwrap_or_default();
     v["requests"]["tools/list"].as_u64().unwrap_or(0)
+}
+
+/// The `tools/list` count once it reached `at_least` (the stdio server rewrites its stats file
+/// just after its answer, so the client can be ahead of it; at most 10 s), and 300 ms more, so
+/// a read that should not have happened has time to show.
+async fn settled_list_count(stats: &Path, at_least: u64) -> u64 {
+    for _ in 0..200 {
+        if list_count(stats) >= at_least {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    list_count(stats)
 }
 
 /// Reads the catalog until it names `tool` (at most 15 s).
@@ -81,7 +96,11 @@ async fn ttl_case(http: bool) {
     for _ in 0..20 {
         let _ = names(&session);
     }
-    assert_eq!(list_count(&stats), 1, "read again before its ttl");
+    assert_eq!(
+        settled_list_count(&stats, 1).await,
+        1,
+        "read again before its ttl"
+    );
     tokio::time::sleep(Duration::from_millis(3200)).await;
     // Stale: the next read of the catalog has it read again, once.
     until_listed(&session, "mcp.srv.gen_2").await;
@@ -89,7 +108,11 @@ async fn ttl_case(http: bool) {
     for _ in 0..20 {
         let _ = names(&session);
     }
-    assert_eq!(list_count(&stats), 2, "read more than once at its expiry");
+    assert_eq!(
+        settled_list_count(&stats, 2).await,
+        2,
+        "read more than once at its expiry"
+    );
     session.shutdown().await;
 }
 
@@ -115,9 +138,32 @@ async fn bump_reaches_the_catalog(session: &Session) {
     until_listed(session, "mcp.srv.added_1").await;
 }
 
+fn stat(stats: &Path, key: &str) -> u64 {
+    let text = std::fs::read_to_string(stats).unwrap_or_default();
+    let v: Value = serde_json::from_str(&text).unwrap_or_default();
+    v[key].as_u64().unwrap_or(0)
+}
+
+/// Waits (at most 10 s) until the server holds one open subscription and has acknowledged
+/// `total` in all: the client opens its `subscriptions/listen` beside the session's start, so
+/// a loaded machine can have a test's first call reach the server before it.
+async fn until_subscribed(stats: &Path, total: u64) {
+    for _ in 0..200 {
+        if stat(stats, "subscriptions_total") == total && stat(stats, "subscriptions_open") == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(stat(stats, "subscriptions_total"), total, "not subscribed");
+    assert_eq!(stat(stats, "subscriptions_open"), 1);
+}
+
 async fn listen_case(http: bool) {
-    let (project, _peer) = project(http, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.json");
+    let (project, _peer) = project(http, &["--stats-file", stats.to_str().unwrap()]);
     let session = start(project).await;
+    until_subscribed(&stats, 1).await;
     assert!(!names(&session).iter().any(|n| n == "mcp.srv.added_1"));
     bump_reaches_the_catalog(&session).await;
     session.shutdown().await;
@@ -133,12 +179,6 @@ async fn http_list_changes_arrive_on_a_subscription() {
     listen_case(true).await;
 }
 
-fn stat(stats: &Path, key: &str) -> u64 {
-    let text = std::fs::read_to_string(stats).unwrap_or_default();
-    let v: Value = serde_json::from_str(&text).unwrap_or_default();
-    v[key].as_u64().unwrap_or(0)
-}
-
 /// A subscription the server ends (`end_listen`: gracefully, with a `complete` answer to the
 /// listen request, or over HTTP by just ending the stream, as an idle timeout or a proxy
 /// would) is opened again, the list is read again (a change may have come in the gap: the
@@ -149,6 +189,7 @@ async fn reopen_case(http: bool, graceful: bool) {
     let (project, _peer) = project(http, &["--stats-file", stats.to_str().unwrap()]);
     let session = start(project).await;
     assert!(names(&session).iter().any(|n| n == "mcp.srv.gen_1"));
+    until_subscribed(&stats, 1).await;
     let args = serde_json::json!({ "graceful": graceful });
     let ended = session
         .call("mcp.srv.end_listen", args.as_object().cloned())
@@ -156,14 +197,7 @@ async fn reopen_case(http: bool, graceful: bool) {
         .unwrap();
     assert_eq!(ended.joined_text(), "ended 1 subscriptions", "{ended:?}");
     until_listed(&session, "mcp.srv.gen_2").await;
-    for _ in 0..300 {
-        if stat(&stats, "subscriptions_total") == 2 && stat(&stats, "subscriptions_open") == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(stat(&stats, "subscriptions_total"), 2, "not opened again");
-    assert_eq!(stat(&stats, "subscriptions_open"), 1);
+    until_subscribed(&stats, 2).await;
     bump_reaches_the_catalog(&session).await;
     let st = &session.status()[0];
     assert_eq!((st.state.as_str(), st.restarts), ("ready", 0), "{st:?}");

@@ -62,7 +62,8 @@ Modes (--mode, default modern-only):
                 nothing more is sent for it; messages are whole lines on stdout (one writer at a
                 time);
          HTTP:  the POST is answered 200, Content-Type text/event-stream, Cache-Control no-cache,
-                X-Accel-Buffering no, Transfer-Encoding chunked (each event one flushed chunk):
+                X-Accel-Buffering no, Transfer-Encoding chunked, Connection close (each event
+                one flushed chunk):
                 `data: <ack>\n\n`, then `data: <notification>\n\n` per change, and `:\n\n` after
                 every 1 s without a write; the client leaving (EOF on the socket, or a failed
                 write) drops the subscription. Other requests are served meanwhile (threads).
@@ -914,6 +915,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
+            # Announced: a client must not reuse this connection, which closes after the body.
+            self.send_header("Connection", "close")
             self.end_headers()
             note = {"jsonrpc": "2.0", "method": "notifications/message",
                     "params": {"level": "info", "data": "the answer will not come"}}
@@ -950,6 +953,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Cache-Control", "no-cache")
             self.send_header("X-Accel-Buffering", "no")
             self.send_header("Transfer-Encoding", "chunked")
+            # The connection closes with the stream: announced, so it is never reused.
+            self.send_header("Connection", "close")
             self.end_headers()
             self.write_chunk(b"data: " + dumps(sub.ack()).encode() + b"\n\n")
             last_write = time.monotonic()
