@@ -441,7 +441,7 @@ async fn an_unreachable_server_backs_off_is_marked_failed_after_five_failures_an
         assert!(
             matches!(
                 &err,
-                ClientError::SendFailed { server, not_delivered: true, .. } if &**server == "gone"
+                ClientError::SendFailed { server, failure, .. } if &**server == "gone" && failure.not_delivered()
             ),
             "attempt {attempt}: {err}"
         );

@@ -319,8 +319,9 @@ async fn a_refused_post_fails_the_call_as_not_delivered_and_only_a_passing_refus
         .unwrap_err();
     let failed = client_error(&err);
     assert!(
-        matches!(failed, ClientError::SendFailed { not_delivered: true, retryable: true, request, detail, .. }
-            if request.method == "tools/call" && detail.contains("429 Too Many Requests")),
+        matches!(failed, ClientError::SendFailed { failure, request, .. }
+            if failure.not_delivered() && failure.is_retryable()
+                && request.method == "tools/call" && failure.message().contains("429 Too Many Requests")),
         "{failed:?}"
     );
     let text = failed.to_string();
@@ -338,8 +339,8 @@ async fn a_refused_post_fails_the_call_as_not_delivered_and_only_a_passing_refus
         assert!(
             matches!(
                 client_error(&err),
-                ClientError::SendFailed { not_delivered, retryable: false, .. }
-                    if *not_delivered != delivered_unknown
+                ClientError::SendFailed { failure, .. }
+                    if !failure.is_retryable() && failure.not_delivered() != delivered_unknown
             ),
             "{tool}: {err}"
         );

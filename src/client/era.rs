@@ -196,25 +196,30 @@ pub(crate) async fn probe(
         // its body: that would have come as a JSON-RPC error above) is a legacy one. One that
         // could not be reached, an authorization that failed, a 401/403: no answer about the
         // era, the start fails as any would.
-        Err(ClientError::SendFailed {
-            detail,
-            status: Some(status @ 400..=499),
-            permanent: false,
-            ..
-        }) => Probe::Legacy {
-            why: format!("server/discover was refused ({status}): {detail}"),
-            closed: false,
-        },
+        Err(ClientError::SendFailed { failure, .. })
+            if !failure.is_permanent()
+                && failure.http_status().is_some_and(|s| (400..500).contains(&s)) =>
+        {
+            Probe::Legacy {
+                why: format!(
+                    "server/discover was refused ({}): {}",
+                    failure.http_status().unwrap_or_default(),
+                    failure.message()
+                ),
+                closed: false,
+            }
+        }
         // `202 Accepted` to a request is no 2026-07-28 answer (a modern server answers on the
         // response); a legacy server may mean to answer on its GET stream after `initialize`.
-        Err(ClientError::SendFailed {
-            detail,
-            status: Some(202),
-            ..
-        }) => Probe::Legacy {
-            why: format!("server/discover was accepted without an answer (202): {detail}"),
-            closed: false,
-        },
+        Err(ClientError::SendFailed { failure, .. }) if failure.http_status() == Some(202) => {
+            Probe::Legacy {
+                why: format!(
+                    "server/discover was accepted without an answer (202): {}",
+                    failure.message()
+                ),
+                closed: false,
+            }
+        }
         Err(e @ ClientError::SendFailed { .. }) => Probe::Failed(e),
         Err(ClientError::Exited { reason, .. }) => Probe::Legacy {
             why: format!("the server {reason} on server/discover"),

@@ -13,6 +13,7 @@ use tower::BoxError;
 use crate::protocol::lifecycle::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::protocol::modern::SUPPORTED_MODERN_VERSIONS;
 use crate::protocol::RequestId;
+use crate::transport::SendFailure;
 use crate::transport::TransportError;
 
 /// The request an error is about: its id and method.
@@ -141,27 +142,20 @@ pub enum ClientError {
         /// Why.
         detail: String,
     },
-    /// Sending the request failed (SSE: its POST). When the server provably did not process
-    /// it (`not_delivered`) and sending it again may help (`retryable`), the error comes
+    /// Sending the request failed (HTTP: its POST, or the stream of its answer). When the
+    /// server provably did not process it and sending it again may help
+    /// ([`SendFailure::not_delivered`] and [`SendFailure::is_retryable`]), the error comes
     /// wrapped in [`NotSent`] so the retry policy may send it again whatever the tool.
-    #[error("MCP server `{server}`: sending {request} failed{}: {detail}", if *.not_delivered { " (not delivered)" } else { "" })]
+    #[error("MCP server `{server}`: sending {request} failed{}: {}", if failure.not_delivered() { " (not delivered)" } else { "" }, failure.message())]
     SendFailed {
         /// The server.
         server: Arc<str>,
         /// The request.
         request: RequestRef,
-        /// What went wrong, naming no secret.
-        detail: String,
-        /// The server provably did not process the request.
-        not_delivered: bool,
-        /// Sending it again may succeed (the refusal passes, no connection was made, or the
-        /// session it went on expired).
-        retryable: bool,
-        /// Trying again cannot help (401, 403, a redirect elsewhere): when this was the
-        /// handshake, the server is marked failed at once.
-        permanent: bool,
-        /// The HTTP status that refused it, when the server answered with one.
-        status: Option<u16>,
+        /// What went wrong, naming no secret, and what it means: delivered or not, worth
+        /// retrying, permanent (when this was the handshake, the server is marked failed at
+        /// once), the HTTP status that refused it.
+        failure: SendFailure,
     },
     /// The server failed too many times in a row; calls fail fast until it is re-enabled.
     #[error("MCP server `{server}` is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}")]
@@ -333,14 +327,7 @@ impl ClientError {
     /// Whether a request already handed to the transport provably never reached the server
     /// and sending it again may succeed: then it is safe and worth retrying.
     pub(crate) fn worth_resending(&self) -> bool {
-        matches!(
-            self,
-            Self::SendFailed {
-                not_delivered: true,
-                retryable: true,
-                ..
-            }
-        )
+        matches!(self, Self::SendFailed { failure, .. } if failure.is_retryable())
     }
 
     /// Boxes the error, wrapped in [`NotSent`] when `not_sent` is true.

@@ -104,7 +104,7 @@ use self::server_requests::ServerRequestService;
 use crate::protocol::lifecycle::{client_capabilities, is_supported_version};
 use crate::protocol::modern::{param_headers, ModernMeta, MODERN_PROTOCOL_VERSION};
 use crate::protocol::{Implementation, InitializeResult, ToolInfo};
-use crate::transport::{CloseReason, ConnectContext, Connection, Transport};
+use crate::transport::{is_transient_status, CloseReason, ConnectContext, Connection, Transport};
 
 /// The most `tools/list` pages followed.
 pub const MAX_TOOL_PAGES: usize = 100;
@@ -131,13 +131,14 @@ pub const LISTEN_STEADY: Duration = Duration::from_secs(10);
 fn listen_refused(error: &ClientError, lasted: Duration) -> bool {
     match error {
         ClientError::JsonRpc { .. } => lasted < LISTEN_STEADY,
-        ClientError::SendFailed {
-            permanent: true, ..
-        } => true,
-        ClientError::SendFailed {
-            status: Some(status),
-            ..
-        } => *status == 202 || ((400..500).contains(status) && ![408, 425, 429].contains(status)),
+        ClientError::SendFailed { failure, .. } => {
+            failure.is_permanent()
+                || match failure.http_status() {
+                    Some(202) => true,
+                    Some(status) => (400..500).contains(&status) && !is_transient_status(status),
+                    None => false,
+                }
+        }
         _ => false,
     }
 }
@@ -692,7 +693,7 @@ impl Shared {
                 sup.era = None;
                 let permanent = match &e {
                     ClientError::ConnectFailed { source, .. } => source.is_permanent(),
-                    ClientError::SendFailed { permanent, .. } => *permanent,
+                    ClientError::SendFailed { failure, .. } => failure.is_permanent(),
                     _ => false,
                 };
                 if permanent {

@@ -967,19 +967,15 @@ impl InboundHandler for RpcSession {
             server = &*self.server,
             request_id = num,
             method = pending.method,
-            not_delivered = failure.not_delivered,
-            retryable = failure.retryable,
-            problem = %failure.message,
+            not_delivered = failure.not_delivered(),
+            retryable = failure.is_retryable(),
+            problem = %failure.message(),
             "sending the request failed; it fails"
         );
         pending.fail(ClientError::SendFailed {
             server: Arc::clone(&self.server),
             request,
-            detail: failure.message,
-            not_delivered: failure.not_delivered,
-            retryable: failure.retryable,
-            permanent: failure.permanent,
-            status: failure.status,
+            failure,
         });
     }
 

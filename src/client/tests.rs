@@ -1121,11 +1121,12 @@ fn a_listen_ended_by_a_refusal_is_not_asked_again_and_a_cut_is() {
     let http = |status: Option<u16>, permanent: bool| ClientError::SendFailed {
         server: Arc::clone(&server),
         request: request.clone(),
-        detail: "refused".into(),
-        not_delivered: false,
-        retryable: false,
-        permanent,
-        status,
+        failure: match (status, permanent) {
+            (_, true) => crate::transport::SendFailure::permanent("refused"),
+            (Some(s @ 400..=499), false) => crate::transport::SendFailure::refused("refused", s),
+            (Some(s), false) => crate::transport::SendFailure::unknown("refused").status(s),
+            (None, false) => crate::transport::SendFailure::unknown("cut"),
+        },
     };
     let at_once = Duration::from_millis(30);
     let working = LISTEN_STEADY + Duration::from_secs(1);

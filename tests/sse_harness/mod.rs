@@ -176,9 +176,9 @@ impl InboundHandler for Recorder {
         s.frames.push(json!({
             "id": id,
             "send_failed": {
-                "message": failure.message,
-                "not_delivered": failure.not_delivered,
-                "retryable": failure.retryable,
+                "message": failure.message(),
+                "not_delivered": failure.not_delivered(),
+                "retryable": failure.is_retryable(),
             },
         }));
         drop(s);

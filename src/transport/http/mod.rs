@@ -1,6 +1,7 @@
 //! What both HTTP transports share: the pooled client, the checks made on a URL and its static
 //! headers before anything is sent, the same-origin rule, and how an HTTP failure becomes a
-//! [`SendFailure`] or a [`TransportError`](super::TransportError).
+//! [`SendFailure`](super::SendFailure) or a [`TransportError`](super::TransportError)
+//! ([`exchange`]).
 //!
 //! [`sse`](super::sse) (2024-11-05) and [`streamable_http`](super::streamable_http)
 //! (2025-03-26 and later) differ in how messages travel; everything here is the same for both:
@@ -15,10 +16,10 @@
 
 pub(crate) mod client;
 mod config;
+pub(crate) mod exchange;
 
 use std::io;
 
-use http::StatusCode;
 use http_body_util::BodyExt;
 use kaged_mcp_layers::auth::TokenError;
 use url::Url;
@@ -26,7 +27,7 @@ use url::Url;
 pub(crate) use self::config::{static_token, validate};
 pub use self::config::{InvalidHttpConfig, InvalidKind};
 
-use super::SendFailure;
+pub(crate) use self::exchange::{exchange, Exchange, Outcome};
 use client::Body;
 
 /// The most bytes of a response body read (and thrown away) so its connection is reused.
@@ -149,28 +150,6 @@ pub(crate) async fn drain(mut body: Body) {
     }
 }
 
-/// A POST that could not be sent: the client error of the HTTP stack, as a [`SendFailure`].
-pub(crate) fn post_error(err: &(dyn std::error::Error + 'static)) -> SendFailure {
-    if let Some(token) = token_error(err) {
-        // The request was never sent: the token source could not give a header.
-        return SendFailure {
-            message: format!("authorization: {}", chain(token)),
-            not_delivered: true,
-            retryable: false,
-            permanent: token.is_login_required(),
-            status: None,
-        };
-    }
-    let unsent = never_connected(err);
-    SendFailure {
-        message: format!("the POST failed: {}", chain(err)),
-        not_delivered: unsent,
-        retryable: unsent,
-        permanent: false,
-        status: None,
-    }
-}
-
 /// The token source's error in `error`'s chain, if the auth layer failed.
 pub(crate) fn token_error<'a>(
     error: &'a (dyn std::error::Error + 'static),
@@ -185,34 +164,6 @@ pub(crate) fn token_error<'a>(
     None
 }
 
-/// A POST answered with the unsuccessful `status`, as a [`SendFailure`]. `auth` names the
-/// server's credentials for the 401/403 message ("its secret `api.key` in local.toml").
-///
-/// A 4xx means the server refused the request without processing it (`not_delivered`); only
-/// 408, 425 and 429 pass (`retryable`); 401 and 403 are `permanent`. After a 5xx nobody knows.
-pub(crate) fn post_refused(status: StatusCode, auth: &str) -> SendFailure {
-    let refused = status.is_client_error();
-    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-        return SendFailure {
-            message: format!(
-                "authentication refused: the POST was answered {status}; check the server's \
-                 `auth` and {auth}"
-            ),
-            not_delivered: true,
-            retryable: false,
-            permanent: true,
-            status: Some(status.as_u16()),
-        };
-    }
-    SendFailure {
-        message: format!("the POST was answered {status}"),
-        not_delivered: refused,
-        retryable: matches!(status.as_u16(), 408 | 425 | 429),
-        permanent: false,
-        status: Some(status.as_u16()),
-    }
-}
-
 /// What a 401/403 message tells the operator to check, for a server whose `auth` refers to
 /// `secret_ref`, or has another token source (`has_source`), or has none.
 pub(crate) fn auth_hint(secret_ref: Option<&str>, has_source: bool) -> String {
@@ -223,28 +174,54 @@ pub(crate) fn auth_hint(secret_ref: Option<&str>, has_source: bool) -> String {
     }
 }
 
+/// An empty response body (a stream resumed with nothing new, a test's answer).
+pub(crate) fn empty_body() -> Body {
+    http_body_util::Empty::new()
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::SendFailure;
+
+    fn refused(status: u16) -> SendFailure {
+        let response = http::Response::builder()
+            .status(status)
+            .body(empty_body())
+            .unwrap();
+        let url = Url::parse("http://h/mcp").unwrap();
+        let how = Exchange {
+            what: "the POST",
+            timeout: None,
+            idempotent: false,
+            url: &url,
+        };
+        exchange::classify(response, how, false).into_failure("the POST", "its secret `api.key` in local.toml")
+    }
 
     #[test]
     fn statuses_map_to_delivery_and_retry() {
-        let f = post_refused(StatusCode::TOO_MANY_REQUESTS, "x");
-        assert!(f.not_delivered && f.retryable && !f.permanent);
-        let f = post_refused(StatusCode::BAD_REQUEST, "x");
-        assert!(f.not_delivered && !f.retryable && !f.permanent);
-        let f = post_refused(StatusCode::INTERNAL_SERVER_ERROR, "x");
-        assert!(!f.not_delivered && !f.retryable && !f.permanent);
-        let f = post_refused(
-            StatusCode::UNAUTHORIZED,
-            "its secret `api.key` in local.toml",
-        );
-        assert!(f.not_delivered && !f.retryable && f.permanent);
+        let f = refused(429);
+        assert!(f.not_delivered() && f.is_retryable() && !f.is_permanent());
+        let f = refused(400);
+        assert!(f.not_delivered() && !f.is_retryable() && !f.is_permanent());
+        let f = refused(500);
+        assert!(!f.not_delivered() && !f.is_retryable() && !f.is_permanent());
+        assert_eq!(f.http_status(), Some(500));
+        let f = refused(401);
+        assert!(f.not_delivered() && !f.is_retryable() && f.is_permanent());
         assert!(
-            f.message.contains("401 Unauthorized") && f.message.contains("`api.key`"),
+            f.message().contains("401 Unauthorized") && f.message().contains("`api.key`"),
             "{}",
-            f.message
+            f.message()
         );
+        for redirect in [301, 302, 303, 307, 308] {
+            let f = refused(redirect);
+            assert!(f.not_delivered() && f.is_permanent(), "{redirect}");
+            assert!(f.message().contains("redirects are not followed"), "{}", f.message());
+        }
     }
 
     #[test]

@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
-use http::{Method, StatusCode};
+use http::Method;
 use http_body_util::BodyExt;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
-use tower::ServiceExt;
 use tracing::Instrument;
 use url::Url;
 
@@ -23,7 +22,7 @@ use super::Inner;
 use crate::protocol::RequestId;
 use crate::transport::http::client::{request, Body, HttpService};
 use crate::transport::http::{
-    chain, closed_before_answer, drain, io_kind, post_error, post_refused, redacted, request_id,
+    chain, drain, exchange, redacted, request_id, Exchange, Outcome,
 };
 use crate::transport::{
     CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
@@ -49,55 +48,22 @@ pub(super) async fn open(
         HeaderValue::from_static("text/event-stream"),
     ));
     headers.push((header::CACHE_CONTROL, HeaderValue::from_static("no-cache")));
-    let get = || {
-        request(Method::GET, &inner.url, &headers, Bytes::new())
-            .map_err(|e| fail(format!("cannot build the GET request for {shown}: {e}")))
+    let get = || request(Method::GET, &inner.url, &headers, Bytes::new()).map(|r| (r, false));
+    let how = Exchange {
+        what: "the GET",
+        timeout: Some(inner.connect_timeout),
+        idempotent: true,
+        url: &inner.url,
     };
-    // A pooled connection the server closed as we reused it (its previous stream just ended)
-    // fails the GET before any answer: the GET is idempotent, so it is sent once more on a
-    // fresh connection.
-    let attempt = async {
-        match inner.http.clone().oneshot(get()?).await {
-            Err(e) if closed_before_answer(&*e) => {
-                tracing::debug!(server = %server, "pooled connection closed under the GET; sending it again");
-                Ok(inner.http.clone().oneshot(get()?).await)
+    let response = match exchange(&inner.http, how, get).await {
+        Outcome::Answered(response) => response,
+        refused => {
+            if let Some(status) = refused.status() {
+                tracing::warn!(server = %server, status = %status, "the GET of the event stream was refused");
             }
-            other => Ok(other),
+            return Err(refused.into_connect_error(&server, "GET", &shown, &inner.auth_hint));
         }
     };
-    let response = match tokio::time::timeout(inner.connect_timeout, attempt).await {
-        Err(_) => {
-            return Err(TransportError::io(
-                format!(
-                    "server `{server}`: no response from {shown} within {} ms",
-                    inner.connect_timeout.as_millis()
-                ),
-                io::Error::from(io::ErrorKind::TimedOut),
-            ))
-        }
-        Ok(Err(unbuildable)) => return Err(unbuildable),
-        Ok(Ok(Err(e))) => {
-            let text = chain(&*e);
-            return Err(TransportError::io(
-                format!("server `{server}`: cannot connect to {shown}: {text}"),
-                io::Error::new(io_kind(&*e), text),
-            ));
-        }
-        Ok(Ok(Ok(response))) => response,
-    };
-    let status = response.status();
-    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-        return Err(auth_refused(
-            &server,
-            "GET",
-            &shown,
-            status,
-            &inner.auth_hint,
-        ));
-    }
-    if !status.is_success() {
-        return Err(fail(format!("GET {shown} answered {status}")));
-    }
     let content_type = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -223,24 +189,6 @@ fn kind_of(item: &SseItem) -> &str {
         SseItem::Event(e) => &e.event,
         SseItem::Oversized(_) => "oversized",
     }
-}
-
-/// A 401 or 403: an error the supervision must not retry.
-fn auth_refused(
-    server: &str,
-    verb: &str,
-    shown: &str,
-    status: StatusCode,
-    auth: &str,
-) -> TransportError {
-    TransportError::io(
-        format!(
-            "server `{server}`: authentication refused: {verb} {shown} answered {status}; check \
-             the server's `auth` and {auth}"
-        ),
-        io::Error::new(io::ErrorKind::PermissionDenied, format!("HTTP {status}")),
-    )
-    .permanent()
 }
 
 /// The queue between the session and the writer.
@@ -471,39 +419,28 @@ impl Writer {
     /// not process the frame (refused connection, 4xx status) and whether sending it again may
     /// help.
     async fn post(&self, frame: Bytes) -> Result<(), SendFailure> {
-        let req = request(Method::POST, &self.endpoint, &self.headers, frame).map_err(|e| {
-            SendFailure {
-                message: format!("cannot build the POST request: {e}"),
-                not_delivered: true,
-                retryable: false,
-                permanent: false,
-                status: None,
+        let how = Exchange {
+            what: "the POST",
+            timeout: Some(self.timeout),
+            idempotent: false,
+            url: &self.endpoint,
+        };
+        let make = || {
+            request(Method::POST, &self.endpoint, &self.headers, frame.clone()).map(|r| (r, false))
+        };
+        match exchange(&self.http, how, make).await {
+            Outcome::Answered(response) => {
+                // Read the (short) body so the connection goes back to the pool; never log it.
+                let _ = tokio::time::timeout(self.timeout, drain(response.into_body())).await;
+                Ok(())
             }
-        })?;
-        let response =
-            match tokio::time::timeout(self.timeout, self.http.clone().oneshot(req)).await {
-                Err(_) => {
-                    return Err(SendFailure {
-                        message: format!(
-                            "the POST got no answer within {} ms",
-                            self.timeout.as_millis()
-                        ),
-                        not_delivered: false,
-                        retryable: false,
-                        permanent: false,
-                        status: None,
-                    })
+            mut refused => {
+                if let Some(body) = refused.take_body() {
+                    let _ = tokio::time::timeout(self.timeout, drain(body)).await;
                 }
-                Ok(Err(e)) => return Err(post_error(&*e)),
-                Ok(Ok(response)) => response,
-            };
-        let status = response.status();
-        // Read the (short) body so the connection goes back to the pool; never log it.
-        let _ = tokio::time::timeout(self.timeout, drain(response.into_body())).await;
-        if status.is_success() {
-            return Ok(());
+                Err(refused.into_failure("the POST", &self.auth_hint))
+            }
         }
-        Err(post_refused(status, &self.auth_hint))
     }
 
     /// A POST failed: a request fails at once (through the reader task); anything else is

@@ -18,14 +18,13 @@ use serde::Deserialize;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 use tracing::Instrument;
 
 use super::Inner;
 use crate::protocol::{JsonRpcError, RequestId};
 use crate::transport::http::client::Body;
 use crate::transport::http::{
-    chain, drain, origin, post_error, post_refused, redacted, request_id, same_origin,
+    chain, drain, empty_body, exchange, redacted, request_id, Exchange, Outcome,
 };
 use crate::transport::sse::{EventParser, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL};
 use crate::transport::{
@@ -330,13 +329,7 @@ impl Conn {
             .collect();
         // First end every task and refuse new messages, so nothing more goes to the old session.
         self.cancel.cancel();
-        let expired = |message: String| SendFailure {
-            message,
-            not_delivered: true,
-            retryable: true,
-            permanent: false,
-            status: None,
-        };
+        let expired = SendFailure::expired;
         if let Some(id) = id {
             self.fail(
                 id,
@@ -432,33 +425,6 @@ impl Conn {
         self.lock_session().id.is_some()
     }
 
-    /// A redirect is never followed: the failure names where it pointed.
-    fn redirect_failure(&self, response: &Response<Body>) -> SendFailure {
-        let to = response
-            .headers()
-            .get(header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|l| self.inner.url.join(l).ok());
-        let target = match to {
-            Some(url) if same_origin(&url, &self.inner.url) => {
-                format!("{} on the same origin", url.path())
-            }
-            Some(url) => format!("another origin ({})", origin(&url)),
-            None => "nowhere valid".to_owned(),
-        };
-        SendFailure {
-            message: format!(
-                "the POST was answered {} to {target}; redirects are not followed, so nothing \
-                 is sent anywhere but the configured url",
-                response.status()
-            ),
-            not_delivered: true,
-            retryable: false,
-            permanent: true,
-            status: Some(response.status().as_u16()),
-        }
-    }
-
     // --- requests ------------------------------------------------------------------------
 
     /// POSTs request `id` and reads its answer.
@@ -472,42 +438,22 @@ impl Conn {
         self.initialized().await;
         self.get_answered().await;
         flight.posted.store(true, Ordering::Release);
-        let request = self.request(Method::POST, &ACCEPT_BOTH, body, None, mirror.as_ref());
-        let (req, with_session) = match request {
-            Ok(r) => r,
-            Err(e) => {
-                return self.fail(
-                    &id,
-                    SendFailure {
-                        message: format!("cannot build the POST request: {e}"),
-                        not_delivered: true,
-                        retryable: false,
-                        permanent: false,
-                        status: None,
-                    },
-                )
-            }
+        let how = Exchange {
+            what: "the POST",
+            timeout: None,
+            idempotent: false,
+            url: &self.inner.url,
         };
-        let response = match self.inner.http.clone().oneshot(req).await {
-            Ok(r) => r,
-            Err(e) => return self.fail(&id, post_error(&*e)),
-        };
-        self.note_session(&response);
-        let status = response.status();
-        if status == StatusCode::NOT_FOUND && with_session {
-            return self.expire(Some(&id), "the POST");
-        }
-        if status.is_redirection() {
-            let failure = self.redirect_failure(&response);
-            tracing::warn!(server = %self.server, status = %status, "redirect refused");
-            return self.fail(&id, failure);
-        }
-        if !status.is_success() {
+        let make = || self.request(Method::POST, &ACCEPT_BOTH, body.clone(), None, mirror.as_ref());
+        let response = match exchange(&self.inner.http, how, make).await {
+            Outcome::Answered(response) => response,
+            Outcome::Expired => return self.expire(Some(&id), "the POST"),
             // A modern server answers a request it refuses (unsupported version, header
             // mismatch, unknown method) with a 4xx whose body is the JSON-RPC error: the
             // session gets that error, which tells a modern server from a legacy one.
-            let auth = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
-            if mirror.is_some() && status.is_client_error() && !auth {
+            Outcome::Refused { status, response }
+                if mirror.is_some() && status.is_client_error() =>
+            {
                 let json = matches!(content_type(&response), ContentType::Json);
                 let body = response.into_body();
                 if json {
@@ -517,11 +463,24 @@ impl Conn {
                 } else {
                     drain_soon(body).await;
                 }
-                return self.fail(&id, post_refused(status, &self.inner.auth_hint));
+                let failure = Outcome::Refused {
+                    status,
+                    response: Response::new(empty_body()),
+                };
+                return self.fail(&id, failure.into_failure("the POST", &self.inner.auth_hint));
             }
-            drain_soon(response.into_body()).await;
-            return self.fail(&id, post_refused(status, &self.inner.auth_hint));
-        }
+            mut refused => {
+                if let Outcome::Redirect { status, .. } = &refused {
+                    tracing::warn!(server = %self.server, status = %status, "redirect refused");
+                }
+                if let Some(body) = refused.take_body() {
+                    drain_soon(body).await;
+                }
+                return self.fail(&id, refused.into_failure("the POST", &self.inner.auth_hint));
+            }
+        };
+        self.note_session(&response);
+        let status = response.status();
         if status == StatusCode::ACCEPTED {
             // A request's answer may then come only on the GET stream: 2026-07-28 has none, and
             // a legacy server may have refused it. Waiting would only end at the timeout.
@@ -536,16 +495,10 @@ impl Conn {
                 tracing::warn!(server = %self.server, request_id = %id, "a request was answered 202 Accepted without an answer");
                 return self.fail(
                     &id,
-                    SendFailure {
-                        message: format!(
+                    SendFailure::unknown(format!(
                             "the POST of a request was answered `202 Accepted` with no answer; \
                              {why}, so none will come"
-                        ),
-                        not_delivered: false,
-                        retryable: false,
-                        permanent: false,
-                        status: Some(202),
-                    },
+                        )).status(202),
                 );
             }
             tracing::debug!(server = %self.server, request_id = %id, "request accepted without an answer; it may come on the GET stream");
@@ -560,17 +513,11 @@ impl Conn {
             }
             ContentType::Other(ct) => self.fail(
                 &id,
-                SendFailure {
-                    message: format!(
+                SendFailure::unknown(format!(
                         "the POST was answered `Content-Type: {}`, neither application/json \
                          nor text/event-stream; is this the MCP endpoint?",
                         ct.escape_debug()
-                    ),
-                    not_delivered: false,
-                    retryable: false,
-                    permanent: false,
-                    status: None,
-                },
+                    )),
             ),
         }
     }
@@ -579,12 +526,19 @@ impl Conn {
     fn deliver_error(&self, id: &RequestId, error: &JsonRpcError, status: StatusCode) {
         tracing::debug!(server = %self.server, request_id = %id, status = %status, code = error.code, "the POST was refused with a JSON-RPC error");
         let frame = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+        let refused = || {
+            Outcome::Refused {
+                status,
+                response: Response::new(empty_body()),
+            }
+            .into_failure("the POST", &self.inner.auth_hint)
+        };
         match serde_json::to_vec(&frame) {
             Ok(bytes) => self.deliver(&bytes),
-            Err(_) => self.fail(id, post_refused(status, &self.inner.auth_hint)),
+            Err(_) => self.fail(id, refused()),
         }
         if self.awaits(id) {
-            self.fail(id, post_refused(status, &self.inner.auth_hint));
+            self.fail(id, refused());
         }
     }
 
@@ -602,16 +556,10 @@ impl Conn {
                     if self.awaits(id) {
                         self.fail(
                             id,
-                            SendFailure {
-                                message: format!(
+                            SendFailure::unknown(format!(
                                     "the answer's body failed before its end: {}",
                                     chain(&*e)
-                                ),
-                                not_delivered: false,
-                                retryable: false,
-                                permanent: false,
-                                status: None,
-                            },
+                                )),
                         );
                     }
                     return;
@@ -672,13 +620,7 @@ impl Conn {
             if self.awaits(id) {
                 self.fail(
                     id,
-                    SendFailure {
-                        message: "the POST was answered with an empty JSON body".into(),
-                        not_delivered: false,
-                        retryable: false,
-                        permanent: false,
-                        status: None,
-                    },
+                    SendFailure::unknown("the POST was answered with an empty JSON body"),
                 );
             }
             return;
@@ -689,13 +631,7 @@ impl Conn {
             // error without an id, say). No other answer will come on this POST.
             self.fail(
                 id,
-                SendFailure {
-                    message: "the POST's JSON body did not answer the request".into(),
-                    not_delivered: false,
-                    retryable: false,
-                    permanent: false,
-                    status: None,
-                },
+                SendFailure::unknown("the POST's JSON body did not answer the request"),
             );
         }
     }
@@ -719,16 +655,10 @@ impl Conn {
             if !resumable {
                 return self.fail(
                     id,
-                    SendFailure {
-                        message: format!(
+                    SendFailure::unknown(format!(
                             "the response stream {why} before the answer (2026-07-28 streams \
                              are not resumed)"
-                        ),
-                        not_delivered: false,
-                        retryable: false,
-                        permanent: false,
-                        status: None,
-                    },
+                        )),
                 );
             }
             if got_events {
@@ -737,33 +667,21 @@ impl Conn {
             let Some(last) = parser.last_event_id().map(str::to_owned) else {
                 return self.fail(
                     id,
-                    SendFailure {
-                        message: format!(
+                    SendFailure::unknown(format!(
                             "the response stream {why} before the answer, and the server gave \
                              no event id to resume it from"
-                        ),
-                        not_delivered: false,
-                        retryable: false,
-                        permanent: false,
-                        status: None,
-                    },
+                        )),
                 );
             };
             fruitless += 1;
             if fruitless > self.inner.max_resumptions {
                 return self.fail(
                     id,
-                    SendFailure {
-                        message: format!(
+                    SendFailure::unknown(format!(
                             "the response stream {why} before the answer; {} attempts to \
                              resume it brought nothing",
                             self.inner.max_resumptions
-                        ),
-                        not_delivered: false,
-                        retryable: false,
-                        permanent: false,
-                        status: None,
-                    },
+                        )),
                 );
             }
             let wait = parser.retry().map_or(DEFAULT_RETRY, clamp_retry);
@@ -786,16 +704,10 @@ impl Conn {
                 Err(Resume::Failed(why)) => {
                     return self.fail(
                         id,
-                        SendFailure {
-                            message: format!(
+                        SendFailure::unknown(format!(
                                 "the response stream ended before the answer, and resuming it \
                                  failed: {why}"
-                            ),
-                            not_delivered: false,
-                            retryable: false,
-                            permanent: false,
-                            status: None,
-                        },
+                            )),
                     )
                 }
             }
@@ -804,29 +716,24 @@ impl Conn {
 
     /// A GET with `Last-Event-ID: last`.
     async fn resume(&self, last: &str) -> Result<Body, Resume> {
-        let (req, with_session) = self
-            .request(Method::GET, &ACCEPT_STREAM, Bytes::new(), Some(last), None)
-            .map_err(|e| Resume::Failed(format!("cannot build the GET request: {e}")))?;
-        let response = tokio::time::timeout(
-            self.inner.connect_timeout,
-            self.inner.http.clone().oneshot(req),
-        )
-        .await
-        .map_err(|_| {
-            Resume::Failed(format!(
-                "the GET got no answer within {} ms",
-                self.inner.connect_timeout.as_millis()
-            ))
-        })?
-        .map_err(|e| Resume::Failed(format!("the GET failed: {}", chain(&*e))))?;
-        let status = response.status();
-        if status == StatusCode::NOT_FOUND && with_session {
-            return Err(Resume::Expired);
-        }
-        if !status.is_success() {
-            drain_soon(response.into_body()).await;
-            return Err(Resume::Failed(format!("the GET was answered {status}")));
-        }
+        let how = Exchange {
+            what: "the GET",
+            timeout: Some(self.inner.connect_timeout),
+            idempotent: true,
+            url: &self.inner.url,
+        };
+        let make = || self.request(Method::GET, &ACCEPT_STREAM, Bytes::new(), Some(last), None);
+        let response = match exchange(&self.inner.http, how, make).await {
+            Outcome::Answered(response) => response,
+            Outcome::Expired => return Err(Resume::Expired),
+            mut refused => {
+                if let Some(body) = refused.take_body() {
+                    drain_soon(body).await;
+                }
+                let failure = refused.into_failure("the GET", &self.inner.auth_hint);
+                return Err(Resume::Failed(failure.message().to_owned()));
+            }
+        };
         if !matches!(content_type(&response), ContentType::EventStream) {
             return Err(Resume::Failed(
                 "the GET was not answered with an event stream".into(),
@@ -943,30 +850,36 @@ impl Conn {
     }
 
     async fn open_get(&self, last: Option<&str>) -> Result<Body, Listen> {
-        let (req, with_session) = self
-            .request(Method::GET, &ACCEPT_STREAM, Bytes::new(), last, None)
-            .map_err(|e| Listen::Failed(format!("cannot build the GET request: {e}")))?;
-        let response = tokio::time::timeout(
-            self.inner.connect_timeout,
-            self.inner.http.clone().oneshot(req),
-        )
-        .await
-        .map_err(|_| Listen::Failed("no answer in time".into()))?
-        .map_err(|e| Listen::Failed(chain(&*e)))?;
-        let status = response.status();
-        if status == StatusCode::NOT_FOUND && with_session {
-            return Err(Listen::Expired);
-        }
-        if status.is_client_error() && !matches!(status.as_u16(), 408 | 425 | 429) {
-            drain_soon(response.into_body()).await;
-            return Err(Listen::NotOffered(status));
-        }
-        if !status.is_success() {
-            drain_soon(response.into_body()).await;
-            return Err(Listen::Failed(format!("the GET was answered {status}")));
-        }
+        let how = Exchange {
+            what: "the GET",
+            timeout: Some(self.inner.connect_timeout),
+            idempotent: true,
+            url: &self.inner.url,
+        };
+        let make = || self.request(Method::GET, &ACCEPT_STREAM, Bytes::new(), last, None);
+        let outcome = exchange(&self.inner.http, how, make).await;
+        let response = match outcome {
+            Outcome::Answered(response) => response,
+            Outcome::Expired => return Err(Listen::Expired),
+            mut refused => {
+                if let Some(body) = refused.take_body() {
+                    drain_soon(body).await;
+                }
+                // A refusal that passes, or no answer, is tried again; any other (405, 401,
+                // a redirect) says there is no stream to have.
+                return Err(match refused.status() {
+                    Some(status) if !refused.is_transient() => Listen::NotOffered(status),
+                    _ => Listen::Failed(
+                        refused
+                            .into_failure("the GET", &self.inner.auth_hint)
+                            .message()
+                            .to_owned(),
+                    ),
+                });
+            }
+        };
         if !matches!(content_type(&response), ContentType::EventStream) {
-            return Err(Listen::NotOffered(status));
+            return Err(Listen::NotOffered(response.status()));
         }
         Ok(response.into_body())
     }
@@ -1019,31 +932,31 @@ impl Conn {
     }
 
     async fn post_other(&self, frame: Bytes) -> Result<(), String> {
-        let (req, with_session) = self
-            .request(Method::POST, &ACCEPT_BOTH, frame, None, None)
-            .map_err(|e| format!("cannot build the POST request: {e}"))?;
-        let response = tokio::time::timeout(
-            self.inner.post_timeout,
-            self.inner.http.clone().oneshot(req),
-        )
-        .await
-        .map_err(|_| {
-            format!(
-                "the POST got no answer within {} ms",
-                self.inner.post_timeout.as_millis()
-            )
-        })?
-        .map_err(|e| post_error(&*e).message)?;
-        let status = response.status();
-        drain_soon(response.into_body()).await;
-        if status == StatusCode::NOT_FOUND && with_session {
-            self.expire(None, "the POST");
-            return Err("the session expired".into());
-        }
-        if status.is_success() {
-            Ok(())
-        } else {
-            Err(post_refused(status, &self.inner.auth_hint).message)
+        let how = Exchange {
+            what: "the POST",
+            timeout: Some(self.inner.post_timeout),
+            idempotent: false,
+            url: &self.inner.url,
+        };
+        let make = || self.request(Method::POST, &ACCEPT_BOTH, frame.clone(), None, None);
+        match exchange(&self.inner.http, how, make).await {
+            Outcome::Answered(response) => {
+                drain_soon(response.into_body()).await;
+                Ok(())
+            }
+            Outcome::Expired => {
+                self.expire(None, "the POST");
+                Err("the session expired".into())
+            }
+            mut refused => {
+                if let Some(body) = refused.take_body() {
+                    drain_soon(body).await;
+                }
+                Err(refused
+                    .into_failure("the POST", &self.inner.auth_hint)
+                    .message()
+                    .to_owned())
+            }
         }
     }
 
@@ -1052,24 +965,25 @@ impl Conn {
         if !self.has_session() {
             return;
         }
-        let Ok((req, _)) = self.request(Method::DELETE, &ACCEPT_BOTH, Bytes::new(), None, None)
-        else {
-            return;
+        let how = Exchange {
+            what: "the DELETE",
+            timeout: Some(self.inner.connect_timeout),
+            idempotent: true,
+            url: &self.inner.url,
         };
-        match tokio::time::timeout(
-            self.inner.connect_timeout,
-            self.inner.http.clone().oneshot(req),
-        )
-        .await
-        {
-            Ok(Ok(response)) => {
+        let make = || self.request(Method::DELETE, &ACCEPT_BOTH, Bytes::new(), None, None);
+        match exchange(&self.inner.http, how, make).await {
+            Outcome::Answered(response) => {
                 tracing::debug!(server = %self.server, status = %response.status(), "session deleted");
                 drain_soon(response.into_body()).await;
             }
-            Ok(Err(e)) => {
-                tracing::debug!(server = %self.server, error = %chain(&*e), "DELETE failed")
+            mut other => {
+                if let Some(body) = other.take_body() {
+                    drain_soon(body).await;
+                }
+                let failure = other.into_failure("the DELETE", &self.inner.auth_hint);
+                tracing::debug!(server = %self.server, problem = %failure.message(), "DELETE failed");
             }
-            Err(_) => tracing::debug!(server = %self.server, "DELETE got no answer in time"),
         }
     }
 
@@ -1165,12 +1079,6 @@ fn content_type(response: &Response<Body>) -> ContentType {
     } else {
         ContentType::Other(ct.to_owned())
     }
-}
-
-fn empty_body() -> Body {
-    http_body_util::Empty::new()
-        .map_err(|never| match never {})
-        .boxed_unsync()
 }
 
 /// The most bytes of a refused POST's body read for its JSON-RPC error.
