@@ -53,7 +53,12 @@ pub(crate) enum Outcome {
         io: io::ErrorKind,
     },
     /// No answer: the time bound passed, or the connection failed after the request went out.
-    NoAnswer { message: String, io: io::ErrorKind },
+    /// `after` is the time bound when it was what passed.
+    NoAnswer {
+        message: String,
+        io: io::ErrorKind,
+        after: Option<Duration>,
+    },
     /// `404` to a request that carried the session id: the server ended the session.
     Expired,
     /// A `3xx`: never followed, so nothing is sent anywhere but the configured URL.
@@ -94,6 +99,7 @@ pub(crate) async fn exchange(
                         limit.as_millis()
                     ),
                     io: io::ErrorKind::TimedOut,
+                    after: Some(limit),
                 }
             }
         },
@@ -156,7 +162,11 @@ fn unsent_or_lost(how: Exchange<'_>, err: &(dyn std::error::Error + 'static)) ->
             io,
         }
     } else {
-        Outcome::NoAnswer { message, io }
+        Outcome::NoAnswer {
+            message,
+            io,
+            after: None,
+        }
     }
 }
 
@@ -288,8 +298,23 @@ impl Outcome {
                     error
                 }
             }
-            Self::NoAnswer { message, io } => TransportError::io(
-                format!("server `{server}`: no response from {shown}: {message}"),
+            Self::NoAnswer {
+                message,
+                io,
+                after: Some(after),
+            } => TransportError::io(
+                format!(
+                    "server `{server}`: no response from {shown} within {} ms",
+                    after.as_millis()
+                ),
+                io::Error::new(io, message),
+            ),
+            Self::NoAnswer {
+                message,
+                io,
+                after: None,
+            } => TransportError::io(
+                format!("server `{server}`: cannot connect to {shown}: {message}"),
                 io::Error::new(io, message),
             ),
             Self::Redirect { status, target } => TransportError::io(
