@@ -6,6 +6,8 @@
 
 #[path = "common/peers.rs"]
 mod peers;
+#[path = "sse_harness/mod.rs"]
+mod sse_harness;
 
 use std::path::Path;
 use std::time::Duration;
@@ -475,4 +477,60 @@ async fn an_unreachable_server_backs_off_is_marked_failed_after_five_failures_an
         ClientError::SendFailed { .. }
     ));
     assert_eq!(client.state(), ServerState::Restarting);
+}
+
+/// The session tells the transport what each frame is; the transport never guesses from the
+/// bytes. An answer to the server whose content happens to hold the string
+/// `"notifications/cancelled"` is POSTed like any other in a 2026-07-28 session (it was
+/// taken for a cancellation and dropped).
+#[tokio::test]
+async fn a_modern_session_posts_every_answer_whatever_its_bytes_hold() {
+    use kaged_mcp::protocol::RequestId;
+    use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
+    use kaged_mcp::transport::RequestHead;
+    use sse_harness::mini::{Mini, MiniConfig};
+
+    let mini = Mini::start(MiniConfig::default()).await;
+    let url = format!("http://127.0.0.1:{}/mcp", mini.port);
+    let transport =
+        StreamableHttpTransport::new(StreamableHttpConfig::new(url.parse().unwrap())).unwrap();
+    let session = sse_harness::Session::connect(&transport, "modern", 1 << 20)
+        .await
+        .unwrap();
+    let out = session.outbound();
+    // A modern request (it names its own protocol version): the session is modern from now.
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {}}})
+    .to_string();
+    out.send_request(
+        &RequestId::from(1u64),
+        &RequestHead::new("tools/call")
+            .name(Some("echo"))
+            .protocol_version(Some("2026-07-28")),
+        &mut |buf| {
+            buf.extend_from_slice(request.as_bytes());
+            Ok(())
+        },
+    )
+    .unwrap();
+    let answer = json!({"jsonrpc": "2.0", "id": "s-1",
+        "result": {"method": "notifications/cancelled", "requestId": 1}});
+    session.send(&answer).unwrap();
+    let posted = tokio::time::timeout(sse_harness::PATIENCE, async {
+        loop {
+            let bodies: Vec<Value> = mini
+                .seen()
+                .iter()
+                .filter(|s| s.method == "POST")
+                .filter_map(|s| serde_json::from_slice(&s.body).ok())
+                .collect();
+            if bodies.len() == 2 {
+                return bodies;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("both frames are POSTed");
+    assert!(posted.contains(&answer), "{posted:#?}");
 }

@@ -198,7 +198,9 @@ pub(crate) async fn probe(
         // era, the start fails as any would.
         Err(ClientError::SendFailed { failure, .. })
             if !failure.is_permanent()
-                && failure.http_status().is_some_and(|s| (400..500).contains(&s)) =>
+                && failure
+                    .http_status()
+                    .is_some_and(|s| (400..500).contains(&s)) =>
         {
             Probe::Legacy {
                 why: format!(

@@ -282,7 +282,9 @@ impl RpcSession {
             );
         }
         let sent = match self.outbound.get() {
-            Some(out) => out.send_request(&head, &mut |buf| write_params(id, buf)),
+            Some(out) => out.send_request(&RequestId::from(id), &head, &mut |buf| {
+                write_params(id, buf)
+            }),
             None => Err(SendError::Closed),
         };
         if let Err(e) = sent {
@@ -578,13 +580,23 @@ impl RpcSession {
             method = pending.method,
             "caller stopped waiting; sending notifications/cancelled"
         );
-        self.notify(
-            CANCELLED,
-            Some(CancelledParams {
+        let Some(out) = self.outbound.get() else {
+            return;
+        };
+        let msg = OutgoingNotification {
+            jsonrpc: Version2,
+            method: CANCELLED,
+            params: Some(CancelledParams {
                 request_id: id,
                 reason: "the client stopped waiting",
             }),
-        );
+        };
+        let sent = out.send_cancel(&RequestId::from(id), &mut |buf| {
+            serde_json::to_writer(buf, &msg).map_err(io::Error::from)
+        });
+        if let Err(e) = sent {
+            tracing::debug!(server = &*self.server, request_id = id, error = %e, "notifications/cancelled not sent");
+        }
     }
 
     /// Takes the pending entry of request `id` (answered, failed or given up).

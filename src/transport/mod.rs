@@ -311,9 +311,16 @@ pub trait Connection: Send + Sync + fmt::Debug + 'static {
 }
 
 /// The sending half of a connection, shared by the session and the transport's tasks.
+///
+/// The session says what each frame is by the method it queues it with: a request
+/// ([`send_request`](Self::send_request), with its id and head), the cancellation of one
+/// ([`send_cancel`](Self::send_cancel)), anything else: a notification or an answer to the
+/// server ([`send_with`](Self::send_with)). A transport never looks into a frame's bytes to
+/// find out.
 pub trait Outbound: Send + Sync + 'static {
-    /// Queues one frame: `write` appends one JSON value to the buffer it is given. Never awaits,
-    /// never blocks on the peer. On `Err` nothing was queued and nothing will be sent.
+    /// Queues one notification or answer: `write` appends one JSON value to the buffer it is
+    /// given. Never awaits, never blocks on the peer. On `Err` nothing was queued and nothing
+    /// will be sent.
     ///
     /// # Errors
     /// [`SendError::Closed`] when the connection is closed or closing, [`SendError::Full`]
@@ -324,20 +331,39 @@ pub trait Outbound: Send + Sync + 'static {
         write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
     ) -> Result<(), SendError>;
 
-    /// Queues one request: like [`send_with`](Self::send_with), with what the transport may
-    /// need to know of the request besides its bytes (see [`RequestHead`]). A transport that
-    /// mirrors request fields into its own headers (Streamable HTTP in the 2026-07-28 revision:
-    /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) overrides it; the default ignores the
-    /// head.
+    /// Queues request `id`: like [`send_with`](Self::send_with), with what the transport may
+    /// need to know of the request besides its bytes: its id (a transport that reads each
+    /// answer on a response of its own, or reports a failed send of it through
+    /// [`InboundHandler::on_send_failed`]) and its [`RequestHead`] (a transport that mirrors
+    /// request fields into its own headers: Streamable HTTP in the 2026-07-28 revision). The
+    /// default ignores both.
     ///
     /// # Errors
     /// As for [`send_with`](Self::send_with).
     fn send_request(
         &self,
+        id: &RequestId,
         head: &RequestHead<'_>,
         write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
     ) -> Result<(), SendError> {
-        let _ = head;
+        let _ = (id, head);
+        self.send_with(write)
+    }
+
+    /// Queues the `notifications/cancelled` that `write` appends, for request `request` whose
+    /// caller gave up. A transport that runs each request on a task of its own (Streamable
+    /// HTTP) stops that task; where the protocol revision says closing the request's response
+    /// is the cancellation (2026-07-28 over Streamable HTTP), it sends nothing. The default
+    /// queues it like any notification.
+    ///
+    /// # Errors
+    /// As for [`send_with`](Self::send_with).
+    fn send_cancel(
+        &self,
+        request: &RequestId,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        let _ = request;
         self.send_with(write)
     }
 

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use kaged_mcp::protocol::RequestId;
 use kaged_mcp::transport::{
-    CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
-    SendFailure, Transport, TransportError,
+    CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, RequestHead,
+    SendError, SendFailure, Transport, TransportError,
 };
 use serde_json::{json, Value};
 use tokio::sync::watch;
@@ -224,7 +224,17 @@ impl Session {
         })
     }
 
-    /// Sends one message.
+    /// The connection's sending half.
+    pub(crate) fn outbound(&self) -> Arc<dyn Outbound> {
+        self.recorder
+            .lock()
+            .outbound
+            .clone()
+            .expect("on_open gave an outbound")
+    }
+
+    /// Sends one message: as a request when it has an `id` and a `method` (the session says
+    /// what each frame is; the transport never looks), else as a notification or an answer.
     pub(crate) fn send(&self, message: &Value) -> Result<(), SendError> {
         let out = self
             .recorder
@@ -232,7 +242,18 @@ impl Session {
             .outbound
             .clone()
             .expect("on_open gave an outbound");
-        out.send(message.to_string().as_bytes())
+        let bytes = message.to_string();
+        let mut write = |buf: &mut Vec<u8>| {
+            buf.extend_from_slice(bytes.as_bytes());
+            Ok(())
+        };
+        match (message["method"].as_str(), message.get("id")) {
+            (Some(method), Some(id)) => {
+                let id: RequestId = serde_json::from_value(id.clone()).expect("a request id");
+                out.send_request(&id, &RequestHead::new(method), &mut write)
+            }
+            _ => out.send_with(&mut write),
+        }
     }
 
     /// Sends a request and waits for the message answering it (`result` or `error`).

@@ -20,7 +20,9 @@ use tower::ServiceExt;
 use url::Url;
 
 use super::client::{Body, HttpService};
-use super::{chain, closed_before_answer, io_kind, never_connected, origin, same_origin, token_error};
+use super::{
+    chain, closed_before_answer, io_kind, never_connected, origin, same_origin, token_error,
+};
 use crate::transport::{is_transient_status, SendFailure, TransportError};
 
 /// How one exchange is sent and read.
@@ -93,11 +95,7 @@ pub(crate) async fn exchange(
             Ok(sent) => sent,
             Err(_) => {
                 return Outcome::NoAnswer {
-                    message: format!(
-                        "{} got no answer within {} ms",
-                        how.what,
-                        limit.as_millis()
-                    ),
+                    message: format!("{} got no answer within {} ms", how.what, limit.as_millis()),
                     io: io::ErrorKind::TimedOut,
                     after: Some(limit),
                 }
@@ -129,7 +127,10 @@ fn send<'a>(
         match http.clone().oneshot(request).await {
             Ok(response) => Ok((response, with_session)),
             Err(e) if how.idempotent && closed_before_answer(&*e) => {
-                tracing::debug!(what = how.what, "pooled connection closed under the request; sending it again");
+                tracing::debug!(
+                    what = how.what,
+                    "pooled connection closed under the request; sending it again"
+                );
                 let (request, with_session) = built(make)?;
                 match http.clone().oneshot(request).await {
                     Ok(response) => Ok((response, with_session)),
@@ -335,7 +336,9 @@ impl Outcome {
             .permanent(),
             Self::Expired | Self::Refused { .. } | Self::Answered(_) => {
                 let status = self.status().unwrap_or_default();
-                TransportError::new(format!("server `{server}`: {verb} {shown} answered {status}"))
+                TransportError::new(format!(
+                    "server `{server}`: {verb} {shown} answered {status}"
+                ))
             }
         }
     }

@@ -17,6 +17,7 @@
 pub(crate) mod client;
 mod config;
 pub(crate) mod exchange;
+pub(crate) mod queue;
 
 use std::io;
 
@@ -119,23 +120,6 @@ pub(crate) fn closed_before_answer(err: &(dyn std::error::Error + 'static)) -> b
     false
 }
 
-/// The id of `frame` when it is a request (it has both `id` and `method`); `None` for a
-/// notification, an answer or anything unreadable.
-pub(crate) fn request_id(frame: &[u8]) -> Option<crate::protocol::RequestId> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        id: Option<crate::protocol::RequestId>,
-        method: Option<serde::de::IgnoredAny>,
-    }
-    match serde_json::from_slice::<Peek>(frame) {
-        Ok(Peek {
-            id: Some(id),
-            method: Some(_),
-        }) => Some(id),
-        _ => None,
-    }
-}
-
 /// Reads and drops a response body, at most [`MAX_DRAINED`] bytes of it, so a short body's
 /// connection goes back to the pool. Never logs it.
 pub(crate) async fn drain(mut body: Body) {
@@ -198,7 +182,8 @@ mod tests {
             idempotent: false,
             url: &url,
         };
-        exchange::classify(response, how, false).into_failure("the POST", "its secret `api.key` in local.toml")
+        exchange::classify(response, how, false)
+            .into_failure("the POST", "its secret `api.key` in local.toml")
     }
 
     #[test]
@@ -220,7 +205,11 @@ mod tests {
         for redirect in [301, 302, 303, 307, 308] {
             let f = refused(redirect);
             assert!(f.not_delivered() && f.is_permanent(), "{redirect}");
-            assert!(f.message().contains("redirects are not followed"), "{}", f.message());
+            assert!(
+                f.message().contains("redirects are not followed"),
+                "{}",
+                f.message()
+            );
         }
     }
 

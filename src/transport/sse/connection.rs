@@ -1,17 +1,16 @@
 //! One SSE connection: opening the stream, the reader task, the POST writer task and the
 //! outbound queue between the session and the writer.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::Method;
 use http_body_util::BodyExt;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 use url::Url;
@@ -21,16 +20,12 @@ use super::parser::{EventParser, SseItem};
 use super::Inner;
 use crate::protocol::RequestId;
 use crate::transport::http::client::{request, Body, HttpService};
-use crate::transport::http::{
-    chain, drain, exchange, redacted, request_id, Exchange, Outcome,
-};
+use crate::transport::http::queue::PostQueue;
+use crate::transport::http::{chain, drain, exchange, redacted, Exchange, Outcome};
 use crate::transport::{
-    CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, SendError,
-    SendFailure, TransportError,
+    CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame, RequestHead,
+    SendError, SendFailure, TransportError,
 };
-
-/// The most bytes of POST bodies that may wait for the writer.
-const MAX_QUEUED: usize = 64 * 1024 * 1024;
 
 /// Opens the event stream, waits for the endpoint, and starts the reader and writer.
 pub(super) async fn open(
@@ -141,7 +136,7 @@ pub(super) async fn open(
     );
 
     // 3. Wire the session to the stream.
-    let shared = Arc::new(Shared::new());
+    let shared = Arc::new(PostQueue::new());
     ctx.handler
         .on_open(Arc::new(SseOutbound(Arc::clone(&shared))) as Arc<dyn Outbound>);
     let (failed_tx, failed_rx) = mpsc::unbounded_channel();
@@ -191,70 +186,39 @@ fn kind_of(item: &SseItem) -> &str {
     }
 }
 
-/// The queue between the session and the writer.
-#[derive(Debug)]
-struct Shared {
-    queue: Mutex<Queue>,
-    wake: Notify,
-}
-
-#[derive(Debug, Default)]
-struct Queue {
-    frames: VecDeque<Vec<u8>>,
-    bytes: usize,
-    closed: bool,
-}
-
-impl Shared {
-    fn new() -> Self {
-        Self {
-            queue: Mutex::new(Queue::default()),
-            wake: Notify::new(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Refuses every later frame and drops the queued ones; wakes the writer so it ends.
-    fn close(&self) {
-        {
-            let mut queue = self.lock();
-            queue.closed = true;
-            queue.frames.clear();
-            queue.bytes = 0;
-        }
-        self.wake.notify_one();
-    }
-}
-
 /// The sending half given to the session: queues a frame for the writer.
-struct SseOutbound(Arc<Shared>);
+struct SseOutbound(Arc<PostQueue>);
+
+impl SseOutbound {
+    fn queue(
+        &self,
+        request: Option<&RequestId>,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        if self.0.is_closed() {
+            return Err(SendError::Closed);
+        }
+        let mut frame = Vec::new();
+        write(&mut frame).map_err(SendError::Encode)?;
+        self.0.push(request.cloned(), frame).map(drop)
+    }
+}
 
 impl Outbound for SseOutbound {
     fn send_with(
         &self,
         write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
     ) -> Result<(), SendError> {
-        if self.0.lock().closed {
-            return Err(SendError::Closed);
-        }
-        let mut frame = Vec::new();
-        write(&mut frame).map_err(SendError::Encode)?;
-        {
-            let mut queue = self.0.lock();
-            if queue.closed {
-                return Err(SendError::Closed);
-            }
-            if queue.bytes + frame.len() > MAX_QUEUED && !queue.frames.is_empty() {
-                return Err(SendError::Full(queue.bytes));
-            }
-            queue.bytes += frame.len();
-            queue.frames.push_back(frame);
-        }
-        self.0.wake.notify_one();
-        Ok(())
+        self.queue(None, write)
+    }
+
+    fn send_request(
+        &self,
+        id: &RequestId,
+        _: &RequestHead<'_>,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        self.queue(Some(id), write)
     }
 }
 
@@ -354,7 +318,7 @@ fn closed(message: &str, requested: bool) -> CloseReason {
 /// Calls `on_closed` once: when the reader ends, or when its task is dropped (aborted, or the
 /// runtime shut down).
 struct CloseGuard {
-    shared: Arc<Shared>,
+    shared: Arc<PostQueue>,
     handler: Option<Arc<dyn InboundHandler>>,
 }
 
@@ -377,7 +341,7 @@ impl Drop for CloseGuard {
 /// `notifications/initialized` and the first requests reach the server in the order sent).
 struct Writer {
     server: Arc<str>,
-    shared: Arc<Shared>,
+    shared: Arc<PostQueue>,
     http: HttpService,
     endpoint: Url,
     headers: Vec<(HeaderName, HeaderValue)>,
@@ -392,26 +356,11 @@ impl Writer {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         ));
-        loop {
-            let frame = {
-                let mut queue = self.shared.lock();
-                if queue.closed {
-                    return;
-                }
-                let frame = queue.frames.pop_front();
-                if let Some(f) = &frame {
-                    queue.bytes -= f.len();
-                }
-                frame
-            };
-            let Some(frame) = frame else {
-                self.shared.wake.notified().await;
-                continue;
-            };
-            let frame = Bytes::from(frame);
-            if let Err(failure) = self.post(frame.clone()).await {
-                self.failed(&frame, failure);
+        while let Some(queued) = self.shared.next().await {
+            if let Err(failure) = self.post(queued.frame).await {
+                self.failed(queued.request, failure);
             }
+            self.shared.sent(queued.seq);
         }
     }
 
@@ -445,16 +394,16 @@ impl Writer {
 
     /// A POST failed: a request fails at once (through the reader task); anything else is
     /// logged.
-    fn failed(&self, frame: &[u8], failure: SendFailure) {
+    fn failed(&self, request: Option<RequestId>, failure: SendFailure) {
         let server = &self.server;
-        match request_id(frame) {
+        match request {
             Some(id) => {
-                tracing::debug!(server = %server, request_id = %id, problem = %failure.message, "POST failed");
+                tracing::debug!(server = %server, request_id = %id, problem = %failure.message(), "POST failed");
                 // Gone only when the reader ended, and then the session failed it already.
                 let _ = self.failed.send((id, failure));
             }
             None => {
-                tracing::warn!(server = %server, problem = %failure.message, "POST of a notification or an answer failed");
+                tracing::warn!(server = %server, problem = %failure.message(), "POST of a notification or an answer failed");
             }
         }
     }
@@ -463,7 +412,7 @@ impl Writer {
 /// An open SSE connection. Dropping it ends the stream and the writer at once.
 pub(super) struct SseConnection {
     server: Arc<str>,
-    shared: Arc<Shared>,
+    shared: Arc<PostQueue>,
     stop: Option<oneshot::Sender<()>>,
     reader: Option<JoinHandle<()>>,
     writer: Option<JoinHandle<()>>,

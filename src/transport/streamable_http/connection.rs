@@ -2,7 +2,7 @@
 //! notifications and answers), the response readers (JSON body or event stream, resumed with
 //! `Last-Event-ID`), the GET stream, session expiry and shutdown.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,9 +23,8 @@ use tracing::Instrument;
 use super::Inner;
 use crate::protocol::{JsonRpcError, RequestId};
 use crate::transport::http::client::Body;
-use crate::transport::http::{
-    chain, drain, empty_body, exchange, redacted, request_id, Exchange, Outcome,
-};
+use crate::transport::http::queue::PostQueue;
+use crate::transport::http::{chain, drain, empty_body, exchange, redacted, Exchange, Outcome};
 use crate::transport::sse::{EventParser, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL};
 use crate::transport::{
     BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame,
@@ -56,8 +55,6 @@ const MAX_RETRY: Duration = Duration::from_secs(60);
 /// The first wait before opening the GET stream again; it doubles up to [`MAX_GET_BACKOFF`].
 const FIRST_GET_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_GET_BACKOFF: Duration = Duration::from_secs(60);
-/// The most bytes of notifications and answers that may wait to be POSTed.
-const MAX_QUEUED: usize = 64 * 1024 * 1024;
 /// How long shutdown waits for queued notifications (cancellations) to go out.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -73,7 +70,6 @@ pub(super) fn open(
         ))
     })?;
     let span = tracing::debug_span!("mcp.http", server = %ctx.server);
-    let (done, _) = watch::channel(0);
     let conn = Arc::new(Conn {
         inner,
         server: Arc::clone(&ctx.server),
@@ -84,9 +80,7 @@ pub(super) fn open(
         handler: Mutex::new(Some(Arc::clone(&ctx.handler))),
         awaiting: Arc::downgrade(&ctx.handler),
         session: Mutex::new(SessionHeaders::default()),
-        ordered: Mutex::new(Ordered::default()),
-        queued_seq: AtomicU64::new(0),
-        sent_seq: done,
+        queue: PostQueue::new(),
         initialized_seq: AtomicU64::new(0),
         get_settled: watch::channel(false).0,
         no_get_stream: AtomicBool::new(false),
@@ -95,6 +89,7 @@ pub(super) fn open(
     });
     ctx.handler
         .on_open(Arc::new(HttpOutbound(Arc::clone(&conn))) as Arc<dyn Outbound>);
+    conn.spawn(Arc::clone(&conn).post_ordered());
     Ok(StreamableConnection {
         conn: CloseOnDrop {
             conn: Some(conn),
@@ -120,11 +115,8 @@ struct Conn {
     /// session owns this connection's outbound half).
     awaiting: Weak<dyn InboundHandler>,
     session: Mutex<SessionHeaders>,
-    ordered: Mutex<Ordered>,
-    /// The sequence number of the last notification or answer queued.
-    queued_seq: AtomicU64,
-    /// The sequence number of the last notification or answer whose POST ended.
-    sent_seq: watch::Sender<u64>,
+    /// Notifications and answers waiting to be POSTed, in order, by one worker task.
+    queue: PostQueue,
     /// The sequence number `notifications/initialized` gets (the first notification queued
     /// after [`Connection::negotiated`]); 0 before. Requests and the GET stream wait until it
     /// was POSTed.
@@ -163,23 +155,6 @@ struct SessionHeaders {
     listening: bool,
 }
 
-/// Notifications and answers waiting to be POSTed, in order.
-#[derive(Debug, Default)]
-struct Ordered {
-    frames: VecDeque<(u64, Bytes)>,
-    bytes: usize,
-    /// A task is POSTing them.
-    running: bool,
-}
-
-/// What a frame of the session is, as far as the transport cares.
-enum Kind {
-    /// A request: its POST's response carries the answer.
-    Request(RequestId),
-    /// A notification or an answer: `202 Accepted`.
-    Other,
-}
-
 /// How a response stream ended.
 enum StreamEnd {
     /// The answer came (or no one waits for it any more).
@@ -195,10 +170,6 @@ impl Conn {
 
     fn lock_session(&self) -> MutexGuard<'_, SessionHeaders> {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn lock_ordered(&self) -> MutexGuard<'_, Ordered> {
-        self.ordered.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn lock_requests(&self) -> MutexGuard<'_, HashMap<RequestId, Arc<InFlight>>> {
@@ -231,22 +202,11 @@ impl Conn {
         );
     }
 
-    /// `frame` is a `notifications/cancelled`: the caller of that request gave up, so its
-    /// task stops (never sent if it was still waiting, its answer no longer read).
-    fn cancelled(&self, frame: &[u8]) {
-        #[derive(Deserialize)]
-        struct Cancelled {
-            params: Params,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Params {
-            request_id: RequestId,
-        }
-        if let Ok(c) = serde_json::from_slice::<Cancelled>(frame) {
-            if let Some(flight) = self.lock_requests().get(&c.params.request_id) {
-                flight.cancel.cancel();
-            }
+    /// The caller of request `id` gave up: its task stops (never sent if it was still
+    /// waiting, its answer no longer read).
+    fn cancelled(&self, id: &RequestId) {
+        if let Some(flight) = self.lock_requests().get(id) {
+            flight.cancel.cancel();
         }
     }
 
@@ -272,11 +232,7 @@ impl Conn {
     fn close(&self, reason: CloseReason) {
         self.cancel.cancel();
         let handler = self.lock_handler().take();
-        {
-            let mut ordered = self.lock_ordered();
-            ordered.frames.clear();
-            ordered.bytes = 0;
-        }
+        self.queue.close();
         if let Some(handler) = handler {
             tracing::debug!(server = %self.server, reason = %reason.message, "Streamable HTTP session closed");
             handler.on_closed(reason);
@@ -444,7 +400,15 @@ impl Conn {
             idempotent: false,
             url: &self.inner.url,
         };
-        let make = || self.request(Method::POST, &ACCEPT_BOTH, body.clone(), None, mirror.as_ref());
+        let make = || {
+            self.request(
+                Method::POST,
+                &ACCEPT_BOTH,
+                body.clone(),
+                None,
+                mirror.as_ref(),
+            )
+        };
         let response = match exchange(&self.inner.http, how, make).await {
             Outcome::Answered(response) => response,
             Outcome::Expired => return self.expire(Some(&id), "the POST"),
@@ -496,9 +460,10 @@ impl Conn {
                 return self.fail(
                     &id,
                     SendFailure::unknown(format!(
-                            "the POST of a request was answered `202 Accepted` with no answer; \
+                        "the POST of a request was answered `202 Accepted` with no answer; \
                              {why}, so none will come"
-                        )).status(202),
+                    ))
+                    .status(202),
                 );
             }
             tracing::debug!(server = %self.server, request_id = %id, "request accepted without an answer; it may come on the GET stream");
@@ -514,10 +479,10 @@ impl Conn {
             ContentType::Other(ct) => self.fail(
                 &id,
                 SendFailure::unknown(format!(
-                        "the POST was answered `Content-Type: {}`, neither application/json \
+                    "the POST was answered `Content-Type: {}`, neither application/json \
                          nor text/event-stream; is this the MCP endpoint?",
-                        ct.escape_debug()
-                    )),
+                    ct.escape_debug()
+                )),
             ),
         }
     }
@@ -557,9 +522,9 @@ impl Conn {
                         self.fail(
                             id,
                             SendFailure::unknown(format!(
-                                    "the answer's body failed before its end: {}",
-                                    chain(&*e)
-                                )),
+                                "the answer's body failed before its end: {}",
+                                chain(&*e)
+                            )),
                         );
                     }
                     return;
@@ -656,9 +621,9 @@ impl Conn {
                 return self.fail(
                     id,
                     SendFailure::unknown(format!(
-                            "the response stream {why} before the answer (2026-07-28 streams \
+                        "the response stream {why} before the answer (2026-07-28 streams \
                              are not resumed)"
-                        )),
+                    )),
                 );
             }
             if got_events {
@@ -668,9 +633,9 @@ impl Conn {
                 return self.fail(
                     id,
                     SendFailure::unknown(format!(
-                            "the response stream {why} before the answer, and the server gave \
+                        "the response stream {why} before the answer, and the server gave \
                              no event id to resume it from"
-                        )),
+                    )),
                 );
             };
             fruitless += 1;
@@ -678,10 +643,10 @@ impl Conn {
                 return self.fail(
                     id,
                     SendFailure::unknown(format!(
-                            "the response stream {why} before the answer; {} attempts to \
+                        "the response stream {why} before the answer; {} attempts to \
                              resume it brought nothing",
-                            self.inner.max_resumptions
-                        )),
+                        self.inner.max_resumptions
+                    )),
                 );
             }
             let wait = parser.retry().map_or(DEFAULT_RETRY, clamp_retry);
@@ -705,9 +670,9 @@ impl Conn {
                     return self.fail(
                         id,
                         SendFailure::unknown(format!(
-                                "the response stream ended before the answer, and resuming it \
+                            "the response stream ended before the answer, and resuming it \
                                  failed: {why}"
-                            )),
+                        )),
                     )
                 }
             }
@@ -887,11 +852,9 @@ impl Conn {
     /// Waits until `notifications/initialized` was POSTed (at once before the handshake is
     /// done, when there is nothing to wait for yet).
     async fn initialized(&self) {
-        let target = self.initialized_seq.load(Ordering::Acquire);
-        if target > *self.sent_seq.borrow() {
-            let mut sent = self.sent_seq.subscribe();
-            let _ = sent.wait_for(|s| *s >= target).await;
-        }
+        self.queue
+            .wait_sent(self.initialized_seq.load(Ordering::Acquire))
+            .await;
     }
 
     /// After the handshake, waits (at most the connect timeout, which also bounds the GET)
@@ -906,28 +869,14 @@ impl Conn {
 
     // --- notifications and answers -----------------------------------------------------------
 
-    /// POSTs the queued notifications and answers one at a time, in order, until the queue is
-    /// empty.
+    /// POSTs the queued notifications and answers one at a time, in order, while the session
+    /// lives.
     async fn post_ordered(self: Arc<Self>) {
-        loop {
-            let next = {
-                let mut ordered = self.lock_ordered();
-                match ordered.frames.pop_front() {
-                    Some((seq, frame)) => {
-                        ordered.bytes -= frame.len();
-                        Some((seq, frame))
-                    }
-                    None => {
-                        ordered.running = false;
-                        None
-                    }
-                }
-            };
-            let Some((seq, frame)) = next else { return };
-            if let Err(problem) = self.post_other(frame).await {
+        while let Some(queued) = self.queue.next().await {
+            if let Err(problem) = self.post_other(queued.frame).await {
                 tracing::warn!(server = %self.server, problem = %problem, "POST of a notification or an answer failed");
             }
-            self.sent_seq.send_replace(seq);
+            self.queue.sent(queued.seq);
         }
     }
 
@@ -989,9 +938,8 @@ impl Conn {
 
     /// Waits (bounded) until every queued notification and answer was POSTed.
     async fn flush(&self) {
-        let target = self.queued_seq.load(Ordering::Acquire);
-        let mut sent = self.sent_seq.subscribe();
-        let _ = tokio::time::timeout(FLUSH_TIMEOUT, sent.wait_for(|s| *s >= target)).await;
+        let target = self.queue.last_queued();
+        let _ = tokio::time::timeout(FLUSH_TIMEOUT, self.queue.wait_sent(target)).await;
     }
 }
 
@@ -1123,24 +1071,6 @@ async fn drain_soon(mut body: Body) {
     }
 }
 
-/// What `frame` is: our own requests start `{"jsonrpc":"2.0","id":N,"method":` (written by
-/// the session); anything else is looked at by serde.
-fn classify(frame: &[u8]) -> Kind {
-    const PREFIX: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-    if let Some(rest) = frame.strip_prefix(PREFIX) {
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits > 0 && rest[digits..].starts_with(br#","method":"#) {
-            if let Some(id) = std::str::from_utf8(&rest[..digits])
-                .ok()
-                .and_then(|d| d.parse::<i64>().ok())
-            {
-                return Kind::Request(RequestId::Number(id));
-            }
-        }
-    }
-    request_id(frame).map_or(Kind::Other, Kind::Request)
-}
-
 /// A request's fields mirrored into headers (2026-07-28): its protocol version, its method and
 /// its name.
 #[derive(Debug, Clone)]
@@ -1201,68 +1131,57 @@ fn header_safe(value: &str) -> std::borrow::Cow<'_, str> {
 struct HttpOutbound(Arc<Conn>);
 
 impl HttpOutbound {
-    fn queue(
+    fn encode(
         &self,
-        mirror: Option<Mirror>,
         write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
-    ) -> Result<(), SendError> {
-        let conn = &self.0;
-        if conn.is_closed() {
+    ) -> Result<Vec<u8>, SendError> {
+        if self.0.is_closed() {
             return Err(SendError::Closed);
         }
         let mut frame = Vec::with_capacity(256);
         write(&mut frame).map_err(SendError::Encode)?;
-        match classify(&frame) {
-            Kind::Request(id) => {
-                // The era of the session's latest request (the probe's era does not stay
-                // when the session falls back to `initialize`).
-                conn.modern.store(mirror.is_some(), Ordering::Relaxed);
-                conn.spawn_request(id, Bytes::from(frame), mirror);
-            }
-            Kind::Other => {
-                if memchr::memmem::find(&frame, b"\"notifications/cancelled\"").is_some() {
-                    conn.cancelled(&frame);
-                    if conn.modern.load(Ordering::Relaxed) {
-                        // 2026-07-28: the response stream, now closed, was the signal.
-                        return Ok(());
-                    }
-                }
-                let start = {
-                    let mut ordered = conn.lock_ordered();
-                    if conn.is_closed() {
-                        return Err(SendError::Closed);
-                    }
-                    if ordered.bytes + frame.len() > MAX_QUEUED && !ordered.frames.is_empty() {
-                        return Err(SendError::Full(ordered.bytes));
-                    }
-                    let seq = conn.queued_seq.fetch_add(1, Ordering::AcqRel) + 1;
-                    ordered.bytes += frame.len();
-                    ordered.frames.push_back((seq, Bytes::from(frame)));
-                    !std::mem::replace(&mut ordered.running, true)
-                };
-                if start {
-                    conn.spawn(Arc::clone(conn).post_ordered());
-                }
-            }
-        }
-        Ok(())
+        Ok(frame)
     }
 }
 
 impl Outbound for HttpOutbound {
+    /// A notification or an answer: POSTed in order by the session's worker.
     fn send_with(
         &self,
         write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
     ) -> Result<(), SendError> {
-        self.queue(None, write)
+        let frame = self.encode(write)?;
+        self.0.queue.push(None, frame).map(drop)
     }
 
+    /// A request: POSTed on a task of its own, which reads its answer.
     fn send_request(
         &self,
+        id: &RequestId,
         head: &RequestHead<'_>,
         write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
     ) -> Result<(), SendError> {
-        self.queue(Mirror::of(head), write)
+        let frame = self.encode(write)?;
+        let mirror = Mirror::of(head);
+        // The era of the session's latest request (the probe's era does not stay when the
+        // session falls back to `initialize`).
+        self.0.modern.store(mirror.is_some(), Ordering::Relaxed);
+        self.0.spawn_request(id.clone(), Bytes::from(frame), mirror);
+        Ok(())
+    }
+
+    /// Stops the request's task; in a legacy session the notification is POSTed too, in a
+    /// modern one the response stream, now closed, was the signal (2026-07-28).
+    fn send_cancel(
+        &self,
+        request: &RequestId,
+        write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result<(), SendError> {
+        self.0.cancelled(request);
+        if self.0.modern.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.send_with(write)
     }
 }
 
@@ -1307,10 +1226,8 @@ impl Connection for StreamableConnection {
             let mut session = conn.lock_session();
             session.protocol = HeaderValue::from_str(protocol_version).ok();
             // `notifications/initialized` is the next notification the session queues.
-            conn.initialized_seq.store(
-                conn.queued_seq.load(Ordering::Acquire) + 1,
-                Ordering::Release,
-            );
+            conn.initialized_seq
+                .store(conn.queue.last_queued() + 1, Ordering::Release);
             !std::mem::replace(&mut session.listening, true)
         };
         if start {
