@@ -197,7 +197,8 @@ fn client_for(
     // A call may wait for a restart as long as its own timeout would let it.
     let mut options = ClientOptions::default()
         .frame_limit(config.daemon.frame_limit_bytes)
-        .wait_for_restart(config.timeout_for(&server.key));
+        .wait_for_restart(config.timeout_for(&server.key))
+        .request_timeout(config.timeout_for(&server.key));
     // The stack lets `max_in_flight` calls through and makes the rest wait; the client's own
     // fail-fast bound stays above it, with room for discovery and the listen stream.
     options.max_in_flight = options

@@ -257,3 +257,46 @@ async fn http_a_refused_subscription_is_not_asked_again() {
 async fn http_a_subscription_refused_with_a_plain_405_is_not_asked_again() {
     refused_case(true, "plain").await;
 }
+
+/// Every request the client sends is bounded: a server that stops answering `tools/list`
+/// after it said its list changed leaves the catalog as it was, and the read that timed out
+/// (the server's `timeout_ms`) is reported in the server's status (it waited forever).
+#[tokio::test]
+async fn a_tool_list_that_is_never_answered_times_out_and_the_old_catalog_stays() {
+    let (project, _peer) = project(false, &[]);
+    let config = Sources::new(project)
+        .local("[mcp.srv]\ntimeout_ms = 1000\n".to_owned())
+        .config("[mcp]\nstartup_timeout_ms = 30000\n")
+        .load()
+        .unwrap();
+    let session = Session::start(config).await.unwrap();
+    let before = names(&session);
+    assert!(
+        before.iter().any(|n| n == "mcp.srv.freeze_list"),
+        "{before:?}"
+    );
+    let frozen = session
+        .call("mcp.srv.freeze_list", None)
+        .await
+        .unwrap()
+        .joined_text();
+    assert!(frozen.starts_with("frozen (notified 1"), "{frozen}");
+    let mut last_error = None;
+    for _ in 0..300 {
+        last_error = session.status()[0].last_error.clone();
+        if last_error.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let last_error = last_error.expect("the unanswered tools/list is reported");
+    assert!(
+        last_error.contains("`srv`")
+            && last_error.contains("(tools/list)")
+            && last_error.contains("within 1000 ms"),
+        "{last_error}"
+    );
+    assert_eq!(names(&session), before, "the old catalog stays");
+    assert_eq!(session.status()[0].state, "ready");
+    session.shutdown().await;
+}

@@ -4,6 +4,8 @@
 //! endless, malformed event streams, a redirect to another origin, cancellation. Each test goes
 //! through the whole session and stack and reads the server's request log.
 
+#[path = "common/capture.rs"]
+mod capture;
 #[path = "common/peers.rs"]
 mod peers;
 #[path = "sse_harness/mod.rs"]
@@ -324,7 +326,8 @@ async fn a_call_that_times_out_is_cancelled_on_the_wire_and_the_session_goes_on(
 async fn slow_headers_are_bounded_by_the_call_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let peer = start("slow_headers", &["--delay", "2"], dir.path());
-    // Initialize waits out the 2 s too; the call's own timeout is 500 ms.
+    // The call's own timeout is 500 ms. (Only calls are slow: every request the client sends
+    // is bounded by `timeout_ms`, the tool list's too.)
     let local = "[mcp.remote]\ntimeout_ms = 500\n";
     let session = session(&peer, "", local, "").await;
     assert_eq!(session.status()[0].state, "ready");
@@ -426,7 +429,9 @@ async fn an_unreachable_server_backs_off_is_marked_failed_after_five_failures_an
     let url = format!("http://127.0.0.1:{}/mcp", peers::free_port());
     let transport =
         StreamableHttpTransport::new(StreamableHttpConfig::new(url.parse().unwrap())).unwrap();
-    let client = McpClient::new("gone", transport, ClientOptions::default());
+    // The exact doubling schedule (the jitter below it is tested in `options.rs`).
+    let options = ClientOptions::default().backoff_jitter(kaged_mcp_layers::retry::Jitter::None);
+    let client = McpClient::new("gone", transport, options);
     let call = |client: &McpClient| {
         let mut client = client.clone();
         async move {
@@ -533,4 +538,51 @@ async fn a_modern_session_posts_every_answer_whatever_its_bytes_hold() {
     .await
     .expect("both frames are POSTed");
     assert!(posted.contains(&answer), "{posted:#?}");
+}
+
+/// A GET or DELETE whose pooled connection the server closed before answering (it closed an
+/// idle keep-alive connection as the client reused it) is sent once more on a fresh
+/// connection, in the HTTP core, as legacy SSE's GET always was: the session's GET stream
+/// opens without a failure and backoff, and the DELETE at shutdown reaches the server (it was
+/// lost).
+#[tokio::test]
+async fn a_get_or_delete_on_a_connection_closed_under_it_is_sent_once_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("drop_first", &[], dir.path());
+    let (captured, _guard) = capture::Captured::install_local();
+    let session = session(&peer, "", "", "").await;
+    assert_eq!(echo(&session, "one").await.unwrap(), "Echo: one");
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !log(dir.path())
+            .iter()
+            .any(|e| e["verb"] == "GET" && e["status"] == 200)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the GET stream opens");
+    session.shutdown().await;
+    let log = log(dir.path());
+    let statuses = |verb: &str| -> Vec<Value> {
+        log.iter()
+            .filter(|e| e["verb"] == verb)
+            .map(|e| e["status"].clone())
+            .collect()
+    };
+    assert_eq!(
+        statuses("GET")[..2],
+        [json!("dropped"), json!(200)],
+        "{log:#?}"
+    );
+    assert_eq!(
+        statuses("DELETE"),
+        [json!("dropped"), json!(200)],
+        "{log:#?}"
+    );
+    let text = captured.text();
+    assert!(
+        !text.contains("GET stream could not be opened"),
+        "the resend is the core's, not the listen loop's backoff: {text}"
+    );
 }

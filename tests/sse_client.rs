@@ -213,7 +213,9 @@ async fn an_unreachable_sse_server_backs_off_then_is_marked_failed_after_five_fa
         SseConfig::new(url.parse().unwrap()).connect_timeout(Duration::from_secs(5)),
     )
     .unwrap();
-    let client = McpClient::new("gone", transport, ClientOptions::default());
+    // The exact doubling schedule (the jitter below it is tested in `options.rs`).
+    let options = ClientOptions::default().backoff_jitter(kaged_mcp_layers::retry::Jitter::None);
+    let client = McpClient::new("gone", transport, options);
     let mut waited = Vec::new();
     for attempt in 1..=5u32 {
         let err = client.start().await.unwrap_err();
@@ -373,4 +375,34 @@ async fn a_refused_post_fails_the_call_as_not_delivered_and_only_a_passing_refus
         assert_eq!(posts(tool) - before, sent, "{tool}: {:?}", read_log(&log));
     }
     client.shutdown().await;
+}
+
+/// A redirect of the event stream is never followed, and trying again cannot help: the start
+/// fails at once, naming where it pointed, and the server is marked failed without a restart
+/// loop (it was an ordinary failure, restarted five times with backoff).
+#[tokio::test]
+async fn a_redirected_stream_fails_the_start_at_once_and_marks_the_server_failed() {
+    let mini = Mini::start(MiniConfig {
+        get_status: 307,
+        location: "http://127.0.0.2:9/sse",
+        ..MiniConfig::default()
+    })
+    .await;
+    let client = McpClient::new("moved", sse(&mini.url()), ClientOptions::default());
+    let err = tokio::time::timeout(PATIENCE, client.start())
+        .await
+        .expect("fails at once")
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("307") && text.contains("another origin (http://127.0.0.2:9)"),
+        "{text}"
+    );
+    assert!(text.contains("redirects are not followed"), "{text}");
+    assert_eq!(client.state(), ServerState::Failed);
+    let gets = mini.seen().iter().filter(|s| s.method == "GET").count();
+    assert_eq!(
+        gets, 1,
+        "the redirect was not followed, nor the GET sent again"
+    );
 }

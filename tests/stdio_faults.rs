@@ -402,3 +402,31 @@ fn dropping_the_client_outside_a_runtime_kills_and_reaps_the_group_synchronously
     drop(client);
     assert_eq!(peers::processes_in_group(pid), Vec::new());
 }
+
+/// A server that exits as it starts is restarted with backoff until it is marked failed; its
+/// first start probes the era and falls back to `initialize` on a new process, and the era
+/// that probe found is kept across the restarts (the failure is not about the era), so each
+/// restart spawns it once (every start forgot it and spawned it twice: 10 processes for 5
+/// attempts).
+#[tokio::test]
+async fn a_server_that_exits_at_start_is_spawned_once_per_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let spawns = dir.path().join("spawns");
+    let script = format!("echo spawned >> '{}'; exit 3", spawns.display());
+    let transport = StdioTransport::new(StdioConfig::new("sh").args(["-c", script.as_str()]));
+    let options = ClientOptions::default()
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .wait_for_restart(Duration::from_secs(5));
+    let client = McpClient::new("crashy", transport, options);
+    for _ in 0..5 {
+        assert!(client.start().await.is_err());
+    }
+    assert_eq!(client.state(), ServerState::Failed);
+    assert_eq!(client.restarts(), 4);
+    assert_eq!(client.era(), Some(kaged_mcp::client::Era::Legacy));
+    let spawned = std::fs::read_to_string(&spawns).unwrap().lines().count();
+    assert_eq!(
+        spawned, 6,
+        "the first start twice (probe, then initialize), then once each"
+    );
+}

@@ -209,6 +209,18 @@ pub enum ClientError {
         /// The time waited.
         after: Duration,
     },
+    /// The server did not answer a request the client sent on its own (a `tools/list` page)
+    /// within [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout); the
+    /// request was cancelled.
+    #[error("MCP server `{server}` did not answer {request} within {} ms; check that it is responsive or raise its `timeout_ms`", after.as_millis())]
+    RequestTimeout {
+        /// The server.
+        server: Arc<str>,
+        /// The request.
+        request: RequestRef,
+        /// The time waited.
+        after: Duration,
+    },
     /// The bound on calls in flight is reached.
     #[error("MCP server `{server}` already has {limit} requests in flight (the limit)")]
     TooManyInFlight {
@@ -287,6 +299,7 @@ impl ClientError {
             | Self::Pagination { server, .. }
             | Self::ProtocolViolation { server, .. }
             | Self::InitializeTimeout { server, .. }
+            | Self::RequestTimeout { server, .. }
             | Self::TooManyInFlight { server, .. }
             | Self::InputRefused { server, .. }
             | Self::InputRounds { server, .. }
@@ -305,6 +318,7 @@ impl ClientError {
             | Self::ProtocolViolation { request, .. } => request.as_ref(),
             Self::JsonRpc { request, .. }
             | Self::SendFailed { request, .. }
+            | Self::RequestTimeout { request, .. }
             | Self::InputRefused { request, .. }
             | Self::InputRounds { request, .. } => Some(request),
             _ => None,

@@ -32,7 +32,10 @@
 //!   or on which the server answered a `tools/call`, starts a new count (so a server that
 //!   works between crashes, or an SSE stream a proxy cuts every few seconds, is restarted
 //!   after 1 s each time and never marked failed). After the n-th consecutive failure the
-//!   next start may begin after `backoff_base · 2ⁿ⁻¹` (1 s, 2 s, 4 s, 8 s … capped at 60 s).
+//!   next start may begin after a delay drawn between half of `backoff_base · 2ⁿ⁻¹` and all
+//!   of it (1 s, 2 s, 4 s, 8 s … capped at 60 s; [`ClientOptions::backoff_jitter`]), so
+//!   servers that failed together do not restart in step. The era a start found is kept
+//!   across restarts unless the failure was about it.
 //!   A call before that waits for the restart when the backoff still to run is at most
 //!   [`ClientOptions::wait_for_restart`] (the session sets it to the server's call timeout),
 //!   and otherwise fails fast with [`ClientError::BackingOff`], saying when the next attempt
@@ -87,6 +90,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use kaged_mcp_layers::reject_sampling::RejectedCounter;
+use kaged_mcp_layers::retry::{Jitter, JitteredBackoff, XorShiftRng};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tower::{BoxError, Service};
@@ -112,7 +116,8 @@ pub const MAX_TOOL_PAGES: usize = 100;
 pub const MAX_TOOLS: usize = 10_000;
 
 /// The pause before a `subscriptions/listen` stream that ended is opened again; it doubles
-/// with each stream that ends within [`LISTEN_STEADY`], up to [`LISTEN_MAX_PAUSE`].
+/// with each stream that ends within [`LISTEN_STEADY`], up to [`LISTEN_MAX_PAUSE`], and each
+/// pause is drawn between half of that and all of it (equal jitter).
 pub const LISTEN_FIRST_PAUSE: Duration = Duration::from_secs(1);
 
 /// The longest pause before a `subscriptions/listen` stream is opened again.
@@ -143,6 +148,24 @@ fn listen_refused(error: &ClientError, lasted: Duration) -> bool {
     }
 }
 
+/// Whether a failed start was about the protocol era, so the era it assumed must be found
+/// again: a refused protocol version (-32022, [`ClientError::UnsupportedProtocolVersion`],
+/// [`ClientError::NoCommonVersion`]), a server that is not modern when told to be
+/// ([`ClientError::NotModern`]), or a handshake the server answered with an error (a modern-only
+/// server refusing `initialize`, a `server/discover` refused in the modern way).
+fn about_the_era(error: &ClientError) -> bool {
+    match error {
+        ClientError::UnsupportedProtocolVersion { .. }
+        | ClientError::NoCommonVersion { .. }
+        | ClientError::NotModern { .. } => true,
+        ClientError::JsonRpc { code, request, .. } => {
+            *code == crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
+                || matches!(request.method, "initialize" | rpc::DISCOVER)
+        }
+        _ => false,
+    }
+}
+
 /// A supervised session with one MCP server. See the [module docs](self).
 ///
 /// # Clone
@@ -161,6 +184,8 @@ pub(crate) struct Shared {
     tools_changed: Arc<watch::Sender<u64>>,
     /// Start attempts after the first (restarts after a failure or a lost connection).
     restarts: std::sync::atomic::AtomicU64,
+    /// Draws the jitter of restart delays.
+    restart_rng: XorShiftRng,
     sampling_refused: RejectedCounter,
     server_requests: ServerRequestService,
     /// The `_meta` entries of a modern request, serialized once (`None` only if they could
@@ -262,6 +287,7 @@ impl McpClient {
                 }),
                 tools_changed: Arc::new(tools_changed),
                 restarts: std::sync::atomic::AtomicU64::new(0),
+                restart_rng: XorShiftRng::new(),
                 sampling_refused,
                 server_requests,
                 modern_meta,
@@ -288,12 +314,26 @@ impl McpClient {
         self.shared.session().await.map(drop)
     }
 
-    /// Lists the server's tools, following `nextCursor` to the end.
+    /// Lists the server's tools, following `nextCursor` to the end. Each page is bounded by
+    /// [`ClientOptions::request_timeout`].
+    ///
+    /// A failure is kept as the server's [`last_error`](Self::last_error), as a failed call's
+    /// is in the stack's statistics: whoever keeps the catalog keeps the old one.
     ///
     /// # Errors
     /// [`ClientError::Pagination`] when a cursor comes back twice, after more than
-    /// [`MAX_TOOL_PAGES`] pages or more than [`MAX_TOOLS`] tools; any error of the session.
+    /// [`MAX_TOOL_PAGES`] pages or more than [`MAX_TOOLS`] tools;
+    /// [`ClientError::RequestTimeout`] when a page is not answered in time; any error of the
+    /// session.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
+        let listed = self.list_tools_unnoted().await;
+        if let Err(e) = &listed {
+            self.shared.lock().last_error = Some(e.to_string());
+        }
+        listed
+    }
+
+    async fn list_tools_unnoted(&self) -> Result<Vec<ToolInfo>, ClientError> {
         let session = self.shared.session().await?;
         let pagination = |detail: String| ClientError::Pagination {
             server: Arc::clone(&self.shared.server),
@@ -307,11 +347,23 @@ impl McpClient {
         let mut ttl: Option<Duration> = Some(Duration::MAX);
         for page in 1..=MAX_TOOL_PAGES {
             let (rx, mut guard) = session.list_tools_page(cursor.as_deref())?;
-            let answer = rx.await.map_err(|_| ClientError::ConnectionClosed {
-                server: Arc::clone(&self.shared.server),
-                request: None,
-                detail: "the session ended during tools/list".into(),
-            });
+            let limit = self.shared.options.request_timeout;
+            // On a timeout the guard, dropped, cancels the request.
+            let answer = tokio::time::timeout(limit, rx)
+                .await
+                .map_err(|_| ClientError::RequestTimeout {
+                    server: Arc::clone(&self.shared.server),
+                    request: RequestRef {
+                        id: crate::protocol::RequestId::from(guard.id()),
+                        method: "tools/list",
+                    },
+                    after: limit,
+                })?
+                .map_err(|_| ClientError::ConnectionClosed {
+                    server: Arc::clone(&self.shared.server),
+                    request: None,
+                    detail: "the session ended during tools/list".into(),
+                });
             guard.disarm();
             let result = answer??;
             ttl = match (ttl, result.ttl_ms) {
@@ -688,9 +740,12 @@ impl Shared {
             Err(e) => {
                 let connection = sup.connection.take();
                 sup.session = None;
-                // The era found earlier may be what failed (a server that changed): the next
-                // start finds it again.
-                sup.era = None;
+                // The era is found again at the next start only when the failure is about it
+                // (a server that changed); a server that crashes at start keeps the era its
+                // probe found, so each restart spawns it once, not twice.
+                if about_the_era(&e) {
+                    sup.era = None;
+                }
                 let permanent = match &e {
                     ClientError::ConnectFailed { source, .. } => source.is_permanent(),
                     ClientError::SendFailed { failure, .. } => failure.is_permanent(),
@@ -797,7 +852,10 @@ impl Shared {
                     }
                     return Ok((session, init, Era::Modern));
                 }
-                era::Probe::Failed(e) => return Err(e),
+                era::Probe::Failed(e) => {
+                    self.lock().era = None;
+                    return Err(e);
+                }
                 era::Probe::Legacy { why, closed } => {
                     if preference == EraPreference::Modern {
                         return Err(ClientError::NotModern {
@@ -812,6 +870,13 @@ impl Shared {
                         reconnect = closed,
                         "server/discover: the server speaks the legacy era; initialize follows"
                     );
+                    // Kept whatever comes of this start, unless its failure is about the era.
+                    {
+                        let mut sup = self.lock();
+                        if sup.generation == generation {
+                            sup.era = Some(Era::Legacy);
+                        }
+                    }
                     if closed {
                         session = self.connect(generation).await?;
                     }
@@ -833,7 +898,11 @@ impl Shared {
         let server = Arc::clone(&self.server);
         let session = Arc::downgrade(session);
         tokio::spawn(async move {
-            let mut pause = LISTEN_FIRST_PAUSE;
+            // Equal jitter: between half the doubling pause and all of it.
+            let mut backoff = JitteredBackoff::new(LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE)
+                .expect("the listen pauses are valid")
+                .jitter(Jitter::Equal);
+            let mut retry = 0;
             let mut reopened = false;
             loop {
                 let Some(live) = session.upgrade() else {
@@ -857,8 +926,9 @@ impl Shared {
                 }
                 let lasted = opened.elapsed();
                 if lasted >= LISTEN_STEADY {
-                    pause = LISTEN_FIRST_PAUSE;
+                    retry = 0;
                 }
+                let pause = backoff.delay(retry);
                 let pause_ms = pause.as_millis() as u64;
                 match &outcome {
                     Err(e) if listen_refused(e, lasted) => {
@@ -878,7 +948,7 @@ impl Shared {
                     ),
                 }
                 tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(LISTEN_MAX_PAUSE);
+                retry = retry.saturating_add(1);
                 reopened = true;
             }
         });
@@ -937,7 +1007,9 @@ impl Shared {
             );
             self.set_state(sup, ServerState::Failed);
         } else {
-            let delay = self.options.backoff_delay(sup.failures);
+            let delay = self
+                .options
+                .restart_delay(sup.failures, self.restart_rng.clone());
             sup.next_attempt = Some(Instant::now() + delay);
             tracing::info!(
                 server = &*self.server,

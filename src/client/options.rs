@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use kaged_mcp_layers::retry::{Jitter, JitterRng, JitteredBackoff};
+
 use crate::protocol::Implementation;
 use crate::transport::DEFAULT_FRAME_LIMIT;
 
@@ -24,6 +26,12 @@ pub struct ClientOptions {
     pub backoff_base: Duration,
     /// The longest restart delay (default 60 s).
     pub backoff_cap: Duration,
+    /// How a restart delay is drawn below its ceiling
+    /// ([`backoff_delay`](Self::backoff_delay)), by
+    /// [`JitteredBackoff`](kaged_mcp_layers::retry::JitteredBackoff) (default
+    /// [`Jitter::Equal`]: between half the ceiling and the ceiling, so the servers of a daemon
+    /// that crashed together, or many daemons behind one server, do not restart in step).
+    pub backoff_jitter: Jitter,
     /// After this many consecutive failures the server is marked failed (default 5).
     pub max_consecutive_failures: u32,
     /// A session that lived at least this long after `initialize`, or on which the server
@@ -34,6 +42,11 @@ pub struct ClientOptions {
     pub stable_after: Duration,
     /// How long the server gets to answer `initialize` (default 30 s).
     pub initialize_timeout: Duration,
+    /// How long the server gets to answer each request the client sends on its own, outside
+    /// the stack's timeout: every `tools/list` page (default 60 s; the session sets it to the
+    /// server's `timeout_ms`). One that is not answered in time is cancelled and fails with
+    /// [`RequestTimeout`](super::ClientError::RequestTimeout).
+    pub request_timeout: Duration,
     /// The bound on requests in flight; past it calls fail fast with
     /// [`TooManyInFlight`](super::ClientError::TooManyInFlight) (default 1024). The standard
     /// stack's limit ([`StackSettings::max_in_flight`](crate::stack::StackSettings::max_in_flight),
@@ -74,9 +87,11 @@ impl Default for ClientOptions {
             frame_limit: DEFAULT_FRAME_LIMIT,
             backoff_base: Duration::from_secs(1),
             backoff_cap: Duration::from_secs(60),
+            backoff_jitter: Jitter::Equal,
             max_consecutive_failures: 5,
             stable_after: Duration::from_secs(30),
             initialize_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
             max_in_flight: 1024,
             client_info: Implementation::this_client(),
             server_request_handler: None,
@@ -104,6 +119,13 @@ impl ClientOptions {
         self
     }
 
+    /// Sets [`backoff_jitter`](Self::backoff_jitter).
+    #[must_use]
+    pub fn backoff_jitter(mut self, jitter: Jitter) -> Self {
+        self.backoff_jitter = jitter;
+        self
+    }
+
     /// Sets how many consecutive failures mark the server failed.
     #[must_use]
     pub fn max_consecutive_failures(mut self, n: u32) -> Self {
@@ -115,6 +137,13 @@ impl ClientOptions {
     #[must_use]
     pub fn initialize_timeout(mut self, timeout: Duration) -> Self {
         self.initialize_timeout = timeout;
+        self
+    }
+
+    /// Sets [`request_timeout`](Self::request_timeout).
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
         self
     }
 
@@ -154,12 +183,31 @@ impl ClientOptions {
         self
     }
 
-    /// The restart delay after `failures` consecutive failures (1 → `backoff_base`).
+    /// The ceiling of the restart delay after `failures` consecutive failures (1 →
+    /// `backoff_base`), doubling up to `backoff_cap`; the delay itself is drawn below it
+    /// ([`restart_delay`](Self::restart_delay)).
     pub fn backoff_delay(&self, failures: u32) -> Duration {
-        let exp = failures.saturating_sub(1).min(31);
-        self.backoff_base
-            .checked_mul(1 << exp)
-            .map_or(self.backoff_cap, |d| d.min(self.backoff_cap))
+        match self.restart_backoff() {
+            Some(backoff) => backoff.ceiling(failures.saturating_sub(1)),
+            None => self.backoff_cap.min(self.backoff_base),
+        }
+    }
+
+    /// The restart delay after `failures` consecutive failures, drawn below
+    /// [`backoff_delay`](Self::backoff_delay) by [`backoff_jitter`](Self::backoff_jitter)
+    /// from `rng`.
+    pub fn restart_delay(&self, failures: u32, rng: impl JitterRng) -> Duration {
+        match self.restart_backoff() {
+            Some(backoff) => backoff.rng(rng).delay(failures.saturating_sub(1)),
+            // A zero base, or a cap below it: no backoff to draw.
+            None => self.backoff_cap.min(self.backoff_base),
+        }
+    }
+
+    fn restart_backoff(&self) -> Option<JitteredBackoff> {
+        JitteredBackoff::new(self.backoff_base, self.backoff_cap)
+            .ok()
+            .map(|b| b.jitter(self.backoff_jitter))
     }
 }
 
@@ -169,9 +217,11 @@ impl fmt::Debug for ClientOptions {
             .field("frame_limit", &self.frame_limit)
             .field("backoff_base", &self.backoff_base)
             .field("backoff_cap", &self.backoff_cap)
+            .field("backoff_jitter", &self.backoff_jitter)
             .field("max_consecutive_failures", &self.max_consecutive_failures)
             .field("stable_after", &self.stable_after)
             .field("initialize_timeout", &self.initialize_timeout)
+            .field("request_timeout", &self.request_timeout)
             .field("max_in_flight", &self.max_in_flight)
             .field("client_info", &self.client_info)
             .field("wait_for_restart", &self.wait_for_restart)
@@ -199,5 +249,26 @@ mod tests {
         let secs: Vec<u64> = (1..=9).map(|n| o.backoff_delay(n).as_secs()).collect();
         assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
         assert_eq!(o.backoff_delay(u32::MAX).as_secs(), 60);
+    }
+
+    #[test]
+    fn restart_delays_are_drawn_between_half_the_ceiling_and_the_ceiling() {
+        let o = ClientOptions::default();
+        let rng = kaged_mcp_layers::retry::XorShiftRng::with_seed(7);
+        let mut seen = std::collections::HashSet::new();
+        for n in 1..=9 {
+            for _ in 0..50 {
+                let d = o.restart_delay(n, rng.clone());
+                let ceiling = o.backoff_delay(n);
+                assert!(
+                    d >= ceiling / 2 && d <= ceiling,
+                    "{n}: {d:?} of {ceiling:?}"
+                );
+                seen.insert(d);
+            }
+        }
+        assert!(seen.len() > 100, "jittered, not fixed: {}", seen.len());
+        let exact = o.backoff_jitter(Jitter::None);
+        assert_eq!(exact.restart_delay(3, || 0.0), Duration::from_secs(4));
     }
 }

@@ -191,8 +191,15 @@ fn well_behaved(msg: &Value) -> Vec<Act> {
     }
 }
 
+/// A client whose restart delays are the exact doubling ceilings (the schedule is pinned
+/// here; the jitter drawn below it has its own test in `options.rs`).
 fn client(transport: MockTransport) -> McpClient {
-    McpClient::new("mock", transport, ClientOptions::default())
+    McpClient::new("mock", transport, exact())
+}
+
+/// Options whose restart delays are the exact doubling ceilings.
+fn exact() -> ClientOptions {
+    ClientOptions::default().backoff_jitter(kaged_mcp_layers::retry::Jitter::None)
 }
 
 fn echo(message: &str) -> ToolCall {
@@ -515,7 +522,7 @@ async fn elicitation_is_advertised_only_with_a_handler() {
 
     let t = MockTransport::new(well_behaved);
     let (handler, _) = accepting_handler();
-    let options = ClientOptions::default().elicitation_handler(handler);
+    let options = exact().elicitation_handler(handler);
     McpClient::new("mock", t.clone(), options)
         .start()
         .await
@@ -541,7 +548,7 @@ async fn an_elicitation_during_a_call_is_answered_with_the_schemas_defaults() {
         _ => well_behaved(msg),
     });
     let (handler, asked) = accepting_handler();
-    let options = ClientOptions::default().elicitation_handler(handler);
+    let options = exact().elicitation_handler(handler);
     let c = McpClient::new("mock", t.clone(), options);
     call(&c, echo("x")).await.unwrap();
     let answer = t
@@ -587,7 +594,7 @@ async fn too_many_calls_in_flight_fail_fast_without_being_sent() {
     });
     let options = ClientOptions {
         max_in_flight: 2,
-        ..ClientOptions::default()
+        ..exact()
     };
     let c = McpClient::new("mock", t, options);
     c.start().await.unwrap();
@@ -775,7 +782,7 @@ async fn the_backoff_is_capped_at_sixty_seconds() {
     t.refuse.store(true, Ordering::SeqCst);
     let options = ClientOptions {
         max_consecutive_failures: 20,
-        ..ClientOptions::default()
+        ..exact()
     };
     let c = McpClient::new("mock", t, options);
     let mut waited = Vec::new();
@@ -800,7 +807,7 @@ async fn crashes_soon_after_start_count_and_a_long_healthy_run_resets_the_count(
         c.start().await.unwrap();
         let _ = call(&c, echo("x")).await.unwrap_err();
         assert_eq!(c.shared.lock().failures, n);
-        tokio::time::advance(ClientOptions::default().backoff_delay(n)).await;
+        tokio::time::advance(exact().backoff_delay(n)).await;
     }
     // This session lives long before it crashes: its crash starts a new count.
     c.start().await.unwrap();
@@ -853,7 +860,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
     let c = McpClient::new(
         "mock",
         t.clone(),
-        ClientOptions::default().wait_for_restart(Duration::from_secs(5)),
+        exact().wait_for_restart(Duration::from_secs(5)),
     );
     call(&c, echo("a")).await.unwrap();
     assert_eq!(c.state(), ServerState::Restarting);
@@ -873,7 +880,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
     let c = McpClient::new(
         "mock",
         MockTransport::new(script),
-        ClientOptions::default().wait_for_restart(Duration::from_millis(500)),
+        exact().wait_for_restart(Duration::from_millis(500)),
     );
     call(&c, echo("a")).await.unwrap();
     let err = call(&c, echo("b")).await.unwrap_err();
@@ -886,7 +893,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
     let c = McpClient::new(
         "mock",
         t.clone(),
-        ClientOptions::default().wait_for_restart(Duration::from_secs(5)),
+        exact().wait_for_restart(Duration::from_secs(5)),
     );
     call(&c, echo("a")).await.unwrap();
     let mut waiting = c.clone().call(echo("b"));

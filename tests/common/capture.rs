@@ -24,6 +24,20 @@ impl Captured {
         captured
     }
 
+    /// Installs a TRACE-level subscriber writing here as this thread's default, until the
+    /// guard is dropped: for a test on a current-thread runtime, whose tasks all run on it,
+    /// beside other tests of the same binary.
+    pub(crate) fn install_local() -> (Self, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(captured.clone())
+            .finish();
+        let guard = tracing::subscriber::set_default(subscriber);
+        (captured, guard)
+    }
+
     /// What was written so far, lossily decoded.
     pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()

@@ -106,6 +106,9 @@ Tools (modern; legacy serves echo only):
                         on every open subscription that asked for toolsListChanged (over stdio
                         before this result); -> "bumped <n> (notified <k> subscriptions)"
   added_<n> {}       -> "added <n>"
+  freeze_list {}     -> from then on tools/list is never answered (HTTP: 202 with no body; stdio:
+                        nothing is written; logged on stderr), then as bump (the subscriptions are
+                        told the list changed) -> "frozen (notified <k> subscriptions)"
   anything else      -> isError "unknown tool <name>"
   A retry is a tools/call holding requestState or inputResponses. Its requestState must be one
   issued by the same tool (else isError "bad requestState"; loop accepts any), its JSON-RPC id must
@@ -173,6 +176,7 @@ STATS = {"mode": None, "mcp_gets": 0, "holds_most": 0, "requests": {}, "tool_cal
          "sampling_answered": 0, "loop_rounds": 0, "subscriptions_open": 0,
          "subscriptions_total": 0, "switched": False}
 LISTS_SERVED = 0
+FROZEN = False  # freeze_list: tools/list is no longer answered
 BUMPS = 0  # the `bump` counter n
 HOLDS = 0  # the `hold` calls running now
 SUBS = {}  # serial -> Subscription, the open ones
@@ -565,6 +569,11 @@ def modern(method, params, req_id, headers):
                 "_meta": {META_SERVER: SERVER_INFO}, "ttlMs": 0, "cacheScope": "public"}
     if method == "tools/list":
         with LOCK:
+            frozen = FROZEN
+        if frozen:
+            eprint("tools/list not answered (frozen)")
+            return NO_ANSWER
+        with LOCK:
             LISTS_SERVED += 1
             k = LISTS_SERVED
         return {"resultType": "complete", "tools": modern_tools(k), "ttlMs": ARGS.ttl_ms,
@@ -622,6 +631,7 @@ def modern_tools(k):
         tool("no_answer", "HTTP: the POST is answered 202 Accepted with no body; stdio: no answer"),
         tool(f"gen_{k}", f"Generation {k} of the tool list"),
         tool("bump", "Adds a tool (added_<n>) and notifies the toolsListChanged subscriptions"),
+        tool("freeze_list", "Stops answering tools/list and says the list changed"),
     ] + ([tool(f"added_{n}", f"Added by bump number {n}")] if n else [])
 
 
@@ -726,6 +736,8 @@ def call_tool(params, req_id, headers):
             return text_result(f"added {m.group(1)}")
         if name == "bump":
             return bump_tool()
+        if name == "freeze_list":
+            return freeze_list_tool()
         if name == "no_answer":
             return NO_ANSWER
         if name == "hold":
@@ -778,6 +790,14 @@ def end_listen_tool(graceful):
 def listen_complete(sub):
     return {"jsonrpc": "2.0", "id": sub.req_id,
             "result": {"resultType": "complete", "_meta": {META_SUB_ID: sub.req_id}}}
+
+
+def freeze_list_tool():
+    global FROZEN
+    with LOCK:
+        FROZEN = True
+    told = bump_tool()["content"][0]["text"].split("(", 1)[1]
+    return text_result(f"frozen ({told}")
 
 
 def bump_tool():

@@ -61,13 +61,18 @@ Modes (--mode):
   auth               401 with `WWW-Authenticate: Bearer realm="mcp"` on every request unless
                      `Authorization: Bearer <secret>` (--secret, default s3cret)
   forbidden          403 on every request
-  slow_headers       every POST's response headers (and its processing) come after --delay seconds
+  slow_headers       every tools/call POST's response headers (and its processing) come after --delay
+                     seconds
                      (default 30)
   malformed_sse      before each message on a POST's event stream: a `:` comment, an event with only
                      `id:`, a `data: not json` event, an event of type `weird` (its data a JSON-RPC
                      answer to the same id with the text "WRONG: event type weird"), a line without a
                      colon; CRLF and LF line endings mixed; the real message's `data:` split over two
                      lines (no effect on json answers)
+  drop_first         the first GET and the first DELETE the server gets are read and their connection
+                     closed without any answer (logged with status "dropped"), as a server does that
+                     closes an idle keep-alive connection just as the client reuses it; every later one
+                     as in ok
   redirect           every POST -> 307 with `Location: http://127.0.0.2:<port>/mcp` (GET and DELETE as
                      in ok); a second listener on 127.0.0.2:<port> answers everything 404 and logs it
                      (with "listener": "127.0.0.2") so a test can prove nothing, and no Authorization
@@ -94,7 +99,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 MODES = ["ok", "expire_after_first", "cut_before_answer", "no_get", "auth", "forbidden", "slow_headers",
-         "malformed_sse", "redirect"]
+         "malformed_sse", "redirect", "drop_first"]
 VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
 LATEST = "2025-11-25"
 PIECE = 64 * 1024
@@ -108,6 +113,8 @@ LOG_LOCK = threading.Lock()
 CALL_LOG_LOCK = threading.Lock()
 EXPIRED = {"done": False}  # expire_after_first: has a session been forgotten yet
 EXPIRED_LOCK = threading.Lock()
+DROPPED = set()  # drop_first: the verbs whose first request was dropped
+DROPPED_LOCK = threading.Lock()
 
 
 def eprint(text):
@@ -401,9 +408,27 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- GET /mcp -----------------------------------------------------------------------------
 
+    def dropped_first(self, verb):
+        """drop_first: closes the connection of the first `verb` request without an answer."""
+        if ARGS.mode != "drop_first":
+            return False
+        with DROPPED_LOCK:
+            if verb in DROPPED:
+                return False
+            DROPPED.add(verb)
+        self.log("dropped")
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True
+
     def do_GET(self):
         self.start_log()
         self.read_body()
+        if self.dropped_first("GET"):
+            return
         self.entry["resumed"] = False
         if not self.common_checks():
             return
@@ -480,6 +505,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self):
         self.start_log()
         self.read_body()
+        if self.dropped_first("DELETE"):
+            return
         if not self.common_checks():
             return
         if ARGS.mode == "no_get":
@@ -512,7 +539,7 @@ class Handler(BaseHTTPRequestHandler):
         if ARGS.mode == "redirect":
             self.reply(307, b"", headers=[("Location", f"http://127.0.0.2:{PORT}/mcp")])
             return
-        if ARGS.mode == "slow_headers":
+        if ARGS.mode == "slow_headers" and self.entry.get("method") == "tools/call":
             time.sleep(ARGS.delay)
         if not self.accepts("application/json", "text/event-stream"):
             self.rpc_error(406, -32000,

@@ -40,6 +40,10 @@ pub(crate) struct MiniConfig {
     pub(crate) stream: String,
     /// Answer `initialize` and `tools/list` on the stream (see the module docs).
     pub(crate) answer: bool,
+    /// The status of every GET, and its `Location` header when it is a redirect (200: the
+    /// stream).
+    pub(crate) get_status: u16,
+    pub(crate) location: &'static str,
 }
 
 impl Default for MiniConfig {
@@ -49,6 +53,8 @@ impl Default for MiniConfig {
             content_type: "text/event-stream",
             stream: "event: endpoint\ndata: /post?s=1\n\n".into(),
             answer: false,
+            get_status: 200,
+            location: "",
         }
     }
 }
@@ -153,6 +159,16 @@ async fn serve(
             headers,
             body,
         });
+        if method == "GET" && config.get_status != 200 {
+            let answer = format!(
+                "HTTP/1.1 {} Moved\r\nLocation: {}\r\nContent-Length: 0\r\n\r\n",
+                config.get_status, config.location
+            );
+            if socket.write_all(answer.as_bytes()).await.is_err() {
+                return;
+            }
+            continue;
+        }
         if method == "GET" {
             let head = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nCache-Control: no-cache\r\n\

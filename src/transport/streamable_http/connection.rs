@@ -14,6 +14,7 @@ use futures::FutureExt;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
+use kaged_mcp_layers::retry::{Jitter, JitteredBackoff};
 use serde::Deserialize;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -52,7 +53,8 @@ const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// a huge one park a stream for the session's life).
 const MIN_RETRY: Duration = Duration::from_millis(50);
 const MAX_RETRY: Duration = Duration::from_secs(60);
-/// The first wait before opening the GET stream again; it doubles up to [`MAX_GET_BACKOFF`].
+/// The first wait before opening the GET stream again; it doubles up to [`MAX_GET_BACKOFF`],
+/// each wait drawn between half of that and all of it.
 const FIRST_GET_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_GET_BACKOFF: Duration = Duration::from_secs(60);
 /// How long shutdown waits for queued notifications (cancellations) to go out.
@@ -777,7 +779,11 @@ impl Conn {
         // Not before `notifications/initialized` was POSTed: a server may refuse a stream
         // before it.
         self.initialized().await;
-        let mut backoff = FIRST_GET_BACKOFF;
+        // Equal jitter: between half the doubling pause and all of it.
+        let mut backoff = JitteredBackoff::new(FIRST_GET_BACKOFF, MAX_GET_BACKOFF)
+            .expect("the GET pauses are valid")
+            .jitter(Jitter::Equal);
+        let mut attempt = 0;
         let mut last: Option<String> = None;
         let mut retry: Option<Duration> = None;
         loop {
@@ -795,7 +801,7 @@ impl Conn {
                     last = parser.last_event_id().map(str::to_owned);
                     retry = parser.retry();
                     if got_events {
-                        backoff = FIRST_GET_BACKOFF;
+                        attempt = 0;
                     }
                 }
                 Err(Listen::NotOffered(status)) => {
@@ -805,12 +811,13 @@ impl Conn {
                 }
                 Err(Listen::Expired) => return self.expire(None, "the GET"),
                 Err(Listen::Failed(why)) => {
-                    tracing::warn!(server = %self.server, problem = %why, backoff_ms = backoff.as_millis() as u64, "GET stream could not be opened; trying again");
+                    tracing::warn!(server = %self.server, problem = %why, backoff_ms = backoff.ceiling(attempt).as_millis() as u64, "GET stream could not be opened; trying again");
                 }
             }
-            let wait = retry.map_or(backoff, |r| clamp_retry(r).max(backoff));
+            let pause = backoff.delay(attempt);
+            let wait = retry.map_or(pause, |r| clamp_retry(r).max(pause));
             tokio::time::sleep(wait).await;
-            backoff = (backoff * 2).min(MAX_GET_BACKOFF);
+            attempt = attempt.saturating_add(1);
         }
     }
 
