@@ -1,0 +1,454 @@
+//! One Streamable HTTP session, split the way `tower::buffer` splits a handle from its worker:
+//! this module holds the connection's state (the session's headers and id, the requests in
+//! flight, expiry, DELETE and shutdown); the session's sending half and the ordered queue's
+//! worker are in [`outbound`], a request's POST and answer in [`request`], the reading of an
+//! event stream in [`stream`], the GET stream in [`listen`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::FutureExt;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use kaged_mcp_layers::retry::{Jitter, JitteredBackoff};
+use serde::Deserialize;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+mod listen;
+mod outbound;
+mod request;
+mod stream;
+
+use self::outbound::*;
+use self::request::*;
+use self::stream::*;
+use super::Inner;
+use crate::protocol::{JsonRpcError, RequestId};
+use crate::transport::http::client::Body;
+use crate::transport::http::queue::PostQueue;
+use crate::transport::http::{chain, drain, empty_body, exchange, redacted, Exchange, Outcome};
+use crate::transport::sse::{EventParser, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL};
+use crate::transport::{
+    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame,
+    RequestHead, SendError, SendFailure, TransportError,
+};
+
+/// `Mcp-Session-Id`.
+static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+static PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method` (2026-07-28: every request).
+static MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+/// `Mcp-Name` (2026-07-28: `tools/call`, `resources/read`, `prompts/get`).
+static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// `Last-Event-ID`.
+static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+/// What a POST accepts.
+static ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+static ACCEPT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+static JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// How long shutdown waits for queued notifications (cancellations) to go out.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Starts a session: nothing is sent until the client's first message.
+pub(super) fn open(
+    inner: Arc<Inner>,
+    ctx: ConnectContext,
+) -> Result<StreamableConnection, TransportError> {
+    let runtime = Handle::try_current().map_err(|_| {
+        TransportError::new(format!(
+            "server `{}`: the Streamable HTTP transport needs a Tokio runtime",
+            ctx.server
+        ))
+    })?;
+    let span = tracing::debug_span!("mcp.http", server = %ctx.server);
+    let conn = Arc::new(Conn {
+        inner,
+        server: Arc::clone(&ctx.server),
+        limit: ctx.frame_limit,
+        runtime,
+        span,
+        cancel: CancellationToken::new(),
+        handler: Mutex::new(Some(Arc::clone(&ctx.handler))),
+        awaiting: Arc::downgrade(&ctx.handler),
+        session: Mutex::new(SessionHeaders::default()),
+        queue: PostQueue::new(),
+        initialized_seq: AtomicU64::new(0),
+        get_settled: watch::channel(false).0,
+        no_get_stream: AtomicBool::new(false),
+        requests: Mutex::new(HashMap::new()),
+        modern: AtomicBool::new(false),
+    });
+    ctx.handler
+        .on_open(Arc::new(HttpOutbound(Arc::clone(&conn))) as Arc<dyn Outbound>);
+    conn.spawn(Arc::clone(&conn).post_ordered());
+    Ok(StreamableConnection {
+        conn: CloseOnDrop {
+            conn: Some(conn),
+            reason: "the connection was dropped",
+        },
+    })
+}
+
+/// What every task of one session shares.
+struct Conn {
+    inner: Arc<Inner>,
+    server: Arc<str>,
+    limit: usize,
+    runtime: Handle,
+    span: tracing::Span,
+    /// Cancelled when the session ends: every task stops.
+    cancel: CancellationToken,
+    /// The session, until `on_closed`; held while a frame is delivered, so frames from several
+    /// streams reach it one at a time and never after `on_closed`. (So the handler must not
+    /// close or drop this connection from inside `on_frame`: the session never does.)
+    handler: Mutex<Option<Arc<dyn InboundHandler>>>,
+    /// The same handler, for [`InboundHandler::awaits`] without the delivery lock (weak: the
+    /// session owns this connection's outbound half).
+    awaiting: Weak<dyn InboundHandler>,
+    session: Mutex<SessionHeaders>,
+    /// Notifications and answers waiting to be POSTed, in order, by one worker task.
+    queue: PostQueue,
+    /// The sequence number `notifications/initialized` gets (the first notification queued
+    /// after [`Connection::negotiated`]); 0 before. Requests and the GET stream wait until it
+    /// was POSTed.
+    initialized_seq: AtomicU64,
+    /// Set once the first GET of the session was answered (a stream, a refusal, or an error):
+    /// requests wait for it (at most the connect timeout), so a server's messages about a call
+    /// can ride a stream that is open before the call, and a server that answers a pending
+    /// call on any GET cannot take a resumption's place.
+    get_settled: watch::Sender<bool>,
+    /// The server answered the GET that it offers no stream (`405` and the like): an answer
+    /// can come only on a request's own response.
+    no_get_stream: AtomicBool,
+    /// The requests in flight: each one's task ends when its token is cancelled (the session
+    /// ended, or the caller gave up and `notifications/cancelled` went out for it).
+    requests: Mutex<HashMap<RequestId, Arc<InFlight>>>,
+    /// The session's latest request declared its own protocol version (the 2026-07-28 era):
+    /// closing a request's response is its cancellation, no notification is POSTed.
+    modern: AtomicBool,
+}
+
+/// One request's task, as the connection sees it.
+#[derive(Debug)]
+struct InFlight {
+    /// Ends the task (a child of the session's token).
+    cancel: CancellationToken,
+    /// Its POST was started: it may have reached the server.
+    posted: AtomicBool,
+}
+
+/// The headers a session adds to every message once it knows them.
+#[derive(Debug, Default)]
+struct SessionHeaders {
+    id: Option<HeaderValue>,
+    protocol: Option<HeaderValue>,
+    /// The GET stream was started.
+    listening: bool,
+}
+
+impl Conn {
+    fn lock_handler(&self) -> MutexGuard<'_, Option<Arc<dyn InboundHandler>>> {
+        self.handler.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_session(&self) -> MutexGuard<'_, SessionHeaders> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_requests(&self) -> MutexGuard<'_, HashMap<RequestId, Arc<InFlight>>> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let cancel = self.cancel.clone();
+        self.runtime.spawn(
+            async move {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {}
+                    () = task => {}
+                }
+            }
+            .instrument(self.span.clone()),
+        );
+    }
+
+    /// Ends the session once: no frame is delivered after this, every task stops.
+    fn close(&self, reason: CloseReason) {
+        self.cancel.cancel();
+        let handler = self.lock_handler().take();
+        self.queue.close();
+        if let Some(handler) = handler {
+            tracing::debug!(server = %self.server, reason = %reason.message, "Streamable HTTP session closed");
+            handler.on_closed(reason);
+        }
+    }
+
+    fn deliver(&self, frame: &[u8]) {
+        if let Some(handler) = &*self.lock_handler() {
+            handler.on_frame(frame);
+        }
+    }
+
+    fn oversize(&self, frame: OversizeFrame<'_>) {
+        tracing::warn!(
+            server = %self.server,
+            len = frame.len,
+            limit = frame.limit,
+            "message over the frame limit discarded"
+        );
+        if let Some(handler) = &*self.lock_handler() {
+            handler.on_oversize(frame);
+        }
+    }
+
+    /// Fails request `id`, naming why.
+    fn fail(&self, id: &RequestId, failure: SendFailure) {
+        tracing::debug!(server = %self.server, request_id = %id, problem = %failure.message, "request failed in the transport");
+        if let Some(handler) = &*self.lock_handler() {
+            handler.on_send_failed(id, failure);
+        }
+    }
+
+    fn awaits(&self, id: &RequestId) -> bool {
+        !self.is_closed() && self.awaiting.upgrade().is_some_and(|h| h.awaits(id))
+    }
+
+    /// The server ended the session (a 404 to a message carrying its id): the request that
+    /// met it fails as not delivered and retryable, then the session closes so the client
+    /// starts a new one at once.
+    fn expire(&self, id: Option<&RequestId>, verb: &str) {
+        tracing::info!(server = %self.server, "the server ended the session (404); a new one will be started");
+        // Requests whose POST never started provably did not reach the server: they fail as
+        // not delivered, so the retry layer sends them again on the next session. (Those in
+        // flight may have been processed: they fail with the session, delivery unknown.)
+        let unsent: Vec<RequestId> = self
+            .lock_requests()
+            .iter()
+            .filter(|(rid, f)| !f.posted.load(Ordering::Acquire) && Some(*rid) != id)
+            .map(|(rid, _)| rid.clone())
+            .collect();
+        // First end every task and refuse new messages, so nothing more goes to the old session.
+        self.cancel.cancel();
+        let expired = SendFailure::expired;
+        if let Some(id) = id {
+            self.fail(
+                id,
+                expired(format!(
+                    "the session expired ({verb} answered 404 Not Found); a new one is started"
+                )),
+            );
+        }
+        for id in &unsent {
+            self.fail(
+                id,
+                expired(
+                    "the session expired before the request went out; a new one is started".into(),
+                ),
+            );
+        }
+        self.close(
+            CloseReason::new(format!(
+                "ended the session ({verb} answered 404 Not Found); a new one is started"
+            ))
+            .session_expired(),
+        );
+    }
+
+    /// A request to the endpoint with the static headers, the session's headers, `accept`, and
+    /// the request's mirrored fields (which name its own protocol version) if it has them.
+    fn request(
+        &self,
+        method: Method,
+        accept: &HeaderValue,
+        body: Bytes,
+        last_event_id: Option<&str>,
+        mirror: Option<&Mirror>,
+    ) -> Result<(Request<Full<Bytes>>, bool), http::Error> {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(self.inner.uri.clone())
+            .header(header::ACCEPT, accept.clone());
+        if !body.is_empty() {
+            builder = builder.header(header::CONTENT_TYPE, JSON.clone());
+        }
+        for (name, value) in &self.inner.headers {
+            builder = builder.header(name, value);
+        }
+        let with_session = {
+            let session = self.lock_session();
+            if let Some(id) = &session.id {
+                builder = builder.header(&SESSION_ID, id.clone());
+            }
+            if mirror.is_none() {
+                if let Some(v) = &session.protocol {
+                    builder = builder.header(&PROTOCOL_VERSION, v.clone());
+                }
+            }
+            session.id.is_some()
+        };
+        if let Some(mirror) = mirror {
+            builder = builder
+                .header(&PROTOCOL_VERSION, mirror.version.clone())
+                .header(&MCP_METHOD, mirror.method.clone());
+            if let Some(name) = &mirror.name {
+                builder = builder.header(&MCP_NAME, name.clone());
+            }
+            for (name, value) in &mirror.params {
+                builder = builder.header(name, value.clone());
+            }
+        }
+        if let Some(last) = last_event_id {
+            if let Ok(v) = HeaderValue::from_str(last) {
+                builder = builder.header(&LAST_EVENT_ID, v);
+            }
+        }
+        Ok((builder.body(Full::new(body))?, with_session))
+    }
+
+    /// Keeps the session id of the first successful answer that gives one (a refusal is no
+    /// session: mcp 1.x mints an id on the `400` it answers a request without one).
+    fn note_session(&self, response: &Response<Body>) {
+        if !response.status().is_success() {
+            return;
+        }
+        if let Some(id) = response.headers().get(&SESSION_ID) {
+            let mut session = self.lock_session();
+            if session.id.is_none() {
+                let mut id = id.clone();
+                id.set_sensitive(true);
+                session.id = Some(id);
+            }
+        }
+    }
+
+    fn has_session(&self) -> bool {
+        self.lock_session().id.is_some()
+    }
+
+    /// Sends `DELETE` with the session id; any answer is fine.
+    async fn delete(&self) {
+        if !self.has_session() {
+            return;
+        }
+        let how = Exchange {
+            what: "the DELETE",
+            timeout: Some(self.inner.connect_timeout),
+            idempotent: true,
+            url: &self.inner.url,
+        };
+        let make = || self.request(Method::DELETE, &ACCEPT_BOTH, Bytes::new(), None, None);
+        match exchange(&self.inner.http, how, make).await {
+            Outcome::Answered(response) => {
+                tracing::debug!(server = %self.server, status = %response.status(), "session deleted");
+                drain_soon(response.into_body()).await;
+            }
+            mut other => {
+                if let Some(body) = other.take_body() {
+                    drain_soon(body).await;
+                }
+                let failure = other.into_failure("the DELETE", &self.inner.auth_hint);
+                tracing::debug!(server = %self.server, problem = %failure.message(), "DELETE failed");
+            }
+        }
+    }
+
+    /// Waits (bounded) until every queued notification and answer was POSTed.
+    async fn flush(&self) {
+        let target = self.queue.last_queued();
+        let _ = tokio::time::timeout(FLUSH_TIMEOUT, self.queue.wait_sent(target)).await;
+    }
+}
+
+/// Removes a request from [`Conn::requests`] when its task ends, however it ends.
+struct Forget {
+    conn: Arc<Conn>,
+    id: RequestId,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.conn.lock_requests().remove(&self.id);
+    }
+}
+
+/// Ends the session when dropped: [`Connection::close`]'s future, even when it is dropped
+/// before it finishes, and the connection itself.
+struct CloseOnDrop {
+    conn: Option<Arc<Conn>>,
+    reason: &'static str,
+}
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.close(CloseReason::new(self.reason).requested());
+        }
+    }
+}
+
+/// An open Streamable HTTP session. Dropping it ends every task at once.
+pub(super) struct StreamableConnection {
+    /// Its `conn` is `None` once [`Connection::close`] took it.
+    conn: CloseOnDrop,
+}
+
+impl fmt::Debug for StreamableConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("StreamableConnection");
+        if let Some(conn) = &self.conn.conn {
+            d.field("server", &conn.server)
+                .field("url", &redacted(&conn.inner.url));
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+impl Connection for StreamableConnection {
+    fn close(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+        // Closed by this guard when the future ends, or when it is dropped before.
+        let guard = CloseOnDrop {
+            conn: self.conn.conn.take(),
+            reason: "closed by the client",
+        };
+        Box::pin(async move {
+            let Some(conn) = guard.conn.clone() else {
+                return;
+            };
+            conn.flush().await;
+            conn.cancel.cancel();
+            conn.delete().await;
+            drop(guard);
+        })
+    }
+
+    fn negotiated(&self, protocol_version: &str) {
+        let Some(conn) = &self.conn.conn else { return };
+        let start = {
+            let mut session = conn.lock_session();
+            session.protocol = HeaderValue::from_str(protocol_version).ok();
+            // `notifications/initialized` is the next notification the session queues.
+            conn.initialized_seq
+                .store(conn.queue.last_queued() + 1, Ordering::Release);
+            !std::mem::replace(&mut session.listening, true)
+        };
+        if start {
+            conn.spawn(Arc::clone(conn).listen());
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! One request: its POST, its answer as a JSON body or as an event stream, and the
+//! resumption of that stream with `Last-Event-ID` when it is cut before the answer.
+
+use super::*;
+
+/// The wait before resuming a response stream when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// A server's `retry` is taken within these bounds (`retry: 0` must not make a busy loop, nor
+/// a huge one park a stream for the session's life).
+const MIN_RETRY: Duration = Duration::from_millis(50);
+const MAX_RETRY: Duration = Duration::from_secs(60);
+
+impl Conn {
+    /// POSTs request `id` and reads its answer.
+    pub(super) async fn post_request(
+        self: Arc<Self>,
+        body: Bytes,
+        id: RequestId,
+        mirror: Option<Mirror>,
+        flight: Arc<InFlight>,
+    ) {
+        self.initialized().await;
+        self.get_answered().await;
+        flight.posted.store(true, Ordering::Release);
+        let how = Exchange {
+            what: "the POST",
+            timeout: None,
+            idempotent: false,
+            url: &self.inner.url,
+        };
+        let make = || {
+            self.request(
+                Method::POST,
+                &ACCEPT_BOTH,
+                body.clone(),
+                None,
+                mirror.as_ref(),
+            )
+        };
+        let response = match exchange(&self.inner.http, how, make).await {
+            Outcome::Answered(response) => response,
+            Outcome::Expired => return self.expire(Some(&id), "the POST"),
+            // A modern server answers a request it refuses (unsupported version, header
+            // mismatch, unknown method) with a 4xx whose body is the JSON-RPC error: the
+            // session gets that error, which tells a modern server from a legacy one.
+            Outcome::Refused { status, response }
+                if mirror.is_some() && status.is_client_error() =>
+            {
+                let json = matches!(content_type(&response), ContentType::Json);
+                let body = response.into_body();
+                if json {
+                    if let Some(error) = read_error_body(body).await {
+                        return self.deliver_error(&id, &error, status);
+                    }
+                } else {
+                    drain_soon(body).await;
+                }
+                let failure = Outcome::Refused {
+                    status,
+                    response: Response::new(empty_body()),
+                };
+                return self.fail(&id, failure.into_failure("the POST", &self.inner.auth_hint));
+            }
+            mut refused => {
+                if let Outcome::Redirect { status, .. } = &refused {
+                    tracing::warn!(server = %self.server, status = %status, "redirect refused");
+                }
+                if let Some(body) = refused.take_body() {
+                    drain_soon(body).await;
+                }
+                return self.fail(&id, refused.into_failure("the POST", &self.inner.auth_hint));
+            }
+        };
+        self.note_session(&response);
+        let status = response.status();
+        if status == StatusCode::ACCEPTED {
+            // A request's answer may then come only on the GET stream: 2026-07-28 has none, and
+            // a legacy server may have refused it. Waiting would only end at the timeout.
+            let nowhere = if mirror.is_some() {
+                Some("in 2026-07-28 a request's answer comes only on its own response (there is no GET stream)")
+            } else if self.no_get_stream.load(Ordering::Acquire) {
+                Some("the server offers no GET stream for it to come on")
+            } else {
+                None
+            };
+            if let Some(why) = nowhere {
+                tracing::warn!(server = %self.server, request_id = %id, "a request was answered 202 Accepted without an answer");
+                return self.fail(
+                    &id,
+                    SendFailure::unknown(format!(
+                        "the POST of a request was answered `202 Accepted` with no answer; \
+                             {why}, so none will come"
+                    ))
+                    .status(202),
+                );
+            }
+            tracing::debug!(server = %self.server, request_id = %id, "request accepted without an answer; it may come on the GET stream");
+            return;
+        }
+        match content_type(&response) {
+            ContentType::Json => self.read_json(response.into_body(), &id).await,
+            ContentType::EventStream => {
+                let resumable = mirror.is_none();
+                self.read_answer_stream(response.into_body(), &id, resumable)
+                    .await
+            }
+            ContentType::Other(ct) => self.fail(
+                &id,
+                SendFailure::unknown(format!(
+                    "the POST was answered `Content-Type: {}`, neither application/json \
+                         nor text/event-stream; is this the MCP endpoint?",
+                    ct.escape_debug()
+                )),
+            ),
+        }
+    }
+
+    /// Delivers the JSON-RPC error a refused POST's body held, as the answer to request `id`.
+    fn deliver_error(&self, id: &RequestId, error: &JsonRpcError, status: StatusCode) {
+        tracing::debug!(server = %self.server, request_id = %id, status = %status, code = error.code, "the POST was refused with a JSON-RPC error");
+        let frame = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+        let refused = || {
+            Outcome::Refused {
+                status,
+                response: Response::new(empty_body()),
+            }
+            .into_failure("the POST", &self.inner.auth_hint)
+        };
+        match serde_json::to_vec(&frame) {
+            Ok(bytes) => self.deliver(&bytes),
+            Err(_) => self.fail(id, refused()),
+        }
+        if self.awaits(id) {
+            self.fail(id, refused());
+        }
+    }
+
+    /// Reads a JSON answer: delivered whole, or reported over the limit with its first and last
+    /// bytes. Past the limit the body is read on only while the request's caller waits.
+    async fn read_json(&self, mut body: Body, id: &RequestId) {
+        let mut first: Option<Bytes> = None;
+        let mut rest = BytesMut::new();
+        let mut over: Option<Over> = None;
+        loop {
+            let frame = match body.frame().await {
+                None => break,
+                Some(Ok(frame)) => frame,
+                Some(Err(e)) => {
+                    if self.awaits(id) {
+                        self.fail(
+                            id,
+                            SendFailure::unknown(format!(
+                                "the answer's body failed before its end: {}",
+                                chain(&*e)
+                            )),
+                        );
+                    }
+                    return;
+                }
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if let Some(over) = &mut over {
+                over.push(&data);
+                if !self.awaits(id) {
+                    return;
+                }
+                continue;
+            }
+            // The body so far is `first` alone (the common one-chunk case, not copied) or, once
+            // a second chunk came, `rest` alone.
+            let held = first.as_ref().map_or(rest.len(), Bytes::len);
+            if held + data.len() > self.limit {
+                let mut o = Over::default();
+                match first.take() {
+                    Some(f) => o.push(&f),
+                    None => o.push(&rest),
+                }
+                o.push(&data);
+                rest = BytesMut::new();
+                over = Some(o);
+                if !self.awaits(id) {
+                    return;
+                }
+                continue;
+            }
+            if let Some(f) = first.take() {
+                rest.extend_from_slice(&f);
+                rest.extend_from_slice(&data);
+            } else if rest.is_empty() {
+                first = Some(data);
+            } else {
+                rest.extend_from_slice(&data);
+            }
+        }
+        if let Some(over) = over {
+            if !self.awaits(id) {
+                return;
+            }
+            return self.oversize(OversizeFrame {
+                head: &over.head,
+                tail: &over.tail,
+                len: over.len,
+                limit: self.limit,
+            });
+        }
+        let whole: &[u8] = match &first {
+            Some(f) => f,
+            None => &rest,
+        };
+        if whole.iter().all(u8::is_ascii_whitespace) {
+            if self.awaits(id) {
+                self.fail(
+                    id,
+                    SendFailure::unknown("the POST was answered with an empty JSON body"),
+                );
+            }
+            return;
+        }
+        self.deliver(whole);
+        if self.awaits(id) {
+            // Delivered, yet the request still waits: the body answered something else (an
+            // error without an id, say). No other answer will come on this POST.
+            self.fail(
+                id,
+                SendFailure::unknown("the POST's JSON body did not answer the request"),
+            );
+        }
+    }
+
+    /// Reads an answer's event stream, resuming it with `Last-Event-ID` while it ends before
+    /// the answer, if it is `resumable` (2026-07-28 streams are not: a cut one fails its
+    /// request at once).
+    async fn read_answer_stream(&self, body: Body, id: &RequestId, resumable: bool) {
+        let mut parser = EventParser::new(self.limit);
+        let mut body = body;
+        let mut fruitless = 0;
+        loop {
+            let (end, got_events) = self.pump(&mut body, &mut parser, Some(id)).await;
+            let why = match end {
+                StreamEnd::Done => return,
+                StreamEnd::Cut(why) => why,
+            };
+            if !self.awaits(id) {
+                return;
+            }
+            if !resumable {
+                return self.fail(
+                    id,
+                    SendFailure::unknown(format!(
+                        "the response stream {why} before the answer (2026-07-28 streams \
+                             are not resumed)"
+                    )),
+                );
+            }
+            if got_events {
+                fruitless = 0;
+            }
+            let Some(last) = parser.last_event_id().map(str::to_owned) else {
+                return self.fail(
+                    id,
+                    SendFailure::unknown(format!(
+                        "the response stream {why} before the answer, and the server gave \
+                             no event id to resume it from"
+                    )),
+                );
+            };
+            fruitless += 1;
+            if fruitless > self.inner.max_resumptions {
+                return self.fail(
+                    id,
+                    SendFailure::unknown(format!(
+                        "the response stream {why} before the answer; {} attempts to \
+                             resume it brought nothing",
+                        self.inner.max_resumptions
+                    )),
+                );
+            }
+            let wait = parser.retry().map_or(DEFAULT_RETRY, clamp_retry);
+            tracing::debug!(server = %self.server, request_id = %id, retry_ms = wait.as_millis() as u64, "response stream cut before its answer; resuming");
+            tokio::time::sleep(wait).await;
+            match self.resume(&last).await {
+                Ok(next) => {
+                    body = next;
+                    // A resumed stream is a new stream: its events carry on the ids.
+                    let retry = parser.retry();
+                    parser = EventParser::new(self.limit);
+                    parser.seed(Some(last), retry);
+                }
+                Err(Resume::Expired) => return self.expire(None, "the GET resuming a stream"),
+                Err(Resume::Failed(why)) if fruitless < self.inner.max_resumptions => {
+                    tracing::debug!(server = %self.server, request_id = %id, problem = %why, "resuming the response stream failed; trying again");
+                    // Parse nothing new: the next attempt resumes from the same event id.
+                    body = empty_body();
+                }
+                Err(Resume::Failed(why)) => {
+                    return self.fail(
+                        id,
+                        SendFailure::unknown(format!(
+                            "the response stream ended before the answer, and resuming it \
+                                 failed: {why}"
+                        )),
+                    )
+                }
+            }
+        }
+    }
+
+    /// A GET with `Last-Event-ID: last`.
+    async fn resume(&self, last: &str) -> Result<Body, Resume> {
+        let how = Exchange {
+            what: "the GET",
+            timeout: Some(self.inner.connect_timeout),
+            idempotent: true,
+            url: &self.inner.url,
+        };
+        let make = || self.request(Method::GET, &ACCEPT_STREAM, Bytes::new(), Some(last), None);
+        let response = match exchange(&self.inner.http, how, make).await {
+            Outcome::Answered(response) => response,
+            Outcome::Expired => return Err(Resume::Expired),
+            mut refused => {
+                if let Some(body) = refused.take_body() {
+                    drain_soon(body).await;
+                }
+                let failure = refused.into_failure("the GET", &self.inner.auth_hint);
+                return Err(Resume::Failed(failure.message().to_owned()));
+            }
+        };
+        if !matches!(content_type(&response), ContentType::EventStream) {
+            return Err(Resume::Failed(
+                "the GET was not answered with an event stream".into(),
+            ));
+        }
+        Ok(response.into_body())
+    }
+}
+
+/// A server's `retry` within [`MIN_RETRY`, `MAX_RETRY`].
+pub(super) fn clamp_retry(retry: Duration) -> Duration {
+    retry.clamp(MIN_RETRY, MAX_RETRY)
+}
+
+enum Resume {
+    Expired,
+    Failed(String),
+}
+
+/// The first and last bytes of a body over the frame limit, and its length.
+#[derive(Default)]
+struct Over {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    len: u64,
+}
+
+impl Over {
+    fn push(&mut self, data: &[u8]) {
+        self.len += data.len() as u64;
+        let room = OVERSIZE_HEAD.saturating_sub(self.head.len());
+        let (to_head, rest) = data.split_at(room.min(data.len()));
+        self.head.extend_from_slice(to_head);
+        let rest = &rest[rest.len().saturating_sub(OVERSIZE_TAIL)..];
+        let drop = (self.tail.len() + rest.len()).saturating_sub(OVERSIZE_TAIL);
+        self.tail.drain(..drop.min(self.tail.len()));
+        self.tail.extend_from_slice(rest);
+    }
+}
+
+/// The most bytes of a refused POST's body read for its JSON-RPC error.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The JSON-RPC error in a refused POST's body (`{"jsonrpc", "id", "error"}`, whatever its
+/// id), if it holds one within [`MAX_ERROR_BODY`] bytes and a second.
+async fn read_error_body(mut body: Body) -> Option<JsonRpcError> {
+    #[derive(Deserialize)]
+    struct ErrorResponse {
+        error: JsonRpcError,
+    }
+    let mut bytes = BytesMut::new();
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.ok()?.into_data() else {
+                continue;
+            };
+            if bytes.len() + data.len() > MAX_ERROR_BODY {
+                return None;
+            }
+            bytes.extend_from_slice(&data);
+        }
+        Some(())
+    };
+    tokio::time::timeout(Duration::from_secs(1), read)
+        .await
+        .ok()??;
+    serde_json::from_slice::<ErrorResponse>(&bytes)
+        .ok()
+        .map(|r| r.error)
+}
