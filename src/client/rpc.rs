@@ -29,7 +29,6 @@ use tower::{Service, ServiceExt};
 use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};
 use super::server_requests::{self, ServerRequestService};
-use super::Shared;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::{client_capabilities, InitializeParams};
 use crate::protocol::modern::{
@@ -120,7 +119,8 @@ pub(crate) struct RpcSession {
     next_id: AtomicU64,
     table: Mutex<Table>,
     outbound: OnceLock<Arc<dyn Outbound>>,
-    supervisor: Weak<Shared>,
+    /// Hears the session's end and a refused era (the supervisor, holding its client weakly).
+    events: OnEvent,
     server_requests: ServerRequestService,
     tools_changed: Arc<watch::Sender<u64>>,
     max_in_flight: usize,
@@ -156,6 +156,22 @@ impl std::fmt::Debug for RpcSession {
     }
 }
 
+/// What a session tells whoever runs it: see [`OnEvent`].
+#[derive(Debug)]
+pub(crate) enum SessionEvent<'a> {
+    /// The connection ended (after every request in flight failed).
+    Closed(&'a CloseReason),
+    /// A modern session's request was refused its protocol version (-32022): the session must
+    /// end and the era be found again. The callback must not drop the connection inline (it
+    /// runs inside the transport's `on_frame`).
+    EraRefused,
+}
+
+/// Hears a session's [`SessionEvent`]s: called from the transport's reader task, so it must
+/// return quickly, never block, never await. The session knows nothing of what listens (the
+/// supervisor gives one holding its client weakly).
+pub(crate) type OnEvent = Arc<dyn Fn(&RpcSession, SessionEvent<'_>) + Send + Sync>;
+
 /// The `x-mcp-header` parameters of each tool that has any, by tool name: kept by the client
 /// across its sessions, filled at `tools/list`.
 pub(crate) type ParamHeaders = Arc<Mutex<HashMap<String, Arc<[ParamHeader]>>>>;
@@ -177,7 +193,7 @@ impl RpcSession {
     pub(crate) fn new(
         server: Arc<str>,
         generation: u64,
-        supervisor: Weak<Shared>,
+        events: OnEvent,
         server_requests: ServerRequestService,
         tools_changed: Arc<watch::Sender<u64>>,
         settings: SessionSettings,
@@ -198,7 +214,7 @@ impl RpcSession {
                 closed: None,
             }),
             outbound: OnceLock::new(),
-            supervisor,
+            events,
             server_requests,
             tools_changed,
             max_in_flight,
@@ -719,14 +735,16 @@ impl RpcSession {
     /// next start finds it again. Done on a task: the connection must not be dropped from
     /// inside `on_frame`.
     fn era_refused(&self) {
-        let (Some(shared), Some(session)) = (self.supervisor.upgrade(), self.this.upgrade()) else {
-            return;
-        };
         tracing::warn!(
             server = &*self.server,
             "the server refused protocol version 2026-07-28 (-32022) in a modern session; it is probed again at the next start"
         );
-        tokio::spawn(async move { shared.era_refused(&session) });
+        (self.events)(self, SessionEvent::EraRefused);
+    }
+
+    /// This session, owned (for a task that outlives a callback's borrow).
+    pub(crate) fn handle(&self) -> Option<Arc<RpcSession>> {
+        self.this.upgrade()
     }
 
     fn handle_notification(&self, method: &str, params: Option<&serde_json::value::RawValue>) {
@@ -998,9 +1016,7 @@ impl InboundHandler for RpcSession {
 
     fn on_closed(&self, reason: CloseReason) {
         self.close(&reason);
-        if let Some(shared) = self.supervisor.upgrade() {
-            shared.session_closed(self, &reason);
-        }
+        (self.events)(self, SessionEvent::Closed(&reason));
     }
 }
 

@@ -14,6 +14,7 @@ use kaged_mcp_layers::timeout::ProgressHandle;
 use serde_json::{json, Value};
 use tower::{BoxError, Service, ServiceExt};
 
+use super::catalog::listen_refused;
 use super::*;
 use crate::transport::{
     BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, ProcessExit,
@@ -1090,7 +1091,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
         let session = RpcSession::new(
             "mock".into(),
             1,
-            std::sync::Weak::new(),
+            Arc::new(|_: &RpcSession, _: super::rpc::SessionEvent<'_>| {}),
             server_requests::stack("mock", None, None, RejectedCounter::new()),
             Arc::new(watch::channel(0).0),
             super::rpc::SessionSettings {

@@ -1,0 +1,541 @@
+//! Supervision: the server's state machine (`Idle → Starting → Ready → Restarting →
+//! Failed`, or `Disabled`), one start attempt at a time (connect, era, handshake), restarts
+//! after a jittered backoff, and what the end of a session means for it.
+
+use super::rpc::SessionEvent;
+use super::*;
+
+/// The supervision state, behind a synchronous mutex never held across an await.
+pub(super) struct Supervisor {
+    pub(super) state: ServerState,
+    /// Bumped by every start attempt, shutdown and disable; stale events are ignored.
+    pub(super) generation: u64,
+    pub(super) session: Option<Arc<RpcSession>>,
+    pub(super) connection: Option<Box<dyn Connection>>,
+    pub(super) attempt_running: bool,
+    pub(super) waiters: Vec<oneshot::Sender<Result<Arc<RpcSession>, ClientError>>>,
+    pub(super) failures: u32,
+    pub(super) next_attempt: Option<Instant>,
+    pub(super) ready_at: Option<Instant>,
+    pub(super) last_error: Option<String>,
+    pub(super) init: Option<Arc<InitializeResult>>,
+    /// The era of the last successful start, kept for the client's life (see [`era`]).
+    pub(super) era: Option<Era>,
+    /// Until when the last `tools/list` is fresh, by its pages' `ttlMs` (2026-07-28 cache
+    /// hints); `None` when it named no positive ttl, or once its expiry was signalled.
+    pub(super) tools_fresh_until: Option<Instant>,
+}
+
+impl Supervisor {
+    /// Whether `session` is the ready one (not an older one, nor a probe's that never was).
+    pub(super) fn is_ready_with(&self, session: &RpcSession) -> bool {
+        self.state == ServerState::Ready
+            && self
+                .session
+                .as_ref()
+                .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), session))
+    }
+}
+
+/// How a call gets its session.
+pub(super) enum Acquire {
+    Ready(Arc<RpcSession>),
+    Wait(oneshot::Receiver<Result<Arc<RpcSession>, ClientError>>),
+    Fail(ClientError),
+}
+
+/// Whether a failed start was about the protocol era, so the era it assumed must be found
+/// again: a refused protocol version (-32022, [`ClientError::UnsupportedProtocolVersion`],
+/// [`ClientError::NoCommonVersion`]), a server that is not modern when told to be
+/// ([`ClientError::NotModern`]), or a handshake the server answered with an error (a modern-only
+/// server refusing `initialize`, a `server/discover` refused in the modern way).
+fn about_the_era(error: &ClientError) -> bool {
+    match error {
+        ClientError::UnsupportedProtocolVersion { .. }
+        | ClientError::NoCommonVersion { .. }
+        | ClientError::NotModern { .. } => true,
+        ClientError::JsonRpc { code, request, .. } => {
+            *code == crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
+                || matches!(request.method, "initialize" | rpc::DISCOVER)
+        }
+        _ => false,
+    }
+}
+
+/// Fails what is in flight on `session` after the client ended it.
+pub(super) fn session_close_requested(session: &RpcSession, detail: &str) {
+    use crate::transport::InboundHandler;
+    session.on_closed(CloseReason::new(detail).requested());
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Supervisor> {
+        // Every critical section leaves the state consistent; a poisoned lock is still usable.
+        self.sup
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The ready session, waiting for a start-up when needed.
+    pub(super) async fn session(self: &Arc<Self>) -> Result<Arc<RpcSession>, ClientError> {
+        match self.acquire() {
+            Acquire::Ready(session) => Ok(session),
+            Acquire::Fail(e) => Err(e),
+            Acquire::Wait(rx) => rx.await.unwrap_or_else(|_| {
+                Err(ClientError::ConnectionClosed {
+                    server: Arc::clone(&self.server),
+                    request: None,
+                    detail: "the start-up was abandoned".into(),
+                })
+            }),
+        }
+    }
+
+    /// The session for a call: ready, being started (wait), or not to be had (fail fast).
+    pub(super) fn acquire(self: &Arc<Self>) -> Acquire {
+        let mut sup = self.lock();
+        match sup.state {
+            ServerState::Ready => {
+                if let Some(session) = &sup.session {
+                    return Acquire::Ready(Arc::clone(session));
+                }
+            }
+            ServerState::Failed => {
+                return Acquire::Fail(ClientError::ServerFailed {
+                    server: Arc::clone(&self.server),
+                    failures: sup.failures,
+                    last_error: sup.last_error.clone().unwrap_or_default(),
+                });
+            }
+            ServerState::Disabled => {
+                return Acquire::Fail(ClientError::Disabled {
+                    server: Arc::clone(&self.server),
+                });
+            }
+            ServerState::Idle | ServerState::Starting | ServerState::Restarting => {}
+        }
+        if !sup.attempt_running {
+            // The restart may begin at once, or after the rest of the backoff when the call
+            // may wait that long (its timeout still bounds it); else the call fails at once,
+            // saying when the next attempt is.
+            let mut delay = None;
+            if let Some(at) = sup.next_attempt {
+                let now = Instant::now();
+                if now < at {
+                    if at - now > self.options.wait_for_restart {
+                        return Acquire::Fail(ClientError::BackingOff {
+                            server: Arc::clone(&self.server),
+                            retry_in: at - now,
+                            last_error: sup.last_error.clone().unwrap_or_default(),
+                        });
+                    }
+                    delay = Some(at);
+                }
+            }
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return Acquire::Fail(ClientError::NoRuntime {
+                    server: Arc::clone(&self.server),
+                });
+            };
+            sup.attempt_running = true;
+            sup.generation += 1;
+            let new_state = if sup.failures == 0 && sup.ready_at.is_none() {
+                ServerState::Starting
+            } else {
+                ServerState::Restarting
+            };
+            let restart = new_state == ServerState::Restarting;
+            self.set_state(&mut sup, new_state);
+            let generation = sup.generation;
+            match delay {
+                None => {
+                    self.count_restart(restart);
+                    drop(runtime.spawn(Arc::clone(self).attempt(generation)));
+                }
+                Some(at) => {
+                    // Weak: a client dropped while the backoff runs starts nothing.
+                    let this = Arc::downgrade(self);
+                    drop(runtime.spawn(async move {
+                        tokio::time::sleep_until(at).await;
+                        let Some(this) = this.upgrade() else { return };
+                        // Shut down, disabled or re-enabled meanwhile: that answered the
+                        // waiters.
+                        if this.lock().generation != generation {
+                            return;
+                        }
+                        this.count_restart(restart);
+                        this.attempt(generation).await;
+                    }));
+                }
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        sup.waiters.push(tx);
+        Acquire::Wait(rx)
+    }
+
+    /// Counts a start attempt that is a restart (see [`McpClient::restarts`]).
+    pub(super) fn count_restart(&self, restart: bool) {
+        if restart {
+            self.restarts
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn set_state(&self, sup: &mut Supervisor, state: ServerState) {
+        if sup.state != state {
+            tracing::info!(server = &*self.server, from = %sup.state, to = %state, "MCP server state");
+            sup.state = state;
+        }
+    }
+
+    /// One start attempt: connect, `initialize`, `notifications/initialized`.
+    pub(super) async fn attempt(self: Arc<Self>, generation: u64) {
+        let result = self.connect_and_initialize(generation).await;
+        let mut sup = self.lock();
+        if sup.generation != generation {
+            // Shut down or disabled meanwhile; `stop` already answered the waiters.
+            return;
+        }
+        sup.attempt_running = false;
+        let waiters = std::mem::take(&mut sup.waiters);
+        match result {
+            Ok((session, init, era)) => {
+                tracing::info!(
+                    server = &*self.server,
+                    era = %era,
+                    protocol_version = %init.protocol_version,
+                    server_name = %init.server_info.name,
+                    server_version = %init.server_info.version,
+                    "MCP server ready"
+                );
+                sup.session = Some(Arc::clone(&session));
+                sup.init = Some(Arc::new(init));
+                sup.era = Some(era);
+                sup.ready_at = Some(Instant::now());
+                sup.next_attempt = None;
+                self.set_state(&mut sup, ServerState::Ready);
+                drop(sup);
+                for waiter in waiters {
+                    let _ = waiter.send(Ok(Arc::clone(&session)));
+                }
+            }
+            Err(e) => {
+                let connection = sup.connection.take();
+                sup.session = None;
+                // The era is found again at the next start only when the failure is about it
+                // (a server that changed); a server that crashes at start keeps the era its
+                // probe found, so each restart spawns it once, not twice.
+                if about_the_era(&e) {
+                    sup.era = None;
+                }
+                let permanent = match &e {
+                    ClientError::ConnectFailed { source, .. } => source.is_permanent(),
+                    ClientError::SendFailed { failure, .. } => failure.is_permanent(),
+                    _ => false,
+                };
+                if permanent {
+                    // Refused (auth, foreign endpoint): no restart loop, failed at once.
+                    sup.failures = self.options.max_consecutive_failures.saturating_sub(1);
+                }
+                self.register_failure(&mut sup, e.to_string());
+                drop(sup);
+                drop(connection);
+                for waiter in waiters {
+                    let _ = waiter.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+
+    /// Opens a connection with a new session on it.
+    pub(super) async fn connect(
+        self: &Arc<Self>,
+        generation: u64,
+    ) -> Result<Arc<RpcSession>, ClientError> {
+        let client = Arc::downgrade(self);
+        let events: rpc::OnEvent = Arc::new(move |session, event| {
+            let Some(shared) = client.upgrade() else {
+                return;
+            };
+            match event {
+                SessionEvent::Closed(reason) => shared.session_closed(session, reason),
+                // On a task: the connection must not be dropped from inside `on_frame`.
+                SessionEvent::EraRefused => {
+                    if let Some(session) = session.handle() {
+                        tokio::spawn(async move { shared.era_refused(&session) });
+                    }
+                }
+            }
+        });
+        let session = RpcSession::new(
+            Arc::clone(&self.server),
+            generation,
+            events,
+            self.server_requests.clone(),
+            Arc::clone(&self.tools_changed),
+            rpc::SessionSettings {
+                max_in_flight: self.options.max_in_flight,
+                elicitation: self.options.elicitation_handler.is_some(),
+                mirrors_headers: self.transport.mirrors_headers(),
+                param_headers: Arc::clone(&self.param_headers),
+            },
+        );
+        let ctx = ConnectContext {
+            server: Arc::clone(&self.server),
+            frame_limit: self.options.frame_limit,
+            handler: Arc::clone(&session) as _,
+        };
+        let connection =
+            self.transport
+                .connect(ctx)
+                .await
+                .map_err(|source| ClientError::ConnectFailed {
+                    server: Arc::clone(&self.server),
+                    source,
+                })?;
+        let replaced = {
+            let mut sup = self.lock();
+            if sup.generation != generation {
+                return Err(ClientError::Disabled {
+                    server: Arc::clone(&self.server),
+                });
+            }
+            sup.connection.replace(connection)
+        };
+        // A probe's connection the server closed: gone for good.
+        drop(replaced);
+        Ok(session)
+    }
+
+    /// One start: connect, find the era (see [`era`]), and in the legacy era `initialize`.
+    pub(super) async fn connect_and_initialize(
+        self: &Arc<Self>,
+        generation: u64,
+    ) -> Result<(Arc<RpcSession>, InitializeResult, Era), ClientError> {
+        let preference = self.options.era;
+        let remembered = self.lock().era;
+        let meta = match (&self.modern_meta, self.transport.speaks_modern()) {
+            (Some(meta), true) => Some(Arc::clone(meta)),
+            _ => None,
+        };
+        let probe_with = match preference {
+            EraPreference::Legacy => None,
+            EraPreference::Modern => match &meta {
+                Some(meta) => Some(meta),
+                None => {
+                    return Err(ClientError::NotModern {
+                        server: Arc::clone(&self.server),
+                        detail: format!(
+                            "its transport ({}) carries only legacy MCP",
+                            self.transport.describe()
+                        ),
+                    })
+                }
+            },
+            EraPreference::Auto if remembered == Some(Era::Legacy) => None,
+            EraPreference::Auto => meta.as_ref(),
+        };
+        let mut session = self.connect(generation).await?;
+        if let Some(meta) = probe_with {
+            let started = std::time::Instant::now();
+            match era::probe(&session, meta, self.options.probe_timeout).await {
+                era::Probe::Modern(init) => {
+                    tracing::info!(
+                        server = &*self.server,
+                        protocol_version = %init.protocol_version,
+                        probe_ms = started.elapsed().as_millis() as u64,
+                        "server/discover: the server speaks the modern era"
+                    );
+                    session.speak_modern(Arc::clone(meta));
+                    if init.capabilities["tools"]["listChanged"] == true {
+                        self.listen_for_tool_changes(&session);
+                    }
+                    return Ok((session, init, Era::Modern));
+                }
+                era::Probe::Failed(e) => {
+                    self.lock().era = None;
+                    return Err(e);
+                }
+                era::Probe::Legacy { why, closed } => {
+                    if preference == EraPreference::Modern {
+                        return Err(ClientError::NotModern {
+                            server: Arc::clone(&self.server),
+                            detail: why,
+                        });
+                    }
+                    tracing::info!(
+                        server = &*self.server,
+                        reason = %why,
+                        probe_ms = started.elapsed().as_millis() as u64,
+                        reconnect = closed,
+                        "server/discover: the server speaks the legacy era; initialize follows"
+                    );
+                    // Kept whatever comes of this start, unless its failure is about the era.
+                    {
+                        let mut sup = self.lock();
+                        if sup.generation == generation {
+                            sup.era = Some(Era::Legacy);
+                        }
+                    }
+                    if closed {
+                        session = self.connect(generation).await?;
+                    }
+                }
+            }
+        }
+        let init = self.initialize(&session).await?;
+        Ok((session, init, Era::Legacy))
+    }
+
+    /// The legacy handshake: `initialize`, `notifications/initialized`.
+    pub(super) async fn initialize(
+        self: &Arc<Self>,
+        session: &Arc<RpcSession>,
+    ) -> Result<InitializeResult, ClientError> {
+        let rx = session.initialize(
+            &self.options.client_info,
+            self.options.elicitation_handler.is_some(),
+        )?;
+        let init = match tokio::time::timeout(self.options.initialize_timeout, rx).await {
+            Ok(Ok(answer)) => answer?,
+            Ok(Err(_)) => {
+                return Err(ClientError::ConnectionClosed {
+                    server: Arc::clone(&self.server),
+                    request: None,
+                    detail: "the session ended during initialize".into(),
+                })
+            }
+            Err(_) => {
+                return Err(ClientError::InitializeTimeout {
+                    server: Arc::clone(&self.server),
+                    after: self.options.initialize_timeout,
+                })
+            }
+        };
+        if !is_supported_version(&init.protocol_version) {
+            tracing::warn!(server = &*self.server, version = %init.protocol_version, "server chose an unsupported protocol version");
+            return Err(ClientError::UnsupportedProtocolVersion {
+                server: Arc::clone(&self.server),
+                version: init.protocol_version,
+            });
+        }
+        if let Some(connection) = &self.lock().connection {
+            connection.negotiated(&init.protocol_version);
+        }
+        session.initialized();
+        Ok(init)
+    }
+
+    /// Counts a failure: the next attempt after a backoff, or the failed state.
+    pub(super) fn register_failure(&self, sup: &mut Supervisor, error: String) {
+        sup.failures = sup.failures.saturating_add(1);
+        sup.last_error = Some(error);
+        if sup.failures >= self.options.max_consecutive_failures {
+            sup.next_attempt = None;
+            tracing::error!(
+                server = &*self.server,
+                failures = sup.failures,
+                last_error = sup.last_error.as_deref().unwrap_or(""),
+                "MCP server marked failed; calls fail fast until it is re-enabled"
+            );
+            self.set_state(sup, ServerState::Failed);
+        } else {
+            let delay = self
+                .options
+                .restart_delay(sup.failures, self.restart_rng.clone());
+            sup.next_attempt = Some(Instant::now() + delay);
+            tracing::info!(
+                server = &*self.server,
+                failures = sup.failures,
+                backoff_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                last_error = sup.last_error.as_deref().unwrap_or(""),
+                "MCP server will be restarted on the next call after the backoff"
+            );
+            self.set_state(sup, ServerState::Restarting);
+        }
+    }
+
+    /// The connection of `session` ended. Only the ready session's end counts: a session that
+    /// never became the ready one (an era probe whose server exited on it, say) is no crash.
+    pub(crate) fn session_closed(&self, session: &RpcSession, reason: &CloseReason) {
+        let mut sup = self.lock();
+        if !sup.is_ready_with(session) {
+            return;
+        }
+        let connection = sup.connection.take();
+        let answered = sup.session.take().is_some_and(|s| s.answered_a_call());
+        let lived = sup
+            .ready_at
+            .map(|at| at.elapsed())
+            .unwrap_or(Duration::ZERO);
+        if reason.session_expired && (answered || lived >= self.options.stable_after) {
+            // Not a failure: the server ended a session that worked and expects a new one,
+            // which the next call starts at once. (One that expires before it ever answered a
+            // call, behind a load balancer without sticky sessions say, counts as a failure
+            // below, so it backs off and is marked failed in the end.)
+            tracing::info!(server = &*self.server, reason = %reason.message, "MCP server ended the session; a new one starts on the next call");
+            sup.failures = 0;
+            sup.next_attempt = None;
+            self.set_state(&mut sup, ServerState::Restarting);
+            drop(sup);
+            drop(connection);
+            return;
+        }
+        // A connection that lived long, or on which the server answered a call, worked: its
+        // end starts a new count (a proxy that cuts SSE streams every few seconds, or a server
+        // that dies after each answer, stays usable instead of being marked failed).
+        if lived >= self.options.stable_after || answered {
+            sup.failures = 0;
+        }
+        tracing::warn!(server = &*self.server, reason = %reason.message, "MCP server connection ended");
+        self.register_failure(&mut sup, format!("{reason}"));
+        drop(sup);
+        drop(connection);
+    }
+
+    /// The ready `session` was refused its protocol version mid-life (see
+    /// `RpcSession::era_refused`): it ends, as a failure, and the era is found again at the
+    /// next start.
+    pub(crate) fn era_refused(&self, session: &RpcSession) {
+        let mut sup = self.lock();
+        if !sup.is_ready_with(session) {
+            return;
+        }
+        sup.era = None;
+        sup.session = None;
+        let connection = sup.connection.take();
+        self.register_failure(
+            &mut sup,
+            format!(
+                "MCP server `{}` refused protocol version {MODERN_PROTOCOL_VERSION} in a \
+                 modern session (-32022); its era is found again at the next start",
+                self.server
+            ),
+        );
+        drop(sup);
+        drop(connection);
+    }
+
+    /// Moves to `state` (disabled), ending the session and answering waiters.
+    pub(super) fn stop(
+        &self,
+        state: ServerState,
+    ) -> (Option<Arc<RpcSession>>, Option<Box<dyn Connection>>) {
+        let mut sup = self.lock();
+        sup.generation += 1;
+        sup.attempt_running = false;
+        sup.next_attempt = None;
+        let session = sup.session.take();
+        let connection = sup.connection.take();
+        let waiters = std::mem::take(&mut sup.waiters);
+        self.set_state(&mut sup, state);
+        drop(sup);
+        for waiter in waiters {
+            let _ = waiter.send(Err(ClientError::Disabled {
+                server: Arc::clone(&self.server),
+            }));
+        }
+        (session, connection)
+    }
+}
