@@ -28,7 +28,6 @@
 //! [`ClientOptions::probe_timeout`]: super::ClientOptions::probe_timeout
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,49 +40,7 @@ use crate::protocol::modern::{
 };
 use crate::protocol::{DiscoverResult, InitializeResult};
 
-/// Which era the client may speak with a server. See the [module docs](self).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum EraPreference {
-    /// Probe with `server/discover`, fall back to `initialize`.
-    #[default]
-    Auto,
-    /// `initialize` only.
-    Legacy,
-    /// `server/discover` and per-request `_meta` only.
-    Modern,
-}
-
-impl EraPreference {
-    /// The name used in `local.toml` (`auto`, `legacy`, `modern`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::Legacy => "legacy",
-            Self::Modern => "modern",
-        }
-    }
-}
-
-impl fmt::Display for EraPreference {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for EraPreference {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Self::Auto),
-            "legacy" => Ok(Self::Legacy),
-            "modern" => Ok(Self::Modern),
-            other => Err(format!(
-                "unknown era {other:?}; expected \"auto\", \"legacy\" or \"modern\""
-            )),
-        }
-    }
-}
+pub use crate::config::EraPreference;
 
 /// The era a session speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -21,10 +21,7 @@ use serde_json::value::RawValue;
 use super::error::RequestRef;
 use super::rpc::{Expect, Pending, RpcSession};
 use crate::protocol::jsonrpc::CowStr;
-use crate::protocol::lifecycle::InitializeResult;
-use crate::protocol::{
-    CallAnswer, DiscoverResult, JsonRpcError, ListToolsResult, RequestId, ToolResult,
-};
+use crate::protocol::{CallAnswer, JsonRpcError, RequestId, ToolResult};
 
 /// A decoded inbound frame, as far as the session still needs it.
 #[derive(Debug)]
@@ -86,15 +83,7 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
         session.protocol_violation(Some(request.clone()), format!("invalid result: {e}"))
     };
     match pending.expect {
-        Expect::Discover(tx) => {
-            let _ = tx.send(serde_json::from_str::<DiscoverResult>(raw).map_err(violation));
-        }
-        Expect::Initialize(tx) => {
-            let _ = tx.send(serde_json::from_str::<InitializeResult>(raw).map_err(violation));
-        }
-        Expect::ListTools(tx) => {
-            let _ = tx.send(serde_json::from_str::<ListToolsResult>(raw).map_err(violation));
-        }
+        Expect::Other(completion) => completion.complete(raw, &violation),
         Expect::CallTool(tx) => {
             let result = crate::protocol::content::json_bytes_path(|| {
                 if session.is_modern() {
@@ -107,9 +96,6 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
                 session.note_answer(pending.method);
             }
             let _ = tx.send(result.map_err(violation));
-        }
-        Expect::Listen(tx) => {
-            let _ = tx.send(Ok(IgnoredAny));
         }
     }
 }
@@ -147,15 +133,26 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
     }
     let method = pending.method;
     let routed = match pending.expect {
-        Expect::Discover(tx) => route!(tx, DiscoverResult),
-        Expect::Initialize(tx) => route!(tx, InitializeResult),
-        Expect::ListTools(tx) => route!(tx, ListToolsResult),
+        // Handed over raw (borrowed from the frame) and decoded by the requester's type.
+        Expect::Other(completion) => match map.next_value::<&serde_json::value::RawValue>() {
+            Ok(raw) => {
+                let violation = |e: serde_json::Error| {
+                    session
+                        .protocol_violation(Some(request.clone()), format!("invalid result: {e}"))
+                };
+                completion.complete(raw.get(), &violation);
+                return Ok(());
+            }
+            Err(e) => {
+                completion.fail(violation(&e));
+                return Err(e);
+            }
+        },
         // A legacy result has no `resultType`: decoded straight into `ToolResult`.
         Expect::CallTool(tx) if !session.is_modern() => {
             route!(tx, ToolResult => CallAnswer::Complete)
         }
         Expect::CallTool(tx) => route!(tx, CallAnswer),
-        Expect::Listen(tx) => route!(tx, IgnoredAny),
     };
     if routed.is_ok() {
         session.note_answer(method);

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use futures::FutureExt;
 use kaged_mcp_layers::timeout::ProgressHandle;
-use serde::de::IgnoredAny;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
@@ -73,12 +73,55 @@ type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 /// What a pending request expects back, and where it goes.
 #[derive(Debug)]
 pub(crate) enum Expect {
-    Discover(oneshot::Sender<Result<DiscoverResult, ClientError>>),
-    Initialize(oneshot::Sender<Result<InitializeResult, ClientError>>),
-    ListTools(oneshot::Sender<Result<ListToolsResult, ClientError>>),
+    /// `tools/call`, the hot path: its `result` is decoded in place, straight into its type.
     CallTool(oneshot::Sender<Result<CallAnswer, ClientError>>),
-    /// `subscriptions/listen`: answered only when the subscription ends.
-    Listen(oneshot::Sender<Result<IgnoredAny, ClientError>>),
+    /// Any other kind (see [`RpcSession::request`]): its `result` is handed over raw and
+    /// decoded into the type its requester waits for.
+    Other(Completion),
+}
+
+/// Completes a request of any kind but `tools/call`: given the raw text of its `result` (or
+/// the error that ended it) and a maker of the protocol-violation error for a result that
+/// does not decode, it decodes the result and sends it to the waiting requester.
+pub(crate) struct Completion(
+    Box<dyn FnOnce(Result<&str, ClientError>, &dyn Fn(serde_json::Error) -> ClientError) + Send>,
+);
+
+impl Completion {
+    /// The completion of a request whose answer decodes into `R`, sent on `tx`.
+    fn new<R: DeserializeOwned + Send + 'static>(
+        tx: oneshot::Sender<Result<R, ClientError>>,
+    ) -> Self {
+        Self(Box::new(move |raw, violation| {
+            let result = raw.and_then(|raw| serde_json::from_str::<R>(raw).map_err(violation));
+            let _ = tx.send(result);
+        }))
+    }
+
+    /// Decodes `raw` (a result's text) and sends it.
+    pub(crate) fn complete(self, raw: &str, violation: &dyn Fn(serde_json::Error) -> ClientError) {
+        (self.0)(Ok(raw), violation);
+    }
+
+    /// Ends the request with `err`.
+    pub(crate) fn fail(self, err: ClientError) {
+        (self.0)(Err(err), &|e| unreachable_violation(e));
+    }
+}
+
+/// Never called: a failed request has no result to decode.
+fn unreachable_violation(e: serde_json::Error) -> ClientError {
+    ClientError::ProtocolViolation {
+        server: Arc::from(""),
+        request: None,
+        detail: e.to_string(),
+    }
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Completion")
+    }
 }
 
 /// A request waiting for its answer.
@@ -93,11 +136,8 @@ impl Pending {
     /// Completes the request with an error.
     pub(crate) fn fail(self, err: ClientError) {
         match self.expect {
-            Expect::Discover(tx) => drop(tx.send(Err(err))),
-            Expect::Initialize(tx) => drop(tx.send(Err(err))),
-            Expect::ListTools(tx) => drop(tx.send(Err(err))),
             Expect::CallTool(tx) => drop(tx.send(Err(err))),
-            Expect::Listen(tx) => drop(tx.send(Err(err))),
+            Expect::Other(completion) => completion.fail(err),
         }
     }
 }
@@ -331,6 +371,68 @@ impl RpcSession {
         }
     }
 
+    /// Sends a request of `method` with `params` (which carry the era's `_meta` when the
+    /// request kind has any: see [`RequestMeta`]) whose answer decodes into `R`: the one place
+    /// every request kind but the hot `tools/call` goes through. `head` says what the transport
+    /// may mirror of it. The caller awaits the receiver; dropping the [`CallGuard`] before the
+    /// answer cancels the request (see [`forget`](Self::forget) for one not to cancel).
+    pub(crate) fn request<R, P>(
+        self: &Arc<Self>,
+        method: &'static str,
+        head: RequestHead<'_>,
+        params: Option<&P>,
+    ) -> Result<(oneshot::Receiver<Result<R, ClientError>>, CallGuard), ClientError>
+    where
+        R: DeserializeOwned + Send + 'static,
+        P: Serialize,
+    {
+        let (id, rx) = self.send_typed(method, head, params, &mut |_| {})?;
+        Ok((rx, CallGuard::new(Arc::clone(self), id)))
+    }
+
+    /// [`request`](Self::request) without the guard: the caller owns the request's fate
+    /// (`initialize` is never cancelled, the probe's `server/discover` is forgotten, a
+    /// `subscriptions/listen` lives as long as the session). `on_id` is told the request's id
+    /// before it can reach the server.
+    fn send_typed<R, P>(
+        &self,
+        method: &'static str,
+        head: RequestHead<'_>,
+        params: Option<&P>,
+        on_id: &mut dyn FnMut(u64),
+    ) -> Result<(u64, oneshot::Receiver<Result<R, ClientError>>), ClientError>
+    where
+        R: DeserializeOwned + Send + 'static,
+        P: Serialize,
+    {
+        let (tx, rx) = oneshot::channel();
+        let id = self.send_request(
+            method,
+            head,
+            Expect::Other(Completion::new(tx)),
+            None,
+            &mut |id, buf| {
+                on_id(id);
+                write_request(buf, id, method, params)
+            },
+        )?;
+        Ok((id, rx))
+    }
+
+    /// The `_meta` a request of this session carries: the era's entries in a modern session.
+    pub(crate) fn meta(&self) -> RequestMeta<'_> {
+        RequestMeta {
+            progress_token: None,
+            modern: self.modern.get().map(Arc::as_ref),
+        }
+    }
+
+    /// The protocol version a request of this session declares in its own `_meta` (modern),
+    /// for its [`RequestHead`].
+    pub(crate) fn declared_version(&self) -> Option<&str> {
+        self.modern.get().map(|m| m.version())
+    }
+
     /// Sends `initialize`, advertising form-mode `elicitation` when `elicitation` is set; the
     /// caller awaits the receiver. Never cancelled.
     pub(crate) fn initialize(
@@ -338,19 +440,13 @@ impl RpcSession {
         client_info: &Implementation,
         elicitation: bool,
     ) -> Result<oneshot::Receiver<Result<InitializeResult, ClientError>>, ClientError> {
-        let (tx, rx) = oneshot::channel();
         let params = InitializeParams {
             protocol_version: crate::protocol::LATEST_PROTOCOL_VERSION,
             capabilities: client_capabilities(elicitation),
             client_info,
         };
-        self.send_request(
-            "initialize",
-            RequestHead::new("initialize"),
-            Expect::Initialize(tx),
-            None,
-            &mut |id, buf| write_request(buf, id, "initialize", Some(&params)),
-        )?;
+        let head = RequestHead::new("initialize");
+        let (_, rx) = self.send_typed("initialize", head, Some(&params), &mut |_| {})?;
         Ok(rx)
     }
 
@@ -362,21 +458,14 @@ impl RpcSession {
         &self,
         meta: &ModernMeta,
     ) -> Result<(u64, oneshot::Receiver<Result<DiscoverResult, ClientError>>), ClientError> {
-        let (tx, rx) = oneshot::channel();
         let params = DiscoverParams {
             meta: RequestMeta {
                 progress_token: None,
                 modern: Some(meta),
             },
         };
-        let id = self.send_request(
-            DISCOVER,
-            RequestHead::new(DISCOVER).protocol_version(Some(meta.version())),
-            Expect::Discover(tx),
-            None,
-            &mut |id, buf| write_request(buf, id, DISCOVER, Some(&params)),
-        )?;
-        Ok((id, rx))
+        let head = RequestHead::new(DISCOVER).protocol_version(Some(meta.version()));
+        self.send_typed(DISCOVER, head, Some(&params), &mut |_| {})
     }
 
     /// Opens a modern `subscriptions/listen` stream for `notifications/tools/list_changed`
@@ -388,30 +477,20 @@ impl RpcSession {
         &self,
         relist: bool,
     ) -> Result<oneshot::Receiver<Result<IgnoredAny, ClientError>>, ClientError> {
-        let (tx, rx) = oneshot::channel();
-        let modern = self.modern.get().map(Arc::as_ref);
         let params = ListenParams {
-            meta: RequestMeta {
-                progress_token: None,
-                modern,
-            },
+            meta: self.meta(),
             notifications: ListenFilter {
                 tools_list_changed: true,
             },
         };
-        self.send_request(
-            LISTEN,
-            RequestHead::new(LISTEN).protocol_version(modern.map(ModernMeta::version)),
-            Expect::Listen(tx),
-            None,
-            &mut |id, buf| {
-                // Set before the request can reach the server, so its acknowledgement finds it.
-                if relist {
-                    self.relist_on_ack.store(id, Ordering::Release);
-                }
-                write_request(buf, id, LISTEN, Some(&params))
-            },
-        )?;
+        let head = RequestHead::new(LISTEN).protocol_version(self.declared_version());
+        // Set before the request can reach the server, so its acknowledgement finds it.
+        let mut on_id = |id| {
+            if relist {
+                self.relist_on_ack.store(id, Ordering::Release);
+            }
+        };
+        let (_, rx) = self.send_typed(LISTEN, head, Some(&params), &mut on_id)?;
         Ok(rx)
     }
 
@@ -505,24 +584,12 @@ impl RpcSession {
         ),
         ClientError,
     > {
-        let (tx, rx) = oneshot::channel();
-        let modern = self.modern.get().map(Arc::as_ref);
+        let meta = self.meta();
         // A legacy first page has no params at all.
-        let params = (cursor.is_some() || modern.is_some()).then_some(ListToolsParams {
-            cursor,
-            meta: RequestMeta {
-                progress_token: None,
-                modern,
-            },
-        });
-        let id = self.send_request(
-            "tools/list",
-            RequestHead::new("tools/list").protocol_version(modern.map(ModernMeta::version)),
-            Expect::ListTools(tx),
-            None,
-            &mut |id, buf| write_request(buf, id, "tools/list", params.as_ref()),
-        )?;
-        Ok((rx, CallGuard::new(Arc::clone(self), id)))
+        let params =
+            (cursor.is_some() || meta.modern.is_some()).then_some(ListToolsParams { cursor, meta });
+        let head = RequestHead::new("tools/list").protocol_version(self.declared_version());
+        self.request("tools/list", head, params.as_ref())
     }
 
     /// Sends one `tools/call`; a multi round-trip retry carries the answers to the server's

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
 
+use super::era::EraPreference;
 use super::error::ConfigError;
 use super::secret::{Secret, SecretRef};
 use super::toml_doc::{integer, type_name, TomlDoc};
-use crate::client::EraPreference;
 
 /// `[mcp.<key>]`: one server's operator overrides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -22,6 +22,7 @@
 //! ```
 
 mod daemon;
+mod era;
 mod error;
 mod local;
 mod overlay;
@@ -36,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use daemon::DaemonConfig;
+pub use era::EraPreference;
 pub use error::{ConfigError, ConfigErrors, Location};
 pub use local::{LocalConfig, ServerOverrides};
 pub use project::{
@@ -166,7 +168,7 @@ impl Sources {
                 let sse = project
                     .server(key)
                     .is_some_and(|s| matches!(s.transport, project::TransportConfig::Sse(_)));
-                if sse && o.era == crate::client::EraPreference::Modern {
+                if sse && o.era == EraPreference::Modern {
                     errors.push(ConfigError::new(
                         file.clone(),
                         format!("mcp.{key}.era"),
