@@ -77,6 +77,7 @@ pub type ToolService = BoxCloneSyncService<ToolCall, ToolResult, BoxError>;
 
 /// The knobs of one server's stack.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StackSettings {
     /// The server key, for spans and errors.
     pub server: Arc<str>,

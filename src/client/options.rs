@@ -14,9 +14,10 @@ use super::server_requests::ServerRequestService;
 
 /// How a [`McpClient`](super::McpClient) runs and supervises its server.
 ///
-/// Build with `ClientOptions { frame_limit: 1 << 20, ..ClientOptions::default() }` or the
-/// setters.
+/// Build with the setters, `ClientOptions::default().frame_limit(1 << 20)`, or set a field
+/// of a default value; more knobs may come (the struct is `#[non_exhaustive]`).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ClientOptions {
     /// The longest message accepted from the server (default 16 MiB). A longer one fails the
     /// call it answers and is discarded; the stream stays in sync.
@@ -137,6 +138,27 @@ impl ClientOptions {
     #[must_use]
     pub fn initialize_timeout(mut self, timeout: Duration) -> Self {
         self.initialize_timeout = timeout;
+        self
+    }
+
+    /// Sets [`stable_after`](Self::stable_after).
+    #[must_use]
+    pub fn stable_after(mut self, after: Duration) -> Self {
+        self.stable_after = after;
+        self
+    }
+
+    /// Sets [`max_in_flight`](Self::max_in_flight).
+    #[must_use]
+    pub fn max_in_flight(mut self, limit: usize) -> Self {
+        self.max_in_flight = limit;
+        self
+    }
+
+    /// Sets [`client_info`](Self::client_info).
+    #[must_use]
+    pub fn client_info(mut self, info: Implementation) -> Self {
+        self.client_info = info;
         self
     }
 

@@ -23,6 +23,7 @@ pub fn is_supported_version(version: &str) -> bool {
 
 /// The name and version of an MCP implementation (`clientInfo`, `serverInfo`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Implementation {
     /// The implementation's name.
     #[serde(default)]
@@ -74,6 +75,7 @@ pub(crate) fn client_capabilities(elicitation: bool) -> Map<String, Value> {
 /// A server's answer to `initialize`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct InitializeResult {
     /// The protocol revision the server chose.
     pub protocol_version: String,

@@ -71,6 +71,7 @@ pub fn choose_version<S: AsRef<str>>(supported: &[S]) -> Option<&'static str> {
 /// The answer to `server/discover`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct DiscoverResult {
     /// The protocol versions the server speaks.
     #[serde(default)]

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 /// [`extra`](Self::extra); an unknown field is never an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolInfo {
     /// The tool's name as the server knows it.
     pub name: String,
@@ -52,6 +53,7 @@ impl ToolInfo {
 /// methods apply.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// A display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,6 +94,7 @@ impl ToolAnnotations {
 /// One page of `tools/list`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListToolsResult {
     /// The tools of this page.
     #[serde(default)]

@@ -92,6 +92,7 @@
 //! ```
 
 pub mod http;
+mod oversize;
 pub mod sse;
 pub mod stdio;
 pub mod streamable_http;

@@ -16,6 +16,7 @@
 
 pub(crate) mod client;
 mod config;
+pub(crate) mod event_stream;
 pub(crate) mod exchange;
 pub(crate) mod queue;
 

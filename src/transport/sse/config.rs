@@ -24,6 +24,7 @@ pub const DEFAULT_POST_TIMEOUT: Duration = Duration::from_secs(30);
 /// [`SseConfig::from_config`]; [`SseTransport::new`](super::SseTransport::new) checks it.
 /// `Debug` shows the auth header's name only.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct SseConfig {
     /// The URL of the event stream (`GET`), `http` or `https`.
     pub url: Url,

@@ -16,10 +16,10 @@ use tracing::Instrument;
 use url::Url;
 
 use super::endpoint::{self, EndpointError};
-use super::parser::{EventParser, SseItem};
 use super::Inner;
 use crate::protocol::RequestId;
 use crate::transport::http::client::{request, Body, HttpService};
+use crate::transport::http::event_stream::{EventParser, SseItem};
 use crate::transport::http::queue::PostQueue;
 use crate::transport::http::{chain, drain, exchange, redacted, Exchange, Outcome};
 use crate::transport::{

@@ -50,12 +50,11 @@
 mod config;
 mod connection;
 mod endpoint;
-mod parser;
 
 /// The event-stream parser, for the fuzz targets in `fuzz/` and their regression tests only:
 /// not part of the API, no stability promise.
 #[doc(hidden)]
-pub use self::parser::{
+pub use super::http::event_stream::{
     EventParser, OversizedEvent, SseEvent, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL,
 };
 

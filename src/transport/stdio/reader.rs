@@ -14,6 +14,7 @@
 use memchr::memchr;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use crate::transport::oversize::HeadTail;
 use crate::transport::{InboundHandler, OversizeFrame};
 
 /// The free space kept after the bytes read, so that every `read` asks for at least this much.
@@ -24,85 +25,45 @@ pub(crate) const READ_CHUNK: usize = 16 * 1024;
 const MAX_READ: usize = 256 * 1024;
 /// The buffer's size at rest: one `read` takes a 64 KiB answer whole.
 const INITIAL_BUF: usize = 128 * 1024;
-/// How much of an oversized line's start is kept.
-pub const OVERSIZE_HEAD: usize = 4 * 1024;
-/// How much of an oversized line's end is kept.
-pub const OVERSIZE_TAIL: usize = 512;
+pub use crate::transport::oversize::{OVERSIZE_HEAD, OVERSIZE_TAIL};
 
 /// An oversized line being discarded: what its report will hold.
 #[derive(Debug)]
 struct Discard {
-    /// The line's first [`OVERSIZE_HEAD`] bytes.
-    head: Vec<u8>,
-    /// The last bytes after the head: [`OVERSIZE_TAIL`] and one more, so that a final `\r`
-    /// can be dropped without losing a byte of the report.
-    tail: Vec<u8>,
-    /// The bytes seen so far.
-    len: u64,
+    /// The line's edges and length so far.
+    edges: HeadTail,
     /// Every byte so far is ASCII whitespace (the line may yet turn out blank).
     blank: bool,
 }
 
-/// How much of the end a [`Discard`] keeps.
-const TAIL_KEPT: usize = OVERSIZE_TAIL + 1;
-
 impl Discard {
     fn new() -> Self {
         Self {
-            head: Vec::new(),
-            tail: Vec::new(),
-            len: 0,
+            edges: HeadTail::default(),
             blank: true,
         }
     }
 
     /// Takes in the next bytes of the line.
-    fn push(&mut self, mut bytes: &[u8]) {
-        self.len += bytes.len() as u64;
+    fn push(&mut self, bytes: &[u8]) {
         // Once a byte is not whitespace this is never scanned again.
         self.blank = self.blank && bytes.iter().all(u8::is_ascii_whitespace);
-        let to_head = (OVERSIZE_HEAD - self.head.len()).min(bytes.len());
-        self.head.extend_from_slice(&bytes[..to_head]);
-        bytes = &bytes[to_head..];
-        if bytes.len() >= TAIL_KEPT {
-            self.tail.clear();
-            self.tail
-                .extend_from_slice(&bytes[bytes.len() - TAIL_KEPT..]);
-            return;
-        }
-        self.tail.extend_from_slice(bytes);
-        if self.tail.len() > TAIL_KEPT {
-            let excess = self.tail.len() - TAIL_KEPT;
-            self.tail.drain(..excess);
-        }
+        self.edges.push(bytes);
     }
 
     /// The line ended: its report exactly as [`emit`] would make it from the whole line (one
-    /// final `\r` dropped, the last [`OVERSIZE_TAIL`] bytes), or `None` for a blank line.
+    /// final `\r` dropped, the last [`OVERSIZE_TAIL`] bytes after the head), or `None` for a
+    /// blank line.
     fn finish(mut self) -> Option<Self> {
         if self.blank {
             return None;
         }
-        if self.tail.last() == Some(&b'\r') {
-            self.tail.pop();
-            self.len -= 1;
-        } else if self.tail.is_empty() && self.head.last() == Some(&b'\r') {
-            self.head.pop();
-            self.len -= 1;
-        }
-        if self.tail.len() > OVERSIZE_TAIL {
-            self.tail.remove(0);
-        }
+        self.edges.drop_final(b'\r');
         Some(self)
     }
 
     fn report(&self, handler: &dyn InboundHandler, limit: usize) {
-        handler.on_oversize(OversizeFrame {
-            head: &self.head,
-            tail: &self.tail,
-            len: self.len,
-            limit,
-        });
+        handler.on_oversize(self.edges.frame(limit));
     }
 }
 

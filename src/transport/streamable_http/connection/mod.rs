@@ -34,9 +34,10 @@ use self::stream::*;
 use super::Inner;
 use crate::protocol::{JsonRpcError, RequestId};
 use crate::transport::http::client::Body;
+use crate::transport::http::event_stream::{EventParser, SseItem};
 use crate::transport::http::queue::PostQueue;
 use crate::transport::http::{chain, drain, empty_body, exchange, redacted, Exchange, Outcome};
-use crate::transport::sse::{EventParser, SseItem, OVERSIZE_HEAD, OVERSIZE_TAIL};
+use crate::transport::oversize::HeadTail;
 use crate::transport::{
     BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame,
     RequestHead, SendError, SendFailure, TransportError,

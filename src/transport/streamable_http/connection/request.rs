@@ -140,7 +140,7 @@ impl Conn {
     async fn read_json(&self, mut body: Body, id: &RequestId) {
         let mut first: Option<Bytes> = None;
         let mut rest = BytesMut::new();
-        let mut over: Option<Over> = None;
+        let mut over: Option<HeadTail> = None;
         loop {
             let frame = match body.frame().await {
                 None => break,
@@ -172,7 +172,7 @@ impl Conn {
             // a second chunk came, `rest` alone.
             let held = first.as_ref().map_or(rest.len(), Bytes::len);
             if held + data.len() > self.limit {
-                let mut o = Over::default();
+                let mut o = HeadTail::default();
                 match first.take() {
                     Some(f) => o.push(&f),
                     None => o.push(&rest),
@@ -198,12 +198,7 @@ impl Conn {
             if !self.awaits(id) {
                 return;
             }
-            return self.oversize(OversizeFrame {
-                head: &over.head,
-                tail: &over.tail,
-                len: over.len,
-                limit: self.limit,
-            });
+            return self.oversize(over.frame(self.limit));
         }
         let whole: &[u8] = match &first {
             Some(f) => f,
@@ -344,27 +339,6 @@ pub(super) fn clamp_retry(retry: Duration) -> Duration {
 enum Resume {
     Expired,
     Failed(String),
-}
-
-/// The first and last bytes of a body over the frame limit, and its length.
-#[derive(Default)]
-struct Over {
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    len: u64,
-}
-
-impl Over {
-    fn push(&mut self, data: &[u8]) {
-        self.len += data.len() as u64;
-        let room = OVERSIZE_HEAD.saturating_sub(self.head.len());
-        let (to_head, rest) = data.split_at(room.min(data.len()));
-        self.head.extend_from_slice(to_head);
-        let rest = &rest[rest.len().saturating_sub(OVERSIZE_TAIL)..];
-        let drop = (self.tail.len() + rest.len()).saturating_sub(OVERSIZE_TAIL);
-        self.tail.drain(..drop.min(self.tail.len()));
-        self.tail.extend_from_slice(rest);
-    }
 }
 
 /// The most bytes of a refused POST's body read for its JSON-RPC error.

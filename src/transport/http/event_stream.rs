@@ -25,10 +25,8 @@
 
 use std::time::Duration;
 
-/// How many bytes of the start of an oversized event's data are kept for the report.
-pub const OVERSIZE_HEAD: usize = 4 * 1024;
-/// How many bytes of the end of an oversized event's data are kept for the report.
-pub const OVERSIZE_TAIL: usize = 512;
+use crate::transport::oversize::HeadTail;
+pub use crate::transport::oversize::{OVERSIZE_HEAD, OVERSIZE_TAIL};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -89,10 +87,8 @@ pub struct EventParser {
 #[derive(Debug)]
 struct Skip {
     event: Option<String>,
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    /// The length of the data so far.
-    len: u64,
+    /// The data's edges and length so far.
+    edges: HeadTail,
     /// A `data` line was met (so the next one is joined with `\n`).
     had_data: bool,
     /// What the line being skipped is.
@@ -221,16 +217,12 @@ impl EventParser {
 
     /// The event passed the limit: keep its edges, free the buffers.
     fn start_skipping(&mut self) {
-        let mut head = Vec::with_capacity(OVERSIZE_HEAD);
-        let mut tail = Vec::with_capacity(OVERSIZE_TAIL);
-        head.extend_from_slice(&self.data[..self.data.len().min(OVERSIZE_HEAD)]);
-        push_tail(&mut tail, &self.data);
+        let mut edges = HeadTail::default();
+        edges.push(&self.data);
         let line = std::mem::take(&mut self.line);
         let mut skip = Skip {
             event: self.event.take(),
-            head,
-            tail,
-            len: self.data.len() as u64,
+            edges,
             had_data: self.has_data,
             kind: LineKind::Unknown,
             field: Vec::new(),
@@ -250,16 +242,12 @@ impl EventParser {
                 return;
             }
             let skip = self.skip.take().expect("skipping");
-            let tail = if skip.len <= skip.head.len() as u64 {
-                Vec::new() // the head holds it all
-            } else {
-                skip.tail
-            };
             out.push(SseItem::Oversized(OversizedEvent {
                 event: skip.event,
-                len: skip.len,
-                head: skip.head,
-                tail,
+                len: skip.edges.len(),
+                head: skip.edges.head().to_vec(),
+                // The last bytes, none when the head holds them all.
+                tail: skip.edges.tail_overlapping().to_vec(),
             }));
             self.reset_event();
             return;
@@ -375,10 +363,7 @@ impl Skip {
 
     /// Data bytes: counted, and kept when they belong to either end.
     fn data(&mut self, bytes: &[u8]) {
-        self.len += bytes.len() as u64;
-        let room = OVERSIZE_HEAD.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        push_tail(&mut self.tail, bytes);
+        self.edges.push(bytes);
     }
 
     /// A data line starts: join it to the previous one.
@@ -410,20 +395,6 @@ fn reuse(mut line: Vec<u8>) -> Vec<u8> {
     }
 }
 
-/// Appends `bytes` to `tail`, keeping only its last [`OVERSIZE_TAIL`] bytes.
-fn push_tail(tail: &mut Vec<u8>, bytes: &[u8]) {
-    if bytes.len() >= OVERSIZE_TAIL {
-        tail.clear();
-        tail.extend_from_slice(&bytes[bytes.len() - OVERSIZE_TAIL..]);
-        return;
-    }
-    let over = (tail.len() + bytes.len()).saturating_sub(OVERSIZE_TAIL);
-    if over > 0 {
-        tail.drain(..over);
-    }
-    tail.extend_from_slice(bytes);
-}
-
 #[cfg(test)]
-#[path = "parser/tests.rs"]
+#[path = "event_stream/tests.rs"]
 mod tests;
