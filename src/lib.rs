@@ -11,6 +11,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod error;
+#[cfg(feature = "oauth")]
 pub mod oauth;
 pub mod protocol;
 pub mod registry;

@@ -10,6 +10,7 @@
 //! atomically.
 
 use std::collections::BTreeMap;
+#[cfg(feature = "oauth")]
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +23,7 @@ use tracing::Instrument;
 use crate::client::elicitation::ElicitationService;
 use crate::client::{ClientOptions, McpClient, ServerState};
 use crate::config::{self, Config, McpServerConfig, Secret};
+#[cfg(feature = "oauth")]
 use crate::oauth::{Authorizer, OAuthSource};
 use crate::protocol::{ToolInfo, ToolResult};
 use crate::registry::{
@@ -79,23 +81,26 @@ type CustomizeStack = Arc<dyn Fn(&str, StackBuilder) -> StackBuilder + Send + Sy
 pub struct SessionOptions {
     customize: Option<CustomizeStack>,
     elicitation: Option<ElicitationService>,
+    #[cfg(feature = "oauth")]
     authorizer: Option<Arc<dyn Authorizer>>,
+    #[cfg(feature = "oauth")]
     token_dir: Option<PathBuf>,
     token_sources: BTreeMap<String, Arc<dyn TokenSource>>,
 }
 
 impl std::fmt::Debug for SessionOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionOptions")
-            .field("customize", &self.customize.is_some())
-            .field("authorizer", &self.authorizer)
-            .field("token_dir", &self.token_dir)
-            .field(
-                "token_sources",
-                &self.token_sources.keys().collect::<Vec<_>>(),
-            )
-            .field("elicitation_handler", &self.elicitation.is_some())
-            .finish()
+        let mut d = f.debug_struct("SessionOptions");
+        d.field("customize", &self.customize.is_some());
+        #[cfg(feature = "oauth")]
+        d.field("authorizer", &self.authorizer)
+            .field("token_dir", &self.token_dir);
+        d.field(
+            "token_sources",
+            &self.token_sources.keys().collect::<Vec<_>>(),
+        )
+        .field("elicitation_handler", &self.elicitation.is_some())
+        .finish()
     }
 }
 
@@ -120,6 +125,7 @@ impl SessionOptions {
     /// authorization-code flow runs through `authorizer` instead of failing the call with
     /// "run `kaged-mcp auth login`". A daemon leaves it unset; `kaged-mcp auth login` and
     /// tests plug one in.
+    #[cfg(feature = "oauth")]
     pub fn oauth_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
         self.authorizer = Some(authorizer);
         self
@@ -127,6 +133,7 @@ impl SessionOptions {
 
     /// Where OAuth token files live, over `config.toml`'s `oauth_token_dir` and the operator's
     /// state directory.
+    #[cfg(feature = "oauth")]
     pub fn oauth_token_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.token_dir = Some(dir.into());
         self
@@ -153,6 +160,7 @@ impl SessionOptions {
 struct Server {
     config: McpServerConfig,
     client: Option<McpClient>,
+    #[cfg(feature = "oauth")]
     oauth: Option<Arc<OAuthSource>>,
     stats: Option<Arc<CallStats>>,
     disabled: bool,
@@ -184,6 +192,47 @@ impl Drop for Session {
         for w in &self.watchers {
             w.abort();
         }
+    }
+}
+
+/// The token source of an `auth: {type: oauth}` server (none for any other), kept on `server`
+/// too so the session can tell when it needs a login.
+#[cfg(feature = "oauth")]
+fn oauth_source(
+    config: &Config,
+    sc: &McpServerConfig,
+    options: &SessionOptions,
+    server: &mut Server,
+) -> Result<Option<Arc<dyn TokenSource>>, String> {
+    OAuthSource::for_server(
+        config,
+        sc,
+        options.token_dir.as_deref(),
+        options.authorizer.clone(),
+    )
+    .map(|o| {
+        o.map(|o| {
+            let o = Arc::new(o);
+            server.oauth = Some(Arc::clone(&o));
+            o as Arc<dyn TokenSource>
+        })
+    })
+}
+
+/// Built without the `oauth` feature: an `auth: {type: oauth}` server cannot start.
+#[cfg(not(feature = "oauth"))]
+fn oauth_source(
+    _: &Config,
+    sc: &McpServerConfig,
+    _: &SessionOptions,
+    _: &mut Server,
+) -> Result<Option<Arc<dyn TokenSource>>, String> {
+    match &sc.auth {
+        Some(a) if a.kind == config::AuthKind::OAuth => Err(format!(
+            "server `{}`: `auth: {{type: oauth}}` needs kaged-mcp built with its `oauth` feature",
+            sc.key
+        )),
+        _ => Ok(None),
     }
 }
 
@@ -232,6 +281,7 @@ impl Session {
             let mut server = Server {
                 config: sc.clone(),
                 client: None,
+                #[cfg(feature = "oauth")]
                 oauth: None,
                 stats: None,
                 disabled: overrides.disabled,
@@ -239,19 +289,7 @@ impl Session {
             };
             let source = match options.token_sources.get(&sc.key) {
                 Some(s) => Ok(Some(Arc::clone(s))),
-                None => OAuthSource::for_server(
-                    &config,
-                    sc,
-                    options.token_dir.as_deref(),
-                    options.authorizer.clone(),
-                )
-                .map(|o| {
-                    o.map(|o| {
-                        let o = Arc::new(o);
-                        server.oauth = Some(Arc::clone(&o));
-                        o as Arc<dyn TokenSource>
-                    })
-                }),
+                None => oauth_source(&config, sc, &options, &mut server),
             };
             if !overrides.disabled {
                 let client = source.and_then(|source| {
@@ -432,6 +470,7 @@ impl Session {
             return err;
         };
         // An OAuth server whose token source needs the operator: say so, whatever failed.
+        #[cfg(feature = "oauth")]
         if let Some(o) = self.servers.get(server).and_then(|s| s.oauth.as_ref()) {
             if o.needs_login() && !matches!(err, Error::NotGranted { .. }) {
                 return Error::LoginRequired {

@@ -83,9 +83,14 @@ pub(crate) enum Expect {
 /// Completes a request of any kind but `tools/call`: given the raw text of its `result` (or
 /// the error that ended it) and a maker of the protocol-violation error for a result that
 /// does not decode, it decodes the result and sends it to the waiting requester.
-pub(crate) struct Completion(
-    Box<dyn FnOnce(Result<&str, ClientError>, &dyn Fn(serde_json::Error) -> ClientError) + Send>,
-);
+pub(crate) struct Completion(Box<CompleteFn>);
+
+/// What a [`Completion`] runs: the result's text (or the error that ended the request), and the
+/// maker of the error for a result that does not decode.
+type CompleteFn = dyn FnOnce(Result<&str, ClientError>, &Violation<'_>) + Send;
+
+/// Makes the protocol-violation error of a result that does not decode.
+pub(crate) type Violation<'a> = dyn Fn(serde_json::Error) -> ClientError + 'a;
 
 impl Completion {
     /// The completion of a request whose answer decodes into `R`, sent on `tx`.
@@ -99,7 +104,7 @@ impl Completion {
     }
 
     /// Decodes `raw` (a result's text) and sends it.
-    pub(crate) fn complete(self, raw: &str, violation: &dyn Fn(serde_json::Error) -> ClientError) {
+    pub(crate) fn complete(self, raw: &str, violation: &Violation<'_>) {
         (self.0)(Ok(raw), violation);
     }
 

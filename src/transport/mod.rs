@@ -91,10 +91,13 @@
 //! }
 //! ```
 
+#[cfg(feature = "http")]
 pub mod http;
 mod oversize;
+#[cfg(feature = "http")]
 pub mod sse;
 pub mod stdio;
+#[cfg(feature = "http")]
 pub mod streamable_http;
 
 use std::fmt;
@@ -110,7 +113,9 @@ use crate::protocol::RequestId;
 
 pub use self::stdio::{StdioConfig, StdioTransport};
 
+#[cfg(feature = "http")]
 use self::sse::SseTransport;
+#[cfg(feature = "http")]
 use self::streamable_http::StreamableHttpTransport;
 use crate::config::{self, Config, McpServerConfig, Secret, TransportConfig};
 
@@ -172,6 +177,16 @@ pub fn from_config(
                 .frame_limit(config.daemon.frame_limit_bytes);
             Ok(Box::new(StdioTransport::new(stdio)))
         }
+        #[cfg(not(feature = "http"))]
+        TransportConfig::Sse(_) | TransportConfig::StreamableHttp(_) => {
+            let _ = (auth, source);
+            Err(invalid(format!(
+                "server `{}`: transport `{}` needs kaged-mcp built with its `http` feature",
+                server.key,
+                server.transport.name()
+            )))
+        }
+        #[cfg(feature = "http")]
         TransportConfig::Sse(http) => {
             let mut sse = sse::SseConfig::from_config(&server.key, http, auth)
                 .map_err(|e| invalid(e.to_string()))?;
@@ -182,6 +197,7 @@ pub fn from_config(
                 .map(|t| Box::new(t) as Box<dyn Transport>)
                 .map_err(|e| invalid(e.to_string()))
         }
+        #[cfg(feature = "http")]
         TransportConfig::StreamableHttp(http) => {
             let mut cfg =
                 streamable_http::StreamableHttpConfig::from_config(&server.key, http, auth)
@@ -764,5 +780,44 @@ impl TransportError {
     /// Whether trying again cannot help; see [`TransportError::permanent`].
     pub fn is_permanent(&self) -> bool {
         self.permanent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Sources;
+
+    fn built(project: &str) -> Result<Box<dyn Transport>, InvalidTransport> {
+        let config = Sources::new(project.to_owned()).load().unwrap();
+        from_config(&config, &config.project.servers[0], None, None)
+    }
+
+    #[test]
+    fn a_stdio_server_is_built_with_any_features() {
+        let t = built("mcp:\n  local:\n    transport: stdio\n    command: [\"true\"]\n").unwrap();
+        assert!(t.describe().starts_with("stdio:"), "{}", t.describe());
+    }
+
+    /// Without the `http` feature an HTTP server's transport fails to build, naming the
+    /// server and the feature (run by CI's `cargo test --no-default-features --lib`).
+    #[cfg(not(feature = "http"))]
+    #[test]
+    fn without_the_http_feature_an_http_server_names_the_feature() {
+        for transport in ["sse", "streamable-http"] {
+            let project =
+                format!("mcp:\n  remote:\n    transport: {transport}\n    url: http://h/mcp\n");
+            let Err(err) = built(&project) else {
+                panic!("{transport}: built without the http feature")
+            };
+            assert_eq!(err.server(), "remote");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "server `remote`: transport `{transport}` needs kaged-mcp built with its \
+                     `http` feature"
+                )
+            );
+        }
     }
 }

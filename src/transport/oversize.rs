@@ -58,6 +58,7 @@ impl HeadTail {
     }
 
     /// The message's length so far, in bytes.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // the event-stream parser's
     pub(crate) fn len(&self) -> u64 {
         self.len
     }
@@ -80,6 +81,7 @@ impl HeadTail {
 
     /// Its last [`OVERSIZE_TAIL`] bytes (or fewer), whatever the head holds of them; none when
     /// the head holds it all.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // the event-stream parser's
     pub(crate) fn tail_overlapping(&self) -> &[u8] {
         if self.len <= self.head.len() as u64 {
             return &[];

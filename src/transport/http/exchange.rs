@@ -8,7 +8,6 @@
 //! [`SendFailure`], [`Outcome::into_connect_error`] for a handshake's [`TransportError`]),
 //! so a redirect, a 401 or a 429 means the same on every path of both transports.
 
-use std::future::Future;
 use std::io;
 use std::time::Duration;
 
@@ -90,55 +89,54 @@ pub(crate) async fn exchange(
     make: impl Fn() -> Result<Built, http::Error>,
 ) -> Outcome {
     let send = send(http, how, &make);
-    let sent = match how.timeout {
-        Some(limit) => match tokio::time::timeout(limit, send).await {
-            Ok(sent) => sent,
-            Err(_) => {
-                return Outcome::NoAnswer {
+    match how.timeout {
+        Some(limit) => {
+            tokio::time::timeout(limit, send)
+                .await
+                .unwrap_or_else(|_| Outcome::NoAnswer {
                     message: format!("{} got no answer within {} ms", how.what, limit.as_millis()),
                     io: io::ErrorKind::TimedOut,
                     after: Some(limit),
-                }
-            }
-        },
+                })
+        }
         None => send.await,
-    };
-    match sent {
-        Ok((response, with_session)) => classify(response, how, with_session),
-        Err(outcome) => outcome,
     }
 }
 
-fn send<'a>(
-    http: &'a HttpService,
-    how: Exchange<'a>,
-    make: &'a (impl Fn() -> Result<Built, http::Error> + 'a),
-) -> impl Future<Output = Result<(Response<Body>, bool), Outcome>> + 'a {
-    async move {
-        let built = |make: &dyn Fn() -> Result<Built, http::Error>| {
-            make().map_err(|e| Outcome::Unsent {
-                message: format!("cannot build {} request: {e}", how.what),
-                unreachable: false,
-                login: false,
-                io: io::ErrorKind::InvalidInput,
-            })
-        };
-        let (request, with_session) = built(make)?;
-        match http.clone().oneshot(request).await {
-            Ok(response) => Ok((response, with_session)),
-            Err(e) if how.idempotent && closed_before_answer(&*e) => {
-                tracing::debug!(
-                    what = how.what,
-                    "pooled connection closed under the request; sending it again"
-                );
-                let (request, with_session) = built(make)?;
-                match http.clone().oneshot(request).await {
-                    Ok(response) => Ok((response, with_session)),
-                    Err(e) => Err(unsent_or_lost(how, &*e)),
-                }
+/// Sends the request, once more on a closed pooled connection when it is idempotent, and
+/// classifies the answer.
+async fn send(
+    http: &HttpService,
+    how: Exchange<'_>,
+    make: &(impl Fn() -> Result<Built, http::Error> + '_),
+) -> Outcome {
+    let unbuilt = |e: http::Error| Outcome::Unsent {
+        message: format!("cannot build {} request: {e}", how.what),
+        unreachable: false,
+        login: false,
+        io: io::ErrorKind::InvalidInput,
+    };
+    let (request, with_session) = match make() {
+        Ok(built) => built,
+        Err(e) => return unbuilt(e),
+    };
+    match http.clone().oneshot(request).await {
+        Ok(response) => classify(response, how, with_session),
+        Err(e) if how.idempotent && closed_before_answer(&*e) => {
+            tracing::debug!(
+                what = how.what,
+                "pooled connection closed under the request; sending it again"
+            );
+            let (request, with_session) = match make() {
+                Ok(built) => built,
+                Err(e) => return unbuilt(e),
+            };
+            match http.clone().oneshot(request).await {
+                Ok(response) => classify(response, how, with_session),
+                Err(e) => unsent_or_lost(how, &*e),
             }
-            Err(e) => Err(unsent_or_lost(how, &*e)),
         }
+        Err(e) => unsent_or_lost(how, &*e),
     }
 }
 

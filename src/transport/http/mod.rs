@@ -1,15 +1,24 @@
-//! What both HTTP transports share: the pooled client, the checks made on a URL and its static
-//! headers before anything is sent, the same-origin rule, and how an HTTP failure becomes a
-//! [`SendFailure`](super::SendFailure) or a [`TransportError`](super::TransportError)
-//! ([`exchange`]).
+//! The HTTP core both HTTP transports stand on.
 //!
 //! [`sse`](super::sse) (2024-11-05) and [`streamable_http`](super::streamable_http)
 //! (2025-03-26 and later) differ in how messages travel; everything here is the same for both:
-//! - one `hyper-util` client per transport (`client::client`), pooled and kept alive across
+//! - `client.rs`: one `hyper-util` client per transport, pooled and kept alive across
 //!   reconnects, HTTP/1.1 and HTTP/2 (by ALPN over TLS), the auth header added by a layer and
 //!   marked sensitive;
-//! - a URL must be `http` or `https`, have a host and carry no credentials; a static header may
-//!   not collide with the auth header or name one the transport sets ([`InvalidHttpConfig`]);
+//! - `exchange.rs`: every request either transport sends goes through one exchange (sent under
+//!   a time bound, an idempotent GET or DELETE sent once more when a pooled connection closed
+//!   under it) whose answer is classified into one outcome: answered, unsent, no answer,
+//!   expired, redirect, auth refused, refused with a status; that outcome becomes a request's
+//!   [`SendFailure`](super::SendFailure) or a handshake's
+//!   [`TransportError`](super::TransportError) in one place, with one list of the statuses
+//!   that pass ([`is_transient_status`](super::is_transient_status));
+//! - `queue.rs`: the ordered, bounded queue of frames waiting to be POSTed and its worker's
+//!   side (legacy SSE POSTs everything through it, Streamable HTTP its notifications and
+//!   answers);
+//! - `event_stream.rs`: the `text/event-stream` parser, bounded per event;
+//! - `config.rs`: a URL must be `http` or `https`, have a host and carry no credentials; a
+//!   static header may not collide with the auth header or name one the transport sets
+//!   ([`InvalidHttpConfig`]);
 //! - the client only ever sends to the origin (scheme, host, port) of the configured URL:
 //!   redirects are not followed, and an SSE `endpoint` elsewhere is refused;
 //! - URLs in logs and errors are redacted; header values never appear.
