@@ -17,6 +17,8 @@ pub mod protocol;
 pub mod registry;
 pub mod session;
 pub mod stack;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 pub mod transport;
 
 pub use error::Error;

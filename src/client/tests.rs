@@ -1,9 +1,10 @@
 //! Unit tests of the session and its supervision over an in-memory transport.
 //!
-//! [`MockTransport`] runs a scripted server in the test's process: every frame the client sends
-//! is parsed and handed to the script, which answers through the handler (synchronously, so
-//! the tests need no sleeps) or closes the connection. Time-dependent behaviour (backoff, the
-//! failed state) runs on tokio's paused clock.
+//! [`MockTransport`] (the crate's one mock, `crate::test_util`) runs a scripted server in the
+//! test's process: every frame the client sends is parsed and handed to the script, which
+//! answers through the handler (synchronously, so the tests need no sleeps) or closes the
+//! connection. Time-dependent behaviour (backoff, the failed state) runs on tokio's paused
+//! clock.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,159 +17,7 @@ use tower::{BoxError, Service, ServiceExt};
 
 use super::catalog::listen_refused;
 use super::*;
-use crate::transport::{
-    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, ProcessExit,
-    SendError, TransportError,
-};
-
-/// What the scripted server does with one message.
-enum Act {
-    Reply(Value),
-    /// Sends a raw line (for odd key orders and garbage).
-    Raw(String),
-    Close(&'static str),
-    /// Ends the session as a Streamable HTTP server does with a 404.
-    Expire,
-}
-
-type Script = dyn Fn(&Value) -> Vec<Act> + Send + Sync;
-
-#[derive(Clone)]
-struct MockTransport {
-    script: Arc<Script>,
-    connects: Arc<AtomicUsize>,
-    refuse: Arc<AtomicBool>,
-    /// Every message the client sent, on every connection.
-    seen: Arc<Mutex<Vec<Value>>>,
-}
-
-impl MockTransport {
-    fn new(script: impl Fn(&Value) -> Vec<Act> + Send + Sync + 'static) -> Self {
-        Self {
-            script: Arc::new(script),
-            connects: Arc::default(),
-            refuse: Arc::default(),
-            seen: Arc::default(),
-        }
-    }
-
-    fn seen_methods(&self) -> Vec<String> {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|m| {
-                m.get("method")
-                    .and_then(Value::as_str)
-                    .unwrap_or("<answer>")
-                    .to_owned()
-            })
-            .collect()
-    }
-
-    fn seen(&self) -> Vec<Value> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-struct MockOutbound {
-    handler: Arc<dyn InboundHandler>,
-    script: Arc<Script>,
-    seen: Arc<Mutex<Vec<Value>>>,
-    closed: AtomicBool,
-}
-
-impl MockOutbound {
-    fn close(&self, message: &str, requested: bool) {
-        if !self.closed.swap(true, Ordering::SeqCst) {
-            let mut reason = CloseReason::new(message).process(ProcessExit {
-                status: None,
-                stderr_tail: "mock stderr line".into(),
-            });
-            reason.requested = requested;
-            self.handler.on_closed(reason);
-        }
-    }
-}
-
-impl Outbound for MockOutbound {
-    fn send_with(
-        &self,
-        write: &mut dyn FnMut(&mut Vec<u8>) -> std::io::Result<()>,
-    ) -> Result<(), SendError> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(SendError::Closed);
-        }
-        let mut buf = Vec::new();
-        write(&mut buf).map_err(SendError::Encode)?;
-        let msg: Value = serde_json::from_slice(&buf).expect("the client sends JSON");
-        self.seen.lock().unwrap().push(msg.clone());
-        for act in (self.script)(&msg) {
-            match act {
-                Act::Reply(v) => self.handler.on_frame(v.to_string().as_bytes()),
-                Act::Raw(line) => self.handler.on_frame(line.as_bytes()),
-                Act::Close(why) => self.close(why, false),
-                Act::Expire => {
-                    if !self.closed.swap(true, Ordering::SeqCst) {
-                        self.handler
-                            .on_closed(CloseReason::new("ended the session").session_expired());
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-#[derive(Debug)]
-struct MockConnection(Arc<MockOutboundRef>);
-
-struct MockOutboundRef(Arc<MockOutbound>);
-
-impl std::fmt::Debug for MockOutboundRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MockOutbound")
-    }
-}
-
-impl Connection for MockConnection {
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async move { self.0 .0.close("shut down by the client", true) })
-    }
-}
-
-impl Drop for MockConnection {
-    fn drop(&mut self) {
-        self.0 .0.close("dropped", true);
-    }
-}
-
-impl Transport for MockTransport {
-    fn connect(
-        &self,
-        ctx: ConnectContext,
-    ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
-        self.connects.fetch_add(1, Ordering::SeqCst);
-        let refuse = self.refuse.load(Ordering::SeqCst);
-        let out = Arc::new(MockOutbound {
-            handler: ctx.handler.clone(),
-            script: Arc::clone(&self.script),
-            seen: Arc::clone(&self.seen),
-            closed: AtomicBool::new(false),
-        });
-        Box::pin(async move {
-            if refuse {
-                return Err(TransportError::new("mock: no such program"));
-            }
-            ctx.handler.on_open(Arc::clone(&out) as _);
-            Ok(Box::new(MockConnection(Arc::new(MockOutboundRef(out)))) as Box<dyn Connection>)
-        })
-    }
-
-    fn describe(&self) -> String {
-        "mock".into()
-    }
-}
+use crate::test_util::{Act, MockTransport};
 
 fn method(msg: &Value) -> &str {
     msg.get("method").and_then(Value::as_str).unwrap_or("")
@@ -285,12 +134,17 @@ async fn a_call_waits_for_the_start_up_then_returns_the_answer() {
 
 #[tokio::test]
 async fn a_result_before_its_id_is_routed_too() {
-    let t = MockTransport::new(|msg| match method(msg) {
-        "tools/call" => vec![Act::Raw(format!(
-            r#"{{"result":{{"content":[{{"text":"late id","type":"text"}}],"isError":true}},"jsonrpc":"2.0","id":{}}}"#,
-            msg["id"]
-        ))],
+    let t = MockTransport::new(|msg| {
+        match method(msg) {
+        "tools/call" => vec![Act::Raw(
+            format!(
+                r#"{{"result":{{"content":[{{"text":"late id","type":"text"}}],"isError":true}},"jsonrpc":"2.0","id":{}}}"#,
+                msg["id"]
+            )
+            .into_bytes(),
+        )],
         _ => well_behaved(msg),
+    }
     });
     let c = client(t);
     let result = call(&c, echo("x")).await.unwrap();
@@ -571,10 +425,9 @@ async fn a_server_request_with_an_id_like_ours_is_not_taken_for_an_answer() {
     // before answering.
     let t = MockTransport::new(|msg| match method(msg) {
         "tools/call" => {
-            let mut acts = vec![Act::Raw(format!(
-                r#"{{"id":{},"jsonrpc":"2.0","method":"ping"}}"#,
-                msg["id"]
-            ))];
+            let mut acts = vec![Act::Raw(
+                format!(r#"{{"id":{},"jsonrpc":"2.0","method":"ping"}}"#, msg["id"]).into_bytes(),
+            )];
             acts.extend(well_behaved(msg));
             acts
         }
@@ -678,7 +531,7 @@ async fn more_than_ten_thousand_tools_stops_list_tools() {
 
 fn crash_on_call() -> MockTransport {
     MockTransport::new(|msg| match method(msg) {
-        "tools/call" => vec![Act::Close("exited (exit status: 3)")],
+        "tools/call" => vec![Act::close("exited (exit status: 3)")],
         _ => well_behaved(msg),
     })
 }
@@ -713,19 +566,19 @@ async fn a_crash_fails_the_call_at_once_then_the_next_call_restarts_after_the_ba
     assert!(
         matches!(client_error(&err), ClientError::BackingOff { retry_in, .. } if *retry_in == Duration::from_secs(1))
     );
-    assert_eq!(t.connects.load(Ordering::SeqCst), 1);
+    assert_eq!(t.connects(), 1);
 
     // After it, the next call starts the server again.
     tokio::time::advance(Duration::from_secs(1)).await;
     c.start().await.unwrap();
-    assert_eq!(t.connects.load(Ordering::SeqCst), 2);
+    assert_eq!(t.connects(), 2);
     assert_eq!(c.state(), ServerState::Ready);
 }
 
 #[tokio::test(start_paused = true)]
 async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenabled() {
     let t = MockTransport::new(well_behaved);
-    t.refuse.store(true, Ordering::SeqCst);
+    t.refuse(true);
     let c = client(t.clone());
     let mut waited = Vec::new();
     for attempt in 1..=5u32 {
@@ -735,7 +588,7 @@ async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenable
             matches!(client_error(&err), ClientError::ConnectFailed { .. }),
             "attempt {attempt}"
         );
-        assert_eq!(t.connects.load(Ordering::SeqCst), attempt as usize);
+        assert_eq!(t.connects(), attempt as usize);
         if attempt == 5 {
             break;
         }
@@ -765,10 +618,10 @@ async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenable
         "{failed}"
     );
     assert!(failed.to_string().contains("re-enable"), "{failed}");
-    assert_eq!(t.connects.load(Ordering::SeqCst), 5);
+    assert_eq!(t.connects(), 5);
 
     // Re-enabled: the next call tries again at once.
-    t.refuse.store(false, Ordering::SeqCst);
+    t.refuse(false);
     c.reenable();
     assert_eq!(
         call(&c, echo("back")).await.unwrap().joined_text(),
@@ -780,7 +633,7 @@ async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenable
 #[tokio::test(start_paused = true)]
 async fn the_backoff_is_capped_at_sixty_seconds() {
     let t = MockTransport::new(well_behaved);
-    t.refuse.store(true, Ordering::SeqCst);
+    t.refuse(true);
     let options = ClientOptions {
         max_consecutive_failures: 20,
         ..exact()
@@ -825,7 +678,7 @@ async fn a_server_that_answers_each_call_then_dies_is_restarted_and_never_marked
     let t = MockTransport::new(|msg| match method(msg) {
         "tools/call" => {
             let mut acts = well_behaved(msg);
-            acts.push(Act::Close("exited (exit status: 3)"));
+            acts.push(Act::close("exited (exit status: 3)"));
             acts
         }
         _ => well_behaved(msg),
@@ -841,7 +694,7 @@ async fn a_server_that_answers_each_call_then_dies_is_restarted_and_never_marked
         assert_eq!(c.shared.lock().failures, 1, "after call {n}");
         assert_eq!(c.state(), ServerState::Restarting);
         tokio::time::advance(Duration::from_secs(1)).await;
-        assert_eq!(t.connects.load(Ordering::SeqCst), n);
+        assert_eq!(t.connects(), n);
     }
     assert_ne!(c.state(), ServerState::Failed);
 }
@@ -852,7 +705,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
     let script = |msg: &Value| match method(msg) {
         "tools/call" => {
             let mut acts = well_behaved(msg);
-            acts.push(Act::Close("exited (exit status: 0)"));
+            acts.push(Act::close("exited (exit status: 0)"));
             acts
         }
         _ => well_behaved(msg),
@@ -874,7 +727,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
         waited >= Duration::from_millis(700) && waited < Duration::from_millis(800),
         "{waited:?}"
     );
-    assert_eq!(t.connects.load(Ordering::SeqCst), 2);
+    assert_eq!(t.connects(), 2);
     assert_eq!(c.restarts(), 1);
 
     // Allowed less than the backoff still to run: it fails at once, saying when.
@@ -907,7 +760,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
     );
     tokio::time::advance(Duration::from_secs(2)).await;
     tokio::task::yield_now().await;
-    assert_eq!(t.connects.load(Ordering::SeqCst), 1, "nothing restarted");
+    assert_eq!(t.connects(), 1, "nothing restarted");
     assert_eq!(c.restarts(), 0, "no restart happened, none is counted");
 
     // A failed server is never waited on.
@@ -935,7 +788,7 @@ async fn an_expired_session_that_worked_restarts_at_once_and_one_that_never_did_
         assert_eq!(call(&c, echo("x")).await.unwrap().joined_text(), "Echo: x");
         assert_eq!(c.shared.lock().failures, 0, "after call {n}");
         assert_eq!(c.shared.lock().next_attempt, None, "after call {n}");
-        assert_eq!(t.connects.load(Ordering::SeqCst), n);
+        assert_eq!(t.connects(), n);
     }
     // Each session expires before it answers anything (a load balancer without sticky
     // sessions): a failure each time, with backoff, and failed after five.
@@ -999,7 +852,7 @@ async fn shutdown_fails_calls_in_flight_and_disables_until_reenabled() {
     assert!(matches!(client_error(&err), ClientError::Disabled { .. }));
     c.reenable();
     c.start().await.unwrap();
-    assert_eq!(t.connects.load(Ordering::SeqCst), 2);
+    assert_eq!(t.connects(), 2);
 }
 
 #[test]
