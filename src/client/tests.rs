@@ -6,7 +6,7 @@
 //! connection. Time-dependent behaviour (backoff, the failed state) runs on tokio's paused
 //! clock.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
