@@ -117,7 +117,7 @@ impl McpClient {
                 _ => {
                     self.shared.lock().tools_fresh_until =
                         ttl.and_then(|ttl| received.checked_add(ttl));
-                    if session.mirrors_param_headers() {
+                    if session.dialect().mirrors_param_headers() {
                         tools = self.with_param_headers(&session, tools);
                     }
                     return Ok(tools);
@@ -177,7 +177,7 @@ impl McpClient {
                 }
             })
             .collect();
-        session.set_param_headers(headers);
+        session.dialect().set_param_headers(headers);
         kept
     }
 }

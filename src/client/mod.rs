@@ -73,6 +73,7 @@
 
 mod call;
 mod catalog;
+mod dialect;
 pub mod elicitation;
 pub mod era;
 mod error;
@@ -143,7 +144,7 @@ pub(crate) struct Shared {
     modern_meta: Option<Arc<ModernMeta>>,
     /// The `x-mcp-header` parameters of the tools last listed: the catalog's, so every
     /// session (a restart's too) mirrors them.
-    param_headers: rpc::ParamHeaders,
+    param_headers: dialect::ParamHeaders,
 }
 
 impl McpClient {
@@ -202,7 +203,7 @@ impl McpClient {
                 sampling_refused,
                 server_requests,
                 modern_meta,
-                param_headers: rpc::ParamHeaders::default(),
+                param_headers: dialect::ParamHeaders::default(),
             }),
         }
     }

@@ -26,14 +26,14 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use tower::{Service, ServiceExt};
 
+use super::dialect::{Dialect, ParamHeaders};
 use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};
 use super::server_requests::{self, ServerRequestService};
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::{client_capabilities, InitializeParams};
 use crate::protocol::modern::{
-    param_header_value, DiscoverParams, ModernMeta, ParamHeader, RequestMeta,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    DiscoverParams, ModernMeta, RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::protocol::notifications::{
     AcknowledgedParams, CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams,
@@ -174,16 +174,10 @@ pub(crate) struct RpcSession {
     /// The server answered a `tools/call` on this connection (a result that decoded, or a
     /// JSON-RPC error): it works.
     answered_call: AtomicBool,
-    /// Set once the session speaks the modern era: every request carries these `_meta`
-    /// entries (and names its version to the transport).
-    modern: OnceLock<Arc<ModernMeta>>,
+    /// The era's state: what every request carries and mirrors (see [`Dialect`]).
+    dialect: Dialect,
     /// An elicitation handler is plugged in.
     elicitation: bool,
-    /// The transport mirrors `x-mcp-header` parameters (Streamable HTTP).
-    mirrors_headers: bool,
-    /// In a modern session over such a transport: the annotated parameters of each tool of
-    /// the last `tools/list` that has any (the client's map, shared by its sessions).
-    param_headers: ParamHeaders,
     /// The id of a reopened `subscriptions/listen` whose acknowledgement should have the tool
     /// list read again (`NO_RELIST`: none).
     relist_on_ack: AtomicU64,
@@ -216,10 +210,6 @@ pub(crate) enum SessionEvent<'a> {
 /// return quickly, never block, never await. The session knows nothing of what listens (the
 /// supervisor gives one holding its client weakly).
 pub(crate) type OnEvent = Arc<dyn Fn(&RpcSession, SessionEvent<'_>) + Send + Sync>;
-
-/// The `x-mcp-header` parameters of each tool that has any, by tool name: kept by the client
-/// across its sessions, filled at `tools/list`.
-pub(crate) type ParamHeaders = Arc<Mutex<HashMap<String, Arc<[ParamHeader]>>>>;
 
 /// What a session needs to know of its client's options and transport.
 #[derive(Debug, Clone)]
@@ -265,10 +255,8 @@ impl RpcSession {
             max_in_flight,
             skipped: AtomicU64::new(0),
             answered_call: AtomicBool::new(false),
-            modern: OnceLock::new(),
+            dialect: Dialect::new(mirrors_headers, param_headers),
             elicitation,
-            mirrors_headers,
-            param_headers,
             relist_on_ack: AtomicU64::new(NO_RELIST),
         })
     }
@@ -426,16 +414,13 @@ impl RpcSession {
 
     /// The `_meta` a request of this session carries: the era's entries in a modern session.
     pub(crate) fn meta(&self) -> RequestMeta<'_> {
-        RequestMeta {
-            progress_token: None,
-            modern: self.modern.get().map(Arc::as_ref),
-        }
+        self.dialect.meta()
     }
 
     /// The protocol version a request of this session declares in its own `_meta` (modern),
     /// for its [`RequestHead`].
     pub(crate) fn declared_version(&self) -> Option<&str> {
-        self.modern.get().map(|m| m.version())
+        self.dialect.declared_version()
     }
 
     /// Sends `initialize`, advertising form-mode `elicitation` when `elicitation` is set; the
@@ -510,52 +495,14 @@ impl RpcSession {
         self.tools_changed.send_modify(|g| *g = g.wrapping_add(1));
     }
 
-    /// From now on every request carries the modern `_meta` entries `meta`.
-    pub(crate) fn speak_modern(&self, meta: Arc<ModernMeta>) {
-        let _ = self.modern.set(meta);
-    }
-
-    /// Whether this session mirrors `x-mcp-header` parameters into headers: modern, over a
-    /// transport that mirrors request fields (Streamable HTTP).
-    pub(crate) fn mirrors_param_headers(&self) -> bool {
-        self.mirrors_headers && self.modern.get().is_some()
-    }
-
-    /// Keeps the annotated parameters of the tools just listed (only those that have any).
-    pub(crate) fn set_param_headers(&self, headers: HashMap<String, Arc<[ParamHeader]>>) {
-        *self
-            .param_headers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = headers;
-    }
-
-    /// The `(name, value)` of each annotated parameter `call` gives a value.
-    fn param_header_values(&self, call: &ToolCall) -> Vec<(String, String)> {
-        if !self.mirrors_headers {
-            return Vec::new();
-        }
-        let headers = {
-            let map = self
-                .param_headers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match map.get(&*call.name) {
-                Some(h) => Arc::clone(h),
-                None => return Vec::new(),
-            }
-        };
-        let Some(arguments) = call.arguments.as_deref() else {
-            return Vec::new();
-        };
-        headers
-            .iter()
-            .filter_map(|h| Some((h.name.clone(), param_header_value(arguments, h)?)))
-            .collect()
+    /// The session's protocol dialect: the era's `_meta`, the mirrored `x-mcp-header`s.
+    pub(crate) fn dialect(&self) -> &Dialect {
+        &self.dialect
     }
 
     /// Whether the session speaks the modern era.
     pub(crate) fn is_modern(&self) -> bool {
-        self.modern.get().is_some()
+        self.dialect.is_modern()
     }
 
     /// Whether an elicitation handler is plugged in.
@@ -611,9 +558,9 @@ impl RpcSession {
         ClientError,
     > {
         let (tx, rx) = oneshot::channel();
-        let modern = self.modern.get().map(Arc::as_ref);
+        let modern = self.dialect.modern_meta();
         let params = match modern {
-            Some(_) => self.param_header_values(call),
+            Some(_) => self.dialect.param_header_values(call),
             None => Vec::new(),
         };
         let head = RequestHead::new("tools/call")
@@ -784,7 +731,7 @@ impl RpcSession {
             self.note_answer(pending.method);
             if error.code == UNSUPPORTED_PROTOCOL_VERSION
                 && pending.method != DISCOVER
-                && self.modern.get().is_some()
+                && self.dialect.is_modern()
             {
                 self.era_refused();
             }

@@ -347,7 +347,7 @@ impl Shared {
                         probe_ms = started.elapsed().as_millis() as u64,
                         "server/discover: the server speaks the modern era"
                     );
-                    session.speak_modern(Arc::clone(meta));
+                    session.dialect().speak_modern(Arc::clone(meta));
                     if init.capabilities["tools"]["listChanged"] == true {
                         self.listen_for_tool_changes(&session);
                     }
