@@ -15,13 +15,18 @@ impl Captured {
     /// binary) and returns the capture.
     pub(crate) fn install_trace() -> Self {
         let captured = Captured::default();
-        let subscriber = tracing_subscriber::fmt()
+        tracing::subscriber::set_global_default(captured.subscriber())
+            .expect("the only subscriber here");
+        captured
+    }
+
+    /// A TRACE-level subscriber writing here, without ANSI colour.
+    fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        tracing_subscriber::fmt()
             .with_max_level(tracing::Level::TRACE)
             .with_ansi(false)
-            .with_writer(captured.clone())
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber here");
-        captured
+            .with_writer(self.clone())
+            .finish()
     }
 
     /// Installs a TRACE-level subscriber writing here as this thread's default, until the
@@ -29,12 +34,7 @@ impl Captured {
     /// beside other tests of the same binary.
     pub(crate) fn install_local() -> (Self, tracing::subscriber::DefaultGuard) {
         let captured = Captured::default();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(captured.clone())
-            .finish();
-        let guard = tracing::subscriber::set_default(subscriber);
+        let guard = tracing::subscriber::set_default(captured.subscriber());
         (captured, guard)
     }
 
