@@ -5,9 +5,14 @@
 //! [`MockTransport`] runs a scripted server inside the test's process: every frame the client
 //! sends is parsed and handed to the script, which answers through the session's handler
 //! synchronously (so tests need no sleeps), reports an oversized message, closes the
-//! connection, or expires the session. It records every message the client sent, on every
-//! connection, and counts connections; it can refuse to connect. Time-dependent behaviour
-//! (timeouts, backoff) runs on tokio's paused clock.
+//! connection, or expires the session; [`MockTransport::push`] sends the server's own messages
+//! (notifications, late answers) at any time. It records every message the client sent, on
+//! every connection, and counts connections; it can refuse to connect, or stop accepting after
+//! a number of them. Time-dependent behaviour (timeouts, backoff) runs on tokio's paused clock.
+//!
+//! # Panics
+//! On a bug of the client under test: a frame it writes that is not one JSON-RPC 2.0 object
+//! on one line (a raw newline breaks stdio framing).
 //!
 //! # Example
 //! ```
@@ -33,7 +38,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use serde_json::{json, Value};
 
@@ -97,7 +102,10 @@ pub struct MockTransport {
     script: Arc<Script>,
     connects: Arc<AtomicUsize>,
     refuse: Arc<AtomicBool>,
+    max_connects: usize,
     seen: Arc<Mutex<Vec<Value>>>,
+    /// The open connection's sending half (weak: the session holds it).
+    live: Arc<Mutex<Weak<MockOutbound>>>,
 }
 
 impl fmt::Debug for MockTransport {
@@ -120,7 +128,29 @@ impl MockTransport {
             script: Arc::new(script),
             connects: Arc::default(),
             refuse: Arc::default(),
+            max_connects: usize::MAX,
             seen: Arc::default(),
+            live: Arc::default(),
+        }
+    }
+
+    /// Accepts at most `n` connections; later ones fail ("mock: no more connections").
+    #[must_use]
+    pub fn max_connects(mut self, n: usize) -> Self {
+        self.max_connects = n;
+        self
+    }
+
+    /// Runs `acts` on the open connection, as messages the server sends on its own; `false`
+    /// when no connection is open.
+    pub fn push(&self, acts: Vec<Act>) -> bool {
+        let live = lock(&self.live).upgrade();
+        match live {
+            Some(out) if !out.closed.load(Ordering::SeqCst) => {
+                out.run(acts);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -158,18 +188,27 @@ impl Transport for MockTransport {
         &self,
         ctx: ConnectContext,
     ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
-        self.connects.fetch_add(1, Ordering::SeqCst);
-        let refuse = self.refuse.load(Ordering::SeqCst);
+        let n = self.connects.fetch_add(1, Ordering::SeqCst) + 1;
+        let refused = if self.refuse.load(Ordering::SeqCst) {
+            Some("mock: no such program")
+        } else if n > self.max_connects {
+            Some("mock: no more connections")
+        } else {
+            None
+        };
         let out = Arc::new(MockOutbound {
-            handler: Arc::clone(&ctx.handler),
+            handler: Mutex::new(Some(Arc::clone(&ctx.handler))),
             script: Arc::clone(&self.script),
             seen: Arc::clone(&self.seen),
             limit: ctx.frame_limit,
             closed: AtomicBool::new(false),
         });
+        if refused.is_none() {
+            *lock(&self.live) = Arc::downgrade(&out);
+        }
         Box::pin(async move {
-            if refuse {
-                return Err(TransportError::new("mock: no such program"));
+            if let Some(why) = refused {
+                return Err(TransportError::new(why));
             }
             ctx.handler.on_open(Arc::clone(&out) as Arc<dyn Outbound>);
             Ok(Box::new(MockConnection(out)) as Box<dyn Connection>)
@@ -183,7 +222,8 @@ impl Transport for MockTransport {
 
 /// The sending half: runs the script on each message.
 struct MockOutbound {
-    handler: Arc<dyn InboundHandler>,
+    /// Taken on close, which breaks the cycle session → outbound → session.
+    handler: Mutex<Option<Arc<dyn InboundHandler>>>,
     script: Arc<Script>,
     seen: Arc<Mutex<Vec<Value>>>,
     limit: usize,
@@ -191,14 +231,47 @@ struct MockOutbound {
 }
 
 impl MockOutbound {
-    fn close(&self, message: &str, requested: bool) {
+    fn handler(&self) -> Option<Arc<dyn InboundHandler>> {
+        lock(&self.handler).clone()
+    }
+
+    /// Ends the connection once, with `reason`.
+    fn end(&self, reason: CloseReason) {
         if !self.closed.swap(true, Ordering::SeqCst) {
-            let mut reason = CloseReason::new(message).process(ProcessExit {
-                status: None,
-                stderr_tail: "mock stderr line".into(),
-            });
-            reason.requested = requested;
-            self.handler.on_closed(reason);
+            let handler = lock(&self.handler).take();
+            if let Some(handler) = handler {
+                handler.on_closed(reason);
+            }
+        }
+    }
+
+    fn close(&self, message: &str, requested: bool) {
+        let mut reason = CloseReason::new(message).process(ProcessExit {
+            status: None,
+            stderr_tail: "mock stderr line".into(),
+        });
+        reason.requested = requested;
+        self.end(reason);
+    }
+
+    /// Runs `acts` in order, until one closes the connection.
+    fn run(&self, acts: Vec<Act>) {
+        for act in acts {
+            let Some(handler) = self.handler() else {
+                return;
+            };
+            match act {
+                Act::Reply(v) => handler.on_frame(v.to_string().as_bytes()),
+                Act::Raw(bytes) => handler.on_frame(&bytes),
+                Act::Oversize { head, tail, len } => handler.on_oversize(OversizeFrame {
+                    head: &head,
+                    tail: &tail,
+                    len,
+                    limit: self.limit,
+                }),
+                Act::Close(why) => self.close(&why, false),
+                Act::Expire => self.end(CloseReason::new("ended the session").session_expired()),
+            }
         }
     }
 }
@@ -213,27 +286,23 @@ impl Outbound for MockOutbound {
         }
         let mut buf = Vec::new();
         write(&mut buf).map_err(SendError::Encode)?;
-        let msg: Value = serde_json::from_slice(&buf).map_err(|e| SendError::Encode(e.into()))?;
+        let msg: Value = serde_json::from_slice(&buf).unwrap_or_else(|e| {
+            panic!(
+                "the client wrote a frame that is not JSON ({e}): {}",
+                String::from_utf8_lossy(&buf)
+            )
+        });
+        assert_eq!(
+            msg.get("jsonrpc"),
+            Some(&json!("2.0")),
+            "the client wrote a frame without \"jsonrpc\":\"2.0\": {msg}"
+        );
+        assert!(
+            !buf.contains(&b'\n'),
+            "the client wrote a frame with a raw newline (breaks stdio framing): {msg}"
+        );
         lock(&self.seen).push(msg.clone());
-        for act in (self.script)(&msg) {
-            match act {
-                Act::Reply(v) => self.handler.on_frame(v.to_string().as_bytes()),
-                Act::Raw(bytes) => self.handler.on_frame(&bytes),
-                Act::Oversize { head, tail, len } => self.handler.on_oversize(OversizeFrame {
-                    head: &head,
-                    tail: &tail,
-                    len,
-                    limit: self.limit,
-                }),
-                Act::Close(why) => self.close(&why, false),
-                Act::Expire => {
-                    if !self.closed.swap(true, Ordering::SeqCst) {
-                        self.handler
-                            .on_closed(CloseReason::new("ended the session").session_expired());
-                    }
-                }
-            }
-        }
+        self.run((self.script)(&msg));
         Ok(())
     }
 }

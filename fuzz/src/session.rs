@@ -2,11 +2,13 @@
 //! them.
 //!
 //! The client decodes an inbound frame in `client::inbound::decode`, which is crate-private; the
-//! public way to reach it is the [`Transport`] trait. So this harness plugs a scripted transport
-//! into a real [`McpClient`]: every request the client writes is answered with the next *group*
-//! of frames from the fuzz input, delivered through [`InboundHandler::on_frame`] (or
-//! [`InboundHandler::on_oversize`] for a frame over the limit, with head and tail as the stdio
-//! transport keeps them). When the input has no group left, the connection closes.
+//! public way to reach it is the [`Transport`](kaged_mcp::transport::Transport) trait. So this
+//! harness plugs the crate's scripted transport ([`MockTransport`]) into a real [`McpClient`]:
+//! every request the client writes is answered with the next *group* of frames from the fuzz
+//! input, delivered as frames (or as an oversize report for a frame over the limit, with head
+//! and tail as the stdio transport keeps them). When the input has no group left, the
+//! connection closes. The mock checks that every frame the client writes is one JSON-RPC 2.0
+//! object on one line.
 //!
 //! Input format: frames separated by `\n`; an empty line (`\n\n`) ends a group. Group 0 answers
 //! `initialize` (id 0), group 1 the first `tools/list` (id 1), and so on; the ids are the
@@ -21,15 +23,11 @@
 //! ends; every error names the server; a result obeys the truncation invariants.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ToolCall};
-use kaged_mcp::transport::{
-    BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, Outbound, OversizeFrame,
-    SendError, Transport, TransportError,
-};
+use kaged_mcp::test_util::{Act, MockTransport};
 use kaged_mcp_layers::timeout::ProgressHandle;
 use serde_json::{json, Value};
 use tower::{BoxError, Service};
@@ -82,11 +80,21 @@ pub struct Outcome {
 /// Runs the script of the [module docs](self) over `data`.
 pub fn jsonrpc_decode(data: &[u8]) -> Outcome {
     let mut outcome = Outcome::default();
-    let script = Arc::new(Script {
-        groups: Mutex::new(groups(data)),
-        connects: Mutex::new(0),
-        live: Mutex::new(Weak::new()),
-    });
+    let left = Arc::new(Mutex::new(groups(data)));
+    let script = {
+        let left = Arc::clone(&left);
+        move |msg: &Value| {
+            let is_request = msg.get("method").is_some() && msg.get("id").is_some();
+            if !is_request {
+                return Vec::new();
+            }
+            match next_group(&left) {
+                Some(group) => acts(group),
+                None => vec![Act::close("the fuzz input has no more frames")],
+            }
+        }
+    };
+    let transport = MockTransport::new(script).max_connects(MAX_CONNECTS);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -97,7 +105,7 @@ pub fn jsonrpc_decode(data: &[u8]) -> Outcome {
         let options = ClientOptions::default()
             .frame_limit(FRAME_LIMIT)
             .initialize_timeout(Duration::from_secs(5));
-        let client = McpClient::new(SERVER, FuzzTransport(Arc::clone(&script)), options);
+        let client = McpClient::new(SERVER, transport.clone(), options);
         match tokio::time::timeout(CALL_TIMEOUT, client.list_tools()).await {
             Ok(Ok(tools)) => {
                 for tool in &tools {
@@ -131,7 +139,11 @@ pub fn jsonrpc_decode(data: &[u8]) -> Outcome {
             }
         }
         // Whatever is left arrives unprompted, as late answers and notifications would.
-        script.deliver_rest();
+        while let Some(group) = next_group(&left) {
+            if !transport.push(acts(group)) {
+                break;
+            }
+        }
         let _ = client.state();
         let _ = client.last_error();
         tokio::time::timeout(CALL_TIMEOUT, client.shutdown())
@@ -162,167 +174,28 @@ fn check_boxed_error(e: &BoxError) {
     }
 }
 
-/// What is left of the input, shared by every connection.
-struct Script {
-    groups: Mutex<VecDeque<Vec<Vec<u8>>>>,
-    connects: Mutex<usize>,
-    /// The open connection's sending half (weak: the session already holds it).
-    live: Mutex<Weak<FuzzOutbound>>,
+/// The next group of frames left in the input.
+fn next_group(left: &Mutex<VecDeque<Vec<Vec<u8>>>>) -> Option<Vec<Vec<u8>>> {
+    left.lock().expect("not poisoned").pop_front()
 }
 
-impl Script {
-    fn next_group(&self) -> Option<Vec<Vec<u8>>> {
-        self.groups.lock().expect("not poisoned").pop_front()
-    }
-
-    /// Delivers every remaining group to the live connection, if any.
-    fn deliver_rest(&self) {
-        let live = self.live.lock().expect("not poisoned").upgrade();
-        if let Some(out) = live {
-            while let Some(group) = self.next_group() {
-                if out.closed.load(Ordering::SeqCst) {
-                    break;
-                }
-                out.deliver(&group);
-            }
-        }
-    }
-}
-
-/// A transport that answers from the fuzz input.
-struct FuzzTransport(Arc<Script>);
-
-impl Transport for FuzzTransport {
-    fn connect(
-        &self,
-        ctx: ConnectContext,
-    ) -> BoxFuture<'static, Result<Box<dyn Connection>, TransportError>> {
-        let script = Arc::clone(&self.0);
-        Box::pin(async move {
-            {
-                let mut connects = script.connects.lock().expect("not poisoned");
-                *connects += 1;
-                if *connects > MAX_CONNECTS {
-                    return Err(TransportError::new("no more connections in this input"));
-                }
-            }
-            let out = Arc::new(FuzzOutbound {
-                handler: Mutex::new(Some(Arc::clone(&ctx.handler))),
-                script: Arc::clone(&script),
-                limit: ctx.frame_limit,
-                closed: AtomicBool::new(false),
-            });
-            *script.live.lock().expect("not poisoned") = Arc::downgrade(&out);
-            ctx.handler.on_open(Arc::clone(&out) as Arc<dyn Outbound>);
-            Ok(Box::new(FuzzConnection(out)) as Box<dyn Connection>)
-        })
-    }
-
-    fn describe(&self) -> String {
-        "fuzz: scripted frames".into()
-    }
-}
-
-struct FuzzOutbound {
-    /// Taken on close, which breaks the cycle session → outbound → session.
-    handler: Mutex<Option<Arc<dyn InboundHandler>>>,
-    script: Arc<Script>,
-    limit: usize,
-    closed: AtomicBool,
-}
-
-impl FuzzOutbound {
-    fn handler(&self) -> Option<Arc<dyn InboundHandler>> {
-        self.handler.lock().expect("not poisoned").clone()
-    }
-
-    fn close(&self, message: &str, requested: bool) {
-        if !self.closed.swap(true, Ordering::SeqCst) {
-            let handler = self.handler.lock().expect("not poisoned").take();
-            if let Some(handler) = handler {
-                let mut reason = CloseReason::new(message);
-                reason.requested = requested;
-                handler.on_closed(reason);
-            }
-        }
-    }
-
-    fn deliver(&self, group: &[Vec<u8>]) {
-        for frame in group {
-            if self.closed.load(Ordering::SeqCst) {
-                return;
-            }
-            let Some(handler) = self.handler() else {
-                return;
-            };
-            if frame.len() > self.limit {
-                let head = &frame[..OVERSIZE_HEAD.min(frame.len())];
+/// A group of frames as the server's acts: a frame over the limit is reported by its edges, as
+/// the stdio transport keeps them (scaled down with the limit).
+fn acts(group: Vec<Vec<u8>>) -> Vec<Act> {
+    group
+        .into_iter()
+        .map(|frame| {
+            if frame.len() > FRAME_LIMIT {
+                let head = frame[..OVERSIZE_HEAD.min(frame.len())].to_vec();
                 let tail_start = frame.len().saturating_sub(OVERSIZE_TAIL).max(head.len());
-                handler.on_oversize(OversizeFrame {
-                    head,
-                    tail: &frame[tail_start..],
+                Act::Oversize {
+                    tail: frame[tail_start..].to_vec(),
                     len: frame.len() as u64,
-                    limit: self.limit,
-                });
+                    head,
+                }
             } else {
-                handler.on_frame(frame);
+                Act::Raw(frame)
             }
-        }
-    }
-}
-
-impl Outbound for FuzzOutbound {
-    fn send_with(
-        &self,
-        write: &mut dyn FnMut(&mut Vec<u8>) -> std::io::Result<()>,
-    ) -> Result<(), SendError> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(SendError::Closed);
-        }
-        let mut buf = Vec::new();
-        write(&mut buf).map_err(SendError::Encode)?;
-        let msg: Value = serde_json::from_slice(&buf).unwrap_or_else(|e| {
-            panic!(
-                "the client wrote a frame that is not JSON ({e}): {}",
-                String::from_utf8_lossy(&buf)
-            )
-        });
-        assert_eq!(
-            msg.get("jsonrpc"),
-            Some(&json!("2.0")),
-            "the client wrote a frame without \"jsonrpc\":\"2.0\": {msg}"
-        );
-        assert!(
-            !buf.contains(&b'\n'),
-            "the client wrote a frame with a raw newline (breaks stdio framing): {msg}"
-        );
-        let is_request = msg.get("method").is_some() && msg.get("id").is_some();
-        if is_request {
-            match self.script.next_group() {
-                Some(group) => self.deliver(&group),
-                None => self.close("the fuzz input has no more frames", false),
-            }
-        }
-        Ok(())
-    }
-}
-
-struct FuzzConnection(Arc<FuzzOutbound>);
-
-impl std::fmt::Debug for FuzzConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FuzzConnection")
-    }
-}
-
-impl Connection for FuzzConnection {
-    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async move { self.0.close("shut down by the client", true) })
-    }
-}
-
-impl Drop for FuzzConnection {
-    fn drop(&mut self) {
-        self.0.close("dropped", true);
-    }
+        })
+        .collect()
 }
