@@ -220,7 +220,7 @@ impl Conn {
 
     /// Fails request `id`, naming why.
     fn fail(&self, id: &RequestId, failure: SendFailure) {
-        tracing::debug!(server = %self.server, request_id = %id, problem = %failure.message, "request failed in the transport");
+        tracing::debug!(server = %self.server, request_id = %id, problem = %failure.message(), "request failed in the transport");
         if let Some(handler) = &*self.lock_handler() {
             handler.on_send_failed(id, failure);
         }

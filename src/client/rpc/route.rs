@@ -1,0 +1,308 @@
+//! Where each inbound message goes: an answer to its pending request (see
+//! [`inbound`](super::super::inbound) for the one-pass decode), a server request through the
+//! server-request stack, a notification to its handler (progress, log messages, list changes,
+//! subscription acknowledgements), and the transport's reports (oversize, a failed send, the
+//! end of the connection) to the session's [`InboundHandler`] methods.
+
+use super::*;
+
+impl RpcSession {
+    fn handle_frame(&self, bytes: &[u8]) {
+        let frame = match inbound::decode(self, bytes) {
+            Ok(frame) => frame,
+            Err(e) => {
+                if let Some(skipped_total) = self.count_skipped() {
+                    tracing::warn!(
+                        server = &*self.server,
+                        error = %e,
+                        line = %inbound::excerpt(bytes),
+                        skipped_total,
+                        "server sent a line that could not be decoded; skipped"
+                    );
+                }
+                return;
+            }
+        };
+        match frame {
+            Frame::Done => {}
+            Frame::Request { id, method, params } => self.handle_server_request(id, method, params),
+            Frame::Notification { method, params } => self.handle_notification(&method, params),
+            Frame::Response { id, result, error } => self.handle_late_decoded(&id, result, error),
+            Frame::Invalid(why) => {
+                if let Some(skipped_total) = self.count_skipped() {
+                    tracing::warn!(
+                        server = &*self.server,
+                        problem = why,
+                        line = %inbound::excerpt(bytes),
+                        skipped_total,
+                        "server sent an invalid JSON-RPC message; skipped"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Counts a skipped line; `Some(total)` when it deserves a WARN event (the first ten, then
+    /// every power of two), so a server spewing garbage cannot flood the log.
+    fn count_skipped(&self) -> Option<u64> {
+        let total = self.skipped.fetch_add(1, Ordering::Relaxed) + 1;
+        (total <= 10 || total.is_power_of_two()).then_some(total)
+    }
+
+    /// A response whose `result` came before its `id`, or an error response.
+    fn handle_late_decoded(
+        &self,
+        id: &Option<RequestId>,
+        result: Option<&serde_json::value::RawValue>,
+        error: Option<JsonRpcError>,
+    ) {
+        let Some(id) = id else {
+            if let Some(error) = error {
+                tracing::warn!(server = &*self.server, code = error.code, message = %error.message, "server reported an error without a request id");
+            }
+            return;
+        };
+        let Some((num, pending)) = self.take_pending(id) else {
+            tracing::debug!(server = &*self.server, request_id = %id, "answer to a request no one waits for; dropped");
+            return;
+        };
+        let request = Self::request_ref(num, pending.method);
+        if let Some(error) = error {
+            self.note_answer(pending.method);
+            if error.code == UNSUPPORTED_PROTOCOL_VERSION
+                && pending.method != DISCOVER
+                && self.dialect.is_modern()
+            {
+                self.era_refused();
+            }
+            pending.fail(ClientError::JsonRpc {
+                server: Arc::clone(&self.server),
+                request,
+                code: error.code,
+                message: error.message,
+                data: error.data,
+            });
+            return;
+        }
+        let Some(raw) = result else { return };
+        inbound::complete_from_str(self, num, pending, raw.get());
+    }
+
+    /// A modern session's request was refused as `UnsupportedProtocolVersion`: the server no
+    /// longer speaks the version the probe found. The supervisor ends this session (counted
+    /// as a failure, so a server that keeps doing it backs off) and forgets the era, so the
+    /// next start finds it again. Done on a task: the connection must not be dropped from
+    /// inside `on_frame`.
+    fn era_refused(&self) {
+        tracing::warn!(
+            server = &*self.server,
+            "the server refused protocol version 2026-07-28 (-32022) in a modern session; it is probed again at the next start"
+        );
+        (self.events)(self, SessionEvent::EraRefused);
+    }
+
+    fn handle_notification(&self, method: &str, params: Option<&serde_json::value::RawValue>) {
+        match method {
+            PROGRESS => {
+                let Some(params) =
+                    params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok())
+                else {
+                    tracing::warn!(
+                        server = &*self.server,
+                        "malformed notifications/progress; ignored"
+                    );
+                    return;
+                };
+                let Some(id) = params.progress_token.as_u64() else {
+                    return;
+                };
+                let table = self.table();
+                if let Some(handle) = table.map.get(&id).and_then(|p| p.progress.as_ref()) {
+                    handle.notify();
+                }
+            }
+            MESSAGE => {
+                let Some(params) =
+                    params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok())
+                else {
+                    return;
+                };
+                log_server_message(&self.server, &params);
+            }
+            SUBSCRIPTIONS_ACKNOWLEDGED => {
+                let id = params
+                    .and_then(|p| serde_json::from_str::<AcknowledgedParams>(p.get()).ok())
+                    .and_then(|p| p.meta?.subscription_id?.as_u64());
+                if let Some(id) = id {
+                    let relist = self
+                        .relist_on_ack
+                        .compare_exchange(id, NO_RELIST, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok();
+                    tracing::debug!(
+                        server = &*self.server,
+                        subscription_id = id,
+                        relist,
+                        "subscription acknowledged"
+                    );
+                    if relist {
+                        self.tools_may_have_changed();
+                    }
+                }
+            }
+            TOOLS_LIST_CHANGED => {
+                self.tools_may_have_changed();
+                tracing::debug!(server = &*self.server, "server says its tools changed");
+            }
+            _ => tracing::trace!(server = &*self.server, method, "notification ignored"),
+        }
+    }
+
+    fn handle_server_request(
+        &self,
+        id: RequestId,
+        method: String,
+        params: Option<&serde_json::value::RawValue>,
+    ) {
+        let params = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
+        let request = ServerRequest {
+            id: id.clone(),
+            method,
+            params,
+        };
+        let mut svc = self.server_requests.clone();
+        // The stack is normally ready at once and answers at once (ping, refusals): answer
+        // inline, from the reader, through the non-blocking send path. Otherwise finish it on a
+        // task of its own; the reader never waits.
+        let mut answer = match svc.ready().now_or_never() {
+            Some(Ok(ready)) => ready.call(request),
+            _ => {
+                let Some(session) = self.this.upgrade() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let result = match svc.ready().await {
+                        Ok(ready) => ready.call(request).await,
+                        Err(e) => Err(e),
+                    };
+                    session.answer(&id, result);
+                });
+                return;
+            }
+        };
+        match (&mut answer).now_or_never() {
+            Some(result) => self.answer(&id, result),
+            None => {
+                let Some(session) = self.this.upgrade() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let result = answer.await;
+                    session.answer(&id, result);
+                });
+            }
+        }
+    }
+
+    fn answer(&self, id: &RequestId, result: Result<Value, tower::BoxError>) {
+        let Some(out) = self.outbound.get() else {
+            return;
+        };
+        let (result, error) = match result {
+            Ok(value) => (Some(value), None),
+            Err(e) => (None, Some(server_requests::to_jsonrpc_error(&e))),
+        };
+        let msg = OutgoingResponse {
+            jsonrpc: Version2,
+            id,
+            result: result.as_ref(),
+            error: error.as_ref(),
+        };
+        if let Err(e) =
+            out.send_with(&mut |buf| serde_json::to_writer(buf, &msg).map_err(io::Error::from))
+        {
+            tracing::debug!(server = &*self.server, request_id = %id, error = %e, "answer to a server request not sent");
+        }
+    }
+}
+
+/// Logs a server's `notifications/message` at the matching level.
+fn log_server_message(server: &str, params: &LoggingMessageParams) {
+    let text = match &params.data {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let text = inbound::excerpt(text.as_bytes());
+    let logger = params.logger.as_deref().unwrap_or("");
+    match params.level {
+        Some(LoggingLevel::Debug) => tracing::debug!(server, logger, message = %text, "server log"),
+        Some(LoggingLevel::Info | LoggingLevel::Notice) | None => {
+            tracing::info!(server, logger, message = %text, "server log");
+        }
+        Some(LoggingLevel::Warning) => {
+            tracing::warn!(server, logger, message = %text, "server log")
+        }
+        Some(_) => tracing::error!(server, logger, message = %text, "server log"),
+    }
+}
+
+impl InboundHandler for RpcSession {
+    fn on_open(&self, outbound: Arc<dyn Outbound>) {
+        let _ = self.outbound.set(outbound);
+    }
+
+    fn on_frame(&self, frame: &[u8]) {
+        self.handle_frame(frame);
+    }
+
+    fn on_oversize(&self, frame: OversizeFrame<'_>) {
+        let id = inbound::find_request_id(frame.head, frame.tail);
+        let pending = id.as_ref().and_then(|id| self.take_pending(id));
+        tracing::warn!(
+            server = &*self.server,
+            len = frame.len,
+            limit = frame.limit,
+            request_id = id.as_ref().map(tracing::field::display),
+            "server sent a message over the frame limit; discarded"
+        );
+        if let Some((num, pending)) = pending {
+            let request = RpcSession::request_ref(num, pending.method);
+            pending.fail(ClientError::FrameTooLarge {
+                server: Arc::clone(&self.server),
+                limit: frame.limit,
+                len: frame.len,
+                request: Some(request),
+            });
+        }
+    }
+
+    fn on_send_failed(&self, id: &RequestId, failure: SendFailure) {
+        let Some((num, pending)) = self.take_pending(id) else {
+            return; // answered, abandoned or failed already
+        };
+        let request = RpcSession::request_ref(num, pending.method);
+        tracing::warn!(
+            server = &*self.server,
+            request_id = num,
+            method = pending.method,
+            not_delivered = failure.not_delivered(),
+            retryable = failure.is_retryable(),
+            problem = %failure.message(),
+            "sending the request failed; it fails"
+        );
+        pending.fail(ClientError::SendFailed {
+            server: Arc::clone(&self.server),
+            request,
+            failure,
+        });
+    }
+
+    fn awaits(&self, id: &RequestId) -> bool {
+        id.as_u64()
+            .is_some_and(|id| self.table().map.contains_key(&id))
+    }
+
+    fn on_closed(&self, reason: CloseReason) {
+        self.close(&reason);
+        (self.events)(self, SessionEvent::Closed(&reason));
+    }
+}
