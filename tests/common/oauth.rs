@@ -2,14 +2,8 @@
 //! directory of its own, its `/stats` and control endpoints (`/expire`, `/revoke-refresh`)
 //! reached over plain HTTP/1.1, and sessions on it as the server `remote`.
 //!
-//! Include it beside `peers.rs`, which it uses as `crate::peers`:
-//!
-//! ```ignore
-//! #[path = "common/peers.rs"]
-//! mod peers;
-//! #[path = "common/oauth.rs"]
-//! mod oauth;
-//! ```
+//! A module of `common` (it uses its sibling `peers`): `crate::common::oauth` in a test binary
+//! that includes `common` (see `common/mod.rs`).
 #![allow(dead_code)] // each test crate uses a different part of this module
 
 use std::io::{Read, Write};
@@ -23,7 +17,7 @@ use kaged_mcp::oauth::FetchAuthorizer;
 use kaged_mcp::{Session, SessionOptions};
 use serde_json::Value;
 
-use crate::peers::{self, SsePeer};
+use super::peers::{self, SsePeer};
 
 /// The OAuth test server and a temporary directory: `tokens/` (created by the token store, so
 /// its mode is the store's) and `server.log` (the server's `--log`).

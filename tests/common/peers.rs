@@ -10,8 +10,7 @@
 //! which skips the test with a line on stderr, or fails it when the `CI` variable is set:
 //!
 //! ```ignore
-//! #[path = "common/peers.rs"]
-//! mod peers;
+//! use crate::common::peers; // `#[path = "../common/mod.rs"] mod common;` in the area's main.rs
 //!
 //! let Some(cmd) = peers::require(peers::everything_stdio(), "server-everything") else {
 //!     return;

@@ -12,9 +12,6 @@
 //! - a server that never stops asking is given up after `MAX_INPUT_ROUNDS`;
 //! - a handler slower than the call's timeout ends the call at the timeout.
 
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -25,6 +22,8 @@ use kaged_mcp::{Session, SessionOptions};
 use peers::SsePeer;
 use serde_json::{json, Map, Value};
 use tower::BoxError;
+
+use crate::common::peers;
 
 fn args(v: Value) -> Option<Map<String, Value>> {
     v.as_object().cloned()

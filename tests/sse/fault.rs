@@ -2,11 +2,6 @@
 //! in-test HTTP server (POST failures, headers, a wrong content type), driven straight through
 //! the `Transport` trait by a minimal session (`tests/sse_harness`).
 
-#[path = "sse_harness/mod.rs"]
-mod harness;
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::io::ErrorKind;
 use std::time::Duration;
 
@@ -17,6 +12,9 @@ use kaged_mcp::transport::{SendError, Transport};
 use kaged_mcp_layers::auth::AuthHeader;
 use peers::{SseFault, SsePeer};
 use serde_json::json;
+
+use crate::common::peers;
+use crate::sse_harness as harness;
 
 const LIMIT: usize = 16 * 1024 * 1024;
 const SECRET: &str = "tok-sse-7f3a9c";

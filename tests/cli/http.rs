@@ -2,10 +2,10 @@
 //! and with a wrong secret): `check`, `tools`, `call`, `status` and `shell`, with and without
 //! `--json`, work exactly as with the other transports.
 
-mod common;
-
 use common::peers::{self, SsePeer};
 use serde_json::Value;
+
+use crate::common;
 
 const SECRET: &str = "tok-cli-4d2e-secret";
 

@@ -2,14 +2,14 @@
 //! code: 0 success (an `isError` result included), 1 a failed call or session, 2 usage or
 //! configuration.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
 use common::cli::{kaged, Out};
 use common::peers::{self, Fault};
 use serde_json::Value;
+
+use crate::common;
 
 fn run(args: &[&str], dir: &tempfile::TempDir) -> Out {
     common::cli::run(args, dir.path())

@@ -2,8 +2,6 @@
 //! filtered; per-agent catalogs; a tool not granted; list_changed rediscovery; an embedder's
 //! audit layer seeing every call.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -14,6 +12,8 @@ use kaged_mcp::protocol::ToolResult;
 use kaged_mcp::{Error, Session, SessionOptions};
 use serde_json::json;
 use tower::{BoxError, Layer, Service};
+
+use crate::common;
 
 fn yaml_list(cmd: &[String]) -> String {
     serde_json::to_string(cmd).unwrap()

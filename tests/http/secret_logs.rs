@@ -4,11 +4,6 @@
 //! transport, the session and the errors are printed with `Debug` and `Display`. The captured
 //! text must not contain either secret.
 
-#[path = "common/capture.rs"]
-mod capture;
-#[path = "common/peers.rs"]
-mod peers;
-
 use capture::Captured;
 use kaged_mcp::config::Sources;
 use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
@@ -16,6 +11,9 @@ use kaged_mcp::Session;
 use kaged_mcp_layers::auth::AuthHeader;
 use peers::SsePeer;
 use serde_json::json;
+
+use crate::common::capture;
+use crate::common::peers;
 
 const SECRET: &str = "sk-live-HTTPSECRET-6c1f0a";
 const WRONG: &str = "sk-live-WRONGSECRET-93be22";

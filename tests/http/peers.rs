@@ -9,13 +9,12 @@
 //!
 //! Missing peers skip the test, or fail it when `CI` is set.
 
-#[path = "common/peers.rs"]
-mod peers;
-
 use kaged_mcp::config::Sources;
 use kaged_mcp::Session;
 use peers::{PyMcp, PyMode, SsePeer};
 use serde_json::{json, Map, Value};
+
+use crate::common::peers;
 
 fn args(v: Value) -> Option<Map<String, Value>> {
     v.as_object().cloned()

@@ -3,11 +3,6 @@
 //! through the client's supervision (a reconnect is a new `connect`, a new `initialize`), the
 //! backoff and the failed state with paused time, and an auth refusal.
 
-#[path = "sse_harness/mod.rs"]
-mod harness;
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::time::Duration;
 
 use harness::mini::{Mini, MiniConfig};
@@ -19,6 +14,9 @@ use kaged_mcp_layers::auth::AuthHeader;
 use peers::{PyMcp, PyMode, SseFault, SsePeer};
 use serde_json::json;
 use tower::{BoxError, Service, ServiceExt};
+
+use crate::common::peers;
+use crate::sse_harness as harness;
 
 fn sse(url: &str) -> SseTransport {
     SseTransport::new(SseConfig::new(url.parse().unwrap())).unwrap()

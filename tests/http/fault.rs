@@ -4,13 +4,6 @@
 //! endless, malformed event streams, a redirect to another origin, cancellation. Each test goes
 //! through the whole session and stack and reads the server's request log.
 
-#[path = "common/capture.rs"]
-mod capture;
-#[path = "common/peers.rs"]
-mod peers;
-#[path = "sse_harness/mod.rs"]
-mod sse_harness;
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,6 +11,10 @@ use kaged_mcp::config::Sources;
 use kaged_mcp::{Error, Session};
 use peers::SsePeer;
 use serde_json::{json, Map, Value};
+
+use crate::common::capture;
+use crate::common::peers;
+use crate::sse_harness;
 
 const SECRET: &str = "tok-8f3a-very-secret";
 

@@ -2,15 +2,13 @@
 //! `@modelcontextprotocol/server-everything` in SSE mode and `tests/servers/py_server.py` on the
 //! PyPI `mcp` SDK 1.30.0 and 2.3.0. Missing peers skip the test, or fail it when `CI` is set.
 
-#[path = "sse_harness/mod.rs"]
-mod harness;
-#[path = "common/peers.rs"]
-mod peers;
-
 use harness::Session;
 use kaged_mcp::transport::sse::{SseConfig, SseTransport};
 use peers::{PyMcp, PyMode, SsePeer};
 use serde_json::json;
+
+use crate::common::peers;
+use crate::sse_harness as harness;
 
 const LIMIT: usize = 16 * 1024 * 1024;
 

@@ -14,15 +14,14 @@
 //! probe-cost figures (never asserted). Missing peers skip the test, or fail it when `CI` is
 //! set.
 
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::time::{Duration, Instant};
 
 use kaged_mcp::config::Sources;
 use kaged_mcp::{Session, SessionOptions};
 use peers::{PyMcp, PyMode, SsePeer};
 use serde_json::{json, Map, Value};
+
+use crate::common::peers;
 
 fn args(v: Value) -> Option<Map<String, Value>> {
     v.as_object().cloned()

@@ -1,11 +1,11 @@
 //! Security checks, run as an operator would: the built binary at `RUST_LOG=trace`, real
 //! servers, and the files an operator writes.
 
-mod common;
-
 use std::process::Command;
 
 use common::peers::{self, Fault, SseFault, SsePeer};
+
+use crate::common;
 
 const SECRET: &str = "sk-live-TOPSECRET-4242";
 

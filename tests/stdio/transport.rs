@@ -2,9 +2,6 @@
 //! (close stdin, SIGTERM, SIGKILL to the group), the handler's contract (`on_open` first,
 //! `on_closed` once), frames in order, and a configurable frame limit.
 
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +10,8 @@ use kaged_mcp::transport::{
     CloseReason, ConnectContext, InboundHandler, Outbound, OversizeFrame, SendFailure, StdioConfig,
     StdioTransport, Transport,
 };
+
+use crate::common::peers;
 
 #[derive(Default)]
 struct Record {

@@ -5,9 +5,6 @@
 //! adds a tool and notifies every subscription) over stdio and Streamable HTTP, through the
 //! session.
 
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,6 +12,8 @@ use kaged_mcp::config::Sources;
 use kaged_mcp::Session;
 use peers::SsePeer;
 use serde_json::Value;
+
+use crate::common::peers;
 
 /// The server `srv`, over stdio or HTTP; the HTTP peer lives as long as the returned guard.
 fn project(http: bool, extra: &[&str]) -> (String, Option<SsePeer>) {

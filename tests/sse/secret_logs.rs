@@ -2,13 +2,6 @@
 //! sessions run over SSE (a working one, a refused one, a POST refused mid-session), and the
 //! captured text must not contain the secret.
 
-#[path = "common/capture.rs"]
-mod capture;
-#[path = "sse_harness/mod.rs"]
-mod harness;
-#[path = "common/peers.rs"]
-mod peers;
-
 use capture::Captured;
 use harness::mini::{Mini, MiniConfig};
 use harness::Session;
@@ -17,6 +10,10 @@ use kaged_mcp::transport::sse::{SseConfig, SseTransport};
 use kaged_mcp_layers::auth::AuthHeader;
 use peers::{SseFault, SsePeer};
 use serde_json::json;
+
+use crate::common::capture;
+use crate::common::peers;
+use crate::sse_harness as harness;
 
 const SECRET: &str = "sk-live-SECRET-0b9d7e55";
 const LIMIT: usize = 16 * 1024 * 1024;

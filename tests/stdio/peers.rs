@@ -6,9 +6,6 @@
 //! Peers come from `.ci/install-peers` (and `cargo build --example rmcp_server`); a missing one
 //! skips the test, or fails it when `CI` is set.
 
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::time::Duration;
 
 use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ServerState, ToolCall};
@@ -19,6 +16,8 @@ use kaged_mcp_layers::timeout::ProgressHandle;
 use peers::PyMcp;
 use serde_json::json;
 use tower::{BoxError, ServiceExt};
+
+use crate::common::peers;
 
 fn stdio_client(server: &str, command: &[String]) -> McpClient {
     stdio_client_with(server, command, ClientOptions::default())
@@ -322,7 +321,7 @@ async fn python_servers_get_their_sampling_requests_refused() {
     for version in PyMcp::ALL {
         // Server→client requests are a legacy-era thing: a 2.3.0 server spoken to in the
         // 2026-07-28 era has no back-channel for them ("Cannot send 'sampling/createMessage'");
-        // sampling refused in that era's form is in tests/mrtr.rs.
+        // sampling refused in that era's form is in tests/http/mrtr.rs.
         let Some(cmd) = peers::require(
             peers::python_server(version, peers::PyMode::Stdio),
             &version.name(),

@@ -2,11 +2,11 @@
 //! its `notifications/cancelled` delivered before the process exits, and a call to a tool of a
 //! server that is not ready says so.
 
-mod common;
-
 use std::process::Command;
 
 use common::peers::{self, Fault};
+
+use crate::common;
 
 fn project(yaml: &str, local: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();

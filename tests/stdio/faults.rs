@@ -3,9 +3,6 @@
 //! server, a session that goes on where it can, and no process left behind (checked in
 //! `/proc` for the server's process group).
 
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::time::Duration;
 
 use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ServerState, ToolCall};
@@ -15,6 +12,8 @@ use kaged_mcp_layers::retry::NotSent;
 use peers::Fault;
 use serde_json::{json, Value};
 use tower::{BoxError, ServiceExt};
+
+use crate::common::peers;
 
 fn server_name(mode: Fault) -> String {
     format!("faulty-{}", mode.as_str())

@@ -6,13 +6,6 @@
 //! permissions, and `kaged-mcp auth login|status|logout`. Each test reads the server's
 //! `/stats`.
 
-#[path = "common/cli.rs"]
-mod cli;
-#[path = "common/oauth.rs"]
-mod oauth;
-#[path = "common/peers.rs"]
-mod peers;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -21,6 +14,9 @@ use kaged_mcp::oauth::MAX_AUTHORIZATIONS;
 use kaged_mcp::Error;
 use oauth::{mode, token_file, token_files, whoami, OAuthPeer};
 use serde_json::Value;
+
+use crate::common::cli;
+use crate::common::oauth;
 
 /// The stats counter at `path` (`"authorize"`, `"token.refresh_token"`).
 fn stat(stats: &Value, path: &str) -> u64 {

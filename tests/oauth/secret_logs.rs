@@ -5,17 +5,13 @@
 //! the client secrets must appear neither in the captured text, nor in the `Debug` of the
 //! sessions and their status, nor in any error's `Display` or `Debug`.
 
-#[path = "common/capture.rs"]
-mod capture;
-#[path = "common/oauth.rs"]
-mod oauth;
-#[path = "common/peers.rs"]
-mod peers;
-
 use capture::Captured;
 use kaged_mcp::config::Sources;
 use oauth::{token_files, whoami, OAuthPeer};
 use serde_json::Value;
+
+use crate::common::capture;
+use crate::common::oauth;
 
 const APP_SECRET: &str = "cs-APPSECRET-41c9be";
 const SVC_SECRET: &str = "cs-SVCSECRET-0a77d3";

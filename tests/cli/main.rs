@@ -1,0 +1,10 @@
+//! The built `kaged-mcp` binary, one test binary (needs the `cli` feature): `check`, the session
+//! commands and `shell`, Streamable HTTP servers, lifecycle edges and every exit code.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod check;
+mod http;
+mod lifecycle;
+mod session;
