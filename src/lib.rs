@@ -6,6 +6,7 @@
 //! reference and `ARCHITECTURE.md` for the tiers, the hot path and the invariants.
 #![forbid(unsafe_code)]
 
+pub mod assemble;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod client;

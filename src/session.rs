@@ -20,8 +20,9 @@ use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+use crate::assemble;
 use crate::client::elicitation::ElicitationService;
-use crate::client::{ClientOptions, McpClient, ServerState};
+use crate::client::{McpClient, ServerState};
 use crate::config::{self, Config, McpServerConfig, Secret};
 #[cfg(feature = "oauth")]
 use crate::oauth::{Authorizer, OAuthSource};
@@ -29,8 +30,7 @@ use crate::protocol::{ToolInfo, ToolResult};
 use crate::registry::{
     check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolRegistry, ToolSource,
 };
-use crate::stack::{StackBuilder, StackSettings, ToolService};
-use crate::transport;
+use crate::stack::{StackBuilder, ToolService};
 use crate::Error;
 use kaged_mcp_layers::auth::TokenSource;
 use kaged_mcp_layers::stats::CallStats;
@@ -236,6 +236,8 @@ fn oauth_source(
     }
 }
 
+/// The client of the configured server `server`: its options and transport from the
+/// configuration ([`assemble`]), the session's elicitation handler.
 fn client_for(
     config: &Config,
     server: &McpServerConfig,
@@ -243,24 +245,10 @@ fn client_for(
     session: &SessionOptions,
     source: Option<Arc<dyn TokenSource>>,
 ) -> Result<McpClient, String> {
-    // A call may wait for a restart as long as its own timeout would let it.
-    let mut options = ClientOptions::default()
-        .frame_limit(config.daemon.frame_limit_bytes)
-        .wait_for_restart(config.timeout_for(&server.key))
-        .request_timeout(config.timeout_for(&server.key));
-    // The stack lets `max_in_flight` calls through and makes the rest wait; the client's own
-    // fail-fast bound stays above it, with room for discovery and the listen stream.
-    options.max_in_flight = options
-        .max_in_flight
-        .max(config.daemon.max_in_flight.saturating_add(64));
+    let mut options = assemble::client_options(config, server);
     options.elicitation_handler = session.elicitation.clone();
-    let overrides = config.local.overrides(&server.key);
-    options.era = overrides.era;
-    if let Some(probe_timeout) = overrides.probe_timeout {
-        options.probe_timeout = probe_timeout;
-    }
     let transport =
-        transport::from_config(config, server, secret, source).map_err(|e| e.to_string())?;
+        assemble::transport(config, server, secret, source).map_err(|e| e.to_string())?;
     Ok(McpClient::new(server.key.clone(), transport, options))
 }
 
@@ -297,7 +285,7 @@ impl Session {
                 });
                 match client {
                     Ok(client) => {
-                        let settings = StackSettings::from_config(&config, &sc.key);
+                        let settings = assemble::stack_settings(&config, &sc.key);
                         server.stats = Some(Arc::clone(&settings.stats));
                         let mut builder = StackBuilder::new(settings);
                         if let Some(f) = &options.customize {

@@ -68,7 +68,6 @@ use tracing::instrument::Instrumented;
 use tracing::{field, Instrument, Span};
 
 use crate::client::ToolCall;
-use crate::config::Config;
 use crate::protocol::ToolResult;
 use crate::Error;
 
@@ -111,16 +110,6 @@ impl StackSettings {
             max_in_flight: 64,
             retry: default_retry_policy(),
             stats: Arc::new(CallStats::new()),
-        }
-    }
-
-    /// The settings of `server` from the configuration files.
-    pub fn from_config(config: &Config, server: &str) -> Self {
-        Self {
-            result_max_bytes: config.daemon.result_max_bytes,
-            timeout: config.timeout_for(server),
-            max_in_flight: config.daemon.max_in_flight,
-            ..Self::new(server)
         }
     }
 

@@ -7,7 +7,8 @@
 //! [`Outbound`] whose [`send_with`](Outbound::send_with) never awaits: a frame is queued whole
 //! or not at all, and the transport writes it out on its own.
 //!
-//! Three transports fit this shape (build any configured one with [`from_config`]):
+//! Three transports fit this shape (build any configured one with
+//! [`assemble::transport`](crate::assemble::transport)):
 //! - [`stdio::StdioTransport`]: a child process, newline-delimited JSON on stdin/stdout, one
 //!   reader task owning stdout, writes coalesced on a shared buffer.
 //! - [`streamable_http::StreamableHttpTransport`] (MCP 2025-03-26 and later): each outbound
@@ -91,7 +92,6 @@
 //! }
 //! ```
 
-mod build;
 mod failure;
 #[cfg(feature = "http")]
 pub mod http;
@@ -111,7 +111,6 @@ use std::sync::Arc;
 
 use crate::protocol::RequestId;
 
-pub use self::build::{from_config, InvalidTransport};
 pub use self::failure::{is_transient_status, SendFailure};
 pub use self::stdio::{StdioConfig, StdioTransport};
 
@@ -527,44 +526,5 @@ impl TransportError {
     /// Whether trying again cannot help; see [`TransportError::permanent`].
     pub fn is_permanent(&self) -> bool {
         self.permanent
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Sources;
-
-    fn built(project: &str) -> Result<Box<dyn Transport>, InvalidTransport> {
-        let config = Sources::new(project.to_owned()).load().unwrap();
-        from_config(&config, &config.project.servers[0], None, None)
-    }
-
-    #[test]
-    fn a_stdio_server_is_built_with_any_features() {
-        let t = built("mcp:\n  local:\n    transport: stdio\n    command: [\"true\"]\n").unwrap();
-        assert!(t.describe().starts_with("stdio:"), "{}", t.describe());
-    }
-
-    /// Without the `http` feature an HTTP server's transport fails to build, naming the
-    /// server and the feature (run by CI's `cargo test --no-default-features --lib`).
-    #[cfg(not(feature = "http"))]
-    #[test]
-    fn without_the_http_feature_an_http_server_names_the_feature() {
-        for transport in ["sse", "streamable-http"] {
-            let project =
-                format!("mcp:\n  remote:\n    transport: {transport}\n    url: http://h/mcp\n");
-            let Err(err) = built(&project) else {
-                panic!("{transport}: built without the http feature")
-            };
-            assert_eq!(err.server(), "remote");
-            assert_eq!(
-                err.to_string(),
-                format!(
-                    "server `remote`: transport `{transport}` needs kaged-mcp built with its \
-                     `http` feature"
-                )
-            );
-        }
     }
 }

@@ -433,7 +433,7 @@ async fn http_annotated_parameters_are_mirrored_also_after_a_restart() {
     let peer = SsePeer::start_reporting_port(&peers::era_server_http("modern-only", &[])).unwrap();
     let config = Sources::new(http_project(&peer.mcp_url())).load().unwrap();
     let server = &config.project.servers[0];
-    let transport = kaged_mcp::transport::from_config(&config, server, None, None).unwrap();
+    let transport = kaged_mcp::assemble::transport(&config, server, None, None).unwrap();
     let client = McpClient::new("srv", transport, ClientOptions::default());
     let tools = client.list_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "whoami"));

@@ -233,7 +233,7 @@ async fn a_request_answered_202_by_a_server_without_a_get_stream_fails_at_once()
     );
     let config = Sources::new(project).load().unwrap();
     let transport =
-        kaged_mcp::transport::from_config(&config, &config.project.servers[0], None, None).unwrap();
+        kaged_mcp::assemble::transport(&config, &config.project.servers[0], None, None).unwrap();
     let client = McpClient::new("remote", transport, ClientOptions::default());
     let echo = ToolCall::new("echo").with_json_arguments(json!({"message": "a"}));
     assert_eq!(

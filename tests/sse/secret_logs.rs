@@ -36,7 +36,7 @@ async fn no_secret_appears_in_trace_level_logs() {
         oauth: None,
     };
     let secret = Secret::new(SECRET);
-    let transport = SseTransport::from_config("github", &sse, Some((&auth, &secret))).unwrap();
+    let transport = kaged_mcp::assemble::sse("github", &sse, Some((&auth, &secret))).unwrap();
     tracing::info!(transport = ?transport, "built");
     let session = Session::connect(&transport, "github", LIMIT).await.unwrap();
     session.initialize().await;

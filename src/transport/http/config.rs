@@ -2,13 +2,10 @@
 //! the error that names what is wrong.
 
 use std::fmt;
-use std::sync::Arc;
 
 use http::header::{self, HeaderName, HeaderValue};
-use kaged_mcp_layers::auth::{AuthHeader, InvalidHeader, StaticToken, TokenSource};
+use kaged_mcp_layers::auth::InvalidHeader;
 use url::Url;
-
-use crate::config::{AuthConfig, AuthKind, Secret};
 
 /// Headers the transports set themselves or that frame the HTTP message; a static header may
 /// not name them.
@@ -61,22 +58,6 @@ pub(crate) fn validate(
         }
     }
     Ok(())
-}
-
-/// The token source of a server's static `auth` block (`bearer` or `header`) with its resolved
-/// secret.
-pub(crate) fn static_token(
-    server: &str,
-    auth: &AuthConfig,
-    secret: &Secret,
-) -> Result<Arc<dyn TokenSource>, InvalidHttpConfig> {
-    let header = match auth.kind {
-        AuthKind::Bearer => AuthHeader::bearer(secret.expose()),
-        AuthKind::Header => AuthHeader::header(auth.header_name.as_str(), secret.expose()),
-        AuthKind::OAuth => return Err(InvalidHttpConfig::new(server, InvalidKind::NoTokenSource)),
-    }
-    .map_err(|e| InvalidHttpConfig::new(server, InvalidKind::Auth(e)))?;
-    Ok(Arc::new(StaticToken::new(header)))
 }
 
 /// An HTTP server's configuration that cannot work: it names the server and what is wrong,

@@ -35,7 +35,7 @@ use http_body_util::BodyExt;
 use kaged_mcp_layers::auth::TokenError;
 use url::Url;
 
-pub(crate) use self::config::{static_token, validate};
+pub(crate) use self::config::validate;
 pub use self::config::{InvalidHttpConfig, InvalidKind};
 
 pub(crate) use self::exchange::{exchange, Exchange, Outcome};

@@ -8,8 +8,7 @@ use http::header::{HeaderName, HeaderValue};
 use kaged_mcp_layers::auth::{AuthHeader, StaticToken, TokenSource};
 use url::Url;
 
-use crate::config::{AuthConfig, HttpServerConfig, Secret};
-use crate::transport::http::{static_token, validate, InvalidHttpConfig};
+use crate::transport::http::{validate, InvalidHttpConfig};
 
 /// The default for [`SseConfig::connect_timeout`]: 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -21,7 +20,7 @@ pub const DEFAULT_POST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How to reach one server over the 2024-11-05 HTTP+SSE transport.
 ///
 /// Build it with [`SseConfig::new`] and the setters, or from the project configuration with
-/// [`SseConfig::from_config`]; [`SseTransport::new`](super::SseTransport::new) checks it.
+/// [`assemble::sse`](crate::assemble::sse); [`SseTransport::new`](super::SseTransport::new) checks it.
 /// `Debug` shows the auth header's name only.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -56,27 +55,6 @@ impl SseConfig {
             post_timeout: DEFAULT_POST_TIMEOUT,
             secret_ref: None,
         }
-    }
-
-    /// The configuration of the `mcp.<server>` entry `sse`, with its `auth` block and the
-    /// secret it refers to (resolved by the caller from `local.toml`).
-    ///
-    /// # Errors
-    /// [`InvalidSseConfig`] when the secret cannot make a header (empty, a line break, a
-    /// control byte) or `auth` is given without its secret. The error names the server and
-    /// never holds the secret.
-    pub fn from_config(
-        server: &str,
-        sse: &HttpServerConfig,
-        auth: Option<(&AuthConfig, &Secret)>,
-    ) -> Result<Self, InvalidSseConfig> {
-        let mut config = Self::new(sse.url.clone());
-        config.headers = sse.headers.clone();
-        if let Some((auth, secret)) = auth {
-            config.auth = Some(static_token(server, auth, secret)?);
-            config.secret_ref = auth.secret_ref.as_ref().map(ToString::to_string);
-        }
-        Ok(config)
     }
 
     /// Adds a static header.
@@ -151,7 +129,6 @@ pub type InvalidSseConfig = InvalidHttpConfig;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{AuthKind, SecretRef};
     use crate::transport::http::InvalidKind;
     use http::header;
 
@@ -215,46 +192,5 @@ mod tests {
             "server `api`: the static header `x-api-key` collides with the auth header; remove \
              it from `headers`"
         );
-    }
-
-    #[test]
-    fn from_config_builds_bearer_and_custom_headers_and_debug_hides_the_secret() {
-        let sse = HttpServerConfig {
-            url: url("https://h/sse"),
-            headers: vec![("x-flag".parse().unwrap(), HeaderValue::from_static("1"))],
-        };
-        let secret = Secret::new(SECRET);
-        let bearer = AuthConfig {
-            kind: AuthKind::Bearer,
-            header_name: header::AUTHORIZATION,
-            secret_ref: Some(SecretRef::parse("api.key").unwrap()),
-            oauth: None,
-        };
-        let config = SseConfig::from_config("gh", &sse, Some((&bearer, &secret))).unwrap();
-        assert_eq!(
-            config.auth.as_ref().unwrap().header_name(),
-            header::AUTHORIZATION
-        );
-        assert_eq!(config.headers.len(), 1);
-        let text = format!("{config:?}");
-        assert!(!text.contains(SECRET), "{text}");
-        assert!(
-            text.contains("authorization") && text.contains("x-flag"),
-            "{text}"
-        );
-
-        let custom = AuthConfig {
-            kind: AuthKind::Header,
-            header_name: "x-api-key".parse().unwrap(),
-            ..bearer.clone()
-        };
-        let config = SseConfig::from_config("gh", &sse, Some((&custom, &secret))).unwrap();
-        assert_eq!(config.auth.unwrap().header_name().as_str(), "x-api-key");
-
-        let bad = Secret::new(format!("{SECRET}\n"));
-        let err = SseConfig::from_config("gh", &sse, Some((&bearer, &bad))).unwrap_err();
-        assert!(matches!(err.kind(), InvalidKind::Auth(_)));
-        assert!(err.to_string().starts_with("server `gh`: "), "{err}");
-        assert!(!err.to_string().contains(SECRET), "{err}");
     }
 }

@@ -72,7 +72,6 @@ use super::http::client::{self, HttpService};
 pub use super::http::InvalidKind;
 use super::http::{auth_hint, redacted};
 use super::{BoxFuture, ConnectContext, Connection, Transport, TransportError};
-use crate::config::{AuthConfig, HttpServerConfig, Secret};
 
 /// Connects to an MCP server over HTTP+SSE (2024-11-05). See the [module docs](self).
 #[derive(Debug, Clone)]
@@ -114,19 +113,6 @@ impl SseTransport {
     pub fn new(config: SseConfig) -> Result<Self, InvalidSseConfig> {
         let name = redacted(&config.url);
         Self::checked(&name, config)
-    }
-
-    /// The transport of the `mcp.<server>` entry `sse`, with its `auth` block and the secret
-    /// it refers to (resolved by the caller from `local.toml`); errors name `server`.
-    ///
-    /// # Errors
-    /// As [`SseTransport::new`], and when the secret cannot make a header.
-    pub fn from_config(
-        server: &str,
-        sse: &HttpServerConfig,
-        auth: Option<(&AuthConfig, &Secret)>,
-    ) -> Result<Self, InvalidSseConfig> {
-        Self::checked(server, SseConfig::from_config(server, sse, auth)?)
     }
 
     /// A transport for `config`, errors naming `server`.

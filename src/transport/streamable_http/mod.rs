@@ -80,9 +80,8 @@ use kaged_mcp_layers::auth::{AuthHeader, StaticToken, TokenSource};
 use url::Url;
 
 use super::http::client::{self, HttpService};
-use super::http::{auth_hint, redacted, static_token, validate, InvalidHttpConfig, InvalidKind};
+use super::http::{auth_hint, redacted, validate, InvalidHttpConfig, InvalidKind};
 use super::{BoxFuture, ConnectContext, Connection, Transport, TransportError};
-use crate::config::{AuthConfig, HttpServerConfig, Secret};
 
 /// The default for [`StreamableHttpConfig::connect_timeout`]: 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -94,7 +93,7 @@ pub const DEFAULT_MAX_RESUMPTIONS: u32 = 5;
 /// How to reach one server over Streamable HTTP.
 ///
 /// Build it with [`StreamableHttpConfig::new`] and the setters, or from the project
-/// configuration with [`StreamableHttpConfig::from_config`];
+/// configuration with [`assemble::streamable_http`](crate::assemble::streamable_http);
 /// [`StreamableHttpTransport::new`] checks it. `Debug` shows the auth header's name only.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -132,26 +131,6 @@ impl StreamableHttpConfig {
             post_timeout: DEFAULT_POST_TIMEOUT,
             max_resumptions: DEFAULT_MAX_RESUMPTIONS,
         }
-    }
-
-    /// The configuration of the `mcp.<server>` entry `http`, with its `auth` block and the
-    /// secret it refers to (resolved by the caller from `local.toml`).
-    ///
-    /// # Errors
-    /// [`InvalidHttpConfig`] when the secret cannot make a header (empty, a line break, a
-    /// control byte). The error names the server and never holds the secret.
-    pub fn from_config(
-        server: &str,
-        http: &HttpServerConfig,
-        auth: Option<(&AuthConfig, &Secret)>,
-    ) -> Result<Self, InvalidHttpConfig> {
-        let mut config = Self::new(http.url.clone());
-        config.headers = http.headers.clone();
-        if let Some((auth, secret)) = auth {
-            config.auth = Some(static_token(server, auth, secret)?);
-            config.secret_ref = auth.secret_ref.as_ref().map(ToString::to_string);
-        }
-        Ok(config)
     }
 
     /// Adds a static header.
@@ -258,22 +237,6 @@ impl StreamableHttpTransport {
     pub fn new(config: StreamableHttpConfig) -> Result<Self, InvalidHttpConfig> {
         let name = redacted(&config.url);
         Self::checked(&name, config)
-    }
-
-    /// The transport of the `mcp.<server>` entry `http`, with its `auth` block and the secret it
-    /// refers to; errors name `server`.
-    ///
-    /// # Errors
-    /// As [`StreamableHttpTransport::new`], and when the secret cannot make a header.
-    pub fn from_config(
-        server: &str,
-        http: &HttpServerConfig,
-        auth: Option<(&AuthConfig, &Secret)>,
-    ) -> Result<Self, InvalidHttpConfig> {
-        Self::checked(
-            server,
-            StreamableHttpConfig::from_config(server, http, auth)?,
-        )
     }
 
     /// A transport for `config`, errors naming `server`.
