@@ -155,6 +155,42 @@ async fn an_expired_session_is_replaced_without_the_caller_noticing_and_nothing_
 }
 
 #[tokio::test]
+async fn calls_on_their_way_when_the_server_ends_the_session_are_all_sent_again() {
+    // Eight calls are POSTed to the session; the server ends it and answers each 404 (none was
+    // processed). Each 404 proves its call did not run, so each is sent again on the next
+    // session, however the 404s and the first one's closing of the session interleave.
+    for answers in ["sse", "json"] {
+        let dir = tempfile::tempdir().unwrap();
+        let peer = start(
+            "expire_burst",
+            &["--answers", answers, "--burst", "8"],
+            dir.path(),
+        );
+        let session = session(&peer, "", "", "").await;
+        let messages: Vec<String> = (0..8).map(|i| format!("b{i}")).collect();
+        let results = futures::future::join_all(messages.iter().map(|m| echo(&session, m))).await;
+        for (i, r) in results.iter().enumerate() {
+            match r {
+                Ok(text) => assert_eq!(text, &format!("Echo: b{i}")),
+                Err(e) => panic!("{answers}: call b{i} failed: {e}"),
+            }
+        }
+        assert_eq!(session.status()[0].state, "ready");
+        session.shutdown().await;
+        let log = log(dir.path());
+        let refused = posts_of(&log, "tools/call")
+            .into_iter()
+            .filter(|e| e["status"] == 404)
+            .count();
+        assert_eq!(refused, 8, "{answers}: {log:#?}");
+        let mut ran = calls(dir.path());
+        ran.sort();
+        let want: Vec<String> = (0..8).map(|i| format!("\"b{i}\"")).collect();
+        assert_eq!(ran, want, "{answers}: each call ran once");
+    }
+}
+
+#[tokio::test]
 async fn a_stream_cut_before_its_answer_is_resumed_with_last_event_id_after_retry() {
     for answers in ["sse", "json"] {
         let dir = tempfile::tempdir().unwrap();

@@ -4,6 +4,7 @@
 Usage:  python3 http_fault_server.py [--port N] [--mode MODE] [--answers sse|json] [--stateless]
                                      [--secret S] [--log FILE] [--call-log FILE] [--delay SECS]
                                      [--retry-ms N]
+                                     [--chaos-every N] [--chaos-seed S] [--burst N]
 
 Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1, TCP_NODELAY). The first line on
 stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on start.
@@ -73,6 +74,17 @@ Modes (--mode):
                      closed without any answer (logged with status "dropped"), as a server does that
                      closes an idle keep-alive connection just as the client reuses it; every later one
                      as in ok
+  chaos              (for the soak) each tools/call of echo draws one fault at random (--chaos-seed,
+                     default from the clock): with odds 1/--chaos-every each (default 1000), the
+                     session is forgotten as its answer is sent (as expire_after_first, any session,
+                     any number of times), the answer stream is cut before the answer (as
+                     cut_before_answer, resumable), or the answer comes after --delay seconds
+                     (default 30; set it past the client's timeout); otherwise as in ok. Each fault
+                     is one line on stderr, `chaos: expire|cut|slow <message>`
+  expire_burst       the first --burst (default 8) tools/call POSTs of the first session are held until
+                     all have arrived (at most 10 s), then the session is forgotten and each is
+                     answered 404 (none is processed), as a server ends a session while several
+                     calls are on their way; later sessions as in ok
   redirect           every POST -> 307 with `Location: http://127.0.0.2:<port>/mcp` (GET and DELETE as
                      in ok); a second listener on 127.0.0.2:<port> answers everything 404 and logs it
                      (with "listener": "127.0.0.2") so a test can prove nothing, and no Authorization
@@ -90,6 +102,7 @@ initialize that issued one, and "since_cut_ms" on a GET resuming a cut stream.
 import argparse
 import json
 import queue
+import random
 import secrets
 import socket
 import sys
@@ -99,7 +112,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 MODES = ["ok", "expire_after_first", "cut_before_answer", "no_get", "auth", "forbidden", "slow_headers",
-         "malformed_sse", "redirect", "drop_first"]
+         "malformed_sse", "redirect", "drop_first", "chaos", "expire_burst"]
 VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
 LATEST = "2025-11-25"
 PIECE = 64 * 1024
@@ -115,6 +128,10 @@ EXPIRED = {"done": False}  # expire_after_first: has a session been forgotten ye
 EXPIRED_LOCK = threading.Lock()
 DROPPED = set()  # drop_first: the verbs whose first request was dropped
 DROPPED_LOCK = threading.Lock()
+BURST = {"arrived": 0, "first": None}  # expire_burst: the held POSTs, the first session's id
+BURST_COND = threading.Condition()
+CHAOS = random.Random()  # chaos: the draws (seeded in main)
+CHAOS_LOCK = threading.Lock()
 
 
 def eprint(text):
@@ -571,6 +588,9 @@ class Handler(BaseHTTPRequestHandler):
             if session is None:
                 return
         tool = self.entry["tool"]
+        if ARGS.mode == "expire_burst" and is_request and msg["method"] == "tools/call":
+            if self.burst(session):
+                return
         if isinstance(tool, str) and tool.startswith("http_") and tool[5:].isdigit():
             self.reply(int(tool[5:]))
             return
@@ -584,6 +604,20 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             eprint(f"the client went away while answering {msg.get('method')} id {msg.get('id')}")
             self.close_connection = True
+
+    def burst(self, session):
+        """expire_burst: holds the first session's first --burst calls, then 404s them all."""
+        with BURST_COND:
+            if BURST["first"] is None:
+                BURST["first"] = session.id
+            if session.id != BURST["first"] or BURST["arrived"] >= ARGS.burst:
+                return False
+            BURST["arrived"] += 1
+            BURST_COND.notify_all()
+            BURST_COND.wait_for(lambda: BURST["arrived"] >= ARGS.burst, timeout=10)
+        forget(session)
+        self.rpc_error(404, -32001, "Session not found")
+        return True
 
     def answer(self, session, msg, headers):
         id_, method = msg["id"], msg["method"]
@@ -622,7 +656,14 @@ class Handler(BaseHTTPRequestHandler):
                     f.write(json.dumps(message) + "\n")
                     f.flush()
             answer = {"jsonrpc": "2.0", "id": id_, "result": text_result(f"Echo: {message}")}
-            if ARGS.mode == "cut_before_answer":
+            fault = self.chaos() if ARGS.mode == "chaos" else None
+            if fault:
+                eprint(f"chaos: {fault} {message}")
+            if fault == "expire" and session is not STATELESS:
+                out.before_final = lambda: forget(session)
+            elif fault == "slow":
+                time.sleep(ARGS.delay)
+            if ARGS.mode == "cut_before_answer" or fault == "cut":
                 out.cut(answer)
             else:
                 out.final(Body(answer))
@@ -644,6 +685,12 @@ class Handler(BaseHTTPRequestHandler):
             result(text_result(json.dumps({"ping": got["p1"], "sampling": got[7]})))
         else:
             error(-32602, f"Unknown tool: {name}")
+
+    def chaos(self):
+        """chaos: the fault drawn for this call, or None."""
+        with CHAOS_LOCK:
+            draw = CHAOS.randrange(ARGS.chaos_every)
+        return {0: "expire", 1: "cut", 2: "slow"}.get(draw) if ARGS.chaos_every >= 3 else None
 
     def expire(self, session):
         with EXPIRED_LOCK:
@@ -756,7 +803,11 @@ def main():
     parser.add_argument("--call-log", default=None, help="append each executed echo's message here")
     parser.add_argument("--delay", type=float, default=30.0, help="slow_headers: seconds")
     parser.add_argument("--retry-ms", type=int, default=300, help="cut_before_answer: retry field")
+    parser.add_argument("--burst", type=int, default=8, help="expire_burst: calls held")
+    parser.add_argument("--chaos-every", type=int, default=1000, help="chaos: odds 1/N per fault")
+    parser.add_argument("--chaos-seed", type=int, default=None, help="chaos: seed of the draws")
     ARGS = parser.parse_args()
+    CHAOS.seed(ARGS.chaos_seed)
 
     ThreadingHTTPServer.daemon_threads = True
     httpd = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)

@@ -25,13 +25,15 @@
 //!   message; [`Connection::negotiated`] gives the
 //!   `MCP-Protocol-Version` that goes on every message after the handshake. A `404` to a message
 //!   that carried the session id means the server ended the session: the request it carried
-//!   fails as not delivered and retryable (so do requests whose `POST` had not started), and
-//!   the connection closes with
+//!   fails as not delivered and retryable (so do requests whose `POST` had not started, held
+//!   until the close), the requests already POSTed get up to 1 s to meet their own answer's
+//!   status (each `404` among them fails as not delivered too), and the connection closes with
 //!   [`CloseReason::session_expired`](super::CloseReason::session_expired), so the client
-//!   starts a new session at once and the retry layer sends the request again (a request is
-//!   never sent twice when its delivery is unknown: a call whose `POST` was in flight when the
-//!   session ended fails, delivery unknown). A session that expires before it ever answered a
-//!   call counts as a failure, so a server that loses every session at once backs off.
+//!   starts a new session and the retry layer sends those requests again (a request is never
+//!   sent twice when its delivery is unknown: a call whose `POST` had no answer's status when
+//!   the session closed fails, delivery unknown). A session that expires before it ever
+//!   answered a call counts as a failure, so a server that loses every session at once backs
+//!   off.
 //! - **The GET stream.** Once the handshake is done (`notifications/initialized` accepted), a
 //!   `GET` opens the stream of server-initiated messages; a `405` (or another 4xx) means the
 //!   server offers none. Requests wait (at most the connect timeout, once per session) until

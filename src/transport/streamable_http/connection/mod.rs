@@ -60,6 +60,9 @@ static JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// How long shutdown waits for queued notifications (cancellations) to go out.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+/// Once the server ended the session, how long the requests already POSTed to it may take to
+/// get their answer's status (a `404` proves one was not processed) before the session closes.
+const EXPIRY_GRACE: Duration = Duration::from_secs(1);
 
 /// Starts a session: nothing is sent until the client's first message.
 pub(super) fn open(
@@ -89,6 +92,8 @@ pub(super) fn open(
         no_get_stream: AtomicBool::new(false),
         requests: Mutex::new(HashMap::new()),
         modern: AtomicBool::new(false),
+        expiring: AtomicBool::new(false),
+        headed: tokio::sync::Notify::new(),
     });
     ctx.handler
         .on_open(Arc::new(HttpOutbound(Arc::clone(&conn))) as Arc<dyn Outbound>);
@@ -138,6 +143,10 @@ struct Conn {
     /// The session's latest request declared its own protocol version (the 2026-07-28 era):
     /// closing a request's response is its cancellation, no notification is POSTed.
     modern: AtomicBool,
+    /// The server ended the session (see [`Conn::expire`]): nothing more is POSTed to it.
+    expiring: AtomicBool,
+    /// Told each time a request's POST gets its answer's status (or fails).
+    headed: tokio::sync::Notify,
 }
 
 /// One request's task, as the connection sees it.
@@ -147,6 +156,8 @@ struct InFlight {
     cancel: CancellationToken,
     /// Its POST was started: it may have reached the server.
     posted: AtomicBool,
+    /// Its POST's exchange ended: an answer's status, or a failure, came.
+    headed: AtomicBool,
 }
 
 /// The headers a session adds to every message once it knows them.
@@ -231,44 +242,78 @@ impl Conn {
     }
 
     /// The server ended the session (a 404 to a message carrying its id): the request that
-    /// met it fails as not delivered and retryable, then the session closes so the client
-    /// starts a new one at once.
-    fn expire(&self, id: Option<&RequestId>, verb: &str) {
-        tracing::info!(server = %self.server, "the server ended the session (404); a new one will be started");
-        // Requests whose POST never started provably did not reach the server: they fail as
-        // not delivered, so the retry layer sends them again on the next session. (Those in
-        // flight may have been processed: they fail with the session, delivery unknown.)
-        let unsent: Vec<RequestId> = self
-            .lock_requests()
-            .iter()
-            .filter(|(rid, f)| !f.posted.load(Ordering::Acquire) && Some(*rid) != id)
-            .map(|(rid, _)| rid.clone())
-            .collect();
-        // First end every task and refuse new messages, so nothing more goes to the old session.
-        self.cancel.cancel();
-        let expired = SendFailure::expired;
+    /// met it fails as not delivered and retryable, nothing more is POSTed, then the session
+    /// closes so the client starts a new one.
+    ///
+    /// A 404 proves a request was not processed, and a server that ends a session answers 404
+    /// to every request still on its way: so the requests already POSTed get (at most
+    /// [`EXPIRY_GRACE`]) to meet their own answer's status before the session closes. Each
+    /// that meets a 404 fails as not delivered too, and the retry layer sends it again on the
+    /// next session; one answered normally is read on. (Closing at the first 404 would fail
+    /// them all as "delivery unknown", never resent: a burst of lost calls at every expiry
+    /// or server restart under load.)
+    fn expire(self: &Arc<Self>, id: Option<&RequestId>, verb: &str) {
         if let Some(id) = id {
             self.fail(
                 id,
-                expired(format!(
+                SendFailure::expired(format!(
                     "the session expired ({verb} answered 404 Not Found); a new one is started"
                 )),
             );
         }
-        for id in &unsent {
-            self.fail(
-                id,
-                expired(
-                    "the session expired before the request went out; a new one is started".into(),
-                ),
-            );
+        if self.expiring.swap(true, Ordering::SeqCst) {
+            return;
         }
-        self.close(
-            CloseReason::new(format!(
-                "ended the session ({verb} answered 404 Not Found); a new one is started"
-            ))
-            .session_expired(),
+        tracing::info!(server = %self.server, "the server ended the session (404); a new one will be started");
+        // Requests whose POST never started provably did not reach the server: they fail as
+        // not delivered, so the retry layer sends them again on the next session. (One that
+        // starts its POST from now on sees `expiring` and fails the same way.)
+        self.fail_unsent(id);
+        let conn = Arc::clone(self);
+        let reason =
+            format!("ended the session ({verb} answered 404 Not Found); a new one is started");
+        self.runtime.spawn(
+            async move {
+                let until = tokio::time::Instant::now() + EXPIRY_GRACE;
+                loop {
+                    let headed = conn.headed.notified();
+                    if conn.is_closed() || !conn.awaiting_status() {
+                        break;
+                    }
+                    if tokio::time::timeout_at(until, headed).await.is_err() {
+                        break;
+                    }
+                }
+                // First end every task and refuse new messages, so nothing more goes to the
+                // old session; requests still in flight fail with it (delivery unknown).
+                conn.fail_unsent(None);
+                conn.cancel.cancel();
+                conn.close(CloseReason::new(reason).session_expired());
+            }
+            .instrument(self.span.clone()),
         );
+    }
+
+    /// Fails every request (but `except`) whose POST has not started, as not delivered, and
+    /// stops its task.
+    fn fail_unsent(&self, except: Option<&RequestId>) {
+        let unsent: Vec<(RequestId, Arc<InFlight>)> = self
+            .lock_requests()
+            .iter()
+            .filter(|(rid, f)| !f.posted.load(Ordering::SeqCst) && Some(*rid) != except)
+            .map(|(rid, f)| (rid.clone(), Arc::clone(f)))
+            .collect();
+        for (id, flight) in &unsent {
+            flight.cancel.cancel();
+            self.fail(id, unsent_expired());
+        }
+    }
+
+    /// Some request was POSTed and has no answer's status yet.
+    fn awaiting_status(&self) -> bool {
+        self.lock_requests()
+            .values()
+            .any(|f| f.posted.load(Ordering::Acquire) && !f.headed.load(Ordering::Acquire))
     }
 
     /// A request to the endpoint with the static headers, the session's headers, `accept`, and
@@ -374,6 +419,11 @@ impl Conn {
         let target = self.queue.last_queued();
         let _ = tokio::time::timeout(FLUSH_TIMEOUT, self.queue.wait_sent(target)).await;
     }
+}
+
+/// How a request fails that was never POSTed to a session the server ended.
+fn unsent_expired() -> SendFailure {
+    SendFailure::expired("the session expired before the request went out; a new one is started")
 }
 
 /// Removes a request from [`Conn::requests`] when its task ends, however it ends.

@@ -130,6 +130,7 @@ impl Conn {
         let flight = Arc::new(InFlight {
             cancel: self.cancel.child_token(),
             posted: AtomicBool::new(false),
+            headed: AtomicBool::new(false),
         });
         self.lock_requests().insert(id.clone(), Arc::clone(&flight));
         let forget = Forget {
@@ -169,7 +170,7 @@ impl Conn {
         }
     }
 
-    pub(super) async fn post_other(&self, frame: Bytes) -> Result<(), String> {
+    pub(super) async fn post_other(self: &Arc<Self>, frame: Bytes) -> Result<(), String> {
         let how = Exchange {
             what: "the POST",
             timeout: Some(self.inner.post_timeout),

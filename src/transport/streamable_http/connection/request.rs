@@ -21,7 +21,19 @@ impl Conn {
     ) {
         self.initialized().await;
         self.get_answered().await;
-        flight.posted.store(true, Ordering::Release);
+        // Once the server ended the session nothing more goes to it: the request is held
+        // until the session closes, which fails it as not delivered (`fail_unsent`), so the
+        // retry layer sends it again once the next session is there (failing it now would
+        // only have it retried, and refused, while this one drains).
+        if self.expiring.load(Ordering::SeqCst) {
+            return std::future::pending().await;
+        }
+        flight.posted.store(true, Ordering::SeqCst);
+        if self.expiring.load(Ordering::SeqCst) {
+            flight.posted.store(false, Ordering::SeqCst);
+            self.headed.notify_waiters();
+            return std::future::pending().await;
+        }
         let how = Exchange {
             what: "the POST",
             timeout: None,
@@ -37,7 +49,10 @@ impl Conn {
                 mirror.as_ref(),
             )
         };
-        let response = match exchange(&self.inner.http, how, make).await {
+        let outcome = exchange(&self.inner.http, how, make).await;
+        flight.headed.store(true, Ordering::Release);
+        self.headed.notify_waiters();
+        let response = match outcome {
             Outcome::Answered(response) => response,
             Outcome::Expired => return self.expire(Some(&id), "the POST"),
             // A modern server answers a request it refuses (unsupported version, header
@@ -227,7 +242,7 @@ impl Conn {
     /// Reads an answer's event stream, resuming it with `Last-Event-ID` while it ends before
     /// the answer, if it is `resumable` (2026-07-28 streams are not: a cut one fails its
     /// request at once).
-    async fn read_answer_stream(&self, body: Body, id: &RequestId, resumable: bool) {
+    async fn read_answer_stream(self: &Arc<Self>, body: Body, id: &RequestId, resumable: bool) {
         let mut parser = EventParser::new(self.limit);
         let mut body = body;
         let mut fruitless = 0;
