@@ -1,14 +1,24 @@
-//! Soak: many calls at 16 in flight against a stdio server killed at random and an SSE server
-//! whose stream drops at random. Ignored by default; run with
+//! Soak: many calls at 16 in flight against servers that fail at random: a stdio server
+//! killed, an SSE stream dropped, a Streamable HTTP server (2025-11-25 sessions, and the
+//! 2026-07-28 era) killed and started again on the same port behind a proxy that cuts responses
+//! at a random byte, with sessions expired, answer streams cut and answers slower than the
+//! timeout, and an OAuth server whose access tokens expire every 1 to 2 s and whose refresh
+//! token is then revoked. Ignored by default (CI runs them at these sizes); run with
 //!
 //! ```sh
-//! cargo test --release --test soak -- --ignored --nocapture --test-threads 1
+//! cargo test --test soak -- --ignored --nocapture --test-threads 1
 //! ```
-//! `KAGED_SOAK_CALLS` (default 100 000) and `KAGED_SOAK_SSE_CALLS` (default 20 000) set the
-//! counts. Each run asserts that every call ends (a result or an error, none past its timeout),
-//! that no non-idempotent call reached a server twice (the servers log every echo's unique
-//! message), that no process is left afterwards, and that the client's RSS after the run is
-//! within 10 % of its RSS after warm-up.
+//!
+//! (`--release` for a long run). The counts, sized for CI (under a minute in all, debug build,
+//! 2 cores): `KAGED_SOAK_CALLS` (stdio, default 20 000), `KAGED_SOAK_SSE_CALLS` (5 000),
+//! `KAGED_SOAK_HTTP_CALLS` (5 000), `KAGED_SOAK_MODERN_CALLS` (5 000),
+//! `KAGED_SOAK_OAUTH_CALLS` (12 000); `KAGED_SOAK_SEED` repeats a run. Each run asserts that
+//! every call ends (a result or an error, none past its timeout), that no non-idempotent call
+//! reached a server twice (the servers log every echo's unique message), that no process is
+//! left afterwards, and that the client's RSS after the run is within 10 % of its RSS after
+//! warm-up. The OAuth run asserts that no call fails for an expiry, that each expiry costs
+//! exactly one refresh, that a revoked refresh token ends every call in `LoginRequired` after
+//! one refresh attempt and one discovery, and that no token appears in its TRACE logs.
 
 mod common;
 
@@ -17,11 +27,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::capture::Captured;
+use common::oauth::{whoami, OAuthPeer};
 use common::peers::{self, Fault, SseFault, SsePeer};
 use futures::stream::{self, StreamExt};
-use kaged_mcp::client::{ClientOptions, McpClient, ServerState, ToolCall};
+use kaged_mcp::client::{ClientOptions, Era, McpClient, ServerState, ToolCall};
+use kaged_mcp::config::EraPreference;
 use kaged_mcp::stack::{StackBuilder, StackSettings, ToolService};
 use kaged_mcp::transport::sse::{SseConfig, SseTransport};
+use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
 use kaged_mcp::transport::{StdioConfig, StdioTransport};
 use serde_json::json;
 use tower::ServiceExt;
@@ -81,9 +95,26 @@ struct Outcome {
     elapsed: Duration,
 }
 
+/// Call `i` of a run: an echo of the unique message `m<i>`, and the text its answer must be.
+fn echo_call(i: usize) -> (ToolCall, String) {
+    let call = ToolCall::new("echo").with_json_arguments(json!({"message": format!("m{i}")}));
+    (call, format!("Echo: m{i}"))
+}
+
 /// Runs `calls` echo calls through `stack`, `IN_FLIGHT` at a time; `after_call(i)` runs after
 /// call `i` is issued (the chaos hook).
-async fn drive(stack: ToolService, calls: usize, mut after_call: impl FnMut(usize)) -> Outcome {
+async fn drive(stack: ToolService, calls: usize, after_call: impl FnMut(usize)) -> Outcome {
+    drive_plan(stack, calls, echo_call, after_call).await
+}
+
+/// Runs `calls` calls through `stack`, `IN_FLIGHT` at a time: call `i` and the text its answer
+/// must be are `plan(i)`; `after_call(i)` runs after call `i` is issued (the chaos hook).
+async fn drive_plan(
+    stack: ToolService,
+    calls: usize,
+    mut plan: impl FnMut(usize) -> (ToolCall, String),
+    mut after_call: impl FnMut(usize),
+) -> Outcome {
     let ok = Arc::new(AtomicU64::new(0));
     let hung = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(std::sync::Mutex::new(HashMap::<String, u64>::new()));
@@ -92,14 +123,13 @@ async fn drive(stack: ToolService, calls: usize, mut after_call: impl FnMut(usiz
     let start = Instant::now();
     let mut results = stream::iter(0..calls)
         .map(|i| {
+            let (call, want) = plan(i);
             after_call(i);
             let stack = stack.clone();
             let (ok, hung, errors) = (ok.clone(), hung.clone(), errors.clone());
             async move {
-                let call =
-                    ToolCall::new("echo").with_json_arguments(json!({"message": format!("m{i}")}));
                 match tokio::time::timeout(HANG_LIMIT, stack.oneshot(call)).await {
-                    Ok(Ok(r)) if r.joined_text() == format!("Echo: m{i}") => {
+                    Ok(Ok(r)) if r.joined_text() == want => {
                         ok.fetch_add(1, Ordering::Relaxed);
                     }
                     Ok(Ok(r)) => panic!("call {i}: wrong answer {:?}", r.joined_text()),
@@ -197,7 +227,7 @@ fn options() -> ClientOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "soak: minutes long; see the module docs"]
 async fn soak_stdio_server_killed_at_random() {
-    let calls = count("KAGED_SOAK_CALLS", 100_000);
+    let calls = count("KAGED_SOAK_CALLS", 20_000);
     let log = tempfile::NamedTempFile::new().unwrap();
     let cmd = peers::faulty(Fault::RequestLog);
     let stdio = StdioConfig::from_command(&cmd)
@@ -264,7 +294,7 @@ async fn soak_stdio_server_killed_at_random() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "soak: minutes long; see the module docs"]
 async fn soak_sse_stream_dropping_at_random() {
-    let calls = count("KAGED_SOAK_SSE_CALLS", 20_000);
+    let calls = count("KAGED_SOAK_SSE_CALLS", 5_000);
     let log = tempfile::NamedTempFile::new().unwrap();
     let peer = SsePeer::start_fault(
         SseFault::DropRandom,
@@ -288,4 +318,584 @@ async fn soak_sse_stream_dropping_at_random() {
     let drops = outcome.errors.iter().filter(|(k, _)| !k.is_empty()).count();
     report("sse", calls, &outcome, drops);
     eprintln!("sse: {reached} distinct calls reached the server");
+}
+
+// --- the remote half: Streamable HTTP in both eras, and OAuth under load ----------------------
+
+/// The call timeout of the HTTP soaks: a slow answer takes a second longer.
+const HTTP_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A TCP proxy on 127.0.0.1 in front of a server's port that cuts, at random, a response at a
+/// random byte: each piece read from the server is, with odds 1 in `one_in`, forwarded only up
+/// to a random byte, and then both connections are closed. While the server is down (see
+/// [`Restarter`]) the proxy does not listen, so a connection is refused as it would be by the
+/// server's own port.
+struct CutProxy {
+    port: u16,
+    cuts: Arc<AtomicU64>,
+    up: Arc<tokio::sync::watch::Sender<bool>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl CutProxy {
+    async fn start(backend: u16, one_in: u64, seed: u64) -> CutProxy {
+        let first = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = first.local_addr().unwrap().port();
+        let cuts = Arc::new(AtomicU64::new(0));
+        let rng = Arc::new(std::sync::Mutex::new(Rng(seed | 1)));
+        let up = Arc::new(tokio::sync::watch::channel(true).0);
+        let mut up_rx = up.subscribe();
+        let task = tokio::spawn({
+            let cuts = cuts.clone();
+            async move {
+                let mut listener = Some(first);
+                loop {
+                    let current = match listener.take() {
+                        Some(l) => l,
+                        None => {
+                            while !*up_rx.borrow_and_update() {
+                                if up_rx.changed().await.is_err() {
+                                    return;
+                                }
+                            }
+                            bind_again(port).await
+                        }
+                    };
+                    loop {
+                        tokio::select! {
+                            accepted = current.accept() => {
+                                let Ok((client, _)) = accepted else { continue };
+                                tokio::spawn(relay(client, backend, one_in, rng.clone(), cuts.clone()));
+                            }
+                            changed = up_rx.changed() => {
+                                if changed.is_err() {
+                                    return;
+                                }
+                                if !*up_rx.borrow_and_update() {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        CutProxy {
+            port,
+            cuts,
+            up,
+            task,
+        }
+    }
+
+    fn mcp_url(&self) -> url::Url {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+            .parse()
+            .unwrap()
+    }
+
+    fn cuts(&self) -> u64 {
+        self.cuts.load(Ordering::Relaxed)
+    }
+}
+
+/// Listens on `port` again (a moment after the last listener closed).
+async fn bind_again(port: u16) -> tokio::net::TcpListener {
+    for _ in 0..100 {
+        if let Ok(l) = tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+            return l;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the proxy could not listen on {port} again");
+}
+
+impl Drop for CutProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn relay(
+    client: tokio::net::TcpStream,
+    backend: u16,
+    one_in: u64,
+    rng: Arc<std::sync::Mutex<Rng>>,
+    cuts: Arc<AtomicU64>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", backend)).await else {
+        return;
+    };
+    let _ = server.set_nodelay(true);
+    let _ = client.set_nodelay(true);
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let up = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+        let _ = server_write.shutdown().await;
+    });
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match server_read.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let cut = {
+            let mut rng = rng.lock().unwrap();
+            (rng.below(one_in) == 0).then(|| rng.below(n as u64) as usize)
+        };
+        if let Some(at) = cut {
+            let _ = client_write.write_all(&buf[..at]).await;
+            cuts.fetch_add(1, Ordering::Relaxed);
+            break;
+        }
+        if client_write.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    // Both directions end here: a cut, the server's end, or the client gone.
+    up.abort();
+}
+
+/// Kills the server every 1.5 to 4 s (SIGKILL to its process group, the proxy in front told
+/// first) and starts it again on the same port, until stopped; returns the number of kills and everything the servers wrote to
+/// stderr, with the last server still running.
+struct Restarter {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<(usize, String, SsePeer)>,
+}
+
+impl Restarter {
+    /// `up` is told when the server goes down and when it is up again (the proxy in front).
+    fn start(
+        command: Vec<String>,
+        first: SsePeer,
+        up: Arc<tokio::sync::watch::Sender<bool>>,
+        seed: u64,
+    ) -> Restarter {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                let mut rng = Rng(seed | 1);
+                let mut peer = first;
+                let port = peer.port().to_string();
+                let mut command = command;
+                command.extend(["--port".to_owned(), port.clone()]);
+                let mut kills = 0;
+                let mut stderr = String::new();
+                loop {
+                    let wait = Duration::from_millis(1500 + rng.below(2500));
+                    let until = Instant::now() + wait;
+                    while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        return (kills, stderr, peer);
+                    }
+                    up.send_replace(false);
+                    stderr.push_str(&peer.stderr());
+                    drop(peer);
+                    kills += 1;
+                    let mut tries = 0;
+                    peer = loop {
+                        match SsePeer::start_reporting_port(&command) {
+                            Ok(p) => break p,
+                            Err(e) if tries < 50 => {
+                                tries += 1;
+                                eprintln!("  restart on port {port} failed ({e}); again");
+                                std::thread::sleep(Duration::from_millis(100));
+                            }
+                            Err(e) => panic!("the server did not start again on {port}: {e}"),
+                        }
+                    };
+                    up.send_replace(true);
+                }
+            }
+        });
+        Restarter { stop, thread }
+    }
+
+    fn stop(self) -> (usize, String, SsePeer) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("the restarter panicked")
+    }
+}
+
+/// Options of the HTTP soaks: quick restarts, enough of them in a row to span a server's
+/// restart on a busy machine (a Python server takes up to a second or so to listen again),
+/// and calls that wait for a restart as a `Session`'s do.
+fn http_options() -> ClientOptions {
+    options()
+        .backoff(Duration::from_millis(20), Duration::from_millis(500))
+        .max_consecutive_failures(20)
+        // As a `Session` sets it: a call may wait out a restart within its timeout.
+        .wait_for_restart(HTTP_CALL_TIMEOUT)
+}
+
+/// A seed for one part of a run, from the run's seed.
+fn seed_of(rng: &mut Rng) -> u64 {
+    rng.below(u64::MAX)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "soak: minutes long; see the module docs"]
+async fn soak_streamable_http_with_sessions_under_chaos() {
+    let calls = count("KAGED_SOAK_HTTP_CALLS", 5_000);
+    let mut rng = Rng::new();
+    let dir = tempfile::tempdir().unwrap();
+    let call_log = dir.path().join("calls.txt");
+    let chaos_seed = seed_of(&mut rng).to_string();
+    let delay = (HTTP_CALL_TIMEOUT + Duration::from_secs(1))
+        .as_secs()
+        .to_string();
+    let command = peers::http_fault_server(
+        "chaos",
+        &[
+            "--call-log",
+            call_log.to_str().unwrap(),
+            "--chaos-every",
+            "400",
+            "--chaos-seed",
+            &chaos_seed,
+            "--delay",
+            &delay,
+            "--retry-ms",
+            "50",
+        ],
+    );
+    let first = SsePeer::start_reporting_port(&command).unwrap();
+    let proxy = CutProxy::start(first.port(), 1500, seed_of(&mut rng)).await;
+    let restarter = Restarter::start(command, first, proxy.up.clone(), seed_of(&mut rng));
+
+    let transport =
+        StreamableHttpTransport::new(StreamableHttpConfig::new(proxy.mcp_url())).unwrap();
+    let client = McpClient::new(
+        "soak-http",
+        transport,
+        http_options().era(EraPreference::Legacy),
+    );
+    client.start().await.unwrap();
+    let stack = StackBuilder::new(StackSettings::new("soak-http").timeout(HTTP_CALL_TIMEOUT))
+        .build(client.clone());
+    let outcome = drive(stack, calls, |_| {}).await;
+    let state = client.state();
+    client.shutdown().await;
+    let (kills, mut stderr, last) = restarter.stop();
+    stderr.push_str(&last.stderr());
+    drop(last);
+
+    let chaos = |what: &str| stderr.matches(&format!("chaos: {what} ")).count();
+    let cuts = proxy.cuts() as usize;
+    eprintln!(
+        "http: {kills} kills, {cuts} responses cut by the proxy, {} sessions expired, {} streams cut before the answer, {} slow answers",
+        chaos("expire"),
+        chaos("cut"),
+        chaos("slow")
+    );
+    report(
+        "http",
+        calls,
+        &outcome,
+        kills + cuts + chaos("expire") + chaos("cut") + chaos("slow"),
+    );
+    assert_ne!(
+        state,
+        ServerState::Failed,
+        "restarts must not fail the server"
+    );
+    assert!(kills > 0, "the server was never killed");
+    let text = std::fs::read_to_string(&call_log).unwrap();
+    let reached = assert_never_twice("http", text.lines().map(|l| l.trim_matches('"').to_owned()));
+    eprintln!("http: {reached} distinct calls reached the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "soak: minutes long; see the module docs"]
+async fn soak_streamable_http_2026_07_28_under_chaos() {
+    let calls = count("KAGED_SOAK_MODERN_CALLS", 5_000);
+    let mut rng = Rng::new();
+    let dir = tempfile::tempdir().unwrap();
+    let call_log = dir.path().join("calls.txt");
+    let command =
+        peers::era_server_http("modern-only", &["--call-log", call_log.to_str().unwrap()]);
+    let first = SsePeer::start_reporting_port(&command).unwrap();
+    let proxy = CutProxy::start(first.port(), 1500, seed_of(&mut rng)).await;
+    let restarter = Restarter::start(command, first, proxy.up.clone(), seed_of(&mut rng));
+
+    let transport =
+        StreamableHttpTransport::new(StreamableHttpConfig::new(proxy.mcp_url())).unwrap();
+    let client = McpClient::new(
+        "soak-modern",
+        transport,
+        http_options().era(EraPreference::Modern),
+    );
+    client.start().await.unwrap();
+    let stack = StackBuilder::new(StackSettings::new("soak-modern").timeout(HTTP_CALL_TIMEOUT))
+        .build(client.clone());
+    // One call in 400 is a `hold` past the timeout: a slow answer.
+    let slow_ms = (HTTP_CALL_TIMEOUT + Duration::from_secs(1)).as_millis() as u64;
+    let mut slow = 0;
+    let mut plan_rng = Rng(seed_of(&mut rng) | 1);
+    let plan = |i| {
+        if plan_rng.below(400) == 0 {
+            slow += 1;
+            let call = ToolCall::new("hold").with_json_arguments(json!({ "ms": slow_ms }));
+            (call, format!("held {slow_ms} ms"))
+        } else {
+            echo_call(i)
+        }
+    };
+    let outcome = drive_plan(stack, calls, plan, |_| {}).await;
+    let state = client.state();
+    let era = client.era();
+    client.shutdown().await;
+    let (kills, _, last) = restarter.stop();
+    drop(last);
+
+    let cuts = proxy.cuts() as usize;
+    eprintln!("modern: {kills} kills, {cuts} responses cut by the proxy, {slow} slow answers");
+    report("modern", calls, &outcome, kills + cuts + slow);
+    assert_ne!(
+        state,
+        ServerState::Failed,
+        "restarts must not fail the server"
+    );
+    assert_eq!(era, Some(Era::Modern));
+    assert!(kills > 0, "the server was never killed");
+    let text = std::fs::read_to_string(&call_log).unwrap();
+    let reached = assert_never_twice(
+        "modern",
+        text.lines().map(|l| l.trim_matches('"').to_owned()),
+    );
+    eprintln!("modern: {reached} distinct calls reached the server");
+}
+
+/// The stats counter at `path` of the OAuth server (`"token.refresh_token"`, `"prm"`).
+fn stat(stats: &serde_json::Value, path: &str) -> u64 {
+    path.split('.')
+        .fold(stats, |v, k| &v[k])
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {path} in {stats}"))
+}
+
+/// The access and refresh tokens of the one token file in `dir`, if there is one.
+fn stored_tokens(dir: &std::path::Path) -> Vec<String> {
+    let files = common::oauth::token_files(dir);
+    let Some(file) = files.first() else {
+        return Vec::new();
+    };
+    let Ok(v) = std::fs::read_to_string(file)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string()))
+    else {
+        return Vec::new();
+    };
+    ["access_token", "refresh_token"]
+        .iter()
+        .filter_map(|k| v[k].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A blocking call to the OAuth server's controls, off the runtime's only thread.
+async fn control<T: Send + 'static>(
+    server: &Arc<OAuthPeer>,
+    f: impl FnOnce(&OAuthPeer) -> T + Send + 'static,
+) -> T {
+    let server = server.clone();
+    tokio::task::spawn_blocking(move || f(&server))
+        .await
+        .unwrap()
+}
+
+// A current-thread runtime: every task of the session runs on this thread, so the TRACE
+// capture installed for it sees all they log.
+#[tokio::test]
+#[ignore = "soak: minutes long; see the module docs"]
+async fn soak_oauth_token_expiring_under_load_then_revoked() {
+    let calls = count("KAGED_SOAK_OAUTH_CALLS", 12_000);
+    let mut rng = Rng::new();
+    let Some(server) = OAuthPeer::start(&[]) else {
+        return;
+    };
+    let server = Arc::new(server);
+    // One login, as an operator does; then the daemon runs without a browser.
+    let login = server.session("", "", true).await;
+    whoami(&login).await.unwrap();
+    login.shutdown().await;
+    let mut tokens: std::collections::HashSet<String> =
+        stored_tokens(&server.tokens()).into_iter().collect();
+    let (captured, _guard) = Captured::install_local();
+    let daemon = Arc::new(server.session("", "", false).await);
+
+    // Part 1: every 1 to 2 s all access tokens expire, under 16 calls in flight; the next
+    // expiry comes only after the previous one's refresh reached the token endpoint.
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let before = control(&server, |s| s.stats()).await;
+    let expirer = {
+        let (server, done) = (server.clone(), done.clone());
+        let mut rng = Rng(seed_of(&mut rng) | 1);
+        let tokens_dir = server.tokens();
+        async move {
+            let mut expiries = 0u64;
+            let mut seen = Vec::new();
+            let refreshes = |s: &serde_json::Value| stat(s, "token.refresh_token");
+            let mut made = refreshes(&control(&server, |s| s.stats()).await);
+            while !done.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(1000 + rng.below(1000))).await;
+                if done.load(Ordering::Relaxed) {
+                    break;
+                }
+                control(&server, |s| s.expire()).await;
+                expiries += 1;
+                // Wait for the refresh (calls keep coming until `done`).
+                let deadline = Instant::now() + Duration::from_secs(20);
+                loop {
+                    let now = refreshes(&control(&server, |s| s.stats()).await);
+                    if now > made {
+                        made = now;
+                        break;
+                    }
+                    if done.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "expiry {expiries}: no refresh in 20 s"
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                seen.extend(stored_tokens(&tokens_dir));
+            }
+            (expiries, seen)
+        }
+    };
+    let ok = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let start = Instant::now();
+    let run = {
+        let (daemon, ok, errors, done) = (daemon.clone(), ok.clone(), errors.clone(), done.clone());
+        async move {
+            stream::iter(0..calls)
+                .map(|_| {
+                    let (daemon, ok, errors) = (daemon.clone(), ok.clone(), errors.clone());
+                    async move {
+                        match tokio::time::timeout(HANG_LIMIT, whoami(&daemon)).await {
+                            Ok(Ok(_)) => {
+                                ok.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(Err(e)) => errors.lock().unwrap().push(e.to_string()),
+                            Err(_) => errors.lock().unwrap().push("hung".to_owned()),
+                        }
+                    }
+                })
+                .buffer_unordered(IN_FLIGHT)
+                .collect::<Vec<()>>()
+                .await;
+            done.store(true, Ordering::Relaxed);
+        }
+    };
+    let ((expiries, seen), ()) = tokio::join!(expirer, run);
+    let elapsed = start.elapsed();
+    tokens.extend(seen);
+    let after = control(&server, |s| s.stats()).await;
+    let refreshes = stat(&after, "token.refresh_token") - stat(&before, "token.refresh_token");
+    let errors = std::mem::take(&mut *errors.lock().unwrap());
+    eprintln!(
+        "oauth: {calls} calls in {:.1} s: {} ok, {} errors; {expiries} expiries, {refreshes} refreshes; {} requests refused 401",
+        elapsed.as_secs_f64(),
+        ok.load(Ordering::Relaxed),
+        errors.len(),
+        stat(&after, "mcp_401") - stat(&before, "mcp_401"),
+    );
+    assert!(
+        errors.is_empty(),
+        "no call fails for an expiry: {:?}",
+        &errors[..errors.len().min(5)]
+    );
+    assert!(expiries > 0, "no token expired during the run");
+    assert_eq!(refreshes, expiries, "one refresh per expiry: {after}");
+    assert_eq!(stat(&after, "token_errors"), 0, "{after}");
+    assert_eq!(
+        stat(&after, "authorize"),
+        stat(&before, "authorize"),
+        "no new login: {after}"
+    );
+
+    // Part 2: the refresh token dies, and the access token with it, under 16 calls in flight:
+    // every call ends in `LoginRequired` for the server, after one refresh attempt and one
+    // discovery at most; calls after that do not reach the network.
+    tokens.extend(stored_tokens(&server.tokens()));
+    control(&server, |s| {
+        s.revoke_refresh();
+        s.expire();
+    })
+    .await;
+    let before = control(&server, |s| s.stats()).await;
+    let results = stream::iter(0..IN_FLIGHT * 20)
+        .map(|_| {
+            let daemon = daemon.clone();
+            async move { tokio::time::timeout(HANG_LIMIT, whoami(&daemon)).await }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await;
+    let after = control(&server, |s| s.stats()).await;
+    for r in &results {
+        match r {
+            Ok(Err(kaged_mcp::Error::LoginRequired { server })) if server == "remote" => {}
+            other => panic!("after the revocation: {other:?}"),
+        }
+    }
+    let delta = |k: &str| stat(&after, k) - stat(&before, k);
+    eprintln!(
+        "oauth revoked: {} calls, all LoginRequired; {} refresh attempts, {} PRM and {} AS metadata fetches, {} requests refused 401",
+        results.len(),
+        delta("token.refresh_token"),
+        delta("prm"),
+        delta("asm"),
+        delta("mcp_401")
+    );
+    assert_eq!(
+        delta("token.refresh_token"),
+        1,
+        "one refresh attempt: {after}"
+    );
+    assert_eq!(delta("authorize"), 0, "{after}");
+    assert!(
+        delta("prm") <= 1 && delta("asm") <= 1,
+        "one discovery at most: {before} → {after}"
+    );
+    assert!(
+        delta("mcp_401") <= IN_FLIGHT as u64,
+        "only the calls in flight met the 401: {after}"
+    );
+    match Arc::try_unwrap(daemon) {
+        Ok(daemon) => daemon.shutdown().await,
+        Err(_) => panic!("a call still holds the session"),
+    }
+
+    let logs = captured.text();
+    assert!(
+        logs.contains("TRACE") || logs.contains("DEBUG"),
+        "the capture saw the session"
+    );
+    assert_eq!(
+        logs.matches("the refresh token was refused").count(),
+        1,
+        "one line for the revoked refresh token"
+    );
+    eprintln!(
+        "oauth: {} tokens checked against {} bytes of TRACE logs",
+        tokens.len(),
+        logs.len()
+    );
+    assert!(
+        tokens.len() as u64 > expiries,
+        "the tokens of every refresh were read"
+    );
+    for t in &tokens {
+        assert!(!logs.contains(t.as_str()), "a token reached the logs");
+    }
 }

@@ -7,6 +7,7 @@ Usage:  python3 era_server.py stdio [--mode MODE] [--versions V1,V2] [--ttl-ms N
                                     [--legacy-after N]
         python3 era_server.py http [--port N] [--mode MODE] [--versions ...] [--ttl-ms N]
                                    [--stats-file PATH] [--legacy-after N]
+                                   [--call-log FILE]
 
 Python 3 stdlib only. JSON-RPC 2.0.
   stdio: one JSON message per line on stdin/stdout; logs only on stderr; exits 0 at stdin EOF.
@@ -68,7 +69,8 @@ Modes (--mode, default modern-only):
                 every 1 s without a write; the client leaving (EOF on the socket, or a failed
                 write) drops the subscription. Other requests are served meanwhile (threads).
 Tools (modern; legacy serves echo only):
-  echo {message}     -> "Echo: <message>"
+  echo {message}     -> "Echo: <message>"; with --call-log FILE each one executed appends its
+                        message there (JSON-encoded, one line), so a test can prove nothing ran twice
   whoami {region?}   -> (region is annotated "x-mcp-header": "Region") a text holding the
                         compact JSON {"meta": params._meta, "headers": {the
                         mcp-protocol-version, mcp-method, mcp-name, mcp-session-id,
@@ -172,6 +174,7 @@ ARGS = None
 PORT = 0
 VERSIONS = []
 LOCK = threading.Lock()  # guards everything below
+CALL_LOG_LOCK = threading.Lock()
 STATS = {"mode": None, "mcp_gets": 0, "holds_most": 0, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
          "sampling_answered": 0, "loop_rounds": 0, "subscriptions_open": 0,
          "subscriptions_total": 0, "switched": False}
@@ -681,6 +684,9 @@ def call_tool(params, req_id, headers):
         if name == "echo":
             if not isinstance(args.get("message"), str):
                 raise ToolFail("echo needs a string message")
+            if ARGS.call_log:
+                with CALL_LOG_LOCK, open(ARGS.call_log, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(args["message"]) + "\n")
             return text_result(f"Echo: {args['message']}")
         if name == "whoami":
             seen = {}
@@ -1038,6 +1044,8 @@ def main():
                         help="modern modes: refuse subscriptions/listen (still offering "
                              "tools.listChanged): json -> -32601 (HTTP 404 with the JSON-RPC "
                              "error); plain -> HTTP 405 text/plain (stdio: as json)")
+    parser.add_argument("--call-log", default=None,
+                        help="append each executed modern echo's message here (JSON, one a line)")
     parser.add_argument("--stats-file", default=None, help="rewrite the stats here after each message")
     parser.add_argument("--legacy-after", type=int, default=None, metavar="N",
                         help="modern modes: switch to a legacy-only (2025-11-25) server once N "
