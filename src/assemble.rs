@@ -270,12 +270,14 @@ pub fn client_options(config: &Config, server: &McpServerConfig) -> ClientOption
 }
 
 /// The settings of `server`'s stack: the result cap, its call timeout (`timeout_ms`, else
-/// `default_timeout_ms`) and the limit on its calls running at once.
+/// `default_timeout_ms`), the limit on its calls running at once and what its validation
+/// layer checks (`validate`).
 pub fn stack_settings(config: &Config, server: &str) -> StackSettings {
     StackSettings::new(server)
         .result_max_bytes(config.daemon.result_max_bytes)
         .timeout(config.timeout_for(server))
         .max_in_flight(config.daemon.max_in_flight)
+        .validate(config.local.overrides(server).validate)
 }
 
 #[cfg(test)]

@@ -9,6 +9,16 @@ use std::time::Duration;
 use tower::BoxError;
 
 use crate::config::ConfigErrors;
+use crate::validate::{write_violations, Violation};
+
+/// Writes violations as the validation layer's errors do.
+struct Violations<'a>(&'a [Violation], usize);
+
+impl std::fmt::Display for Violations<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write_violations(f, self.0, self.1)
+    }
+}
 
 /// What went wrong with a session or a tool call.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +100,32 @@ pub enum Error {
         /// The underlying error.
         #[source]
         source: BoxError,
+    },
+    /// The call's arguments break the tool's `inputSchema`: the call was not sent. A caller's
+    /// error, never retried: hand it back to the agent as something to fix.
+    #[error("server `{server}`: tool `{tool}`: the arguments break the tool's inputSchema (not sent): {}", Violations(violations, *more))]
+    InvalidArguments {
+        /// The server.
+        server: String,
+        /// The tool, as the server knows it.
+        tool: String,
+        /// Where and how (at most [`MAX_VIOLATIONS`](crate::validate::MAX_VIOLATIONS)).
+        violations: Vec<Violation>,
+        /// How many more violations there were.
+        more: usize,
+    },
+    /// The tool's result breaks its `outputSchema` (wrong `structuredContent`, or none although
+    /// the tool declares a schema).
+    #[error("server `{server}`: tool `{tool}`: the result breaks the tool's outputSchema: {}", Violations(violations, *more))]
+    InvalidResult {
+        /// The server.
+        server: String,
+        /// The tool, as the server knows it.
+        tool: String,
+        /// Where and how (at most [`MAX_VIOLATIONS`](crate::validate::MAX_VIOLATIONS)).
+        violations: Vec<Violation>,
+        /// How many more violations there were.
+        more: usize,
     },
     /// A builtin or plugin tool's own handler failed.
     #[error("tool `{tool}`: {source}")]

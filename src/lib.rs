@@ -21,6 +21,7 @@ pub mod stack;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 pub mod transport;
+pub mod validate;
 
 pub use error::Error;
 pub use registry::{ToolDefinition, ToolRegistry};

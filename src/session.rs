@@ -31,6 +31,7 @@ use crate::registry::{
     check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolRegistry, ToolSource,
 };
 use crate::stack::{StackBuilder, ToolService};
+use crate::validate::{ToolSchemas, Validation};
 use crate::Error;
 use kaged_mcp_layers::auth::TokenSource;
 use kaged_mcp_layers::stats::CallStats;
@@ -374,7 +375,9 @@ impl Session {
                     let key = &server.config.key;
                     match client.list_tools().await {
                         Ok(tools) => {
-                            let catalog = build_catalog(&config, &server.config, tools);
+                            let previous = registry.server_catalog(key);
+                            let catalog =
+                                rebuild_catalog(&config, &server.config, tools, previous.as_deref());
                             tracing::info!(server = %key, tools = catalog.tools.len(), "tools rediscovered");
                             registry.replace_catalog(key, catalog);
                         }
@@ -593,13 +596,28 @@ impl Session {
 }
 
 /// Turns a server's `tools/list` into its catalog: names checked, filter applied, duplicates
-/// and bad names skipped with a WARN.
+/// and bad names skipped with a WARN, each tool's schemas compiled as `validate` says
+/// ([`crate::validate`]).
 pub fn build_catalog(
     config: &Config,
     server: &McpServerConfig,
     tools: Vec<ToolInfo>,
 ) -> ServerCatalog {
-    let trust = config.local.overrides(&server.key).trust_annotations;
+    rebuild_catalog(config, server, tools, None)
+}
+
+/// [`build_catalog`] for a server whose catalog `previous` is being replaced (`list_changed`,
+/// a `ttlMs` re-read): a tool whose schemas did not change keeps its compiled validators (no
+/// compile, no WARN repeated).
+pub fn rebuild_catalog(
+    config: &Config,
+    server: &McpServerConfig,
+    tools: Vec<ToolInfo>,
+    previous: Option<&ServerCatalog>,
+) -> ServerCatalog {
+    let overrides = config.local.overrides(&server.key);
+    let trust = overrides.trust_annotations;
+    let validation = overrides.validate;
     let mut catalog = ServerCatalog::default();
     for t in tools {
         if let Err(why) = check_tool_name(&t.name) {
@@ -615,6 +633,19 @@ pub fn build_catalog(
             continue;
         }
         let retry_safe = trust && t.is_retry_safe();
+        let returns = t
+            .output_schema
+            .clone()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let schemas = (validation != Validation::Off).then(|| {
+            previous
+                .and_then(|p| p.tools.get(&full))
+                .filter(|p| {
+                    p.definition.parameters == t.input_schema && p.definition.returns == returns
+                })
+                .and_then(|p| p.schemas.clone())
+                .unwrap_or_else(|| Arc::new(ToolSchemas::compile(&server.key, &t, validation)))
+        });
         let definition = ToolDefinition {
             name: full.clone(),
             namespace: "mcp".into(),
@@ -624,10 +655,7 @@ pub fn build_catalog(
                 .or(t.title.clone())
                 .unwrap_or_default(),
             parameters: t.input_schema.clone(),
-            returns: t
-                .output_schema
-                .clone()
-                .unwrap_or_else(|| Value::Object(Map::new())),
+            returns,
             requires: Vec::new(),
             source: ToolSource::Mcp,
             mcp_server: Some(server.key.clone()),
@@ -638,6 +666,7 @@ pub fn build_catalog(
             McpTool {
                 definition,
                 retry_safe,
+                schemas,
             },
         );
     }

@@ -1,9 +1,9 @@
 //! The standard per-server stack: every `tools/call` of one server passes through it.
 //!
 //! ```text
-//! [embedder outer layers] ─▶ Trace ─▶ Stats ─▶ Truncate(result cap) ─▶ Timeout(timeout_ms)
-//!     ─▶ Limit(max_in_flight) ─▶ Retry(backoff, only when safe) ─▶ [embedder inner layers]
-//!     ─▶ McpClient
+//! [embedder outer layers] ─▶ Trace ─▶ Stats ─▶ Truncate(result cap) ─▶ Validate(schemas)
+//!     ─▶ Timeout(timeout_ms) ─▶ Limit(max_in_flight) ─▶ Retry(backoff, only when safe)
+//!     ─▶ [embedder inner layers] ─▶ McpClient
 //! ```
 //!
 //! # Order
@@ -15,6 +15,10 @@
 //!   calls, tool errors (`isError`), failures, timeouts, and latency quantiles, read through
 //!   [`StackSettings::stats`] (the session's `status`).
 //! - **Truncate** sits outside the timeout, so what reaches the agent is always capped.
+//! - **Validate** ([`crate::validate`]) checks the arguments against the tool's input schema
+//!   before the clock starts, the retry below never sees a call it refused (a caller's error
+//!   is not retried), and it checks the structured result once per call, whole: it sits
+//!   inside the truncation, which cuts only what passed.
 //! - **Timeout** wraps the limit and the retry, so `timeout_ms` bounds the whole call as the
 //!   caller sees it, a wait for a place and backoff included. Every layer below it is always
 //!   ready, so readiness costs no time outside the clock. A call that carries a
@@ -69,6 +73,7 @@ use tracing::{field, Instrument, Span};
 
 use crate::client::ToolCall;
 use crate::protocol::ToolResult;
+use crate::validate::{SchemaViolation, Side, ValidateLayer, Validation};
 use crate::Error;
 
 /// A server's whole stack, type-erased: what the registry stores and calls.
@@ -96,6 +101,8 @@ pub struct StackSettings {
     pub retry: RetryPolicy,
     /// Where the stack counts its calls (shared by every clone of the stack).
     pub stats: Arc<CallStats>,
+    /// What the validation layer checks (`local.toml` `validate`, default both).
+    pub validate: Validation,
 }
 
 impl StackSettings {
@@ -110,6 +117,7 @@ impl StackSettings {
             max_in_flight: 64,
             retry: default_retry_policy(),
             stats: Arc::new(CallStats::new()),
+            validate: Validation::Both,
         }
     }
 
@@ -140,6 +148,12 @@ impl StackSettings {
     /// Sets the retry policy.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
+        self
+    }
+
+    /// Sets what the validation layer checks.
+    pub fn validate(mut self, validate: Validation) -> Self {
+        self.validate = validate;
         self
     }
 }
@@ -253,6 +267,7 @@ impl StackBuilder {
             })
             .layer(StatsLayer::new(s.stats))
             .layer(TruncateLayer::new(s.result_max_bytes))
+            .layer(ValidateLayer::new(s.server.clone(), s.validate))
             .layer(ProgressTimeoutLayer::new(
                 s.timeout,
                 s.progress_cap.max(s.timeout),
@@ -420,6 +435,32 @@ where
 pub fn into_error(server: &str, tool: &str, err: BoxError) -> Error {
     let err = match err.downcast::<NotSent>() {
         Ok(marker) => marker.into_inner(),
+        Err(other) => other,
+    };
+    let err = match err.downcast::<SchemaViolation>() {
+        Ok(v) => {
+            let SchemaViolation {
+                side,
+                violations,
+                more,
+                ..
+            } = *v;
+            let (server, tool) = (server.to_owned(), tool.to_owned());
+            return match side {
+                Side::Arguments => Error::InvalidArguments {
+                    server,
+                    tool,
+                    violations,
+                    more,
+                },
+                Side::Result => Error::InvalidResult {
+                    server,
+                    tool,
+                    violations,
+                    more,
+                },
+            };
+        }
         Err(other) => other,
     };
     match err.downcast::<TimedOut>() {

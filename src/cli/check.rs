@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::client::EraPreference;
-use crate::config::{AuthKind, Config, TransportConfig};
+use crate::config::{AuthKind, Config, TransportConfig, Validation};
 
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_OK};
 
@@ -141,6 +141,7 @@ pub(crate) fn describe(config: &Config) -> String {
             let _ = writeln!(out, "  trust_annotations: yes");
         }
         let _ = writeln!(out, "  era: {}", era_line(o.era, &s.transport));
+        let _ = writeln!(out, "  validate: {}", validate_line(o.validate));
         if let Some(t) = o.probe_timeout {
             let _ = writeln!(out, "  probe timeout: {} ms (local.toml)", t.as_millis());
         }
@@ -150,6 +151,27 @@ pub(crate) fn describe(config: &Config) -> String {
         let _ = writeln!(out, "\nagents with tool grants: {}", agents.join(", "));
     }
     out
+}
+
+/// What the `validate` knob means for this server (`[mcp.<key>] validate` in local.toml).
+fn validate_line(validate: Validation) -> String {
+    let what = match validate {
+        Validation::Both => "both: arguments against inputSchema, structured results against outputSchema",
+        Validation::Arguments => "arguments: arguments against inputSchema; results unchecked",
+        Validation::Results => "results: structured results against outputSchema; arguments unchecked",
+        Validation::Off => "off: no schema is checked",
+    };
+    let source = if validate == Validation::default() {
+        "default; set `validate` under [mcp.<key>] in local.toml"
+    } else {
+        "local.toml"
+    };
+    let unbuilt = if cfg!(feature = "validate") || validate == Validation::Off {
+        ""
+    } else {
+        "; this build has no `validate` feature, so nothing is checked"
+    };
+    format!("{what} ({source}{unbuilt})")
 }
 
 /// What the `era` knob means for this server (`[mcp.<key>] era` in local.toml).

@@ -88,6 +88,11 @@ pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool) -> u8 {
         let code = match catalog(&session, &who) {
             Ok(tools) => {
                 let _ = print_catalog(&tools, json, &mut std::io::stdout().lock());
+                for (tool, why) in session.registry().unvalidated() {
+                    if tools.iter().any(|t| t.name == tool) {
+                        eprintln!("note: {tool} is not validated: {}", why.join("; "));
+                    }
+                }
                 EXIT_OK
             }
             Err(e @ Error::LoginRequired { .. }) => {

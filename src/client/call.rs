@@ -6,6 +6,8 @@ use kaged_mcp_layers::retry::RetrySafe;
 use kaged_mcp_layers::timeout::{ProgressAware, ProgressHandle};
 use serde_json::{Map, Value};
 
+use crate::validate::ToolSchemas;
+
 /// One `tools/call`: the tool's name as the server knows it, its arguments, whether a repeat is
 /// harmless, and where to report progress.
 ///
@@ -27,6 +29,10 @@ pub struct ToolCall {
     pub retry_safe: bool,
     /// Notified on each progress report of this call.
     pub progress: Option<ProgressHandle>,
+    /// The tool's compiled schemas, which the validation layer checks the call against
+    /// ([`crate::validate`]); the registry sets them from the catalog that resolved the name.
+    /// `None`: the call is not validated.
+    pub schemas: Option<Arc<ToolSchemas>>,
 }
 
 impl ToolCall {
@@ -64,6 +70,13 @@ impl ToolCall {
     #[must_use]
     pub fn with_retry_safe(mut self, retry_safe: bool) -> Self {
         self.retry_safe = retry_safe;
+        self
+    }
+
+    /// Sets the schemas the validation layer checks the call against.
+    #[must_use]
+    pub fn with_schemas(mut self, schemas: Arc<ToolSchemas>) -> Self {
+        self.schemas = Some(schemas);
         self
     }
 

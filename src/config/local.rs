@@ -11,6 +11,7 @@ use super::era::EraPreference;
 use super::error::ConfigError;
 use super::secret::{Secret, SecretRef};
 use super::toml_doc::{integer, type_name, TomlDoc};
+use super::validation::Validation;
 
 /// `[mcp.<key>]`: one server's operator overrides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,6 +35,9 @@ pub struct ServerOverrides {
     ///
     /// [`ClientOptions::probe_timeout`]: crate::client::ClientOptions::probe_timeout
     pub probe_timeout: Option<Duration>,
+    /// `validate = "both" | "arguments" | "results" | "off"`: what the validation layer checks
+    /// against the tools' JSON Schemas (default `both`; see [`crate::validate`]).
+    pub validate: Validation,
 }
 
 /// The parsed `local.toml`.
@@ -151,6 +155,18 @@ fn overrides(
                     type_name(other)
                 ),
             )),
+            ("validate", DeValue::String(text)) => match text.parse::<Validation>() {
+                Ok(validate) => o.validate = validate,
+                Err(problem) => errors.push(doc.err(v.span(), p, problem)),
+            },
+            ("validate", other) => errors.push(doc.err(
+                v.span(),
+                p,
+                format!(
+                    "expected \"both\", \"arguments\", \"results\" or \"off\", found {}",
+                    type_name(other)
+                ),
+            )),
             ("timeout_ms", value) => o.timeout = milliseconds(doc, v.span(), value, p, errors),
             ("probe_timeout_ms", value) => {
                 o.probe_timeout = milliseconds(doc, v.span(), value, p, errors);
@@ -159,7 +175,7 @@ fn overrides(
                 k.span(),
                 p,
                 format!(
-                    "unknown key `{other}`; [mcp.<server>] has disabled, era, probe_timeout_ms, timeout_ms, trust_annotations"
+                    "unknown key `{other}`; [mcp.<server>] has disabled, era, probe_timeout_ms, timeout_ms, trust_annotations, validate"
                 ),
             )),
         }

@@ -29,6 +29,7 @@ mod overlay;
 mod project;
 mod secret;
 mod toml_doc;
+mod validation;
 mod yaml;
 
 use std::collections::BTreeMap;
@@ -46,6 +47,7 @@ pub use project::{
     StdioServerConfig, ToolFilter, ToolGrant, ToolGrants, TransportConfig, MAX_SERVERS,
 };
 pub use secret::{Secret, SecretRef};
+pub use validation::Validation;
 
 /// The largest configuration file read, in bytes; larger ones are refused unread.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;

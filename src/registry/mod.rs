@@ -22,6 +22,7 @@ use crate::client::ToolCall;
 use crate::config::ToolGrants;
 use crate::protocol::ToolResult;
 use crate::stack::ToolService;
+use crate::validate::ToolSchemas;
 use crate::Error;
 
 /// One MCP tool as registered: its definition and how to call it.
@@ -32,6 +33,9 @@ pub struct McpTool {
     /// Whether a failed call may be sent again: the tool declares `idempotentHint` or
     /// `readOnlyHint` and the operator trusts the server's annotations.
     pub retry_safe: bool,
+    /// Its compiled schemas, handed to the stack with each call ([`crate::validate`]);
+    /// `None` with `validate = "off"`.
+    pub schemas: Option<Arc<ToolSchemas>>,
 }
 
 /// One server's registered tools, by full name.
@@ -138,6 +142,26 @@ impl ToolRegistry {
         );
     }
 
+    /// Every registered MCP tool with a side left unvalidated (its schema did not compile),
+    /// and why: `(full name, ["inputSchema: <reason>", …])`, sorted by name.
+    pub fn unvalidated(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = read(&self.mcp)
+            .values()
+            .flat_map(|e| e.catalog.tools.iter())
+            .filter_map(|(name, t)| {
+                let why = t.schemas.as_ref()?.unvalidated();
+                (!why.is_empty()).then(|| (name.clone(), why.to_vec()))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The catalog registered for `server`, if any.
+    pub fn server_catalog(&self, server: &str) -> Option<Arc<ServerCatalog>> {
+        read(&self.mcp).get(server).map(|e| Arc::clone(&e.catalog))
+    }
+
     /// Swaps in a new catalog for a server already registered; its stack stays.
     pub fn replace_catalog(&self, server: &str, catalog: ServerCatalog) -> bool {
         match write(&self.mcp).get_mut(server) {
@@ -231,7 +255,7 @@ impl ToolRegistry {
                 tool: tool.to_owned(),
             })?;
             // Only what the call needs leaves the lock: no schema is cloned per call.
-            let (stack, name, retry_safe) = {
+            let (stack, name, retry_safe, schemas) = {
                 let mcp = read(&self.mcp);
                 let entry = mcp.get(server).ok_or_else(|| Error::UnknownTool {
                     tool: tool.to_owned(),
@@ -245,13 +269,14 @@ impl ToolRegistry {
                     })?;
                 let name: Arc<str> =
                     Arc::from(t.definition.mcp_tool_name.as_deref().unwrap_or_default());
-                (entry.stack.clone(), name, t.retry_safe)
+                (entry.stack.clone(), name, t.retry_safe, t.schemas.clone())
             };
             let call = ToolCall {
                 name: Arc::clone(&name),
                 arguments: arguments.map(Arc::new),
                 retry_safe,
                 progress,
+                schemas,
             };
             stack
                 .oneshot(call)
@@ -270,6 +295,7 @@ impl ToolRegistry {
                 arguments: arguments.map(Arc::new),
                 retry_safe: false,
                 progress,
+                schemas: None,
             };
             handler
                 .oneshot(call)

@@ -19,6 +19,10 @@ fn check_accepts_the_bundled_demo_project() {
     );
     assert!(stdout.contains("demo (stdio)"), "{stdout}");
     assert!(stdout.contains("deny [slow]"), "{stdout}");
+    assert!(
+        stdout.contains("  validate: both: arguments against inputSchema, structured results against outputSchema (default; set `validate` under [mcp.<key>] in local.toml)"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -89,7 +93,7 @@ fn check_honours_local_and_config_flags() {
     let local = d.path().join("ops.toml");
     std::fs::write(
         &local,
-        "[mcp.db]\ndisabled = true\ntimeout_ms = 1234\nprobe_timeout_ms = 2500\n",
+        "[mcp.db]\ndisabled = true\ntimeout_ms = 1234\nprobe_timeout_ms = 2500\nvalidate = \"results\"\n",
     )
     .unwrap();
     let cfg = d.path().join("config.toml");
@@ -112,6 +116,10 @@ fn check_honours_local_and_config_flags() {
         "{stdout}"
     );
     assert!(stdout.contains("result cap 99 bytes"), "{stdout}");
+    assert!(
+        stdout.contains("  validate: results: structured results against outputSchema; arguments unchecked (local.toml)"),
+        "{stdout}"
+    );
 }
 
 #[test]

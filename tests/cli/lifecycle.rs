@@ -115,7 +115,8 @@ fn status_counts_calls_errors_failures_timeouts_restarts_and_latency() {
     let demo = serde_json::to_string(&[env!("CARGO_BIN_EXE_kaged-mcp"), "demo-server"]).unwrap();
     let d = project(
         &format!("mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n"),
-        "[mcp.demo]\ntimeout_ms = 3000\n",
+        // Validation off: the bad `add` must reach the server to come back as its tool error.
+        "[mcp.demo]\ntimeout_ms = 3000\nvalidate = \"off\"\n",
     );
     let script = [
         r#"call mcp.demo.echo {"message": "a"}"#,

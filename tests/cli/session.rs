@@ -88,7 +88,22 @@ fn call_prints_text_or_json_and_uses_the_exit_codes() {
     assert_eq!(v["isError"], false);
     assert_eq!(v["truncated"], false);
 
-    // A tool error is still exit 0, said on stderr.
+    // Arguments that break the tool's input schema are refused before they leave: exit 1.
+    let o = run(&["call", "mcp.demo.echo", "--args", "{}"], &d);
+    assert_eq!(o.code, Some(1));
+    assert!(
+        o.stderr.contains("the arguments break the tool's inputSchema (not sent): (root): required: \"message\" is a required property"),
+        "{}",
+        o.stderr
+    );
+
+    // A tool error is still exit 0, said on stderr (validation off, so the server sees the
+    // call and answers it with its own error).
+    std::fs::write(
+        d.path().join("local.toml"),
+        "[mcp.off]\ndisabled = true\n[mcp.demo]\ntimeout_ms = 3000\nvalidate = \"off\"\n",
+    )
+    .unwrap();
     let o = run(&["call", "mcp.demo.echo", "--args", "{}"], &d);
     assert_eq!(o.code, Some(0));
     assert!(
@@ -289,4 +304,80 @@ fn shell_for_an_agent_lists_only_its_tools_and_ends_at_eof() {
     assert!(r["error"].as_str().unwrap().contains("not granted"));
     drop(stdin);
     assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+/// `sh -c 'tee -a LOG | exec <command>'`: every line the client writes to the server is
+/// appended to `log` too.
+fn logged(command: &[String], log: &std::path::Path) -> String {
+    let quoted: Vec<String> = command
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+        .collect();
+    serde_json::to_string(&[
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!("tee -a '{}' | exec {}", log.display(), quoted.join(" ")),
+    ])
+    .unwrap()
+}
+
+#[test]
+fn call_with_arguments_that_break_the_input_schema_fails_at_once_naming_where() {
+    let Some(cmd) = peers::require(peers::everything_stdio(), "server-everything") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("stdin.log");
+    std::fs::write(
+        d.path().join("project.yaml"),
+        format!(
+            "mcp:\n  everything:\n    transport: stdio\n    command: {}\n",
+            logged(&cmd, &log)
+        ),
+    )
+    .unwrap();
+    let o = run(
+        &["call", "mcp.everything.get-sum", "--args", r#"{"a": "one", "b": 2}"#],
+        &d,
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "error: server `everything`: tool `get-sum`: the arguments break the tool's inputSchema (not sent): /a: type: \"one\" is not of type \"number\""
+        ),
+        "{}",
+        o.stderr
+    );
+    let sent = std::fs::read_to_string(&log).unwrap();
+    assert!(sent.contains("\"tools/list\""), "{sent}");
+    assert!(!sent.contains("\"tools/call\""), "the server was contacted: {sent}");
+}
+
+#[test]
+fn tools_says_which_tools_are_not_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = peers::SsePeer::start_reporting_port(&peers::http_fault_server("ok", &[])).unwrap();
+    std::fs::write(
+        dir.path().join("project.yaml"),
+        format!(
+            "mcp:\n  fa:\n    transport: streamable-http\n    url: {}\n",
+            peer.mcp_url()
+        ),
+    )
+    .unwrap();
+    let o = run(&["tools"], &dir);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.contains("mcp.fa.remote_ref\t"), "{}", o.stdout);
+    let notes: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 2, "{}", o.stderr);
+    assert!(
+        notes[0].starts_with("note: mcp.fa.bad_schema is not validated: inputSchema: "),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[1].starts_with("note: mcp.fa.remote_ref is not validated: inputSchema: "),
+        "{}",
+        notes[1]
+    );
 }

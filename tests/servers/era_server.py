@@ -108,6 +108,13 @@ Tools (modern; legacy serves echo only):
                         on every open subscription that asked for toolsListChanged (over stdio
                         before this result); -> "bumped <n> (notified <k> subscriptions)"
   added_<n> {}       -> "added <n>"
+  shaped {mode}      -> outputSchema {n: integer, required}; mode "good": structuredContent {"n": 1},
+                        "wrong": {"n": "one"}, "none": none, "error": isError and none; the text
+                        is "shaped <mode>" (as in http_fault_server.py)
+  versioned {v}      -> inputSchema {v: {const: <the bump count>}, required}, so it changes at each
+                        bump -> "versioned <v>" (the server does not check v)
+  draft7 {list}      -> inputSchema in draft-07 (`$schema`), `list` array-form `items` (a tuple, the
+                        first item a string) -> "draft7 ok"
   freeze_list {}     -> from then on tools/list is never answered (HTTP: 202 with no body; stdio:
                         nothing is written; logged on stderr), then as bump (the subscriptions are
                         told the list changed) -> "frozen (notified <k> subscriptions)"
@@ -633,6 +640,15 @@ def modern_tools(k):
              {"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}}}),
         tool("no_answer", "HTTP: the POST is answered 202 Accepted with no body; stdio: no answer"),
         tool(f"gen_{k}", f"Generation {k} of the tool list"),
+        dict(tool("shaped", "Structured content of the shape asked for",
+                  {"type": "object", "properties": {"mode": {"type": "string"}}}),
+             outputSchema={"type": "object", "properties": {"n": {"type": "integer"}},
+                           "required": ["n"]}),
+        tool("versioned", "Its input schema changes at each bump: v must be the bump count",
+             {"type": "object", "properties": {"v": {"const": n}}, "required": ["v"]}),
+        tool("draft7", "A draft-07 input schema",
+             {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "properties": {"list": {"type": "array", "items": [{"type": "string"}]}}}),
         tool("bump", "Adds a tool (added_<n>) and notifies the toolsListChanged subscriptions"),
         tool("freeze_list", "Stops answering tools/list and says the list changed"),
     ] + ([tool(f"added_{n}", f"Added by bump number {n}")] if n else [])
@@ -688,6 +704,16 @@ def call_tool(params, req_id, headers):
                 with CALL_LOG_LOCK, open(ARGS.call_log, "a", encoding="utf-8") as f:
                     f.write(json.dumps(args["message"]) + "\n")
             return text_result(f"Echo: {args['message']}")
+        if name == "shaped":
+            mode = args.get("mode")
+            result = text_result(f"shaped {mode}", is_error=mode == "error")
+            if mode in ("good", "wrong"):
+                result["structuredContent"] = {"n": 1 if mode == "good" else "one"}
+            return result
+        if name == "draft7":
+            return text_result("draft7 ok")
+        if name == "versioned":
+            return text_result(f"versioned {args.get('v')}")
         if name == "whoami":
             seen = {}
             if headers is not None:

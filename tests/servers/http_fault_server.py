@@ -44,6 +44,16 @@ ping, tools/list, tools/call; unknown methods -32601, unknown tools -32602. Tool
                      both answers to be POSTed on the same session, then answers with a text holding
                      the JSON {"ping": <answer>, "sampling": <answer>} (minus "jsonrpc"; null if none)
   slow {ms}       -> sleeps ms milliseconds, then "slept <ms>"
+  (schema tools, for the validation tests; the same in era_server.py)
+  shaped {mode}   -> outputSchema {n: integer, required}; mode "good": structuredContent {"n": 1},
+                     "wrong": {"n": "one"}, "none": no structuredContent, "error": isError true and
+                     none; each answer's text is "shaped <mode>"
+  draft7 {list}   -> inputSchema in draft-07 (`$schema`), `list` an array-form `items` (tuple: the
+                     first item a string); -> "draft7 ok"
+  remote_ref {}   -> inputSchema {"$ref": "http://127.0.0.1:<port>/schema.json"} (GET
+                     /schema.json on this server: 404, logged, so a test proves it was never
+                     fetched); -> "remote_ref ok"
+  bad_schema {}   -> inputSchema {"type": 12} (not a valid schema); -> "bad_schema ok"
   http_NNN {}     -> (any mode) the POST of that call is answered with status NNN and an empty body;
                      the call is not processed
 
@@ -254,6 +264,34 @@ TOOLS = [
     {"name": "slow", "description": "Sleeps ms milliseconds",
      "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}},
 ]
+
+
+def schema_tools():
+    """The schema tools (see the docstring); remote_ref's $ref names this server's port."""
+    return [
+        {"name": "shaped", "description": "Structured content of the shape asked for",
+         "inputSchema": {"type": "object", "properties": {"mode": {"type": "string"}}},
+         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}},
+                          "required": ["n"]}},
+        {"name": "draft7", "description": "A draft-07 input schema",
+         "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                         "properties": {"list": {"type": "array", "items": [{"type": "string"}]}}}},
+        {"name": "remote_ref", "description": "An input schema that is a remote $ref",
+         "inputSchema": {"$ref": f"http://127.0.0.1:{PORT}/schema.json"}},
+        {"name": "bad_schema", "description": "An input schema that is not a schema",
+         "inputSchema": {"type": 12}},
+    ]
+
+
+def shaped_result(mode):
+    result = text_result(f"shaped {mode}")
+    if mode == "good":
+        result["structuredContent"] = {"n": 1}
+    elif mode == "wrong":
+        result["structuredContent"] = {"n": "one"}
+    elif mode == "error":
+        result["isError"] = True
+    return result
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -640,7 +678,7 @@ class Handler(BaseHTTPRequestHandler):
             result({})
             return
         if method == "tools/list":
-            result({"tools": TOOLS})
+            result({"tools": TOOLS + schema_tools()})
             return
         if method != "tools/call":
             error(-32601, f"Method not found: {method}")
@@ -671,6 +709,10 @@ class Handler(BaseHTTPRequestHandler):
             out.final(Body.filled(id_, max(0, as_int(args.get("n")))))
         elif name == "endless":
             out.final(Body.filled(id_, None))
+        elif name == "shaped":
+            result(shaped_result(args.get("mode")))
+        elif name in ("draft7", "remote_ref", "bad_schema"):
+            result(text_result(f"{name} ok"))
         elif name == "slow":
             ms = max(0, as_int(args.get("ms")))
             time.sleep(ms / 1000)

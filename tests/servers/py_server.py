@@ -24,6 +24,11 @@ Tools:
   sample_raw()   -> the same request, the error not caught: 1.x turns it into an isError result,
                     2.x fails the whole tools/call with the client's JSON-RPC error
   idem()         -> readOnlyHint + idempotentHint; returns how many times it was called ("1", "2", ...)
+  add(a, b)      -> a + b (ints), typed: the SDK derives inputSchema {a: integer, b: integer} and
+                    outputSchema {result: integer} from the signature, and sends structuredContent
+                    {"result": a + b}
+  weather(city)  -> a Weather (pydantic: temperature number, conditions string), typed: outputSchema
+                    from the model, structuredContent the model's fields
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import sys
 
 import anyio
 import mcp.types as types
+from pydantic import BaseModel
 
 try:  # mcp 2.x
     from mcp.server.mcpserver import Context, MCPServer as _Server
@@ -141,6 +147,25 @@ def idem() -> str:
     global _idem_calls
     _idem_calls += 1
     return str(_idem_calls)
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers (typed: the SDK generates the input and output schemas)."""
+    return a + b
+
+
+class Weather(BaseModel):
+    """Weather in a city."""
+
+    temperature: float
+    conditions: str
+
+
+@server.tool()
+def weather(city: str) -> Weather:
+    """The weather in a city (typed: the output schema comes from the model)."""
+    return Weather(temperature=21.5, conditions=f"sunny in {city}")
 
 
 def _run_streamable_http(port: int, *, stateless: bool, json_response: bool) -> None:

@@ -11,3 +11,4 @@ mod security;
 #[cfg(feature = "cli")]
 mod session;
 mod stack;
+mod validation;

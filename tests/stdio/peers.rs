@@ -274,13 +274,15 @@ async fn python_servers_list_their_tools_with_annotations() {
         assert_eq!(
             names,
             [
+                "add",
                 "big",
                 "echo",
                 "fail",
                 "idem",
                 "sample",
                 "sample_raw",
-                "slow"
+                "slow",
+                "weather"
             ],
             "{}",
             version.name()

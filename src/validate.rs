@@ -1,0 +1,463 @@
+//! Schema validation as a layer: a call's arguments are checked against its tool's
+//! `inputSchema` before they leave, and a structured result against the tool's `outputSchema`
+//! when it comes back (the MCP specification says a client SHOULD do the latter).
+//!
+//! - **Compiled once.** [`ToolSchemas::compile`] builds a tool's validators when its server's
+//!   catalog is built or replaced (start, `list_changed`, a `ttlMs` re-read), never per call;
+//!   the registry hands them to the stack on each [`ToolCall`] ([`ToolCall::schemas`]), so the
+//!   validators a call meets are those of the catalog that resolved its name, swapped
+//!   atomically with it.
+//! - **Drafts.** Draft 2020-12 unless the schema's `$schema` names draft 7 or 2019-09 (or 4,
+//!   6). No `$ref` is ever fetched: the `jsonschema` crate is built without HTTP or file
+//!   retrieval, so a schema that needs one does not compile. A schema that does not compile
+//!   leaves that side of the tool unvalidated, with one WARN naming the server, the tool and
+//!   the reason; [`ToolSchemas::unvalidated`] says so to `kaged-mcp tools` and `check`.
+//! - **Arguments.** A call whose arguments break the input schema is not sent: it fails with
+//!   a [`SchemaViolation`] (every failure up to [`MAX_VIOLATIONS`]: JSON pointer, keyword,
+//!   short message), which the registry turns into
+//!   [`Error::InvalidArguments`](crate::Error::InvalidArguments): a caller's error, never
+//!   retried, to hand back to the agent.
+//! - **Results.** A result whose `structuredContent` breaks the output schema, or that has
+//!   none although the tool declares one, fails with
+//!   [`Error::InvalidResult`](crate::Error::InvalidResult), unless it is a tool error
+//!   (`isError`). The check sees the whole result: the layer sits inside the truncation.
+//! - **The knob.** `local.toml` `[mcp.<key>] validate = "both" | "arguments" | "results" |
+//!   "off"` ([`Validation`], default `both`).
+//!
+//! Without the crate's `validate` feature no validator is compiled: every tool is left
+//! unvalidated, and says why.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use pin_project::pin_project;
+use serde_json::{Map, Value};
+use tower::{BoxError, Layer, Service};
+
+use crate::client::ToolCall;
+pub use crate::config::Validation;
+use crate::protocol::{ToolInfo, ToolResult};
+
+/// At most this many violations are reported for one call (the rest are counted).
+pub const MAX_VIOLATIONS: usize = 16;
+/// A violation's message is cut to this many bytes (it may quote the offending value).
+#[cfg(feature = "validate")]
+const MAX_MESSAGE: usize = 200;
+
+/// One place where a value breaks its schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The JSON pointer of the offending value within the arguments or the
+    /// `structuredContent` (`""` for the whole value, `/a`, `/items/0`).
+    pub pointer: String,
+    /// The schema keyword that failed (`type`, `required`, `enum`, `minimum`, …).
+    pub keyword: String,
+    /// A short human message (at most 200 bytes).
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "(root)"
+        } else {
+            &self.pointer
+        };
+        write!(f, "{at}: {}: {}", self.keyword, self.message)
+    }
+}
+
+/// Which side of a call broke its tool's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The arguments, against `inputSchema`: the call was not sent.
+    Arguments,
+    /// The result's `structuredContent`, against `outputSchema`.
+    Result,
+}
+
+/// A call whose arguments or result broke its tool's schema: the error the validation layer
+/// returns (the registry turns it into [`Error::InvalidArguments`](crate::Error::InvalidArguments)
+/// or [`Error::InvalidResult`](crate::Error::InvalidResult)).
+#[derive(Debug, Clone)]
+pub struct SchemaViolation {
+    /// The server.
+    pub server: Arc<str>,
+    /// The tool, as the server knows it.
+    pub tool: Arc<str>,
+    /// Arguments or result.
+    pub side: Side,
+    /// The violations, at most [`MAX_VIOLATIONS`].
+    pub violations: Vec<Violation>,
+    /// How many more there were.
+    pub more: usize,
+}
+
+impl fmt::Display for SchemaViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.side {
+            Side::Arguments => "the arguments break the tool's inputSchema (not sent)",
+            Side::Result => "the result breaks the tool's outputSchema",
+        };
+        write!(
+            f,
+            "server `{}`: tool `{}`: {what}: ",
+            self.server, self.tool
+        )?;
+        write_violations(f, &self.violations, self.more)
+    }
+}
+
+impl std::error::Error for SchemaViolation {}
+
+/// `v1; v2; … (and N more)`.
+pub(crate) fn write_violations(
+    f: &mut fmt::Formatter<'_>,
+    violations: &[Violation],
+    more: usize,
+) -> fmt::Result {
+    for (i, v) in violations.iter().enumerate() {
+        if i > 0 {
+            f.write_str("; ")?;
+        }
+        write!(f, "{v}")?;
+    }
+    if more > 0 {
+        write!(f, " (and {more} more)")?;
+    }
+    Ok(())
+}
+
+/// The violations found in one value, or none.
+type Checked = Result<(), (Vec<Violation>, usize)>;
+
+/// The compiled schemas of one tool: what the validation layer checks its calls against.
+pub struct ToolSchemas {
+    input: Option<Compiled>,
+    output: Option<Compiled>,
+    /// The tool declares an `outputSchema` (compiled or not).
+    output_declared: bool,
+    unvalidated: Vec<String>,
+}
+
+impl fmt::Debug for ToolSchemas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolSchemas")
+            .field("input", &self.input.is_some())
+            .field("output", &self.output.is_some())
+            .field("output_declared", &self.output_declared)
+            .field("unvalidated", &self.unvalidated)
+            .finish()
+    }
+}
+
+impl ToolSchemas {
+    /// Compiles what `validation` checks of `tool` (its input schema, its output schema, both
+    /// or neither). A schema that does not compile is left out, with one WARN naming `server`,
+    /// the tool and the reason, which [`unvalidated`](Self::unvalidated) keeps.
+    pub fn compile(server: &str, tool: &ToolInfo, validation: Validation) -> Self {
+        let mut unvalidated = Vec::new();
+        let mut build = |side: &str, schema: &Value| match Compiled::new(schema) {
+            Ok(c) => Some(c),
+            Err(why) => {
+                tracing::warn!(server = %server, tool = %tool.name.escape_debug(), schema = side, reason = %why, "schema not compiled; the tool is not validated on that side");
+                unvalidated.push(format!("{side}: {why}"));
+                None
+            }
+        };
+        let input = if validation.arguments() {
+            build("inputSchema", &tool.input_schema)
+        } else {
+            None
+        };
+        let output = match &tool.output_schema {
+            Some(schema) if validation.results() => build("outputSchema", schema),
+            _ => None,
+        };
+        Self {
+            input,
+            output,
+            output_declared: tool.output_schema.is_some(),
+            unvalidated,
+        }
+    }
+
+    /// Why a side of the tool is not validated (`"inputSchema: <reason>"`), if one is not.
+    pub fn unvalidated(&self) -> &[String] {
+        &self.unvalidated
+    }
+
+    /// Checks `arguments` (none counts as `{}`) against the input schema, if compiled.
+    ///
+    /// The arguments are moved into a JSON value and back, not cloned: only an `Arc` shared
+    /// with another owner is copied first.
+    pub fn check_arguments(&self, arguments: &mut Option<Arc<Map<String, Value>>>) -> Checked {
+        let Some(input) = &self.input else {
+            return Ok(());
+        };
+        match arguments {
+            None => input.check(&Value::Object(Map::new())),
+            Some(shared) => {
+                let map = Arc::make_mut(shared);
+                let value = Value::Object(std::mem::take(map));
+                let checked = input.check(&value);
+                if let Value::Object(back) = value {
+                    *map = back;
+                }
+                checked
+            }
+        }
+    }
+
+    /// Checks a result against the output schema, if compiled: its `structuredContent` must
+    /// be there and conform. A tool error (`isError`) is not checked.
+    pub fn check_result(&self, result: &ToolResult) -> Checked {
+        let Some(output) = &self.output else {
+            return Ok(());
+        };
+        if result.is_error {
+            return Ok(());
+        }
+        match &result.structured_content {
+            Some(value) => output.check(value),
+            None => Err((
+                vec![Violation {
+                    pointer: String::new(),
+                    keyword: "structuredContent".into(),
+                    message: "the result has no structuredContent, though the tool declares an \
+                              outputSchema (the MCP specification requires it then)"
+                        .into(),
+                }],
+                0,
+            )),
+        }
+    }
+}
+
+/// One compiled schema.
+struct Compiled {
+    #[cfg(feature = "validate")]
+    validator: jsonschema::Validator,
+}
+
+impl Compiled {
+    #[cfg(feature = "validate")]
+    fn new(schema: &Value) -> Result<Self, String> {
+        // No draft is forced: `$schema` picks draft 7, 2019-09 (or 4, 6), else 2020-12.
+        jsonschema::options()
+            .build(schema)
+            .map(|validator| Self { validator })
+            .map_err(|e| cut(&e.to_string()))
+    }
+
+    #[cfg(not(feature = "validate"))]
+    fn new(_schema: &Value) -> Result<Self, String> {
+        Err("kaged-mcp was built without its `validate` feature".into())
+    }
+
+    #[cfg(feature = "validate")]
+    fn check(&self, value: &Value) -> Checked {
+        if self.validator.is_valid(value) {
+            return Ok(());
+        }
+        let mut kept = Vec::new();
+        let mut more = 0;
+        for e in self.validator.iter_errors(value) {
+            if kept.len() < MAX_VIOLATIONS {
+                kept.push(Violation {
+                    pointer: e.instance_path().as_str().to_owned(),
+                    keyword: e.kind().keyword().to_owned(),
+                    message: cut(&e.to_string()),
+                });
+            } else {
+                more += 1;
+            }
+        }
+        if kept.is_empty() {
+            kept.push(Violation {
+                pointer: String::new(),
+                keyword: "schema".into(),
+                message: "the value does not conform".into(),
+            });
+        }
+        Err((kept, more))
+    }
+
+    #[cfg(not(feature = "validate"))]
+    fn check(&self, _value: &Value) -> Checked {
+        Ok(())
+    }
+}
+
+/// `text` on one line, at most [`MAX_MESSAGE`] bytes (cut at a character boundary, `…` added).
+#[cfg(feature = "validate")]
+fn cut(text: &str) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if line.len() <= MAX_MESSAGE {
+        return line;
+    }
+    let mut end = MAX_MESSAGE;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &line[..end])
+}
+
+/// The validation layer of a server's stack (see the [module docs](self)): checks each call
+/// that carries [`ToolCall::schemas`] as `validation` says; a call without them passes as is.
+#[derive(Debug, Clone)]
+pub struct ValidateLayer {
+    server: Arc<str>,
+    validation: Validation,
+}
+
+impl ValidateLayer {
+    /// The layer of `server`'s stack.
+    pub fn new(server: Arc<str>, validation: Validation) -> Self {
+        Self { server, validation }
+    }
+}
+
+impl<S> Layer<S> for ValidateLayer {
+    type Service = Validate<S>;
+
+    fn layer(&self, inner: S) -> Validate<S> {
+        Validate {
+            inner,
+            server: Arc::clone(&self.server),
+            validation: self.validation,
+        }
+    }
+}
+
+/// The service [`ValidateLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct Validate<S> {
+    inner: S,
+    server: Arc<str>,
+    validation: Validation,
+}
+
+impl<S> Validate<S> {
+    fn violation(&self, tool: &Arc<str>, side: Side, found: (Vec<Violation>, usize)) -> BoxError {
+        Box::new(SchemaViolation {
+            server: Arc::clone(&self.server),
+            tool: Arc::clone(tool),
+            side,
+            violations: found.0,
+            more: found.1,
+        })
+    }
+}
+
+impl<S> Service<ToolCall> for Validate<S>
+where
+    S: Service<ToolCall, Response = ToolResult, Error = BoxError>,
+{
+    type Response = ToolResult;
+    type Error = BoxError;
+    type Future = ValidateFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut call: ToolCall) -> Self::Future {
+        let Some(schemas) = call.schemas.clone() else {
+            return ValidateFuture::Unchecked {
+                inner: self.inner.call(call),
+            };
+        };
+        if self.validation.arguments() {
+            if let Err(found) = schemas.check_arguments(&mut call.arguments) {
+                return ValidateFuture::Refused {
+                    error: Some(self.violation(&call.name, Side::Arguments, found)),
+                };
+            }
+        }
+        if !self.validation.results() || schemas.output.is_none() {
+            return ValidateFuture::Unchecked {
+                inner: self.inner.call(call),
+            };
+        }
+        let tool = Arc::clone(&call.name);
+        ValidateFuture::Checked {
+            inner: self.inner.call(call),
+            schemas,
+            server: Arc::clone(&self.server),
+            tool,
+        }
+    }
+}
+
+/// The future of [`Validate`].
+#[pin_project(project = ValidateProj)]
+#[derive(Debug)]
+pub enum ValidateFuture<F> {
+    /// Nothing to check on the way back.
+    Unchecked {
+        /// The call below.
+        #[pin]
+        inner: F,
+    },
+    /// The result is checked against the output schema.
+    Checked {
+        /// The call below.
+        #[pin]
+        inner: F,
+        /// The tool's schemas.
+        schemas: Arc<ToolSchemas>,
+        /// The server.
+        server: Arc<str>,
+        /// The tool.
+        tool: Arc<str>,
+    },
+    /// The arguments broke the input schema: the call was not sent.
+    Refused {
+        /// The error, taken when polled.
+        error: Option<BoxError>,
+    },
+}
+
+impl<F> Future for ValidateFuture<F>
+where
+    F: Future<Output = Result<ToolResult, BoxError>>,
+{
+    type Output = Result<ToolResult, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            ValidateProj::Unchecked { inner } => inner.poll(cx),
+            ValidateProj::Checked {
+                inner,
+                schemas,
+                server,
+                tool,
+            } => {
+                let result = std::task::ready!(inner.poll(cx))?;
+                match schemas.check_result(&result) {
+                    Ok(()) => Poll::Ready(Ok(result)),
+                    Err((violations, more)) => Poll::Ready(Err(Box::new(SchemaViolation {
+                        server: Arc::clone(server),
+                        tool: Arc::clone(tool),
+                        side: Side::Result,
+                        violations,
+                        more,
+                    }))),
+                }
+            }
+            ValidateProj::Refused { error } => Poll::Ready(Err(error
+                .take()
+                .unwrap_or_else(|| "the validation future was polled after it ended".into()))),
+        }
+    }
+}
+
+#[cfg(all(test, feature = "validate"))]
+mod tests;
