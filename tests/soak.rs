@@ -459,7 +459,7 @@ async fn relay(
 }
 
 /// Kills the server every 1.5 to 4 s (SIGKILL to its process group, the proxy in front told
-/// first) and starts it again on the same port, until stopped; returns the number of kills and everything the servers wrote to
+/// first) and has it replaced on the same port, until stopped; returns the number of kills and everything the servers wrote to
 /// stderr, with the last server still running.
 struct Restarter {
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -482,7 +482,12 @@ impl Restarter {
                 let mut peer = first;
                 let port = peer.port().to_string();
                 let mut command = command;
-                command.extend(["--port".to_owned(), port.clone()]);
+                command.extend([
+                    "--port".to_owned(),
+                    port.clone(),
+                    "--bind-retry-ms".to_owned(),
+                    "60000".to_owned(),
+                ]);
                 let mut kills = 0;
                 let mut stderr = String::new();
                 loop {
@@ -494,22 +499,25 @@ impl Restarter {
                     if stop.load(Ordering::Relaxed) {
                         return (kills, stderr, peer);
                     }
+                    // The replacement starts first (a Python server takes from a fraction of
+                    // a second to several on a busy machine to load) and takes the port as soon
+                    // as the old one is killed: the server is down for milliseconds, as under a
+                    // supervisor that restarts it, whatever the machine's load.
+                    let replacement = std::thread::spawn({
+                        let command = command.clone();
+                        move || SsePeer::start_reporting_port(&command)
+                    });
+                    std::thread::sleep(Duration::from_millis(1000));
                     up.send_replace(false);
                     stderr.push_str(&peer.stderr());
                     drop(peer);
                     kills += 1;
-                    let mut tries = 0;
-                    peer = loop {
-                        match SsePeer::start_reporting_port(&command) {
-                            Ok(p) => break p,
-                            Err(e) if tries < 50 => {
-                                tries += 1;
-                                eprintln!("  restart on port {port} failed ({e}); again");
-                                std::thread::sleep(Duration::from_millis(100));
-                            }
-                            Err(e) => panic!("the server did not start again on {port}: {e}"),
-                        }
-                    };
+                    peer = replacement
+                        .join()
+                        .expect("the replacement's start panicked")
+                        .unwrap_or_else(|e| {
+                            panic!("the server did not start again on {port}: {e}")
+                        });
                     up.send_replace(true);
                 }
             }

@@ -7,7 +7,7 @@ Usage:  python3 era_server.py stdio [--mode MODE] [--versions V1,V2] [--ttl-ms N
                                     [--legacy-after N]
         python3 era_server.py http [--port N] [--mode MODE] [--versions ...] [--ttl-ms N]
                                    [--stats-file PATH] [--legacy-after N]
-                                   [--call-log FILE]
+                                   [--call-log FILE] [--bind-retry-ms N]
 
 Python 3 stdlib only. JSON-RPC 2.0.
   stdio: one JSON message per line on stdin/stdout; logs only on stderr; exits 0 at stdin EOF.
@@ -154,6 +154,7 @@ stderr. Both: --stats-file PATH is rewritten (atomically) after every message.
 
 import argparse
 import base64
+import errno
 import json
 import os
 import queue
@@ -1036,6 +1037,20 @@ class Handler(BaseHTTPRequestHandler):
             publish_stats(False)
 
 
+def bind(make, retry_ms):
+    """make() (a server bound to its port), tried again every 10 ms for up to retry_ms while the
+    port is still taken: a replacement started before the old process is killed takes the port
+    as soon as it is free (--bind-retry-ms; the soak restarts a server this way)."""
+    deadline = time.monotonic() + retry_ms / 1000
+    while True:
+        try:
+            return make()
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
@@ -1046,7 +1061,7 @@ class Server(ThreadingHTTPServer):
 
 def serve_http():
     global PORT
-    httpd = Server(("127.0.0.1", ARGS.port), Handler)
+    httpd = bind(lambda: Server(("127.0.0.1", ARGS.port), Handler), ARGS.bind_retry_ms)
     PORT = httpd.server_address[1]
     print(f"PORT={PORT}", flush=True)
     eprint(f"listening on 127.0.0.1:{PORT} (versions {','.join(VERSIONS)})")
@@ -1063,6 +1078,8 @@ def main():
     parser.add_argument("transport", choices=["stdio", "http"])
     parser.add_argument("--mode", choices=MODES, default="modern-only")
     parser.add_argument("--port", type=int, default=0, help="http: 0 picks a free port")
+    parser.add_argument("--bind-retry-ms", type=int, default=0,
+                        help="http: keep trying to bind a taken --port this long")
     parser.add_argument("--versions", default="2026-07-28",
                         help="modern modes: comma-separated supported protocol versions")
     parser.add_argument("--ttl-ms", type=int, default=0, help="ttlMs of tools/list")

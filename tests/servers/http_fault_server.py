@@ -5,6 +5,7 @@ Usage:  python3 http_fault_server.py [--port N] [--mode MODE] [--answers sse|jso
                                      [--secret S] [--log FILE] [--call-log FILE] [--delay SECS]
                                      [--retry-ms N]
                                      [--chaos-every N] [--chaos-seed S] [--burst N]
+                                     [--bind-retry-ms N]
 
 Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1, TCP_NODELAY). The first line on
 stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on start.
@@ -110,6 +111,7 @@ initialize that issued one, and "since_cut_ms" on a GET resuming a cut stream.
 """
 
 import argparse
+import errno
 import json
 import queue
 import random
@@ -833,10 +835,26 @@ class ForeignHandler(Handler):
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_OPTIONS = foreign
 
 
+def bind(make, retry_ms):
+    """make() (a server bound to its port), tried again every 10 ms for up to retry_ms while the
+    port is still taken: a replacement started before the old process is killed takes the port
+    as soon as it is free (--bind-retry-ms; the soak restarts a server this way)."""
+    deadline = time.monotonic() + retry_ms / 1000
+    while True:
+        try:
+            return make()
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 def main():
     global ARGS, PORT
     parser = argparse.ArgumentParser(description="MCP Streamable HTTP server with faults on demand")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--bind-retry-ms", type=int, default=0,
+                        help="keep trying to bind a taken --port this long")
     parser.add_argument("--mode", choices=MODES, default="ok")
     parser.add_argument("--answers", choices=["sse", "json"], default="sse")
     parser.add_argument("--stateless", action="store_true")
@@ -852,7 +870,7 @@ def main():
     CHAOS.seed(ARGS.chaos_seed)
 
     ThreadingHTTPServer.daemon_threads = True
-    httpd = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    httpd = bind(lambda: ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler), ARGS.bind_retry_ms)
     PORT = httpd.server_address[1]
     if ARGS.mode == "redirect":
         foreign = ThreadingHTTPServer(("127.0.0.2", PORT), ForeignHandler)
