@@ -111,9 +111,13 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             json!({"a": 20, "b": 22}).as_object().cloned(),
         )
         .await?;
-    session
+    // Arguments that break the tool's input schema (`message` is required) are refused by the
+    // validation layer before they leave; the audit layer, outermost, sees the call fail.
+    let refused = session
         .call("mcp.demo.echo", json!({}).as_object().cloned())
-        .await?; // a tool error
+        .await
+        .expect_err("echo without its required message is refused");
+    println!("refused: {refused}");
 
     for line in log.lock().unwrap().iter() {
         println!("audit: {line}");

@@ -156,9 +156,13 @@ pub(crate) fn describe(config: &Config) -> String {
 /// What the `validate` knob means for this server (`[mcp.<key>] validate` in local.toml).
 fn validate_line(validate: Validation) -> String {
     let what = match validate {
-        Validation::Both => "both: arguments against inputSchema, structured results against outputSchema",
+        Validation::Both => {
+            "both: arguments against inputSchema, structured results against outputSchema"
+        }
         Validation::Arguments => "arguments: arguments against inputSchema; results unchecked",
-        Validation::Results => "results: structured results against outputSchema; arguments unchecked",
+        Validation::Results => {
+            "results: structured results against outputSchema; arguments unchecked"
+        }
         Validation::Off => "off: no schema is checked",
     };
     let source = if validate == Validation::default() {

@@ -337,7 +337,12 @@ fn call_with_arguments_that_break_the_input_schema_fails_at_once_naming_where() 
     )
     .unwrap();
     let o = run(
-        &["call", "mcp.everything.get-sum", "--args", r#"{"a": "one", "b": 2}"#],
+        &[
+            "call",
+            "mcp.everything.get-sum",
+            "--args",
+            r#"{"a": "one", "b": 2}"#,
+        ],
         &d,
     );
     assert_eq!(o.code, Some(1), "{}", o.stderr);
@@ -350,7 +355,10 @@ fn call_with_arguments_that_break_the_input_schema_fails_at_once_naming_where() 
     );
     let sent = std::fs::read_to_string(&log).unwrap();
     assert!(sent.contains("\"tools/list\""), "{sent}");
-    assert!(!sent.contains("\"tools/call\""), "the server was contacted: {sent}");
+    assert!(
+        !sent.contains("\"tools/call\""),
+        "the server was contacted: {sent}"
+    );
 }
 
 #[test]
@@ -368,7 +376,11 @@ fn tools_says_which_tools_are_not_validated() {
     let o = run(&["tools"], &dir);
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert!(o.stdout.contains("mcp.fa.remote_ref\t"), "{}", o.stdout);
-    let notes: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("note: ")).collect();
+    let notes: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("note: "))
+        .collect();
     assert_eq!(notes.len(), 2, "{}", o.stderr);
     assert!(
         notes[0].starts_with("note: mcp.fa.bad_schema is not validated: inputSchema: "),
