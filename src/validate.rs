@@ -55,7 +55,8 @@ pub struct Violation {
     pub pointer: String,
     /// The schema keyword that failed (`type`, `required`, `enum`, `minimum`, …).
     pub keyword: String,
-    /// A short human message (at most 200 bytes).
+    /// A short human message (at most 200 bytes). It quotes the offending value for the
+    /// arguments (the caller's own), never for a result (the server's).
     pub message: String,
 }
 
@@ -199,11 +200,11 @@ impl ToolSchemas {
             return Ok(());
         };
         match arguments {
-            None => input.check(&Value::Object(Map::new())),
+            None => input.check(&Value::Object(Map::new()), Quote::Values),
             Some(shared) => {
                 let map = Arc::make_mut(shared);
                 let value = Value::Object(std::mem::take(map));
-                let checked = input.check(&value);
+                let checked = input.check(&value, Quote::Values);
                 if let Value::Object(back) = value {
                     *map = back;
                 }
@@ -222,7 +223,7 @@ impl ToolSchemas {
             return Ok(());
         }
         match &result.structured_content {
-            Some(value) => output.check(value),
+            Some(value) => output.check(value, Quote::Not),
             None => Err((
                 vec![Violation {
                     pointer: String::new(),
@@ -235,6 +236,15 @@ impl ToolSchemas {
             )),
         }
     }
+}
+
+/// Whether a violation's message may quote the offending value: the caller's own arguments
+/// yes (the agent sees what to fix); a server's result no (it may hold what the server should
+/// not have sent, and errors reach logs).
+#[derive(Clone, Copy)]
+enum Quote {
+    Values,
+    Not,
 }
 
 /// One compiled schema.
@@ -259,7 +269,7 @@ impl Compiled {
     }
 
     #[cfg(feature = "validate")]
-    fn check(&self, value: &Value) -> Checked {
+    fn check(&self, value: &Value, quote: Quote) -> Checked {
         if self.validator.is_valid(value) {
             return Ok(());
         }
@@ -270,7 +280,10 @@ impl Compiled {
                 kept.push(Violation {
                     pointer: e.instance_path().as_str().to_owned(),
                     keyword: e.kind().keyword().to_owned(),
-                    message: cut(&e.to_string()),
+                    message: cut(&match quote {
+                        Quote::Values => e.to_string(),
+                        Quote::Not => e.masked_with("the value").to_string(),
+                    }),
                 });
             } else {
                 more += 1;
@@ -287,7 +300,7 @@ impl Compiled {
     }
 
     #[cfg(not(feature = "validate"))]
-    fn check(&self, _value: &Value) -> Checked {
+    fn check(&self, _value: &Value, _quote: Quote) -> Checked {
         Ok(())
     }
 }

@@ -173,6 +173,11 @@ fn results_are_checked_unless_a_tool_error_and_must_carry_structured_content() {
         (found[0].pointer.as_str(), found[0].keyword.as_str()),
         ("/sum", "type")
     );
+    // A server's values are never quoted (they may be what it should not have sent).
+    r.structured_content = Some(json!({"sum": "tok-5ecret-value"}));
+    let (found, _) = s.check_result(&r).unwrap_err();
+    assert!(!found[0].message.contains("5ecret"), "{}", found[0].message);
+    assert_eq!(found[0].message, "the value is not of type \"number\"");
     r.structured_content = None;
     let (found, _) = s.check_result(&r).unwrap_err();
     assert_eq!(found[0].keyword, "structuredContent");
