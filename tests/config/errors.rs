@@ -204,6 +204,16 @@ fn cases() -> Vec<Case> {
             ..p("local probe timeout not an integer", STDIO, "mcp.db.probe_timeout_ms", 2, "expected a positive integer (milliseconds), found a string")
         },
         Case {
+            local: Some("[mcp.db]\nvalidate = \"always\"\n"),
+            file: "local.toml",
+            ..p("local validate unknown", STDIO, "mcp.db.validate", 2, "unknown validation \"always\"; expected \"both\", \"arguments\", \"results\" or \"off\"")
+        },
+        Case {
+            local: Some("[mcp.db]\nvalidate = false\n"),
+            file: "local.toml",
+            ..p("local validate not a string", STDIO, "mcp.db.validate", 2, "expected \"both\", \"arguments\", \"results\" or \"off\", found a boolean")
+        },
+        Case {
             local: Some("[mcp.db]\nera = true\n"),
             file: "local.toml",
             ..p("local era not a string", STDIO, "mcp.db.era", 2, "expected \"auto\", \"legacy\" or \"modern\", found a boolean")
