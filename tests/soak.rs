@@ -573,50 +573,21 @@ async fn soak_streamable_http_with_sessions_under_chaos() {
             "50",
         ],
     );
-    let first = SsePeer::start_reporting_port(&command).unwrap();
-    let proxy = CutProxy::start(first.port(), 1500, seed_of(&mut rng)).await;
-    let restarter = Restarter::start(command, first, proxy.up.clone(), seed_of(&mut rng));
-
-    let transport =
-        StreamableHttpTransport::new(StreamableHttpConfig::new(proxy.mcp_url())).unwrap();
-    let client = McpClient::new(
-        "soak-http",
-        transport,
-        http_options().era(EraPreference::Legacy),
-    );
-    client.start().await.unwrap();
-    let stack = StackBuilder::new(StackSettings::new("soak-http").timeout(HTTP_CALL_TIMEOUT))
-        .build(client.clone());
-    let outcome = drive(stack, calls, |_| {}).await;
-    let state = client.state();
-    client.shutdown().await;
-    let (kills, mut stderr, last) = restarter.stop();
-    stderr.push_str(&last.stderr());
-    drop(last);
-
-    let chaos = |what: &str| stderr.matches(&format!("chaos: {what} ")).count();
-    let cuts = proxy.cuts() as usize;
+    let run = HttpChaos::start("soak-http", command, EraPreference::Legacy, &mut rng).await;
+    let outcome = drive(run.stack.clone(), calls, |_| {}).await;
+    let end = run.finish().await;
+    let chaos = |what: &str| end.stderr.matches(&format!("chaos: {what} ")).count();
     eprintln!(
-        "http: {kills} kills, {cuts} responses cut by the proxy, {} sessions expired, {} streams cut before the answer, {} slow answers",
+        "http: {} kills, {} responses cut by the proxy, {} sessions expired, {} streams cut before the answer, {} slow answers",
+        end.kills,
+        end.cuts,
         chaos("expire"),
         chaos("cut"),
         chaos("slow")
     );
-    report(
-        "http",
-        calls,
-        &outcome,
-        kills + cuts + chaos("expire") + chaos("cut") + chaos("slow"),
-    );
-    assert_ne!(
-        state,
-        ServerState::Failed,
-        "restarts must not fail the server"
-    );
-    assert!(kills > 0, "the server was never killed");
-    let text = std::fs::read_to_string(&call_log).unwrap();
-    let reached = assert_never_twice("http", text.lines().map(|l| l.trim_matches('"').to_owned()));
-    eprintln!("http: {reached} distinct calls reached the server");
+    let server_faults = chaos("expire") + chaos("cut") + chaos("slow");
+    end.check("http", calls, &outcome, server_faults, &call_log);
+    assert_eq!(end.era, Some(Era::Legacy));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -628,20 +599,7 @@ async fn soak_streamable_http_2026_07_28_under_chaos() {
     let call_log = dir.path().join("calls.txt");
     let command =
         peers::era_server_http("modern-only", &["--call-log", call_log.to_str().unwrap()]);
-    let first = SsePeer::start_reporting_port(&command).unwrap();
-    let proxy = CutProxy::start(first.port(), 1500, seed_of(&mut rng)).await;
-    let restarter = Restarter::start(command, first, proxy.up.clone(), seed_of(&mut rng));
-
-    let transport =
-        StreamableHttpTransport::new(StreamableHttpConfig::new(proxy.mcp_url())).unwrap();
-    let client = McpClient::new(
-        "soak-modern",
-        transport,
-        http_options().era(EraPreference::Modern),
-    );
-    client.start().await.unwrap();
-    let stack = StackBuilder::new(StackSettings::new("soak-modern").timeout(HTTP_CALL_TIMEOUT))
-        .build(client.clone());
+    let run = HttpChaos::start("soak-modern", command, EraPreference::Modern, &mut rng).await;
     // One call in 400 is a `hold` past the timeout: a slow answer.
     let slow_ms = (HTTP_CALL_TIMEOUT + Duration::from_secs(1)).as_millis() as u64;
     let mut slow = 0;
@@ -655,29 +613,100 @@ async fn soak_streamable_http_2026_07_28_under_chaos() {
             echo_call(i)
         }
     };
-    let outcome = drive_plan(stack, calls, plan, |_| {}).await;
-    let state = client.state();
-    let era = client.era();
-    client.shutdown().await;
-    let (kills, _, last) = restarter.stop();
-    drop(last);
+    let outcome = drive_plan(run.stack.clone(), calls, plan, |_| {}).await;
+    let end = run.finish().await;
+    eprintln!(
+        "modern: {} kills, {} responses cut by the proxy, {slow} slow answers",
+        end.kills, end.cuts
+    );
+    end.check("modern", calls, &outcome, slow, &call_log);
+    assert_eq!(end.era, Some(Era::Modern));
+}
 
-    let cuts = proxy.cuts() as usize;
-    eprintln!("modern: {kills} kills, {cuts} responses cut by the proxy, {slow} slow answers");
-    report("modern", calls, &outcome, kills + cuts + slow);
-    assert_ne!(
-        state,
-        ServerState::Failed,
-        "restarts must not fail the server"
-    );
-    assert_eq!(era, Some(Era::Modern));
-    assert!(kills > 0, "the server was never killed");
-    let text = std::fs::read_to_string(&call_log).unwrap();
-    let reached = assert_never_twice(
-        "modern",
-        text.lines().map(|l| l.trim_matches('"').to_owned()),
-    );
-    eprintln!("modern: {reached} distinct calls reached the server");
+/// One HTTP soak's moving parts: the server (started by `command`), the proxy in front of it,
+/// the restarter, and a client of one era with its stack.
+struct HttpChaos {
+    proxy: CutProxy,
+    restarter: Restarter,
+    client: McpClient,
+    stack: ToolService,
+}
+
+/// How an HTTP soak ended.
+struct HttpChaosEnd {
+    state: ServerState,
+    era: Option<Era>,
+    kills: usize,
+    cuts: usize,
+    /// Everything the servers wrote to stderr.
+    stderr: String,
+}
+
+impl HttpChaos {
+    async fn start(
+        name: &'static str,
+        command: Vec<String>,
+        era: EraPreference,
+        rng: &mut Rng,
+    ) -> HttpChaos {
+        let first = SsePeer::start_reporting_port(&command).unwrap();
+        let proxy = CutProxy::start(first.port(), 1500, seed_of(rng)).await;
+        let restarter = Restarter::start(command, first, proxy.up.clone(), seed_of(rng));
+        let transport =
+            StreamableHttpTransport::new(StreamableHttpConfig::new(proxy.mcp_url())).unwrap();
+        let client = McpClient::new(name, transport, http_options().era(era));
+        client.start().await.unwrap();
+        let stack = StackBuilder::new(StackSettings::new(name).timeout(HTTP_CALL_TIMEOUT))
+            .build(client.clone());
+        HttpChaos {
+            proxy,
+            restarter,
+            client,
+            stack,
+        }
+    }
+
+    /// Shuts the client down, then stops the restarts.
+    async fn finish(self) -> HttpChaosEnd {
+        let state = self.client.state();
+        let era = self.client.era();
+        self.client.shutdown().await;
+        let (kills, mut stderr, last) = self.restarter.stop();
+        stderr.push_str(&last.stderr());
+        HttpChaosEnd {
+            state,
+            era,
+            kills,
+            cuts: self.proxy.cuts() as usize,
+            stderr,
+        }
+    }
+}
+
+impl HttpChaosEnd {
+    /// Reports the run (`more` disruptions beside the kills and cuts) and checks it: every
+    /// call ended, nothing twice in `call_log`, the server never given up on, killed at least
+    /// once.
+    fn check(
+        &self,
+        name: &str,
+        calls: usize,
+        outcome: &Outcome,
+        more: usize,
+        call_log: &std::path::Path,
+    ) {
+        report(name, calls, outcome, self.kills + self.cuts + more);
+        assert_ne!(
+            self.state,
+            ServerState::Failed,
+            "{name}: restarts must not fail the server"
+        );
+        assert!(self.kills > 0, "{name}: the server was never killed");
+        let text = std::fs::read_to_string(call_log).unwrap();
+        let reached =
+            assert_never_twice(name, text.lines().map(|l| l.trim_matches('"').to_owned()));
+        eprintln!("{name}: {reached} distinct calls reached the server");
+    }
 }
 
 /// The stats counter at `path` of the OAuth server (`"token.refresh_token"`, `"prm"`).

@@ -306,21 +306,6 @@ fn shell_for_an_agent_lists_only_its_tools_and_ends_at_eof() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
-/// `sh -c 'tee -a LOG | exec <command>'`: every line the client writes to the server is
-/// appended to `log` too.
-fn logged(command: &[String], log: &std::path::Path) -> String {
-    let quoted: Vec<String> = command
-        .iter()
-        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
-        .collect();
-    serde_json::to_string(&[
-        "sh".to_owned(),
-        "-c".to_owned(),
-        format!("tee -a '{}' | exec {}", log.display(), quoted.join(" ")),
-    ])
-    .unwrap()
-}
-
 #[test]
 fn call_with_arguments_that_break_the_input_schema_fails_at_once_naming_where() {
     let Some(cmd) = peers::require(peers::everything_stdio(), "server-everything") else {
@@ -332,7 +317,7 @@ fn call_with_arguments_that_break_the_input_schema_fails_at_once_naming_where() 
         d.path().join("project.yaml"),
         format!(
             "mcp:\n  everything:\n    transport: stdio\n    command: {}\n",
-            logged(&cmd, &log)
+            serde_json::to_string(&peers::with_stdin_log(&cmd, &log)).unwrap()
         ),
     )
     .unwrap();

@@ -496,6 +496,20 @@ pub(crate) fn era_server_http(mode: &str, extra: &[&str]) -> Vec<String> {
 
 // --- helpers ----------------------------------------------------------------------------------
 
+/// `sh -c 'tee -a LOG | exec <command>'`: a stdio server `command` with every line the client
+/// writes to it appended to `log` too (what reached the server, for a test to read).
+pub(crate) fn with_stdin_log(command: &[String], log: &Path) -> Vec<String> {
+    let quoted: Vec<String> = command
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+        .collect();
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("tee -a '{}' | exec {}", log.display(), quoted.join(" ")),
+    ]
+}
+
 /// A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, let it go).
 ///
 /// # Panics

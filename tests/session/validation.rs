@@ -56,20 +56,6 @@ fn violations(e: &Error, arguments: bool) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `sh -c 'tee -a LOG | exec <command>'`: the command, with every line the client writes to
-/// it appended to `log` (the server's log of what reached it).
-fn logged(command: &[String], log: &Path) -> Vec<String> {
-    let quoted: Vec<String> = command
-        .iter()
-        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
-        .collect();
-    vec![
-        "sh".into(),
-        "-c".into(),
-        format!("tee -a '{}' | exec {}", log.display(), quoted.join(" ")),
-    ]
-}
-
 #[tokio::test]
 async fn server_everything_arguments_are_refused_before_they_leave_and_its_output_schema_checked() {
     let Some(cmd) = peers::require(peers::everything_stdio(), "server-everything") else {
@@ -77,7 +63,11 @@ async fn server_everything_arguments_are_refused_before_they_leave_and_its_outpu
     };
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("stdin.log");
-    let s = session(stdio_project("everything", &logged(&cmd, &log)), "").await;
+    let s = session(
+        stdio_project("everything", &peers::with_stdin_log(&cmd, &log)),
+        "",
+    )
+    .await;
 
     let e = s
         .call("mcp.everything.get-sum", args(json!({"a": "one", "b": 2})))
