@@ -151,7 +151,23 @@ fn must_be_listed(scenarios: &[String], must: &[&str]) {
     }
 }
 
+/// The conformance client, built first: `cargo test` builds examples only as test binaries,
+/// and a `target/<profile>/examples/conformance_client` left from an earlier build would test
+/// old code (a validation change once passed here that way and failed in a clean clone).
 fn client() -> Option<std::path::PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build
+        .args(["build", "--quiet", "--example", "conformance_client"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    let built = build.status().is_ok_and(|s| s.success());
+    assert!(
+        built || std::env::var_os("CI").is_none(),
+        "cargo build --example conformance_client failed"
+    );
     peers::require(
         peers::example("conformance_client"),
         "conformance_client (cargo build --example conformance_client)",
