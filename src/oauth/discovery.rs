@@ -18,7 +18,7 @@
 use serde_json::Value;
 use url::Url;
 
-use super::http::{parse_url, OAuthHttp};
+use super::http::{parse_url, Fetched, OAuthHttp};
 use crate::transport::http::{origin, redacted};
 
 /// What discovery found for one server.
@@ -67,15 +67,40 @@ pub(crate) async fn discover(
     let Some((prm_url, prm)) = prm else {
         return legacy(http, server_url).await;
     };
+    let named = resource_document(&prm, &prm_url, server_url)?;
+    let server = authorization_server(http, &named.issuer).await?;
+    Ok(Discovered {
+        resource: Some(named.resource),
+        resource_scopes: named.scopes,
+        server,
+    })
+}
+
+/// What protected resource metadata names: the resource, its first authorization server and
+/// its scopes.
+#[derive(Debug)]
+pub(crate) struct ResourceDocument {
+    pub(crate) resource: String,
+    pub(crate) issuer: Url,
+    pub(crate) scopes: Vec<String>,
+}
+
+/// Reads the protected resource metadata `prm` found at `prm_url`: its `resource` must name
+/// `server_url`, its first `authorization_servers` entry must be an `http(s)` URL.
+pub(crate) fn resource_document(
+    prm: &Value,
+    prm_url: &Url,
+    server_url: &Url,
+) -> Result<ResourceDocument, String> {
     let resource = prm
         .get("resource")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("{}: no `resource`", redacted(&prm_url)))?;
+        .ok_or_else(|| format!("{}: no `resource`", redacted(prm_url)))?;
     if !names_server(resource, server_url) {
         return Err(format!(
             "the protected resource metadata at {} names the resource `{resource}`, not this \
              server ({}); refusing to authorize for it",
-            redacted(&prm_url),
+            redacted(prm_url),
             redacted(server_url)
         ));
     }
@@ -83,13 +108,11 @@ pub(crate) async fn discover(
         .get("authorization_servers")
         .and_then(Value::as_array)
         .and_then(|a| a.iter().find_map(Value::as_str))
-        .ok_or_else(|| format!("{}: no `authorization_servers`", redacted(&prm_url)))?;
-    let issuer_url = parse_url(issuer, "the authorization server")?;
-    let server = authorization_server(http, &issuer_url).await?;
-    Ok(Discovered {
-        resource: Some(resource.to_owned()),
-        resource_scopes: strings(&prm, "scopes_supported"),
-        server,
+        .ok_or_else(|| format!("{}: no `authorization_servers`", redacted(prm_url)))?;
+    Ok(ResourceDocument {
+        resource: resource.to_owned(),
+        issuer: parse_url(issuer, "the authorization server")?,
+        scopes: strings(prm, "scopes_supported"),
     })
 }
 
@@ -117,17 +140,9 @@ async fn resource_metadata(
     };
     for url in candidates {
         let fetched = http.get_json(&url).await.map_err(|e| e.to_string())?;
-        if fetched.status.is_client_error() {
-            continue;
+        if let Some(json) = metadata_answer(&url, fetched)? {
+            return Ok(Some((url, json)));
         }
-        if !fetched.status.is_success() {
-            return Err(format!("{}: answered {}", redacted(&url), fetched.status));
-        }
-        let json = fetched
-            .json
-            .filter(Value::is_object)
-            .ok_or_else(|| format!("{}: not a JSON object", redacted(&url)))?;
-        return Ok(Some((url, json)));
     }
     Ok(None)
 }
@@ -169,15 +184,7 @@ async fn authorization_server(http: &OAuthHttp, issuer: &Url) -> Result<AsMetada
         let Some(json) = fetch_metadata(http, &url).await? else {
             continue;
         };
-        let meta = as_metadata(&json, &url)?;
-        if meta.issuer.trim_end_matches('/') != wanted {
-            return Err(format!(
-                "{}: its issuer `{}` is not `{wanted}`",
-                redacted(&url),
-                meta.issuer
-            ));
-        }
-        return Ok(meta);
+        return server_document(&json, &url, wanted);
     }
     Err(format!(
         "the authorization server {} has no metadata (tried {})",
@@ -225,6 +232,12 @@ async fn legacy(http: &OAuthHttp, server_url: &Url) -> Result<Discovered, String
 /// The JSON object at `url`; `None` when it is refused (4xx).
 async fn fetch_metadata(http: &OAuthHttp, url: &Url) -> Result<Option<Value>, String> {
     let fetched = http.get_json(url).await.map_err(|e| e.to_string())?;
+    metadata_answer(url, fetched)
+}
+
+/// What a metadata document's answer from `url` holds: `None` when it was refused (4xx), the
+/// JSON object when it was a success, else an error naming the URL.
+pub(crate) fn metadata_answer(url: &Url, fetched: Fetched) -> Result<Option<Value>, String> {
     if fetched.status.is_client_error() {
         return Ok(None);
     }
@@ -236,6 +249,20 @@ async fn fetch_metadata(http: &OAuthHttp, url: &Url) -> Result<Option<Value>, St
         .filter(Value::is_object)
         .map(Some)
         .ok_or_else(|| format!("{}: not a JSON object", redacted(url)))
+}
+
+/// The authorization server metadata `json` found at `url`, whose issuer must be `wanted`
+/// (a trailing `/` aside).
+pub(crate) fn server_document(json: &Value, url: &Url, wanted: &str) -> Result<AsMetadata, String> {
+    let meta = as_metadata(json, url)?;
+    if meta.issuer.trim_end_matches('/') != wanted {
+        return Err(format!(
+            "{}: its issuer `{}` is not `{wanted}`",
+            redacted(url),
+            meta.issuer
+        ));
+    }
+    Ok(meta)
 }
 
 fn as_metadata(json: &Value, from: &Url) -> Result<AsMetadata, String> {

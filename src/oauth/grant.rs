@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use url::Url;
 
 use super::discovery::AsMetadata;
-use super::http::OAuthHttp;
+use super::http::{Fetched, OAuthHttp};
 use super::jwt;
 use crate::config::{ClientAuthMethod, Secret};
 use crate::transport::http::redacted;
@@ -53,6 +53,14 @@ pub(crate) struct Granted {
     pub(crate) scopes: Option<Vec<String>>,
 }
 
+impl Granted {
+    /// When the access token expires (Unix seconds), granted at `now`; `None` when the
+    /// server did not say.
+    pub(crate) fn expires_at(&self, now: u64) -> Option<u64> {
+        self.expires_in.map(|d| now + d.as_secs())
+    }
+}
+
 /// A failed grant: `invalid_grant` tells a dead refresh token from a passing failure.
 #[derive(Debug)]
 pub(crate) struct GrantError {
@@ -69,11 +77,15 @@ impl GrantError {
     }
 }
 
-type TokenClient =
+pub(crate) type TokenClient =
     BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
 
 /// The token endpoint client for `client`.
-fn token_client(client: &Client, token_endpoint: &Url, redirect: Option<&Url>) -> TokenClient {
+pub(crate) fn token_client(
+    client: &Client,
+    token_endpoint: &Url,
+    redirect: Option<&Url>,
+) -> TokenClient {
     let mut c = BasicClient::new(ClientId::new(client.id.clone()))
         .set_token_uri(TokenUrl::from_url(token_endpoint.clone()));
     if let Some(r) = redirect {
@@ -201,7 +213,7 @@ pub(crate) async fn client_credentials(
     granted(req.request_async(http).await, &meta.token_endpoint)
 }
 
-type TokenResult = Result<
+pub(crate) type TokenResult = Result<
     BasicTokenResponse,
     RequestTokenError<
         super::http::HttpError,
@@ -209,7 +221,7 @@ type TokenResult = Result<
     >,
 >;
 
-fn granted(result: TokenResult, endpoint: &Url) -> Result<Granted, GrantError> {
+pub(crate) fn granted(result: TokenResult, endpoint: &Url) -> Result<Granted, GrantError> {
     match result {
         Ok(t) => Ok(Granted {
             access_token: t.access_token().secret().clone(),
@@ -267,6 +279,11 @@ pub(crate) async fn register(
         .post_json(endpoint, &body)
         .await
         .map_err(|e| e.to_string())?;
+    registered(endpoint, fetched)
+}
+
+/// The client a dynamic registration at `endpoint` answered with `fetched`.
+pub(crate) fn registered(endpoint: &Url, fetched: Fetched) -> Result<Client, String> {
     if !fetched.status.is_success() {
         return Err(format!(
             "dynamic client registration at {} answered {}",

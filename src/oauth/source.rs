@@ -377,6 +377,7 @@ impl OAuthSource {
             resource,
         } = origin;
         let previous_refresh = st.tokens.as_ref().and_then(|t| t.refresh_token.clone());
+        let expires_at = g.expires_at(now());
         let tokens = StoredTokens {
             server_url: self.settings.url.to_string(),
             client_id: client.id.clone(),
@@ -393,7 +394,7 @@ impl OAuthSource {
             access_token: Some(Token::new(g.access_token)),
             // A refresh answer without a new refresh token keeps the old one (RFC 6749 §6).
             refresh_token: g.refresh_token.map(Token::new).or(previous_refresh),
-            expires_at: g.expires_in.map(|d| now() + d.as_secs()),
+            expires_at,
             scopes: g.scopes.unwrap_or(asked),
             saved_at: now(),
         };
