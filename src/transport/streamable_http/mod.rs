@@ -73,6 +73,9 @@
 
 mod connection;
 
+#[doc(hidden)]
+pub use self::connection::param_header;
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -246,6 +249,39 @@ impl StreamableHttpTransport {
         server: &str,
         config: StreamableHttpConfig,
     ) -> Result<Self, InvalidHttpConfig> {
+        let http = client::client(config.auth.as_ref(), config.connect_timeout);
+        Self::over(server, config, http)
+    }
+
+    /// A transport for `config` whose requests go to `service` instead of the network: the
+    /// server's answers (status, headers, body in whatever chunks) are fed in without a
+    /// socket. Exists for the fuzz targets in `fuzz/` (`http_answers`) and their regression
+    /// tests; not part of the API. `config.auth` is not used (`service` stands for the whole
+    /// client, its layers included).
+    ///
+    /// # Errors
+    /// As for [`new`](Self::new).
+    #[doc(hidden)]
+    pub fn with_http_service(
+        config: StreamableHttpConfig,
+        service: tower::util::BoxCloneSyncService<
+            http::Request<http_body_util::Full<bytes::Bytes>>,
+            http::Response<
+                http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, tower::BoxError>,
+            >,
+            tower::BoxError,
+        >,
+    ) -> Result<Self, InvalidHttpConfig> {
+        let name = redacted(&config.url);
+        Self::over(&name, config, service)
+    }
+
+    /// A transport for `config`, checked, over the client `http`; errors name `server`.
+    fn over(
+        server: &str,
+        config: StreamableHttpConfig,
+        http: HttpService,
+    ) -> Result<Self, InvalidHttpConfig> {
         validate(
             server,
             &config.url,
@@ -257,7 +293,6 @@ impl StreamableHttpTransport {
             .as_str()
             .parse::<http::Uri>()
             .map_err(|e| InvalidHttpConfig::new(server, InvalidKind::Url(e.to_string())))?;
-        let http = client::client(config.auth.as_ref(), config.connect_timeout);
         Ok(Self {
             inner: Arc::new(Inner {
                 auth_hint: auth_hint(config.secret_ref.as_deref(), config.auth.is_some()),

@@ -28,6 +28,7 @@ mod outbound;
 mod request;
 mod stream;
 
+pub use self::outbound::param_header;
 use self::outbound::*;
 use self::request::*;
 use self::stream::*;

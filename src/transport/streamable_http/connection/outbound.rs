@@ -85,11 +85,7 @@ impl Mirror {
         let params = head
             .params
             .iter()
-            .filter_map(|(name, value)| {
-                let name = HeaderName::from_bytes(format!("mcp-param-{name}").as_bytes()).ok()?;
-                let value = HeaderValue::from_str(&header_safe(value)).ok()?;
-                Some((name, value))
-            })
+            .filter_map(|(name, value)| param_header(name, value))
             .collect();
         Some(Self {
             version,
@@ -98,6 +94,17 @@ impl Mirror {
             params,
         })
     }
+}
+
+/// The `Mcp-Param-{name}` header a 2026-07-28 request carries for a parameter's `value`
+/// (encoded by [`header_safe`]); `None`, and the header left out, when `name` cannot be part of
+/// a header name. Public (hidden) for the fuzz targets in `fuzz/` (`modern_shapes`) and their
+/// regression tests; not part of the API.
+#[doc(hidden)]
+pub fn param_header(name: &str, value: &str) -> Option<(HeaderName, HeaderValue)> {
+    let name = HeaderName::from_bytes(format!("mcp-param-{name}").as_bytes()).ok()?;
+    let value = HeaderValue::from_str(&header_safe(value)).ok()?;
+    Some((name, value))
 }
 
 /// `value` as a header value: as is when it is plain visible ASCII (spaces inside allowed),
