@@ -4,9 +4,21 @@
 //! The checks are the fuzz crate's own modules, mounted here with `#[path]`, so a crasher
 //! replays exactly as libFuzzer saw it, in a plain `cargo test` (no nightly, no libFuzzer).
 
+#[path = "../fuzz/src/answers.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod answers;
+#[path = "../fuzz/src/challenge.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod challenge;
 #[path = "../fuzz/src/config.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod config;
+#[path = "../fuzz/src/modern.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod modern;
+#[path = "../fuzz/src/oauth.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod oauth;
 #[path = "../fuzz/src/protocol.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod protocol;
@@ -70,6 +82,28 @@ fn the_stdio_frames_seeds_pass_the_fuzz_checks() {
 #[test]
 fn the_sse_events_seeds_pass_the_fuzz_checks() {
     replay_seeds("sse_events", sse::sse_events);
+}
+
+#[test]
+fn the_www_authenticate_seeds_pass_the_fuzz_checks() {
+    replay_seeds("www_authenticate", challenge::www_authenticate);
+}
+
+#[test]
+fn the_oauth_documents_seeds_pass_the_fuzz_checks() {
+    replay_seeds("oauth_documents", oauth::oauth_documents);
+}
+
+#[test]
+fn the_http_answers_seeds_pass_the_fuzz_checks() {
+    replay_seeds("http_answers", |data| {
+        answers::http_answers(data, None);
+    });
+}
+
+#[test]
+fn the_modern_shapes_seeds_pass_the_fuzz_checks() {
+    replay_seeds("modern_shapes", modern::modern_shapes);
 }
 
 /// F3 (fuzz/README.md): the stdio reader decided on a line it had only partly read, so a line

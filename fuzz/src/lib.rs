@@ -9,7 +9,11 @@
 //! `kaged-mcp` itself is of course a finding too. Modules refer to each other as
 //! `crate::<module>`, so the regression tests can mount them the same way.
 
+pub mod answers;
+pub mod challenge;
 pub mod config;
+pub mod modern;
+pub mod oauth;
 pub mod protocol;
 pub mod session;
 pub mod sse;

@@ -21,6 +21,8 @@
 //! authorization server that approves by itself, fetches it ([`FetchAuthorizer`]).
 
 mod discovery;
+#[doc(hidden)]
+pub mod documents;
 mod grant;
 mod http;
 mod jwt;
