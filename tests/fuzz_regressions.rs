@@ -252,3 +252,28 @@ fn a_content_block_with_a_non_string_type_reads_the_same_whichever_key_comes_fir
     );
     protocol::check_tool_result(&later.expect("reads"), 64);
 }
+
+/// Finding F4 (fuzz/README.md), `oauth_documents`: a token answer whose `expires_in` is near
+/// `u64::MAX` made the token store's expiry `now + expires_in` overflow: a panic in a build with
+/// overflow checks (debug, the fuzz build), and in a release build an expiry in the past, so
+/// the token just granted counted as expired at once ("the token expired at once").
+#[test]
+fn a_token_answer_whose_expires_in_is_past_any_date_is_kept_without_overflow() {
+    for expires_in in ["18446744073709551615", "18446744073709551000"] {
+        let body = format!(
+            r#"{{"access_token":"kAgEdSeCrEt-1","token_type":"Bearer","expires_in":{expires_in}}}"#
+        );
+        let summary = kaged_mcp::oauth::documents::token_response(
+            "https://auth.example.com/token",
+            200,
+            Some("application/json"),
+            body.as_bytes(),
+        )
+        .expect("a well-formed token answer");
+        assert!(
+            summary.contains(&format!("expires at Some({})", u64::MAX)),
+            "{summary}"
+        );
+        oauth::oauth_documents(&[b"\x03\x00\x00".as_slice(), body.as_bytes()].concat());
+    }
+}

@@ -55,9 +55,9 @@ pub(crate) struct Granted {
 
 impl Granted {
     /// When the access token expires (Unix seconds), granted at `now`; `None` when the
-    /// server did not say.
+    /// server did not say. An `expires_in` past any date is the end of time, not an overflow.
     pub(crate) fn expires_at(&self, now: u64) -> Option<u64> {
-        self.expires_in.map(|d| now + d.as_secs())
+        self.expires_in.map(|d| now.saturating_add(d.as_secs()))
     }
 }
 
