@@ -277,3 +277,40 @@ fn a_token_answer_whose_expires_in_is_past_any_date_is_kept_without_overflow() {
         oauth::oauth_documents(&[b"\x03\x00\x00".as_slice(), body.as_bytes()].concat());
     }
 }
+
+/// Finding F5 (fuzz/README.md), `www_authenticate`: a `WWW-Authenticate` line holding any byte
+/// that is not visible ASCII (a UTF-8 `error_description`, or a `Basic realm="Zürich"` before
+/// the `Bearer` challenge: quoted strings may carry such text, RFC 9110 `obs-text`) was skipped
+/// whole (`HeaderValue::to_str` fails), so its `Bearer` challenge was lost: no
+/// `resource_metadata`, and no step-up on a 403 `insufficient_scope`.
+#[test]
+fn a_bearer_challenge_is_read_from_a_header_line_with_text_that_is_not_ascii() {
+    use http::header::{HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+    use kaged_mcp_layers::auth::BearerChallenge;
+    for line in [
+        r#"Bearer error="insufficient_scope", scope="files:write", error_description="droits insuffisants pour écrire""#,
+        r#"Basic realm="Zürich", Bearer error="insufficient_scope", scope="files:write""#,
+    ] {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_bytes(line.as_bytes()).expect("a valid header value"),
+        );
+        let c =
+            BearerChallenge::find(&headers).unwrap_or_else(|| panic!("nothing read from {line}"));
+        assert!(c.insufficient_scope(), "{c:?}");
+        assert_eq!(c.scope.as_deref(), Some("files:write"));
+    }
+    let mut headers = HeaderMap::new();
+    headers.append(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static(r#"Bearer error_description="caf\"e\\""#),
+    );
+    headers.append(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_bytes("Bearer scope=\"never read\"".as_bytes()).expect("valid"),
+    );
+    let c = BearerChallenge::find(&headers).expect("the first line's challenge");
+    assert_eq!(c.error_description.as_deref(), Some(r#"caf"e\"#));
+    assert_eq!(c.scope, None);
+}

@@ -4,8 +4,10 @@
 //! A header may hold several challenges (`Basic realm="x", Bearer scope="a b"`) and a response
 //! several headers; [`BearerChallenge::find`] takes the first `Bearer` one. Parameters are
 //! `name=token` or `name="quoted string"` (backslash escapes), names case-insensitive; a
-//! parameter that appears twice keeps its first value. Nothing here ever fails: what cannot be
-//! read is skipped.
+//! parameter that appears twice keeps its first value. A header value is read as UTF-8, since a
+//! quoted string may carry text that is not ASCII (RFC 9110 `obs-text`: an `error_description`
+//! in French, a `Basic realm="Zürich"` before the `Bearer` challenge); a byte that is not UTF-8
+//! reads as U+FFFD. Nothing here ever fails: what cannot be read is skipped.
 
 use http::header::{HeaderMap, WWW_AUTHENTICATE};
 
@@ -28,8 +30,7 @@ impl BearerChallenge {
         headers
             .get_all(WWW_AUTHENTICATE)
             .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find_map(Self::parse)
+            .find_map(|v| Self::parse(&String::from_utf8_lossy(v.as_bytes())))
     }
 
     /// The first `Bearer` challenge of one header value.
