@@ -314,3 +314,29 @@ fn a_bearer_challenge_is_read_from_a_header_line_with_text_that_is_not_ascii() {
     assert_eq!(c.error_description.as_deref(), Some(r#"caf"e\"#));
     assert_eq!(c.scope, None);
 }
+
+/// Finding F6 (fuzz/README.md), `http_answers`: a POST answered with a JSON body over the frame
+/// limit in which the session finds no request id (not JSON-RPC, or the id further in than the
+/// oversize report's head and tail) was reported as oversize and nothing else: the call waited
+/// for an answer that could no longer come, until its caller's timeout (a hang in the fuzz
+/// target, whose calls have none). The body answered this POST's request: it fails now.
+#[test]
+fn an_oversized_json_answer_without_a_readable_id_fails_its_call() {
+    // Era byte, frame limit 512 (+0), chunk seed, chunk cap; then the answer: not JSON-RPC, or
+    // JSON-RPC whose id sits between the 4 KiB head and the 512-byte tail that are kept.
+    let head = [0_u8, 0, 0, 0x34, 0x12, 3];
+    let hidden_id = format!(
+        "200 application/json\n@repeat 1000\n\n{{\"jsonrpc\":\"2.0\",\"result\":{{\"a\":\"@@xxxxxxxx@@\"}},\"id\":@id,\"z\":\"{}\"}}",
+        "y".repeat(1000)
+    );
+    for body in [
+        &b"200 application/json\n@repeat 1000\n\n@@xxxxxxxx@@"[..],
+        hidden_id.as_bytes(),
+    ] {
+        let run = answers::http_answers(&[&head[..], body].concat(), None).expect("a script");
+        let Err(e) = &run.call else {
+            panic!("an oversized answer was read: {run:?}")
+        };
+        assert!(e.contains("over the frame limit"), "{e}");
+    }
+}

@@ -151,7 +151,8 @@ impl Conn {
     }
 
     /// Reads a JSON answer: delivered whole, or reported over the limit with its first and last
-    /// bytes. Past the limit the body is read on only while the request's caller waits.
+    /// bytes (and the request failed if the session found no id in them). Past the limit the
+    /// body is read on only while the request's caller waits.
     async fn read_json(&self, mut body: Body, id: &RequestId) {
         let mut first: Option<Bytes> = None;
         let mut rest = BytesMut::new();
@@ -213,7 +214,21 @@ impl Conn {
             if !self.awaits(id) {
                 return;
             }
-            return self.oversize(over.frame(self.limit));
+            let frame = over.frame(self.limit);
+            let len = frame.len;
+            self.oversize(frame);
+            if self.awaits(id) {
+                // The session found no request id in the body's edges; yet the body was this
+                // request's answer, and no other will come.
+                self.fail(
+                    id,
+                    SendFailure::unknown(format!(
+                        "the POST's JSON body of {len} bytes is over the frame limit of {} bytes",
+                        self.limit
+                    )),
+                );
+            }
+            return;
         }
         let whole: &[u8] = match &first {
             Some(f) => f,
