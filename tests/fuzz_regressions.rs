@@ -315,6 +315,36 @@ fn a_bearer_challenge_is_read_from_a_header_line_with_text_that_is_not_ascii() {
     assert_eq!(c.scope, None);
 }
 
+/// Finding F7 (fuzz/README.md), `www_authenticate`: after a scheme, a token without `=` was
+/// always taken for a new challenge, so a `token68` credential of another scheme that spells
+/// `Bearer` (`Other BEARER`, RFC 9110 §11.3: `auth-scheme [ 1*SP ( token68 / #auth-param ) ]`)
+/// was read as a `Bearer` challenge, and the real one after it was never reached. A token
+/// after a scheme with no comma between is that scheme's credential.
+#[test]
+fn a_token68_that_spells_bearer_is_no_bearer_challenge() {
+    use http::header::{HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+    use kaged_mcp_layers::auth::BearerChallenge;
+    let find = |lines: &[&'static str]| {
+        let mut headers = HeaderMap::new();
+        for line in lines {
+            headers.append(WWW_AUTHENTICATE, HeaderValue::from_static(line));
+        }
+        BearerChallenge::find(&headers)
+    };
+    assert_eq!(find(&[" Basic gotiat , Other BEARER"]), None);
+    let c = find(&[
+        "Negotiate bearer, Bearer scope=\"a b\"",
+        "Bearer scope=\"c\"",
+    ])
+    .expect("the Bearer challenge after the token68");
+    assert_eq!(c.scope.as_deref(), Some("a b"));
+    let c = find(&["Other Bearer==, Bearer error=invalid_token"]).expect("a challenge");
+    assert_eq!(c.error.as_deref(), Some("invalid_token"));
+    // Without a credential, a scheme followed by a comma and another scheme is two challenges.
+    let c = find(&["Basic, Bearer scope=s"]).expect("a challenge");
+    assert_eq!(c.scope.as_deref(), Some("s"));
+}
+
 /// Finding F6 (fuzz/README.md), `http_answers`: a POST answered with a JSON body over the frame
 /// limit in which the session finds no request id (not JSON-RPC, or the id further in than the
 /// oversize report's head and tail) was reported as oversize and nothing else: the call waited

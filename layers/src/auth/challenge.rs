@@ -2,7 +2,9 @@
 //! server says when it refuses a request, and where its protected resource metadata lives.
 //!
 //! A header may hold several challenges (`Basic realm="x", Bearer scope="a b"`) and a response
-//! several headers; [`BearerChallenge::find`] takes the first `Bearer` one. Parameters are
+//! several headers; [`BearerChallenge::find`] takes the first `Bearer` one (a token right after a
+//! scheme, with no comma between, is that scheme's `token68` credential, RFC 9110 §11.3, even
+//! one that spells `Bearer`). Parameters are
 //! `name=token` or `name="quoted string"` (backslash escapes), names case-insensitive; a
 //! parameter that appears twice keeps its first value. A header value is read as UTF-8, since a
 //! quoted string may carry text that is not ASCII (RFC 9110 `obs-text`: an `error_description`
@@ -38,8 +40,10 @@ impl BearerChallenge {
         let mut scanner = Scanner { rest: value };
         let mut current: Option<String> = None;
         let mut found: Option<Self> = None;
+        // Right after a scheme: a token there (no comma between) is its token68 credential.
+        let mut after_scheme = false;
         loop {
-            scanner.skip_separators();
+            let comma = scanner.skip_separators();
             let Some(token) = scanner.token() else {
                 // Not a token: skip one character (a stray quote, `=`) and go on.
                 if !scanner.bump() {
@@ -55,9 +59,14 @@ impl BearerChallenge {
                     let challenge = found.get_or_insert_with(Self::default);
                     challenge.set(&token.to_ascii_lowercase(), value);
                 }
+                after_scheme = false;
                 continue;
             }
-            // A token not followed by `=` starts a new challenge (or is a token68).
+            if std::mem::take(&mut after_scheme) && !comma {
+                continue; // the scheme's token68
+            }
+            // Any other token not followed by `=` starts a new challenge.
+            after_scheme = true;
             if current.as_deref() == Some("bearer") && found.is_some() {
                 break;
             }
@@ -99,8 +108,13 @@ impl<'a> Scanner<'a> {
         self.rest = self.rest.trim_start_matches([' ', '\t']);
     }
 
-    fn skip_separators(&mut self) {
-        self.rest = self.rest.trim_start_matches([' ', '\t', ',']);
+    /// Skips spaces and commas; whether there was a comma.
+    fn skip_separators(&mut self) -> bool {
+        let skipped = self.rest.len();
+        let rest = self.rest.trim_start_matches([' ', '\t', ',']);
+        let comma = self.rest[..skipped - rest.len()].contains(',');
+        self.rest = rest;
+        comma
     }
 
     fn bump(&mut self) -> bool {
