@@ -370,3 +370,35 @@ fn an_oversized_json_answer_without_a_readable_id_fails_its_call() {
         assert!(e.contains("over the frame limit"), "{e}");
     }
 }
+
+/// Finding F8 (fuzz/README.md), `http_answers`: on a request's response stream, the messages
+/// after the answer were delivered when they came in the same chunk of the body as the answer,
+/// and dropped (the stream drained unread) when they came in a later one: a `ping` the server
+/// sent after the answer was answered or not depending on where TCP cut the stream. Now the
+/// stream stops at the answer, whatever the chunking (the server should have closed it there).
+#[test]
+fn what_follows_the_answer_on_its_stream_does_not_depend_on_the_chunking() {
+    let head = [0_u8, 0, 0, 0x34, 0x12, 1];
+    let stream = br#"200 text/event-stream
+
+data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"before"}}
+
+data: {"jsonrpc":"2.0","id":@id,"result":{"content":[]}}
+
+data: {"jsonrpc":"2.0","id":"s9","method":"ping"}
+
+"#;
+    let script = answers::script(&[&head[..], stream].concat()).expect("a script");
+    let whole = answers::run(&script, answers::Chunking::Whole);
+    assert!(whole.call.is_ok(), "{whole:?}");
+    assert!(
+        !whole.seen.iter().any(|s| s == "POST (answer)"),
+        "the ping after the answer was answered: {whole:?}"
+    );
+    for max in [1, 2, 7, 64, 4096] {
+        for seed in [1, 0x1234, 0xbeef] {
+            let chunked = answers::run(&script, answers::Chunking::Random { seed, max });
+            assert_eq!(chunked, whole, "chunks up to {max}");
+        }
+    }
+}

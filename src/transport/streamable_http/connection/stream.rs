@@ -13,7 +13,8 @@ pub(super) enum StreamEnd {
 
 impl Conn {
     /// Delivers the events of `body` until it ends or, when `id` is given, until no one waits
-    /// for that request's answer any more. Returns how it ended and whether any event came.
+    /// for that request's answer any more: nothing after the answer is delivered, wherever the
+    /// body's chunks end. Returns how it ended and whether any event came.
     pub(super) async fn pump(
         &self,
         body: &mut Body,
@@ -38,7 +39,7 @@ impl Conn {
             };
             parser.push(&data, &mut items);
             got_events |= !items.is_empty();
-            self.deliver_items(&mut items);
+            self.deliver_items(&mut items, id);
             if let Some(id) = id {
                 if !self.awaits(id) {
                     // Answered (or abandoned): read what is left of a finished stream so its
@@ -50,8 +51,13 @@ impl Conn {
         }
     }
 
-    pub(super) fn deliver_items(&self, items: &mut Vec<SseItem>) {
+    /// Delivers `items` in order; when `until` is given, stops after the one that answered that
+    /// request (or once no one waits for it), and the rest is dropped.
+    pub(super) fn deliver_items(&self, items: &mut Vec<SseItem>, until: Option<&RequestId>) {
         for item in items.drain(..) {
+            if until.is_some_and(|id| !self.awaits(id)) {
+                break;
+            }
             match item {
                 SseItem::Event(e) if e.event == "message" => {
                     if !e.data.trim().is_empty() {
