@@ -116,7 +116,7 @@ pub enum Error {
     },
     /// The tool's result breaks its `outputSchema` (wrong `structuredContent`, or none although
     /// the tool declares a schema).
-    #[error("server `{server}`: tool `{tool}`: the result breaks the tool's outputSchema: {}", Violations(violations, *more))]
+    #[error("server `{server}`: tool `{tool}`: the result breaks the tool's outputSchema: {} (to accept such results, set `validate = \"arguments\"` under [mcp.{server}] in local.toml)", Violations(violations, *more))]
     InvalidResult {
         /// The server.
         server: String,

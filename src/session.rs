@@ -640,10 +640,14 @@ pub fn rebuild_catalog(
         let schemas = (validation != Validation::Off).then(|| {
             previous
                 .and_then(|p| p.tools.get(&full))
-                .filter(|p| {
-                    p.definition.parameters == t.input_schema && p.definition.returns == returns
+                .and_then(|p| p.schemas.clone().map(|s| (p, s)))
+                .filter(|(p, s)| {
+                    // `returns` is `{}` for no output schema too: compare whether one is declared.
+                    p.definition.parameters == t.input_schema
+                        && p.definition.returns == returns
+                        && s.declares_output() == t.output_schema.is_some()
                 })
-                .and_then(|p| p.schemas.clone())
+                .map(|(_, s)| s)
                 .unwrap_or_else(|| Arc::new(ToolSchemas::compile(&server.key, &t, validation)))
         });
         let definition = ToolDefinition {
@@ -725,6 +729,25 @@ mod tests {
             Some("issue.create")
         );
         assert_eq!(first.definition.returns, serde_json::json!({}));
+    }
+
+    #[test]
+    fn a_rebuilt_catalog_keeps_the_validators_of_unchanged_schemas_only() {
+        let c = config("");
+        let server = c.project.server("gh").unwrap();
+        let schemas = |cat: &ServerCatalog| cat.tools["mcp.gh.repo.list"].schemas.clone().unwrap();
+        let first = build_catalog(&c, server, vec![tool("repo.list", true)]);
+        let same = rebuild_catalog(&c, server, vec![tool("repo.list", true)], Some(&first));
+        assert!(
+            Arc::ptr_eq(&schemas(&first), &schemas(&same)),
+            "not compiled again"
+        );
+        // An output schema of `{}` looks like none in `returns`: it is a change all the same.
+        let mut declared = tool("repo.list", true);
+        declared.output_schema = Some(serde_json::json!({}));
+        let changed = rebuild_catalog(&c, server, vec![declared], Some(&same));
+        assert!(!Arc::ptr_eq(&schemas(&same), &schemas(&changed)));
+        assert!(schemas(&changed).declares_output());
     }
 
     #[test]

@@ -186,6 +186,11 @@ impl ToolSchemas {
         }
     }
 
+    /// The tool declares an `outputSchema` (compiled or not).
+    pub fn declares_output(&self) -> bool {
+        self.output_declared
+    }
+
     /// Why a side of the tool is not validated (`"inputSchema: <reason>"`), if one is not.
     pub fn unvalidated(&self) -> &[String] {
         &self.unvalidated

@@ -268,7 +268,8 @@ impl Conn {
         tracing::info!(server = %self.server, "the server ended the session (404); a new one will be started");
         // Requests whose POST never started provably did not reach the server: they fail as
         // not delivered, so the retry layer sends them again on the next session. (One that
-        // starts its POST from now on sees `expiring` and fails the same way.)
+        // would start its POST from now on sees `expiring` and is held until the close, which
+        // fails it the same way.)
         self.fail_unsent(id);
         let conn = Arc::clone(self);
         let reason =
