@@ -28,10 +28,13 @@ pub enum Error {
     #[error("configuration: {0}")]
     Config(#[from] ConfigErrors),
     /// No tool of that name is registered.
-    #[error("unknown tool `{tool}`")]
+    #[error("unknown tool `{tool}`{}", hint.as_deref().map(|h| format!(": {h}")).unwrap_or_default())]
     UnknownTool {
         /// The name asked for.
         tool: String,
+        /// Why, when the session can tell: a `tools` filter removed it, its server is not
+        /// declared, the name lacks `mcp.<server>.`, or a near miss (`did you mean …?`).
+        hint: Option<String>,
     },
     /// The tool belongs to a server that is not ready (it failed to start, is disabled or is
     /// restarting), so its tools are not registered now.
@@ -80,7 +83,7 @@ pub enum Error {
         reason: String,
     },
     /// The call did not finish within the server's timeout.
-    #[error("server `{server}`: tool `{tool}` timed out after {} ms", timeout.as_millis())]
+    #[error("server `{server}`: tool `{tool}` timed out after {} ms (raise `timeout_ms` under [mcp.{server}] in local.toml, or `default_timeout_ms` under [mcp] in config.toml)", timeout.as_millis())]
     Timeout {
         /// The server.
         server: String,
@@ -136,4 +139,60 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+}
+
+impl Error {
+    /// What kind of failure this is, as one stable word scripts can match on (`kaged-mcp call
+    /// --json` prints it): `config`, `unknown_tool`, `server_not_ready`, `not_granted`,
+    /// `unknown_agent`, `login_required`, `unknown_server`, `registration`, `timeout`,
+    /// `call_failed`, `invalid_arguments`, `invalid_result`, `handler`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Config(_) => "config",
+            Error::UnknownTool { .. } => "unknown_tool",
+            Error::ServerNotReady { .. } => "server_not_ready",
+            Error::NotGranted { .. } => "not_granted",
+            Error::UnknownAgent { .. } => "unknown_agent",
+            Error::LoginRequired { .. } => "login_required",
+            Error::UnknownServer { .. } => "unknown_server",
+            Error::Registration { .. } => "registration",
+            Error::Timeout { .. } => "timeout",
+            Error::Call { .. } => "call_failed",
+            Error::InvalidArguments { .. } => "invalid_arguments",
+            Error::InvalidResult { .. } => "invalid_result",
+            Error::Handler { .. } => "handler",
+        }
+    }
+
+    /// The server the error is about, when there is one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Error::ServerNotReady { server, .. }
+            | Error::LoginRequired { server }
+            | Error::UnknownServer { server }
+            | Error::Timeout { server, .. }
+            | Error::Call { server, .. }
+            | Error::InvalidArguments { server, .. }
+            | Error::InvalidResult { server, .. } => Some(server),
+            _ => None,
+        }
+    }
+
+    /// The operator's line: the server and tool named once, then what happened and what to
+    /// change, without the chain of underlying errors that [`Display`](std::fmt::Display)
+    /// keeps (for logs and `kaged-mcp -v`). A failed call says
+    /// ``server `down`: tool `echo`: cannot connect to http://127.0.0.1:8101/mcp: connection refused``.
+    pub fn reason(&self) -> String {
+        match self {
+            Error::Call {
+                server,
+                tool,
+                source,
+            } => match crate::client::ClientError::find(&**source) {
+                Some(c) => format!("server `{server}`: tool `{tool}`: {}", c.reason()),
+                None => self.to_string(),
+            },
+            _ => self.to_string(),
+        }
+    }
 }

@@ -9,7 +9,7 @@
 //! sends `notifications/tools/list_changed`, its tools are listed again and swapped in
 //! atomically.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 #[cfg(feature = "oauth")]
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -22,7 +22,7 @@ use tracing::Instrument;
 
 use crate::assemble;
 use crate::client::elicitation::ElicitationService;
-use crate::client::{McpClient, ServerState};
+use crate::client::McpClient;
 use crate::config::{self, Config, McpServerConfig, Secret};
 #[cfg(feature = "oauth")]
 use crate::oauth::{Authorizer, OAuthSource};
@@ -47,15 +47,23 @@ pub struct ServerStatus {
     pub state: String,
     /// How many of its tools are registered.
     pub tools: usize,
-    /// The last error, if any.
+    /// The last error as the operator's line (what happened and what to change, without the
+    /// server's name), if any.
     pub last_error: Option<String>,
+    /// The same error in full, with its chain of causes (what `-v` prints).
+    pub error_detail: Option<String>,
+    /// Consecutive failures to start the server or keep it up: at
+    /// [`ClientOptions::max_consecutive_failures`](crate::client::ClientOptions::max_consecutive_failures)
+    /// (5) the state is `failed`; a refusal a restart cannot fix (401, 403, a redirect, a
+    /// program that cannot be spawned) makes it `failed` at the first. 0 once it ran well.
+    pub consecutive_failures: u32,
     /// Calls since the session started, through the server's stack (as agents see them).
     pub calls: u64,
     /// Calls answered with a tool error (`isError: true`).
     pub tool_errors: u64,
     /// Calls that failed (transport, protocol, JSON-RPC error, server not running), timeouts
     /// excluded.
-    pub failures: u64,
+    pub failed_calls: u64,
     /// Calls that timed out.
     pub timeouts: u64,
     /// Times the server was started again after its first start.
@@ -74,6 +82,18 @@ pub struct ServerStatus {
     pub p99_ms: Option<f64>,
 }
 
+/// A server that did not start and list its tools when the session started (or when it was
+/// last [enabled](Session::enable)): see [`Session::start_failures`].
+#[derive(Debug, Clone, Serialize)]
+pub struct StartFailure {
+    /// The server key.
+    pub server: String,
+    /// The operator's line: what happened and what to change, without the server's name.
+    pub reason: String,
+    /// The whole error, with its chain of causes.
+    pub detail: String,
+}
+
 /// The embedder's hook on each server's stack: server key and standard builder in, builder out.
 type CustomizeStack = Arc<dyn Fn(&str, StackBuilder) -> StackBuilder + Send + Sync>;
 
@@ -87,6 +107,7 @@ pub struct SessionOptions {
     #[cfg(feature = "oauth")]
     token_dir: Option<PathBuf>,
     token_sources: BTreeMap<String, Arc<dyn TokenSource>>,
+    only: Option<BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -101,6 +122,7 @@ impl std::fmt::Debug for SessionOptions {
             &self.token_sources.keys().collect::<Vec<_>>(),
         )
         .field("elicitation_handler", &self.elicitation.is_some())
+        .field("only", &self.only)
         .finish()
     }
 }
@@ -156,6 +178,15 @@ impl SessionOptions {
         self.elicitation = Some(handler);
         self
     }
+
+    /// Starts only these declared servers (what `kaged-mcp call` does: one tool needs one
+    /// server). The others are neither spawned nor contacted, their secrets are not read,
+    /// and [`Session::status`] does not list them; the configuration still declares them, so
+    /// an unknown tool's hint knows every server.
+    pub fn only_servers(mut self, servers: impl IntoIterator<Item = String>) -> Self {
+        self.only = Some(servers.into_iter().collect());
+        self
+    }
 }
 
 struct Server {
@@ -165,7 +196,23 @@ struct Server {
     oauth: Option<Arc<OAuthSource>>,
     stats: Option<Arc<CallStats>>,
     disabled: bool,
-    startup_error: Mutex<Option<String>>,
+    startup_error: Mutex<Option<Failure>>,
+}
+
+/// Why a server did not start: the operator's line and the whole error.
+#[derive(Debug, Clone)]
+struct Failure {
+    reason: String,
+    chain: String,
+}
+
+impl Failure {
+    fn same(text: String) -> Self {
+        Self {
+            reason: text.clone(),
+            chain: text,
+        }
+    }
 }
 
 /// A running session: the registry, the servers, and the tasks that follow their tool lists.
@@ -261,11 +308,19 @@ impl Session {
 
     /// Starts a session, letting `options` shape each server's stack and answer its requests.
     pub async fn start_with(config: Config, options: SessionOptions) -> Result<Session, Error> {
-        let secrets = config.resolve_secrets()?;
+        let started = |key: &str| options.only.as_ref().is_none_or(|o| o.contains(key));
+        let secrets = match &options.only {
+            None => config.resolve_secrets()?,
+            Some(_) => {
+                let mut scoped = config.clone();
+                scoped.project.servers.retain(|s| started(&s.key));
+                scoped.resolve_secrets()?
+            }
+        };
         let config = Arc::new(config);
         let registry = Arc::new(ToolRegistry::new());
         let mut servers = BTreeMap::new();
-        for sc in &config.project.servers {
+        for sc in config.project.servers.iter().filter(|s| started(&s.key)) {
             let overrides = config.local.overrides(&sc.key);
             let mut server = Server {
                 config: sc.clone(),
@@ -301,7 +356,7 @@ impl Session {
                         *server
                             .startup_error
                             .lock()
-                            .unwrap_or_else(|p| p.into_inner()) = Some(e);
+                            .unwrap_or_else(|p| p.into_inner()) = Some(Failure::same(e));
                     }
                 }
             }
@@ -347,14 +402,18 @@ impl Session {
                     registry.replace_catalog(&key, catalog);
                     None
                 }
-                Ok(Err(e)) => Some(e.to_string()),
-                Err(_) => Some(format!(
-                    "server `{key}`: did not start and list its tools within the startup timeout of {} ms",
+                Ok(Err(e)) => Some(Failure {
+                    reason: e.reason(),
+                    chain: e.to_string(),
+                }),
+                Err(_) => Some(Failure::same(format!(
+                    "did not start and list its tools within the startup timeout of {} ms \
+                     (`startup_timeout_ms` in config.toml)",
                     timeout.as_millis()
-                )),
+                ))),
             };
             if let Some(e) = &err {
-                tracing::error!(server = %key, error = %e, "server failed at session start");
+                tracing::error!(server = %key, error = %e.chain, "server failed at session start");
             }
             *server.startup_error.lock().unwrap_or_else(|p| p.into_inner()) = err;
         }
@@ -458,7 +517,7 @@ impl Session {
     /// it stays [`Error::UnknownTool`].)
     fn explain(&self, tool: &str, err: Error) -> Error {
         let Some((server, _)) = tool.strip_prefix("mcp.").and_then(|t| t.split_once('.')) else {
-            return err;
+            return self.hint_unknown(tool, err);
         };
         // An OAuth server whose token source needs the operator: say so, whatever failed.
         #[cfg(feature = "oauth")]
@@ -478,7 +537,40 @@ impl Session {
                 state: s.state,
                 last_error: s.last_error,
             },
-            _ => err,
+            _ => self.hint_unknown(tool, err),
+        }
+    }
+
+    /// Gives an [`Error::UnknownTool`] its hint: a filter that removed the tool, a server not
+    /// declared, a name without `mcp.<server>.`, or the near miss.
+    fn hint_unknown(&self, tool: &str, err: Error) -> Error {
+        if !matches!(err, Error::UnknownTool { hint: None, .. }) {
+            return err;
+        }
+        let servers: Vec<&str> = self
+            .config
+            .project
+            .servers
+            .iter()
+            .map(|s| s.key.as_str())
+            .collect();
+        let names: Vec<String> = self.registry.catalog().into_iter().map(|t| t.name).collect();
+        let filtered = |server: &str, name: &str| {
+            self.registry
+                .server_catalog(server)
+                .and_then(|c| c.filtered.get(name).copied())
+        };
+        let hint = crate::registry::suggest::unknown_tool_hint(
+            tool,
+            &crate::registry::suggest::Known {
+                servers: &servers,
+                names: &names,
+                filtered: &filtered,
+            },
+        );
+        Error::UnknownTool {
+            tool: tool.to_owned(),
+            hint,
         }
     }
 
@@ -515,6 +607,30 @@ impl Session {
         result.map_err(|e| self.explain(tool, e))
     }
 
+    /// The servers whose start (or last [`enable`](Self::enable)) failed, in declaration
+    /// order; disabled servers are not among them.
+    pub fn start_failures(&self) -> Vec<StartFailure> {
+        self.config
+            .project
+            .servers
+            .iter()
+            .filter_map(|sc| self.servers.get(&sc.key))
+            .filter(|s| !s.disabled)
+            .filter_map(|s| {
+                let f = s
+                    .startup_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()?;
+                Some(StartFailure {
+                    server: s.config.key.clone(),
+                    reason: f.reason,
+                    detail: f.chain,
+                })
+            })
+            .collect()
+    }
+
     /// Every declared server's state, tool count and last error, in declaration order.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.config
@@ -529,18 +645,22 @@ impl Session {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .clone();
-                let (state, last_error) = match (&s.client, s.disabled) {
-                    (_, true) => ("disabled".to_owned(), None),
-                    (None, false) => ("failed".to_owned(), startup),
+                // The state is the supervisor's, whatever the start did: a server that failed
+                // its first start once is `restarting` (the next call tries again after the
+                // backoff), as its log says; `failed` only once the rule says so.
+                let (state, failure, consecutive_failures) = match (&s.client, s.disabled) {
+                    (_, true) => ("disabled".to_owned(), None, 0),
+                    (None, false) => ("failed".to_owned(), startup, 1),
                     (Some(c), false) => {
-                        let st = c.state();
-                        let name = if startup.is_some() && st != ServerState::Ready {
-                            "failed".to_owned()
-                        } else {
-                            st.to_string()
-                        };
-                        (name, c.last_error().or(startup))
+                        let known = c.last_reason().zip(c.last_error()).map(|(reason, chain)| {
+                            Failure { reason, chain }
+                        });
+                        (c.state().to_string(), known.or(startup), c.consecutive_failures())
                     }
+                };
+                let (last_error, error_detail) = match failure {
+                    Some(f) => (Some(f.reason), Some(f.chain)),
+                    None => (None, None),
                 };
                 let stats = s.stats.as_ref().map(|st| st.snapshot()).unwrap_or_default();
                 let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
@@ -550,9 +670,11 @@ impl Session {
                     server: key,
                     state,
                     last_error,
+                    error_detail,
+                    consecutive_failures,
                     calls: stats.calls,
                     tool_errors: stats.errors,
-                    failures: stats.failures,
+                    failed_calls: stats.failures,
                     timeouts: stats.timeouts,
                     restarts: s.client.as_ref().map_or(0, McpClient::restarts),
                     era: s
@@ -624,7 +746,8 @@ pub fn rebuild_catalog(
             tracing::warn!(server = %server.key, tool = %t.name.escape_debug(), reason = %why, "tool skipped");
             continue;
         }
-        if !server.tools.permits(&t.name) {
+        if let Some(rule) = server.tools.refusal(&t.name) {
+            catalog.filtered.insert(t.name.clone(), rule);
             continue;
         }
         let full = format!("mcp.{}.{}", server.key, t.name);

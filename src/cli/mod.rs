@@ -19,6 +19,10 @@ use crate::config::{self, ConfigPaths};
 #[derive(Debug, Parser)]
 #[command(name = "kaged-mcp", version, about, long_about = None)]
 pub struct Cli {
+    /// Say more: `-v` adds each error's whole chain of causes and the library's warnings on
+    /// stderr, `-vv` its info log, `-vvv` its debug log (`RUST_LOG` overrides the log filter).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -51,12 +55,17 @@ pub enum Command {
         who: AgentArg,
         /// The tool's full name, such as `mcp.demo.echo`.
         tool: String,
-        /// The arguments, a JSON object.
-        #[arg(long, value_name = "JSON")]
+        /// The arguments, a JSON object: inline, `@FILE` to read them from a file, or `-` to
+        /// read them from stdin.
+        #[arg(long, value_name = "JSON|@FILE|-")]
         args: Option<String>,
-        /// Print `{"content", "structuredContent", "isError", "truncated"}` as JSON.
+        /// Print `{"content", "structuredContent", "isError", "truncated"}` as JSON (on
+        /// failure, `{"error": {"server", "tool", "kind", "message"}}`).
         #[arg(long)]
         json: bool,
+        /// Show no progress on stderr while the call runs.
+        #[arg(short, long)]
+        quiet: bool,
     },
     /// Start a session and print each server's state, tool count and last error.
     Status {
@@ -170,7 +179,8 @@ pub fn demo_server() -> ExitCode {
 
 /// Runs a parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    init_tracing();
+    init_tracing(cli.verbose);
+    let verbose = cli.verbose > 0;
     let code = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Tools { project, who, json } => session_cmds::tools(
@@ -179,6 +189,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 agent: who.agent.as_deref(),
             },
             json,
+            verbose,
         ),
         Command::Call {
             project,
@@ -186,6 +197,7 @@ pub fn run(cli: Cli) -> ExitCode {
             tool,
             args,
             json,
+            quiet,
         } => session_cmds::call(
             &project,
             session_cmds::Who {
@@ -193,15 +205,20 @@ pub fn run(cli: Cli) -> ExitCode {
             },
             &tool,
             args.as_deref(),
-            json,
+            session_cmds::CallOutput {
+                json,
+                verbose,
+                quiet,
+            },
         ),
-        Command::Status { project, json } => session_cmds::status(&project, json),
+        Command::Status { project, json } => session_cmds::status(&project, json, verbose),
         Command::Shell { project, who, json } => session_cmds::shell(
             &project,
             session_cmds::Who {
                 agent: who.agent.as_deref(),
             },
             json,
+            verbose,
         ),
         Command::DemoServer => demo_server::run(),
         Command::Auth { command } => match command {
@@ -213,11 +230,26 @@ pub fn run(cli: Cli) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn init_tracing() {
+/// The log on stderr: off unless asked for (`-v`: warnings, `-vv`: info, `-vvv`: debug, or
+/// `RUST_LOG`), so a failure is told once, by the command's own `error:` line; colour only on
+/// a terminal and never with `NO_COLOR` set.
+fn init_tracing(verbose: u8) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => EnvFilter::new(v),
+        _ => EnvFilter::new(match verbose {
+            0 => "off",
+            1 => "warn",
+            2 => "info",
+            _ => "debug",
+        }),
+    };
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -1,19 +1,31 @@
 //! `kaged-mcp tools`, `call`, `status` and `shell`: the commands that start a session.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Read, Write};
 
 use serde_json::{json, Map, Value};
 
+use crate::config::Config;
 use crate::protocol::ToolResult;
 use crate::registry::ToolDefinition;
-use crate::session::{ServerStatus, Session};
+use crate::session::{ServerStatus, Session, SessionOptions};
 use crate::Error;
+use kaged_mcp_layers::timeout::{Progress, ProgressHandle};
 
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// What `tools`, `call` and `shell` act as: the daemon itself, or one agent.
 pub(super) struct Who<'a> {
     pub(super) agent: Option<&'a str>,
+}
+
+/// How `call` prints.
+pub(super) struct CallOutput {
+    /// One JSON object on stdout, the result or the error.
+    pub(super) json: bool,
+    /// The error's whole chain too.
+    pub(super) verbose: bool,
+    /// No progress on stderr.
+    pub(super) quiet: bool,
 }
 
 /// The runtime every command runs its session on.
@@ -24,22 +36,67 @@ pub(super) fn runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime can always be built")
 }
 
+/// Prints an error as the operator's line, `error: …`, and with `-v` its whole chain.
+fn report(e: &Error, verbose: bool) {
+    let reason = e.reason();
+    eprintln!("error: {reason}");
+    let full = e.to_string();
+    if verbose && full != reason {
+        eprintln!("  detail: {full}");
+    }
+}
+
+/// Which servers a command starts.
+enum Scope<'a> {
+    /// Every declared server (`tools`, `status`, `shell`).
+    All,
+    /// Only the server of this tool name (`call`): none when the name names no declared
+    /// server, so the call fails with the unknown tool's hint without starting anything.
+    ToolOf(&'a str),
+}
+
+/// The server key of `mcp.<server>.<tool>`.
+fn server_of(tool: &str) -> Option<&str> {
+    tool.strip_prefix("mcp.")
+        .map(|rest| rest.split_once('.').map_or(rest, |(server, _)| server))
+}
+
+fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
+    match scope {
+        Scope::All => SessionOptions::new(),
+        Scope::ToolOf(tool) => {
+            let only = server_of(tool)
+                .filter(|s| config.project.servers.iter().any(|d| d.key == *s))
+                .map(str::to_owned);
+            SessionOptions::new().only_servers(only)
+        }
+    }
+}
+
 /// Loads the configuration and starts a session; prints errors and returns the exit code on
-/// failure. Failed servers are listed on stderr.
-async fn start(args: &ProjectArgs) -> Result<Session, u8> {
+/// failure. With `announce`, each server that failed to start is one `error:` line on stderr
+/// (its chain too with `verbose`); the count of those servers comes back with the session.
+async fn start(
+    args: &ProjectArgs,
+    scope: Scope<'_>,
+    announce: bool,
+    verbose: bool,
+) -> Result<(Session, usize), u8> {
     let config = load_config(args)?;
-    match Session::start(config).await {
+    let options = options_for(&config, &scope);
+    match Session::start_with(config, options).await {
         Ok(s) => {
-            for st in s.status() {
-                if st.state == "failed" {
-                    eprintln!(
-                        "error: server `{}` failed: {}",
-                        st.server,
-                        st.last_error.as_deref().unwrap_or("unknown error")
-                    );
+            let failed = s.start_failures();
+            if announce {
+                for f in &failed {
+                    eprintln!("error: server `{}`: {}", f.server, f.reason);
+                    if verbose && f.detail != f.reason {
+                        eprintln!("  detail: {}", f.detail);
+                    }
                 }
             }
-            Ok(s)
+            let count = failed.len();
+            Ok((s, count))
         }
         Err(Error::Config(errs)) => {
             for e in &errs {
@@ -48,7 +105,7 @@ async fn start(args: &ProjectArgs) -> Result<Session, u8> {
             Err(EXIT_CONFIG)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            report(&e, verbose);
             Err(EXIT_FAILED)
         }
     }
@@ -78,10 +135,11 @@ fn print_catalog(
     }
 }
 
-/// `kaged-mcp tools`.
-pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool) -> u8 {
+/// `kaged-mcp tools`: the catalog of the servers that started; exit 1 when any enabled
+/// server did not (its `error:` line says why), 0 when all did.
+pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool) -> u8 {
     runtime().block_on(async {
-        let session = match start(args).await {
+        let (session, failed) = match start(args, Scope::All, true, verbose).await {
             Ok(s) => s,
             Err(code) => return code,
         };
@@ -93,20 +151,44 @@ pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool) -> u8 {
                         eprintln!("note: {tool} is not validated: {}", why.join("; "));
                     }
                 }
-                EXIT_OK
+                if failed > 0 {
+                    EXIT_FAILED
+                } else {
+                    EXIT_OK
+                }
             }
             Err(e @ Error::LoginRequired { .. }) => {
-                eprintln!("error: {e}");
+                report(&e, verbose);
                 EXIT_CONFIG
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                report(&e, verbose);
                 EXIT_FAILED
             }
         };
         session.shutdown().await;
         code
     })
+}
+
+/// The text of `--args`: inline JSON, `@FILE`, or `-` for stdin.
+fn read_args(arg: Option<&str>) -> Result<Option<String>, String> {
+    match arg {
+        None => Ok(None),
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("cannot read the arguments from stdin: {e}"))?;
+            Ok(Some(text))
+        }
+        Some(a) => match a.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path)
+                .map(Some)
+                .map_err(|e| format!("cannot read the arguments from `{path}`: {e}")),
+            None => Ok(Some(a.to_owned())),
+        },
+    }
 }
 
 fn parse_args(text: Option<&str>) -> Result<Option<Map<String, Value>>, String> {
@@ -166,44 +248,160 @@ fn print_result(r: &ToolResult, json: bool, out: &mut impl Write) -> std::io::Re
     }
 }
 
-/// `kaged-mcp call`.
+/// The `--json` form of a failure: `{"error": {"server", "tool", "kind", "message"}}`.
+fn error_json(tool: &str, server: Option<&str>, kind: &str, message: &str) -> Value {
+    json!({"error": {
+        "server": server.or_else(|| server_of(tool)),
+        "tool": tool,
+        "kind": kind,
+        "message": message,
+    }})
+}
+
+/// Shows a call's progress on stderr: one line rewritten in place on a terminal, one line per
+/// report otherwise.
+struct ProgressLine {
+    terminal: bool,
+    shown: bool,
+}
+
+impl ProgressLine {
+    fn show(&mut self, tool: &str, p: &Progress) {
+        let mut line = format!("{tool}: ");
+        let n = |v: f64| {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{}", v as i64)
+            } else {
+                format!("{v:.2}")
+            }
+        };
+        match p.total {
+            Some(total) => line.push_str(&format!("{}/{}", n(p.progress), n(total))),
+            None => line.push_str(&n(p.progress)),
+        }
+        if let Some(m) = &p.message {
+            let m: String = m.chars().filter(|c| !c.is_control()).take(200).collect();
+            line.push(' ');
+            line.push_str(&m);
+        }
+        let mut err = std::io::stderr().lock();
+        if self.terminal {
+            let _ = write!(err, "\r\x1b[2K{line}");
+        } else {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = err.flush();
+        self.shown = true;
+    }
+
+    fn end(&self) {
+        if self.terminal && self.shown {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+        }
+    }
+}
+
+/// Runs the call, showing its progress unless `quiet`.
+async fn call_showing_progress(
+    session: &Session,
+    who: &Who<'_>,
+    tool: &str,
+    arguments: Option<Map<String, Value>>,
+    quiet: bool,
+) -> Result<ToolResult, Error> {
+    if quiet {
+        return do_call(session, who, tool, arguments).await;
+    }
+    let (tx, mut rx) = tokio::sync::watch::channel::<Option<Progress>>(None);
+    let handle = ProgressHandle::observed(std::sync::Arc::new(move |p: &Progress| {
+        tx.send_replace(Some(p.clone()));
+    }));
+    let call = session.call_with_progress(who.agent, tool, arguments, handle);
+    tokio::pin!(call);
+    let mut line = ProgressLine {
+        terminal: std::io::stderr().is_terminal(),
+        shown: false,
+    };
+    let result = loop {
+        tokio::select! {
+            r = &mut call => break r,
+            Ok(()) = rx.changed() => {
+                let p = rx.borrow_and_update().clone();
+                if let Some(p) = p {
+                    line.show(tool, &p);
+                }
+            }
+        }
+    };
+    line.end();
+    result
+}
+
+/// `kaged-mcp call`: starts only the tool's server, calls it through the full stack.
 pub(super) fn call(
     args: &ProjectArgs,
     who: Who<'_>,
     tool: &str,
     arguments: Option<&str>,
-    json: bool,
+    out: CallOutput,
 ) -> u8 {
-    let arguments = match parse_args(arguments) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: --args: {e}");
-            return EXIT_CONFIG;
+    let fail = |kind: &str, message: &str, server: Option<&str>, code: u8| {
+        if out.json {
+            let v = error_json(tool, server, kind, message);
+            println!("{v}");
         }
+        eprintln!("error: {message}");
+        code
+    };
+    let arguments = match read_args(arguments).and_then(|a| parse_args(a.as_deref())) {
+        Ok(a) => a,
+        Err(e) => return fail("usage", &format!("--args: {e}"), None, EXIT_CONFIG),
     };
     runtime().block_on(async {
-        let session = match start(args).await {
+        let (session, _) = match start(args, Scope::ToolOf(tool), false, out.verbose).await {
             Ok(s) => s,
-            Err(code) => return code,
+            Err(code) => {
+                if out.json {
+                    let kind = if code == EXIT_CONFIG { "config" } else { "call_failed" };
+                    let v = error_json(tool, None, kind, "the session could not start (see stderr)");
+                    println!("{v}");
+                }
+                return code;
+            }
         };
-        let code = match do_call(&session, &who, tool, arguments).await {
+        let result = call_showing_progress(&session, &who, tool, arguments, out.quiet).await;
+        let code = match result {
             Ok(r) => {
-                let _ = print_result(&r, json, &mut std::io::stdout().lock());
+                let _ = print_result(&r, out.json, &mut std::io::stdout().lock());
                 if r.is_error {
                     eprintln!("note: tool `{tool}` reported an error (isError: true)");
                 }
                 if r.truncated {
-                    eprintln!("note: the result was truncated to the result cap");
+                    let cap = session.config().daemon.result_max_bytes;
+                    let structured = if r.structured_content.is_some() {
+                        "; structuredContent kept whole"
+                    } else {
+                        ""
+                    };
+                    eprintln!(
+                        "note: the result was over the cap of {cap} bytes and was cut to fit \
+                         it{structured} (`result_max_bytes` under [mcp] in config.toml)"
+                    );
                 }
                 EXIT_OK
             }
-            Err(e @ Error::LoginRequired { .. }) => {
-                eprintln!("error: {e}");
-                EXIT_CONFIG
-            }
             Err(e) => {
-                eprintln!("error: {e}");
-                EXIT_FAILED
+                let code = if matches!(e, Error::LoginRequired { .. }) {
+                    EXIT_CONFIG
+                } else {
+                    EXIT_FAILED
+                };
+                if out.json {
+                    let v = error_json(tool, e.server(), e.kind(), &e.reason());
+                    println!("{v}");
+                }
+                report(&e, out.verbose);
+                code
             }
         };
         session.shutdown().await;
@@ -211,7 +409,12 @@ pub(super) fn call(
     })
 }
 
-fn print_status(st: &[ServerStatus], json: bool, out: &mut impl Write) -> std::io::Result<()> {
+fn print_status(
+    st: &[ServerStatus],
+    json: bool,
+    verbose: bool,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
     if json {
         serde_json::to_writer(&mut *out, st)?;
         writeln!(out)
@@ -219,26 +422,35 @@ fn print_status(st: &[ServerStatus], json: bool, out: &mut impl Write) -> std::i
         for s in st {
             let noun = if s.tools == 1 { "tool" } else { "tools" };
             write!(out, "{}\t{}\t{} {noun}", s.server, s.state, s.tools)?;
-            if let Some(era) = s.era {
-                write!(
-                    out,
-                    "\t{era} {}",
-                    s.protocol_version.as_deref().unwrap_or("")
-                )?;
+            if let (Some(era), Some(version)) = (s.era, &s.protocol_version) {
+                write!(out, "\t{era} {version}")?;
+            }
+            if s.consecutive_failures > 0 {
+                let noun = if s.consecutive_failures == 1 {
+                    "failure"
+                } else {
+                    "consecutive failures"
+                };
+                write!(out, "\t{} {noun}", s.consecutive_failures)?;
             }
             if let Some(e) = &s.last_error {
                 write!(out, "\t{}", e.replace('\n', " "))?;
             }
             writeln!(out)?;
+            if verbose {
+                if let Some(d) = s.error_detail.as_ref().filter(|d| Some(*d) != s.last_error.as_ref()) {
+                    writeln!(out, "  detail: {}", d.replace('\n', " "))?;
+                }
+            }
             if s.calls > 0 || s.restarts > 0 {
                 let ms =
                     |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1} ms"));
                 writeln!(
                     out,
-                    "  calls {} · tool errors {} · failures {} · timeouts {} · restarts {} · p50 {} · p99 {}",
+                    "  calls {} · tool errors {} · failed calls {} · timeouts {} · restarts {} · p50 {} · p99 {}",
                     s.calls,
                     s.tool_errors,
-                    s.failures,
+                    s.failed_calls,
                     s.timeouts,
                     s.restarts,
                     ms(s.p50_ms),
@@ -250,23 +462,33 @@ fn print_status(st: &[ServerStatus], json: bool, out: &mut impl Write) -> std::i
     }
 }
 
-/// `kaged-mcp status`.
-pub(super) fn status(args: &ProjectArgs, json: bool) -> u8 {
+/// Whether every enabled server is ready.
+fn all_ready(st: &[ServerStatus]) -> bool {
+    st.iter().all(|s| s.state == "ready" || s.state == "disabled")
+}
+
+/// `kaged-mcp status`: exit 1 when an enabled server is not ready.
+pub(super) fn status(args: &ProjectArgs, json: bool, verbose: bool) -> u8 {
     runtime().block_on(async {
-        let session = match start(args).await {
+        let (session, _) = match start(args, Scope::All, false, verbose).await {
             Ok(s) => s,
             Err(code) => return code,
         };
-        let _ = print_status(&session.status(), json, &mut std::io::stdout().lock());
+        let st = session.status();
+        let _ = print_status(&st, json, verbose, &mut std::io::stdout().lock());
         session.shutdown().await;
-        EXIT_OK
+        if all_ready(&st) {
+            EXIT_OK
+        } else {
+            EXIT_FAILED
+        }
     })
 }
 
 /// `kaged-mcp shell`: one command per line on stdin, one answer each, until `quit` or EOF.
-pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool) -> u8 {
+pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool) -> u8 {
     runtime().block_on(async {
-        let session = match start(args).await {
+        let (session, _) = match start(args, Scope::All, true, verbose).await {
             Ok(s) => s,
             Err(code) => return code,
         };
@@ -303,10 +525,10 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool) -> u8 {
                     Ok(t) => {
                         let _ = print_catalog(&t, json, &mut out);
                     }
-                    Err(e) => err(&mut out, e.to_string()),
+                    Err(e) => err(&mut out, e.reason()),
                 },
                 "status" => {
-                    let _ = print_status(&session.status(), json, &mut out);
+                    let _ = print_status(&session.status(), json, verbose, &mut out);
                 }
                 "enable" if !rest.is_empty() => {
                     drop(out);
@@ -319,7 +541,7 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool) -> u8 {
                         Ok(()) => {
                             let _ = writeln!(out, "enabled {rest}");
                         }
-                        Err(e) => err(&mut out, e.to_string()),
+                        Err(e) => err(&mut out, e.reason()),
                     }
                 }
                 "call" if !rest.is_empty() => {
@@ -334,7 +556,7 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool) -> u8 {
                                 Ok(r) => {
                                     let _ = print_result(&r, json, &mut out);
                                 }
-                                Err(e) => err(&mut out, e.to_string()),
+                                Err(e) => err(&mut out, e.reason()),
                             }
                         }
                     }

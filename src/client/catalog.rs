@@ -59,7 +59,9 @@ impl McpClient {
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
         let listed = self.list_tools_unnoted().await;
         if let Err(e) = &listed {
-            self.shared.lock().last_error = Some(e.to_string());
+            let mut sup = self.shared.lock();
+            sup.last_error = Some(e.to_string());
+            sup.last_reason = Some(e.reason());
         }
         listed
     }

@@ -325,6 +325,50 @@ impl ClientError {
         }
     }
 
+    /// The operator's line: what happened and what to act on, without the server's name
+    /// (the caller names it once) and without the chain of underlying errors, which
+    /// [`Display`](fmt::Display) keeps for logs and `-v`. A refused or failed request says
+    /// [`SendFailure::message`] (`cannot connect to http://…/mcp: connection refused`); a
+    /// failed server says its last error the same way.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::SendFailed { failure, .. } => failure.message().to_owned(),
+            Self::ConnectFailed { source, .. } => format!("could not be started: {source}"),
+            Self::ServerFailed {
+                failures,
+                last_error,
+                ..
+            } => {
+                let times = if *failures == 1 {
+                    "1 failure".to_owned()
+                } else {
+                    format!("{failures} consecutive failures")
+                };
+                format!("marked failed after {times} (re-enable it to try again): {last_error}")
+            }
+            Self::BackingOff {
+                retry_in,
+                last_error,
+                ..
+            } => format!(
+                "restarting, next attempt in {} ms: {last_error}",
+                retry_in.as_millis()
+            ),
+            _ => {
+                let text = self.to_string();
+                let prefix = format!("MCP server `{}`", self.server());
+                match text.strip_prefix(&prefix) {
+                    Some(rest) => rest
+                        .strip_prefix(": ")
+                        .or_else(|| rest.strip_prefix(' '))
+                        .unwrap_or(rest)
+                        .to_owned(),
+                    None => text,
+                }
+            }
+        }
+    }
+
     /// Finds the `ClientError` in an error returned by the [`McpClient`](super::McpClient)
     /// service, whether bare or wrapped in [`NotSent`].
     pub fn find<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a Self> {

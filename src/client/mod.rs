@@ -193,6 +193,7 @@ impl McpClient {
                     next_attempt: None,
                     ready_at: None,
                     last_error: None,
+                    last_reason: None,
                     init: None,
                     era: None,
                     tools_fresh_until: None,
@@ -234,6 +235,19 @@ impl McpClient {
     /// The last failure, if any (kept after a successful restart until the next one).
     pub fn last_error(&self) -> Option<String> {
         self.shared.lock().last_error.clone()
+    }
+
+    /// The last failure as the operator's line ([`ClientError::reason`]): what happened,
+    /// without the server's name or the chain of causes [`last_error`](Self::last_error) keeps.
+    pub fn last_reason(&self) -> Option<String> {
+        self.shared.lock().last_reason.clone()
+    }
+
+    /// Consecutive failures to start or keep the server up: the count that marks it
+    /// [`ServerState::Failed`] at [`ClientOptions::max_consecutive_failures`] (a permanent
+    /// refusal marks it failed at once); 0 once it ran well.
+    pub fn consecutive_failures(&self) -> u32 {
+        self.shared.lock().failures
     }
 
     /// Lifts [`ServerState::Failed`] or [`ServerState::Disabled`]: the failure count starts

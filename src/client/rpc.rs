@@ -208,6 +208,10 @@ pub(crate) enum SessionEvent<'a> {
     /// end and the era be found again. The callback must not drop the connection inline (it
     /// runs inside the transport's `on_frame`).
     EraRefused,
+    /// A request could not reach the server at all: no connection could be made (HTTP). The
+    /// server is down: the session ends as if its connection had, so the state says so. The
+    /// callback must not drop the connection inline.
+    Unreachable(&'a crate::transport::SendFailure),
 }
 
 /// Hears a session's [`SessionEvent`]s: called from the transport's reader task, so it must

@@ -17,7 +17,10 @@ pub(super) struct Supervisor {
     pub(super) failures: u32,
     pub(super) next_attempt: Option<Instant>,
     pub(super) ready_at: Option<Instant>,
+    /// The last failure in full, with its chain of causes (logs, `-v`).
     pub(super) last_error: Option<String>,
+    /// The same failure as the operator's line ([`ClientError::reason`]).
+    pub(super) last_reason: Option<String>,
     pub(super) init: Option<Arc<InitializeResult>>,
     /// The era of the last successful start, kept for the client's life (see [`era`]).
     pub(super) era: Option<Era>,
@@ -104,7 +107,7 @@ impl Shared {
                 return Acquire::Fail(ClientError::ServerFailed {
                     server: Arc::clone(&self.server),
                     failures: sup.failures,
-                    last_error: sup.last_error.clone().unwrap_or_default(),
+                    last_error: sup.last_reason.clone().unwrap_or_default(),
                 });
             }
             ServerState::Disabled => {
@@ -126,7 +129,7 @@ impl Shared {
                         return Acquire::Fail(ClientError::BackingOff {
                             server: Arc::clone(&self.server),
                             retry_in: at - now,
-                            last_error: sup.last_error.clone().unwrap_or_default(),
+                            last_error: sup.last_reason.clone().unwrap_or_default(),
                         });
                     }
                     delay = Some(at);
@@ -234,11 +237,8 @@ impl Shared {
                     ClientError::SendFailed { failure, .. } => failure.is_permanent(),
                     _ => false,
                 };
-                if permanent {
-                    // Refused (auth, foreign endpoint): no restart loop, failed at once.
-                    sup.failures = self.options.max_consecutive_failures.saturating_sub(1);
-                }
-                self.register_failure(&mut sup, e.to_string());
+                // Refused (auth, foreign endpoint): no restart loop, failed at once.
+                self.register_failure(&mut sup, e.reason(), e.to_string(), permanent);
                 drop(sup);
                 drop(connection);
                 for waiter in waiters {
@@ -264,6 +264,12 @@ impl Shared {
                 SessionEvent::EraRefused => {
                     if let Some(session) = session.handle() {
                         tokio::spawn(async move { shared.era_refused(&session) });
+                    }
+                }
+                SessionEvent::Unreachable(failure) => {
+                    if let Some(session) = session.handle() {
+                        let failure = failure.clone();
+                        tokio::spawn(async move { shared.unreachable(&session, &failure) });
                     }
                 }
             }
@@ -427,16 +433,37 @@ impl Shared {
         Ok(init)
     }
 
-    /// Counts a failure: the next attempt after a backoff, or the failed state.
-    pub(super) fn register_failure(&self, sup: &mut Supervisor, error: String) {
+    /// Counts a failure: the next attempt after a backoff, or the failed state after
+    /// [`max_consecutive_failures`](ClientOptions::max_consecutive_failures) in a row, or at
+    /// once when the failure is `permanent` (a refusal trying again cannot fix). `reason` is
+    /// the operator's line, `chain` the whole error; `failures` always counts the real ones.
+    pub(super) fn register_failure(
+        &self,
+        sup: &mut Supervisor,
+        reason: String,
+        chain: String,
+        permanent: bool,
+    ) {
         sup.failures = sup.failures.saturating_add(1);
-        sup.last_error = Some(error);
-        if sup.failures >= self.options.max_consecutive_failures {
+        sup.last_error = Some(chain);
+        sup.last_reason = Some(reason);
+        let last_error = sup.last_error.as_deref().unwrap_or("");
+        if permanent {
             sup.next_attempt = None;
             tracing::error!(
                 server = &*self.server,
                 failures = sup.failures,
-                last_error = sup.last_error.as_deref().unwrap_or(""),
+                last_error,
+                "MCP server refused the client in a way a restart cannot fix; marked failed at \
+                 once, calls fail fast until it is re-enabled"
+            );
+            self.set_state(sup, ServerState::Failed);
+        } else if sup.failures >= self.options.max_consecutive_failures {
+            sup.next_attempt = None;
+            tracing::error!(
+                server = &*self.server,
+                failures = sup.failures,
+                last_error,
                 "MCP server marked failed; calls fail fast until it is re-enabled"
             );
             self.set_state(sup, ServerState::Failed);
@@ -449,7 +476,7 @@ impl Shared {
                 server = &*self.server,
                 failures = sup.failures,
                 backoff_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                last_error = sup.last_error.as_deref().unwrap_or(""),
+                last_error,
                 "MCP server will be restarted on the next call after the backoff"
             );
             self.set_state(sup, ServerState::Restarting);
@@ -489,7 +516,8 @@ impl Shared {
             sup.failures = 0;
         }
         tracing::warn!(server = &*self.server, reason = %reason.message, "MCP server connection ended");
-        self.register_failure(&mut sup, format!("{reason}"));
+        let text = format!("{reason}");
+        self.register_failure(&mut sup, text.clone(), text, false);
         drop(sup);
         drop(connection);
     }
@@ -505,15 +533,45 @@ impl Shared {
         sup.era = None;
         sup.session = None;
         let connection = sup.connection.take();
+        let reason = format!(
+            "refused protocol version {MODERN_PROTOCOL_VERSION} in a modern session (-32022); \
+             its era is found again at the next start"
+        );
+        let chain = format!("MCP server `{}` {reason}", self.server);
+        self.register_failure(&mut sup, reason, chain, false);
+        drop(sup);
+        drop(connection);
+    }
+
+    /// A request on the ready `session` could not connect to the server: the server is down
+    /// (killed, restarting, unplugged), so the session ends as if its connection had, counted
+    /// as a failure like a crash (`status` says `restarting`, then `failed` after
+    /// [`max_consecutive_failures`](ClientOptions::max_consecutive_failures) in a row). The
+    /// next call starts a new session after the backoff; the requests still in flight on the
+    /// session fail as not delivered, so the retry policy may send them on the new one.
+    pub(crate) fn unreachable(&self, session: &RpcSession, failure: &crate::transport::SendFailure) {
+        let mut sup = self.lock();
+        if !sup.is_ready_with(session) {
+            return;
+        }
+        let ended = sup.session.take();
+        let connection = sup.connection.take();
+        let answered = ended.as_ref().is_some_and(|s| s.answered_a_call());
+        let lived = sup.ready_at.map(|at| at.elapsed()).unwrap_or(Duration::ZERO);
+        if lived >= self.options.stable_after || answered {
+            sup.failures = 0;
+        }
+        tracing::warn!(server = &*self.server, reason = %failure, "MCP server unreachable; the session ends");
         self.register_failure(
             &mut sup,
-            format!(
-                "MCP server `{}` refused protocol version {MODERN_PROTOCOL_VERSION} in a \
-                 modern session (-32022); its era is found again at the next start",
-                self.server
-            ),
+            failure.message().to_owned(),
+            format!("MCP server `{}`: {failure}", self.server),
+            false,
         );
         drop(sup);
+        if let Some(ended) = ended {
+            session_close_requested(&ended, failure.message());
+        }
         drop(connection);
     }
 

@@ -6,11 +6,14 @@
 //! every other block (embedded resources, resource links, unknown kinds) and of
 //! `structuredContent`. A result whose size is at most the cap is left untouched.
 //!
-//! Over the cap, the blocks of `content` are visited in order with the cap as a budget: a block
-//! that fits is kept; the text block that crosses the budget is cut at a character boundary
-//! (and kept if anything is left of it); a non-text block that does not fit is dropped whole
-//! (later, smaller blocks may still fit). `structuredContent` comes after the blocks: kept whole
-//! if it still fits, dropped otherwise. Then the marker `\n[... truncated at N bytes]` (N the cap)
+//! Over the cap, `structuredContent` comes first: kept whole when it fits the cap on its own,
+//! dropped otherwise (it is JSON: a part of it would not parse). What it leaves of the cap is
+//! the budget of the blocks of `content`, visited in order: a block that fits is kept; the text
+//! block that crosses the budget is cut at a character boundary (and kept if anything is left
+//! of it); a non-text block that does not fit is dropped whole (later, smaller blocks may still
+//! fit). A server that sends its structured result twice, as JSON text and as
+//! `structuredContent` (the spec asks it to), so keeps the structured one whole and the text is
+//! cut. Then the marker `\n[... truncated at N bytes]` (N the cap)
 //! is appended to the last kept block if it is a text block, or pushed as a new text block
 //! otherwise, and `truncated` is set. The marker itself is not counted against the cap.
 //!
@@ -148,6 +151,13 @@ impl Truncatable for ToolResult {
             return 0;
         }
         let mut remaining = max_bytes;
+        if let Some(structured) = self.structured_content.take() {
+            let size = json_len(&structured);
+            if size <= remaining {
+                remaining -= size;
+                self.structured_content = Some(structured);
+            }
+        }
         let mut kept = Vec::with_capacity(self.content.len() + 1);
         for block in self.content.drain(..) {
             let size = block_size(&block);
@@ -165,13 +175,6 @@ impl Truncatable for ToolResult {
                 }
             }
             // A non-text block that does not fit is dropped whole.
-        }
-        if let Some(structured) = self.structured_content.take() {
-            let size = json_len(&structured);
-            if size <= remaining {
-                remaining -= size;
-                self.structured_content = Some(structured);
-            }
         }
         let kept_size = max_bytes - remaining;
         let marker = truncation_marker(max_bytes);
@@ -306,19 +309,41 @@ mod tests {
     }
 
     #[test]
-    fn structured_content_counts_its_serialized_length_and_is_dropped_whole() {
+    fn structured_content_counts_its_serialized_length_and_is_kept_whole_or_dropped_whole() {
+        // It fits the cap: kept whole, and the text gets what it leaves (20 - 17 = 3 bytes).
         let mut r = ToolResult::text("xxxx");
         r.structured_content = Some(json!({"result":"xxxx"})); // 17 bytes serialized
         assert_eq!(r.size(), 4 + 17);
-        assert_eq!(r.truncate_to(20), 17);
+        assert_eq!(r.truncate_to(20), 1);
+        assert_eq!(r.structured_content, Some(json!({"result":"xxxx"})));
+        assert_eq!(
+            r.content[0].as_text(),
+            Some("xxx\n[... truncated at 20 bytes]")
+        );
+        // It does not fit the cap on its own: dropped whole, the text keeps the cap.
+        let mut r = ToolResult::text("xxxx");
+        r.structured_content = Some(json!({"result":"xxxx"}));
+        assert_eq!(r.truncate_to(16), 17);
         assert_eq!(r.structured_content, None);
         assert_eq!(
             r.content[0].as_text(),
-            Some("xxxx\n[... truncated at 20 bytes]")
+            Some("xxxx\n[... truncated at 16 bytes]")
         );
         let mut r2 = ToolResult::text("xxxx");
         r2.structured_content = Some(json!({"result":"xxxx"}));
         assert_eq!(r2.truncate_to(21), 0);
+    }
+
+    #[test]
+    fn a_result_sent_twice_keeps_its_structured_copy_when_the_text_is_cut() {
+        // The memory server's search_nodes: the same JSON as text and as structuredContent.
+        let value = json!({"entities": [{"name": "a".repeat(40)}, {"name": "b".repeat(40)}]});
+        let mut r = ToolResult::text(value.to_string());
+        r.structured_content = Some(value.clone());
+        let cap = r.size() - 10;
+        assert!(r.truncate_to(cap) > 0);
+        assert!(r.truncated);
+        assert_eq!(r.structured_content, Some(value));
     }
 
     #[test]

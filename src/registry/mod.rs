@@ -8,6 +8,7 @@
 
 mod definition;
 pub mod grants;
+pub(crate) mod suggest;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -43,6 +44,9 @@ pub struct McpTool {
 pub struct ServerCatalog {
     /// Full name → tool.
     pub tools: BTreeMap<String, McpTool>,
+    /// Tools the server offers that the project's `tools:` filter removed: the server's name
+    /// for each → the rule that removed it (`tools.deny`, …), to explain a call of one.
+    pub filtered: BTreeMap<String, &'static str>,
 }
 
 struct McpEntry {
@@ -253,12 +257,14 @@ impl ToolRegistry {
         if let Some(rest) = tool.strip_prefix("mcp.") {
             let (server, _) = rest.split_once('.').ok_or_else(|| Error::UnknownTool {
                 tool: tool.to_owned(),
+                hint: None,
             })?;
             // Only what the call needs leaves the lock: no schema is cloned per call.
             let (stack, name, retry_safe, schemas) = {
                 let mcp = read(&self.mcp);
                 let entry = mcp.get(server).ok_or_else(|| Error::UnknownTool {
                     tool: tool.to_owned(),
+                    hint: None,
                 })?;
                 let t = entry
                     .catalog
@@ -266,6 +272,7 @@ impl ToolRegistry {
                     .get(tool)
                     .ok_or_else(|| Error::UnknownTool {
                         tool: tool.to_owned(),
+                        hint: None,
                     })?;
                 let name: Arc<str> =
                     Arc::from(t.definition.mcp_tool_name.as_deref().unwrap_or_default());
@@ -287,6 +294,7 @@ impl ToolRegistry {
                 let local = read(&self.local);
                 let e = local.get(tool).ok_or_else(|| Error::UnknownTool {
                     tool: tool.to_owned(),
+                    hint: None,
                 })?;
                 e.handler.clone()
             };

@@ -119,6 +119,12 @@ impl SendFailure {
         )
     }
 
+    /// No connection could be made at all (see [`unreachable`](Self::unreachable)): the
+    /// server is down or not where the configuration says, whatever the request.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self.kind, FailureKind::Unsent { retryable: true })
+    }
+
     /// Trying again cannot fix it (see [`permanent`](Self::permanent)).
     pub fn is_permanent(&self) -> bool {
         matches!(self.kind, FailureKind::Permanent)

@@ -7,4 +7,5 @@ mod common;
 mod check;
 mod http;
 mod lifecycle;
+mod operator;
 mod session;

@@ -34,21 +34,22 @@ fn project() -> tempfile::TempDir {
 #[test]
 fn tools_prints_the_catalog_and_lists_failed_servers_on_stderr() {
     let d = project();
+    // `broken` did not start: the others' catalog is printed, and the exit code says it (1).
     let o = run(&["tools"], &d);
-    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
     assert!(
         o.stdout.contains("mcp.demo.echo\tEchoes a message"),
         "{}",
         o.stdout
     );
     assert!(
-        o.stderr.contains("error: server `broken` failed"),
+        o.stderr.contains("error: server `broken`: exited"),
         "{}",
         o.stderr
     );
 
     let o = run(&["tools", "--json", "--agent", "researcher"], &d);
-    assert_eq!(o.code, Some(0));
+    assert_eq!(o.code, Some(1));
     let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
     let arr = v.as_array().unwrap();
     assert_eq!(arr.len(), 1);
@@ -184,8 +185,9 @@ fn call_prints_text_or_json_and_uses_the_exit_codes() {
 #[test]
 fn status_prints_state_tools_and_last_error() {
     let d = project();
+    // `broken` is not ready: exit 1.
     let o = run(&["status", "--json"], &d);
-    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
     let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
     let st = v.as_array().unwrap();
     assert_eq!(st.len(), 3);
@@ -193,8 +195,11 @@ fn status_prints_state_tools_and_last_error() {
     assert_eq!(st[0]["state"], "ready");
     assert_eq!(st[0]["tools"], 5);
     assert_eq!(st[1]["server"], "broken");
-    assert_eq!(st[1]["state"], "failed");
-    assert!(st[1]["last_error"].as_str().unwrap().contains("broken"));
+    // One failed start: it restarts on the next call (failed after 5 in a row).
+    assert_eq!(st[1]["state"], "restarting");
+    assert_eq!(st[1]["consecutive_failures"], 1);
+    assert!(st[1]["last_error"].as_str().unwrap().contains("exited"));
+    assert!(st[1]["error_detail"].as_str().unwrap().contains("broken"));
     assert_eq!(st[2]["state"], "disabled");
     let o = run(&["status"], &d);
     assert!(

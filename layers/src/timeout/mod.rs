@@ -64,7 +64,7 @@ use tower::{BoxError, Service};
 
 pub use self::error::{Elapsed, ElapsedKind};
 pub use self::layer::ProgressTimeoutLayer;
-pub use self::progress::ProgressHandle;
+pub use self::progress::{Progress, ProgressHandle, ProgressObserver};
 
 /// A request that may carry a [`ProgressHandle`].
 pub trait ProgressAware {

@@ -21,11 +21,27 @@ pub struct ProgressHandle {
     shared: Arc<Shared>,
 }
 
+/// What a server said of a call's progress (an MCP `notifications/progress`), for whoever
+/// watches the call ([`ProgressHandle::observed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Progress so far; increases with each notification.
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// The server's words, if any.
+    pub message: Option<String>,
+}
+
+/// Sees each [`Progress`] of a call: called on the connection's reader, so it must be quick.
+pub type ProgressObserver = Arc<dyn Fn(&Progress) + Send + Sync>;
+
 struct Shared {
     origin: Instant,
     /// Nanoseconds from `origin` to the last notification, plus one; 0 when never notified.
     last: AtomicU64,
     count: AtomicU64,
+    observer: Option<ProgressObserver>,
 }
 
 impl ProgressHandle {
@@ -36,7 +52,35 @@ impl ProgressHandle {
                 origin: Instant::now(),
                 last: AtomicU64::new(0),
                 count: AtomicU64::new(0),
+                observer: None,
             }),
+        }
+    }
+
+    /// A handle whose every [`report`](Self::report) is also handed to `observer` (a command
+    /// line showing a long call's progress, a daemon relaying it to its agent).
+    pub fn observed(observer: ProgressObserver) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                origin: Instant::now(),
+                last: AtomicU64::new(0),
+                count: AtomicU64::new(0),
+                observer: Some(observer),
+            }),
+        }
+    }
+
+    /// Whether [`report`](Self::report) has anyone to tell: when not, the caller need not
+    /// build a [`Progress`].
+    pub fn is_observed(&self) -> bool {
+        self.shared.observer.is_some()
+    }
+
+    /// Records progress now ([`notify`](Self::notify)) and hands `progress` to the observer.
+    pub fn report(&self, progress: &Progress) {
+        self.notify();
+        if let Some(observer) = &self.shared.observer {
+            observer(progress);
         }
     }
 
@@ -75,6 +119,7 @@ impl fmt::Debug for ProgressHandle {
         f.debug_struct("ProgressHandle")
             .field("notifications", &self.notifications())
             .field("last_progress", &self.last_progress())
+            .field("observed", &self.is_observed())
             .finish()
     }
 }
@@ -97,6 +142,25 @@ mod tests {
         handle.notify();
         assert_eq!(clone.last_progress(), Some(at + Duration::from_secs(1)));
         assert_eq!(clone.notifications(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_observed_handle_hands_each_report_on_and_counts_it() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let handle = ProgressHandle::observed(Arc::new(move |p: &Progress| {
+            sink.lock().unwrap().push(p.clone());
+        }));
+        assert!(handle.is_observed() && !ProgressHandle::new().is_observed());
+        let p = Progress {
+            progress: 1.0,
+            total: Some(3.0),
+            message: Some("step 1".into()),
+        };
+        handle.clone().report(&p);
+        assert_eq!(*seen.lock().unwrap(), vec![p]);
+        assert_eq!(handle.notifications(), 1);
+        assert!(handle.last_progress().is_some());
     }
 
     #[tokio::test(start_paused = true)]

@@ -118,7 +118,15 @@ impl RpcSession {
                 };
                 let table = self.table();
                 if let Some(handle) = table.map.get(&id).and_then(|p| p.progress.as_ref()) {
-                    handle.notify();
+                    if handle.is_observed() {
+                        handle.report(&kaged_mcp_layers::timeout::Progress {
+                            progress: params.progress,
+                            total: params.total,
+                            message: params.message,
+                        });
+                    } else {
+                        handle.notify();
+                    }
                 }
             }
             MESSAGE => {
@@ -280,20 +288,25 @@ impl InboundHandler for RpcSession {
             return; // answered, abandoned or failed already
         };
         let request = RpcSession::request_ref(num, pending.method);
-        tracing::warn!(
+        // The caller gets the error: a log line here would say it twice (DEBUG).
+        tracing::debug!(
             server = &*self.server,
             request_id = num,
             method = pending.method,
             not_delivered = failure.not_delivered(),
             retryable = failure.is_retryable(),
-            problem = %failure.message(),
+            problem = %failure,
             "sending the request failed; it fails"
         );
+        let unreachable = failure.is_unreachable().then(|| failure.clone());
         pending.fail(ClientError::SendFailed {
             server: Arc::clone(&self.server),
             request,
             failure,
         });
+        if let Some(failure) = unreachable {
+            (self.events)(self, SessionEvent::Unreachable(&failure));
+        }
     }
 
     fn awaits(&self, id: &RequestId) -> bool {

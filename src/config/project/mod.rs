@@ -249,6 +249,20 @@ impl ToolFilter {
             && (self.allow.is_empty() || self.allow_set.is_match(tool))
             && !self.deny_set.is_match(tool)
     }
+
+    /// The rule that keeps a tool out, as the project writes it (`tools.enabled: false`,
+    /// `tools.deny`, `tools.allow`), or `None` when it is [`permitted`](Self::permits).
+    pub fn refusal(&self, tool: &str) -> Option<&'static str> {
+        if !self.enabled {
+            Some("tools.enabled: false")
+        } else if self.deny_set.is_match(tool) {
+            Some("tools.deny")
+        } else if !self.allow.is_empty() && !self.allow_set.is_match(tool) {
+            Some("tools.allow")
+        } else {
+            None
+        }
+    }
 }
 
 /// Per-agent tool grants (ADR-0043 §2): pattern → enabled.

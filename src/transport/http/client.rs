@@ -24,7 +24,7 @@ use kaged_mcp_layers::auth::{AuthLayer, TokenSource};
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
-use tower_http::trace::{DefaultOnRequest, DefaultOnResponse, TraceLayer};
+use tower_http::trace::{DefaultOnFailure, DefaultOnRequest, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use url::Url;
 
@@ -70,7 +70,10 @@ pub(crate) fn client(
             TraceLayer::new_for_http()
                 .make_span_with(span_without_query)
                 .on_request(DefaultOnRequest::new().level(Level::DEBUG))
-                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG))
+                // The caller's error names the server and the URL; an ERROR here would say it
+                // again without them.
+                .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
         )
         .service(client);
     BoxCloneSyncService::new(service)

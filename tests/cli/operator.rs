@@ -1,0 +1,421 @@
+//! What the operator is told (issue 22): one line per failure with no log noise unless asked
+//! for, honest exit codes and status, `call` that starts only its server, shows progress and
+//! prints JSON errors, `--args @FILE` and `-`, unknown tools explained, truncation that keeps
+//! `structuredContent`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+
+use common::cli::{kaged, Out};
+use common::peers::{self, Fault, SsePeer};
+use serde_json::Value;
+
+use crate::common;
+
+fn run(args: &[&str], dir: &tempfile::TempDir) -> Out {
+    common::cli::run(args, dir.path())
+}
+
+fn demo() -> String {
+    serde_json::to_string(&[env!("CARGO_BIN_EXE_kaged-mcp"), "demo-server"]).unwrap()
+}
+
+fn project(yaml: &str, local: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("project.yaml"), yaml).unwrap();
+    std::fs::write(d.path().join("local.toml"), local).unwrap();
+    d
+}
+
+/// A port nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    peers::free_port()
+}
+
+/// Lines of stderr that are not blank.
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| !l.trim().is_empty()).collect()
+}
+
+#[test]
+fn a_failed_server_is_one_line_without_log_noise_and_its_chain_only_with_verbose() {
+    let port = closed_port();
+    let broken = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
+    let d = project(
+        &format!(
+            "mcp:\n  down:\n    transport: streamable-http\n    url: http://127.0.0.1:{port}/mcp\n  broken:\n    transport: stdio\n    command: {broken}\n"
+        ),
+        "",
+    );
+    let o = run(&["tools"], &d);
+    assert_eq!(o.code, Some(1), "every server failed: exit 1\n{}", o.stderr);
+    let err = lines(&o.stderr);
+    assert_eq!(err.len(), 2, "one line per failed server:\n{}", o.stderr);
+    assert!(err[0].starts_with("error: server `down`: "), "{}", o.stderr);
+    assert!(err[1].starts_with("error: server `broken`: "), "{}", o.stderr);
+    // The server is named once, and no log line (tower_http's included) reaches stderr.
+    assert_eq!(err[0].matches("down").count(), 1, "{}", err[0]);
+    for noise in ["ERROR", "WARN", "INFO", "tower_http", "\x1b["] {
+        assert!(!o.stderr.contains(noise), "{noise:?} in:\n{}", o.stderr);
+    }
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+
+    // -v: the whole chain under each line, and the library's warnings; still no colour on a
+    // pipe.
+    let o = run(&["tools", "-v"], &d);
+    assert_eq!(o.code, Some(1));
+    assert!(
+        o.stderr.contains("  detail: MCP server `down`: sending request"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("\x1b["), "{}", o.stderr);
+    // RUST_LOG still drives the log, without colour on a pipe.
+    let out = kaged()
+        .args(["tools", "--project"])
+        .arg(d.path())
+        .env("RUST_LOG", "kaged_mcp=info")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("INFO"), "{stderr}");
+    assert!(!stderr.contains("\x1b["), "{stderr}");
+}
+
+#[test]
+fn tools_and_status_exit_1_when_a_server_failed_and_0_when_all_started() {
+    let broken = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
+    let demo = demo();
+    let d = project(
+        &format!(
+            "mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n  broken:\n    transport: stdio\n    command: {broken}\n  off:\n    transport: stdio\n    command: [\"/nonexistent\"]\n"
+        ),
+        "[mcp.off]\ndisabled = true\n",
+    );
+    // Partial failure: the catalog of the others on stdout, exit 1.
+    let o = run(&["tools"], &d);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(o.stdout.contains("mcp.demo.echo"), "{}", o.stdout);
+    let o = run(&["status", "--json"], &d);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+
+    // A disabled server is no failure.
+    std::fs::write(
+        d.path().join("local.toml"),
+        "[mcp.off]\ndisabled = true\n[mcp.broken]\ndisabled = true\n",
+    )
+    .unwrap();
+    let o = run(&["tools"], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stderr.is_empty(), "{}", o.stderr);
+    let o = run(&["status"], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+}
+
+#[test]
+fn status_state_counters_and_log_agree() {
+    // A server that exits before initialize: one failure, restarting (the next call tries
+    // again after the backoff), as the log says; a 403: failed at once, one failure.
+    let forbidden = SsePeer::start_reporting_port(&peers::http_fault_server("forbidden", &[]))
+        .expect("http_fault_server");
+    let broken = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
+    let d = project(
+        &format!(
+            "mcp:\n  broken:\n    transport: stdio\n    command: {broken}\n  forb:\n    transport: streamable-http\n    url: {}\n",
+            forbidden.mcp_url()
+        ),
+        "",
+    );
+    let out = kaged()
+        .args(["status", "--json", "--project"])
+        .arg(d.path())
+        .env("RUST_LOG", "kaged_mcp=info")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let st = v.as_array().unwrap();
+    assert_eq!(st[0]["server"], "broken");
+    assert_eq!(st[0]["state"], "restarting", "{v}");
+    assert_eq!(st[0]["consecutive_failures"], 1, "{v}");
+    assert!(
+        stderr.contains("server=\"broken\" failures=1") && stderr.contains("to=restarting"),
+        "{stderr}"
+    );
+    assert_eq!(st[1]["server"], "forb");
+    assert_eq!(st[1]["state"], "failed", "{v}");
+    assert_eq!(st[1]["consecutive_failures"], 1, "{v}");
+    assert!(
+        stderr.contains("server=\"forb\" failures=1"),
+        "a single refusal is one failure in the log too:\n{stderr}"
+    );
+    assert!(!stderr.contains("failures=5"), "{stderr}");
+    // Calls and failures of calls are counted apart from the server's failures.
+    assert_eq!(st[1]["failed_calls"], 0, "{v}");
+    assert!(st[1].get("failures").is_none(), "{v}");
+    assert!(st[1]["last_error"].as_str().unwrap().contains("403"), "{v}");
+    assert!(st[1]["error_detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("MCP server `forb`"));
+}
+
+/// Sends one line to the shell and reads its one-line JSON answer.
+fn ask(stdin: &mut impl Write, stdout: &mut impl BufRead, line: &str) -> Value {
+    writeln!(stdin, "{line}").unwrap();
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+#[test]
+fn the_shell_says_a_killed_http_server_is_not_ready_once_a_call_could_not_reach_it() {
+    let server = SsePeer::start_reporting_port(&peers::http_fault_server("ok", &[]))
+        .expect("http_fault_server");
+    let d = project(
+        &format!(
+            "mcp:\n  remote:\n    transport: streamable-http\n    url: {}\n",
+            server.mcp_url()
+        ),
+        "[mcp.remote]\ntimeout_ms = 2000\n",
+    );
+    let mut child = kaged()
+        .args(["shell", "--json", "--project"])
+        .arg(d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let ok = ask(
+        &mut stdin,
+        &mut stdout,
+        r#"call mcp.remote.echo {"message":"hi"}"#,
+    );
+    assert_eq!(ok["content"][0]["text"], "Echo: hi", "{ok}");
+    drop(server); // killed: its port now refuses connections
+    let e = ask(
+        &mut stdin,
+        &mut stdout,
+        r#"call mcp.remote.echo {"message":"again"}"#,
+    );
+    assert!(e["error"].is_string(), "{e}");
+    let st = ask(&mut stdin, &mut stdout, "status");
+    let remote = &st[0];
+    assert_ne!(remote["state"], "ready", "{st}");
+    assert!(remote["consecutive_failures"].as_u64().unwrap() >= 1, "{st}");
+    assert!(remote["failed_calls"].as_u64().unwrap() >= 1, "{st}");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+#[test]
+fn call_json_prints_an_error_object_on_stdout_and_keeps_the_exit_code() {
+    let demo = demo();
+    let d = project(
+        &format!("mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n"),
+        "[mcp.demo]\ntimeout_ms = 1000\n",
+    );
+    let o = run(
+        &["call", "mcp.demo.slow", "--args", r#"{"ms":5000}"#, "--json"],
+        &d,
+    );
+    assert_eq!(o.code, Some(1));
+    let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    assert_eq!(v["error"]["server"], "demo", "{v}");
+    assert_eq!(v["error"]["tool"], "mcp.demo.slow", "{v}");
+    assert_eq!(v["error"]["kind"], "timeout", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("timed out after 1000 ms") && message.contains("timeout_ms"),
+        "the timeout names the setting: {message}"
+    );
+    let o = run(&["call", "mcp.demo.nope", "--json"], &d);
+    assert_eq!(o.code, Some(1));
+    let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    assert_eq!(v["error"]["kind"], "unknown_tool", "{v}");
+    let o = run(&["call", "mcp.demo.echo", "--args", "[1]", "--json"], &d);
+    assert_eq!(o.code, Some(2));
+    let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    assert_eq!(v["error"]["kind"], "usage", "{v}");
+}
+
+#[test]
+fn unknown_tools_are_explained() {
+    let demo = demo();
+    let d = project(
+        &format!(
+            "mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n    tools:\n      deny: [crash]\n"
+        ),
+        "",
+    );
+    let cases = [
+        (
+            "mcp.demo.crash",
+            "unknown tool `mcp.demo.crash`: server `demo` offers `crash`, but the project's `tools.deny`",
+        ),
+        (
+            "mcp.dmo.echo",
+            "unknown tool `mcp.dmo.echo`: no MCP server `dmo` is declared in project.yaml (declared: demo); did you mean `mcp.demo.echo`?",
+        ),
+        (
+            "mcp.demo.ech",
+            "unknown tool `mcp.demo.ech`: did you mean `mcp.demo.echo`?",
+        ),
+        (
+            "echo",
+            "unknown tool `echo`: MCP tools are named `mcp.<server>.<tool>`",
+        ),
+    ];
+    for (tool, says) in cases {
+        let o = run(&["call", tool], &d);
+        assert_eq!(o.code, Some(1), "{tool}");
+        assert!(o.stderr.contains(says), "{tool}: {}", o.stderr);
+        assert_eq!(lines(&o.stderr).len(), 1, "{tool}: {}", o.stderr);
+    }
+}
+
+#[test]
+fn call_starts_only_the_server_it_needs() {
+    let demo = demo();
+    let marker = tempfile::tempdir().unwrap();
+    let started = marker.path().join("neighbour-started");
+    let neighbour = serde_json::to_string(&[
+        "sh",
+        "-c",
+        &format!("touch '{}'; exit 3", started.display()),
+    ])
+    .unwrap();
+    let d = project(
+        &format!(
+            "mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n  neighbour:\n    transport: stdio\n    command: {neighbour}\n"
+        ),
+        "",
+    );
+    let o = run(
+        &["call", "mcp.demo.echo", "--args", r#"{"message":"hi"}"#],
+        &d,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout, "Echo: hi\n");
+    assert!(o.stderr.is_empty(), "no word of the neighbour: {}", o.stderr);
+    assert!(!started.exists(), "the neighbour was started");
+    // `tools` starts them all.
+    let _ = run(&["tools"], &d);
+    assert!(started.exists());
+}
+
+#[test]
+fn args_come_from_a_file_or_stdin() {
+    let demo = demo();
+    let d = project(
+        &format!("mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n"),
+        "",
+    );
+    let file = d.path().join("args.json");
+    std::fs::write(&file, r#"{"message": "from a file"}"#).unwrap();
+    let at = format!("@{}", file.display());
+    let o = run(&["call", "mcp.demo.echo", "--args", &at], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout, "Echo: from a file\n");
+
+    let mut child = kaged()
+        .args(["call", "--project"])
+        .arg(d.path())
+        .args(["mcp.demo.echo", "--args", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"message": "from stdin"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Echo: from stdin\n");
+
+    let o = run(&["call", "mcp.demo.echo", "--args", "@/nonexistent/args.json"], &d);
+    assert_eq!(o.code, Some(2));
+    assert!(
+        o.stderr
+            .contains("error: --args: cannot read the arguments from `/nonexistent/args.json`"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn a_truncated_result_keeps_its_structured_content_and_the_note_names_the_cap() {
+    let demo = demo();
+    let d = project(
+        &format!("mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n"),
+        "",
+    );
+    let config = d.path().join("config.toml");
+    std::fs::write(&config, "[mcp]\nresult_max_bytes = 20\n").unwrap();
+    let config = config.display().to_string();
+    // "12345679" (8 bytes) and {"sum":12345679.0} (18 bytes): 26 bytes over a cap of 20.
+    let o = run(
+        &[
+            "call",
+            "--config",
+            &config,
+            "mcp.demo.add",
+            "--args",
+            r#"{"a":12345678,"b":1}"#,
+            "--json",
+        ],
+        &d,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let v: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    assert_eq!(v["truncated"], true, "{v}");
+    assert_eq!(v["structuredContent"]["sum"], 12_345_679.0, "{v}");
+    assert!(
+        o.stderr.contains("cap of 20 bytes") && o.stderr.contains("result_max_bytes"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn a_long_call_shows_the_servers_progress_on_stderr_unless_quiet() {
+    let Some(cmd) = peers::require(peers::everything_stdio(), "server-everything") else {
+        return;
+    };
+    let d = project(
+        &format!(
+            "mcp:\n  everything:\n    transport: stdio\n    command: {}\n",
+            serde_json::to_string(&cmd).unwrap()
+        ),
+        "",
+    );
+    let args = r#"{"duration": 1, "steps": 4}"#;
+    let tool = "mcp.everything.trigger-long-running-operation";
+    let o = run(&["call", tool, "--args", args], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let progress: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with(&format!("{tool}: ")))
+        .collect();
+    // Plain lines on a pipe, one per report, with n/total and no terminal control.
+    assert!(progress.len() >= 3, "{}", o.stderr);
+    assert!(
+        progress.iter().any(|l| l.contains("/4")),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains('\r') && !o.stderr.contains("\x1b"), "{}", o.stderr);
+    assert!(!o.stdout.contains(tool), "stdout keeps only the result: {}", o.stdout);
+
+    let o = run(&["call", tool, "--args", args, "--quiet"], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stderr.is_empty(), "{}", o.stderr);
+}
