@@ -528,6 +528,18 @@ impl Session {
                 };
             }
         }
+        // A call that timed out while its server was down (waiting for a restart that kept
+        // failing) says why the server is down, not only that time ran out.
+        if let Error::Timeout { .. } = &err {
+            return match self.status().into_iter().find(|s| s.server == server) {
+                Some(s) if s.state != "ready" && s.last_error.is_some() => Error::ServerNotReady {
+                    server: s.server,
+                    state: s.state,
+                    last_error: s.last_error,
+                },
+                _ => err,
+            };
+        }
         if !matches!(err, Error::UnknownTool { .. }) {
             return err;
         }

@@ -57,6 +57,22 @@ impl fmt::Display for Stderr<'_> {
     }
 }
 
+/// `; its last stderr line: …` (bounded, control characters removed), or nothing: the one
+/// line of a process's stderr an operator's line has room for.
+pub(crate) fn last_stderr_line(tail: &str) -> String {
+    match tail.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+        Some(line) => {
+            let clean: String = line.chars().filter(|c| !c.is_control()).collect();
+            let mut cut: String = clean.chars().take(200).collect();
+            if cut.len() < clean.len() {
+                cut.push('…');
+            }
+            format!("; its last stderr line: {cut}")
+        }
+        None => String::new(),
+    }
+}
+
 /// An error of the MCP client. Every variant names the server.
 ///
 /// # Errors the retry policy may retry
@@ -334,6 +350,19 @@ impl ClientError {
         match self {
             Self::SendFailed { failure, .. } => failure.message().to_owned(),
             Self::ConnectFailed { source, .. } => format!("could not be started: {source}"),
+            Self::Exited {
+                reason,
+                stderr_tail,
+                request,
+                ..
+            } => {
+                let mut line = reason.clone();
+                if let Some(r) = request {
+                    line.push_str(&format!(" during {r}"));
+                }
+                line.push_str(&last_stderr_line(stderr_tail));
+                line
+            }
             Self::ServerFailed {
                 failures,
                 last_error,

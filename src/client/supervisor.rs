@@ -516,8 +516,12 @@ impl Shared {
             sup.failures = 0;
         }
         tracing::warn!(server = &*self.server, reason = %reason.message, "MCP server connection ended");
-        let text = format!("{reason}");
-        self.register_failure(&mut sup, text.clone(), text, false);
+        let line = format!(
+            "{}{}",
+            reason.message,
+            super::error::last_stderr_line(reason.stderr_tail())
+        );
+        self.register_failure(&mut sup, line, format!("{reason}"), false);
         drop(sup);
         drop(connection);
     }

@@ -27,7 +27,11 @@ pub(crate) fn unknown_tool_hint(tool: &str, known: &Known<'_>) -> Option<String>
             .take(3)
             .collect();
         return match matches.as_slice() {
-            [] => None,
+            [] if known.servers.is_empty() => None,
+            [] => Some(format!(
+                "MCP tools are named `mcp.<server>.<tool>` (declared servers: {})",
+                known.servers.join(", ")
+            )),
             found => Some(format!(
                 "MCP tools are named `mcp.<server>.<tool>`: did you mean {}?",
                 quoted(found)
@@ -168,7 +172,10 @@ mod tests {
             hint("mcp.fm.zzz").unwrap(),
             "server `fm` offers no tool `zzz` (`kaged-mcp tools` lists the catalog)"
         );
-        assert_eq!(hint("nothing_like_it"), None);
+        assert_eq!(
+            hint("nothing_like_it").unwrap(),
+            "MCP tools are named `mcp.<server>.<tool>` (declared servers: fm, demo)"
+        );
     }
 
     #[test]

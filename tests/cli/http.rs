@@ -118,8 +118,9 @@ fn a_refused_secret_exits_1_naming_the_server_and_its_secret_ref() {
         !err.contains("not-it-9c0b") && !out.contains("not-it-9c0b"),
         "{err}"
     );
+    // A failed server: `status` says so in its exit code.
     let (code, out, _) = run(&["status", "--json"], &d);
-    assert_eq!(code, Some(0));
+    assert_eq!(code, Some(1));
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v[0]["state"], "failed", "{v}");
 }

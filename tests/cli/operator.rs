@@ -201,12 +201,18 @@ fn the_shell_says_a_killed_http_server_is_not_ready_once_a_call_could_not_reach_
         &mut stdout,
         r#"call mcp.remote.echo {"message":"again"}"#,
     );
-    assert!(e["error"].is_string(), "{e}");
+    let message = e["error"].as_str().unwrap();
+    assert!(
+        message.contains("server `remote` is not ready") && message.contains("refused"),
+        "the call says the server is down and why: {e}"
+    );
     let st = ask(&mut stdin, &mut stdout, "status");
     let remote = &st[0];
     assert_ne!(remote["state"], "ready", "{st}");
     assert!(remote["consecutive_failures"].as_u64().unwrap() >= 1, "{st}");
-    assert!(remote["failed_calls"].as_u64().unwrap() >= 1, "{st}");
+    let failed = remote["failed_calls"].as_u64().unwrap() + remote["timeouts"].as_u64().unwrap();
+    assert_eq!(failed, 1, "{st}");
+    assert!(remote["last_error"].as_str().unwrap().contains("refused"), "{st}");
     drop(stdin);
     let _ = child.wait();
 }
