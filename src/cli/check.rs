@@ -51,6 +51,7 @@ pub(crate) fn describe(config: &Config) -> String {
                     let _ = writeln!(out, "  cwd: {}", cwd.display());
                 }
                 if !st.env.is_empty() {
+                    // `EnvValue` displays a secret as `***`.
                     let env: Vec<String> = st.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
                     let _ = writeln!(out, "  env: {}", env.join(" "));
                 }
