@@ -133,3 +133,72 @@ fn usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("error: /nonexistent/dir/project.yaml"));
 }
+
+#[test]
+fn check_prints_an_env_secret_as_stars_and_plain_values_as_written() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        "mcp:\n  notion:\n    transport: stdio\n    command: [notion-mcp]\n    env:\n      TOKEN: {secret_ref: s.token}\n      LOG_LEVEL: warn\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("local.toml"),
+        "[secrets.s]\ntoken = \"ntn_supersecret\"\n",
+    )
+    .unwrap();
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(d.path())
+        .env("RUST_LOG", "kaged_mcp=trace")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("  env: LOG_LEVEL=warn TOKEN=***\n"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("ntn_supersecret") && !stderr.contains("ntn_supersecret"),
+        "{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+fn check_exits_2_on_a_missing_env_secret_naming_file_key_line_and_ref() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        "mcp:\n  notion:\n    transport: stdio\n    command: [notion-mcp]\n    env:\n      TOKEN: {secret_ref: s.token}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("local.toml"),
+        "[secrets.s]\nother = \"ntn_supersecret\"\n",
+    )
+    .unwrap();
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "project.yaml:6:27: mcp.notion.env.TOKEN: server `notion` needs secret `s.token` for its environment variable `TOKEN`, which is not set in "
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("add `token = \"…\"` under [secrets.s]"),
+        "{stderr}"
+    );
+    assert!(
+        !stdout.contains("ntn_supersecret") && !stderr.contains("ntn_supersecret"),
+        "{stdout}\n{stderr}"
+    );
+}
