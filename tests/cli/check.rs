@@ -202,3 +202,49 @@ fn check_exits_2_on_a_missing_env_secret_naming_file_key_line_and_ref() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// The `era:` line `check` prints for the only server of the project in `dir`.
+fn era_line(dir: &std::path::Path) -> String {
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let line = stdout.lines().find(|l| l.starts_with("  era: "));
+    line.unwrap_or_else(|| panic!("no era line: {stdout}"))
+        .to_owned()
+}
+
+#[test]
+fn check_on_an_sse_server_names_exactly_the_era_values_it_accepts() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        "mcp:\n  old:\n    transport: sse\n    url: https://example.test/sse\n",
+    )
+    .unwrap();
+    let line = era_line(d.path());
+    assert!(line.starts_with("  era: legacy"), "{line}");
+    // Every value the line names loads; every value that loads is named.
+    for era in ["auto", "legacy", "modern"] {
+        std::fs::write(
+            d.path().join("local.toml"),
+            format!("[mcp.old]\nera = \"{era}\"\n"),
+        )
+        .unwrap();
+        let accepted = kaged()
+            .args(["check", "--project"])
+            .arg(d.path())
+            .output()
+            .unwrap()
+            .status
+            .success();
+        let named = line.contains(&format!("\"{era}\""));
+        assert_eq!(named, accepted, "era {era:?}, accepted {accepted}: {line}");
+        if accepted {
+            assert!(era_line(d.path()).starts_with("  era: legacy"), "{era}");
+        }
+    }
+}
