@@ -46,7 +46,8 @@ use kaged_mcp_layers::auth::{AuthHeader, StaticToken};
 ///
 /// # Errors
 /// [`InvalidTransport`] naming the server: a `cwd` that escapes the project or does not
-/// exist, an `auth` block whose secret was not resolved or cannot make a header, an OAuth
+/// exist, an `env` secret that was not resolved (the server is disabled in `local.toml`), an
+/// `auth` block whose secret was not resolved or cannot make a header, an OAuth
 /// server without a token source, a URL or header the transport refuses, an HTTP server in a
 /// build without the `http` feature.
 pub fn transport(
@@ -91,10 +92,21 @@ pub fn transport(
                     ))
                 })?,
             };
+            let mut env = Vec::with_capacity(s.env.len());
+            for (name, value) in &s.env {
+                let Some(v) = value.expose() else {
+                    return Err(invalid(format!(
+                        "server `{}`: the secret `{}` of its environment variable `{name}` is not resolved",
+                        server.key,
+                        value.secret_ref().map_or("", |r| r.as_str())
+                    )));
+                };
+                env.push((name.clone(), v.to_owned()));
+            }
             let stdio = StdioConfig::from_command(&s.command)
                 .ok_or_else(|| invalid(format!("server `{}`: empty command", server.key)))?
                 .cwd(cwd)
-                .env(s.env.iter().map(|(k, v)| (k.clone(), v.clone())))
+                .env(env)
                 .frame_limit(config.daemon.frame_limit_bytes);
             Ok(Box::new(StdioTransport::new(stdio)))
         }

@@ -51,6 +51,7 @@ pub(crate) fn describe(config: &Config) -> String {
                     let _ = writeln!(out, "  cwd: {}", cwd.display());
                 }
                 if !st.env.is_empty() {
+                    // `EnvValue` displays a secret as `***`.
                     let env: Vec<String> = st.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
                     let _ = writeln!(out, "  env: {}", env.join(" "));
                 }
@@ -178,22 +179,30 @@ fn validate_line(validate: Validation) -> String {
     format!("{what} ({source}{unbuilt})")
 }
 
-/// What the `era` knob means for this server (`[mcp.<key>] era` in local.toml).
+/// What the `era` knob means for this server (`[mcp.<key>] era` in local.toml). An `sse`
+/// server speaks only the legacy era, and `era` accepts only the values that say so.
 fn era_line(era: EraPreference, transport: &TransportConfig) -> String {
+    if let TransportConfig::Sse(_) = transport {
+        let source = if era == EraPreference::Auto {
+            "default"
+        } else {
+            "local.toml"
+        };
+        return format!(
+            "legacy: initialize, the only era the sse transport carries ({source}; `era` may be \"auto\" or \"legacy\" here, both mean this)"
+        );
+    }
     let source = if era == EraPreference::Auto {
         "default; set `era` under [mcp.<key>] in local.toml"
     } else {
         "local.toml"
     };
-    let what = match (era, transport) {
-        (_, TransportConfig::Sse(_)) => {
-            "legacy (the sse transport carries only initialize-based MCP)"
-        }
-        (EraPreference::Auto, _) => {
+    let what = match era {
+        EraPreference::Auto => {
             "auto: server/discover first; 2026-07-28 if the server answers it, else initialize"
         }
-        (EraPreference::Legacy, _) => "legacy: initialize (2024-11-05 … 2025-11-25), no probe",
-        (EraPreference::Modern, _) => {
+        EraPreference::Legacy => "legacy: initialize (2024-11-05 … 2025-11-25), no probe",
+        EraPreference::Modern => {
             "modern: 2026-07-28 only (server/discover, _meta on every request)"
         }
     };

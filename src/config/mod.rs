@@ -42,9 +42,10 @@ pub use era::EraPreference;
 pub use error::{ConfigError, ConfigErrors, Location};
 pub use local::{LocalConfig, ServerOverrides};
 pub use project::{
-    is_valid_server_key, AgentGrants, AuthConfig, AuthKind, ClientAuthMethod, GrantPattern,
-    HttpServerConfig, McpServerConfig, OAuthConfig, OAuthGrant, ProjectConfig, SseServerConfig,
-    StdioServerConfig, ToolFilter, ToolGrant, ToolGrants, TransportConfig, MAX_SERVERS,
+    is_valid_server_key, AgentGrants, AuthConfig, AuthKind, ClientAuthMethod, EnvValue,
+    GrantPattern, HttpServerConfig, McpServerConfig, OAuthConfig, OAuthGrant, ProjectConfig,
+    SseServerConfig, StdioServerConfig, ToolFilter, ToolGrant, ToolGrants, TransportConfig,
+    MAX_SERVERS,
 };
 pub use secret::{Secret, SecretRef};
 pub use validation::Validation;
@@ -158,13 +159,23 @@ impl Sources {
             }
             (None, tree) => tree,
         };
-        let project = tree
-            .map(|t| project::from_tree(&t, &mut errors))
+        let mut project = tree
+            .as_ref()
+            .map(|t| project::from_tree(t, &mut errors))
             .unwrap_or_default();
+        let before_local = errors.len();
         let local = match &self.local {
             Some((file, text)) => local::parse(text, file, &mut errors),
             None => LocalConfig::default(),
         };
+        // A local.toml with errors may have lost secrets: reporting them missing would mislead.
+        if let (Some(tree), true) = (&tree, errors.len() == before_local) {
+            let local_file = match &self.local {
+                Some((file, _)) => file.clone(),
+                None => self.project_root.join("local.toml"),
+            };
+            project::resolve_env_secrets(tree, &mut project, &local, &local_file, &mut errors);
+        }
         if let Some((file, _)) = &self.local {
             for (key, o) in &local.servers {
                 let sse = project
@@ -239,10 +250,11 @@ impl Config {
             .unwrap_or(self.daemon.default_timeout)
     }
 
-    /// Resolves the `secret_ref` of every server that is not disabled.
+    /// Resolves the `auth` `secret_ref` of every server that is not disabled.
     ///
     /// A missing secret is an error naming the server and the ref, as ADR-0043 §4 says the
-    /// session must refuse to start.
+    /// session must refuse to start. The `{ secret_ref }` values of a stdio server's `env` are
+    /// resolved earlier, when the configuration loads ([`EnvValue::Secret`]).
     pub fn resolve_secrets(&self) -> Result<BTreeMap<String, Secret>, ConfigErrors> {
         let mut out = BTreeMap::new();
         let mut errors = Vec::new();
@@ -268,10 +280,7 @@ impl Config {
                     }
                     Some(_) => {}
                     None => {
-                        let (table, leaf) = match r.as_str().rsplit_once('.') {
-                            Some((t, l)) => (format!("[secrets.{t}]"), l.to_owned()),
-                            None => ("[secrets]".to_owned(), r.as_str().to_owned()),
-                        };
+                        let (table, leaf) = r.table_and_key();
                         let key = if what == "secret_ref" {
                             "secret_ref"
                         } else {

@@ -69,6 +69,15 @@ impl SecretRef {
     pub fn segments(&self) -> impl Iterator<Item = &str> {
         self.0.split('.')
     }
+
+    /// Where the secret is written in `local.toml`: its table and key, `[secrets.a]` and `b`
+    /// for `a.b`, `[secrets]` and `a` for `a`.
+    pub(crate) fn table_and_key(&self) -> (String, &str) {
+        match self.0.rsplit_once('.') {
+            Some((table, key)) => (format!("[secrets.{table}]"), key),
+            None => ("[secrets]".to_owned(), &self.0),
+        }
+    }
 }
 
 impl fmt::Display for SecretRef {
@@ -96,5 +105,16 @@ mod tests {
         assert!(SecretRef::parse("a..b").is_err());
         assert!(SecretRef::parse("a.b ").is_err());
         assert!(SecretRef::parse("").is_err());
+    }
+
+    #[test]
+    fn secret_ref_names_its_table_and_key_in_local_toml() {
+        let r = SecretRef::parse("api_keys.deep.notion").unwrap();
+        assert_eq!(
+            r.table_and_key(),
+            ("[secrets.api_keys.deep]".to_owned(), "notion")
+        );
+        let r = SecretRef::parse("token").unwrap();
+        assert_eq!(r.table_and_key(), ("[secrets]".to_owned(), "token"));
     }
 }

@@ -133,3 +133,118 @@ fn usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("error: /nonexistent/dir/project.yaml"));
 }
+
+#[test]
+fn check_prints_an_env_secret_as_stars_and_plain_values_as_written() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        "mcp:\n  notion:\n    transport: stdio\n    command: [notion-mcp]\n    env:\n      TOKEN: {secret_ref: s.token}\n      LOG_LEVEL: warn\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("local.toml"),
+        "[secrets.s]\ntoken = \"ntn_supersecret\"\n",
+    )
+    .unwrap();
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(d.path())
+        .env("RUST_LOG", "kaged_mcp=trace")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("  env: LOG_LEVEL=warn TOKEN=***\n"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("ntn_supersecret") && !stderr.contains("ntn_supersecret"),
+        "{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+fn check_exits_2_on_a_missing_env_secret_naming_file_key_line_and_ref() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        "mcp:\n  notion:\n    transport: stdio\n    command: [notion-mcp]\n    env:\n      TOKEN: {secret_ref: s.token}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("local.toml"),
+        "[secrets.s]\nother = \"ntn_supersecret\"\n",
+    )
+    .unwrap();
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "project.yaml:6:27: mcp.notion.env.TOKEN: server `notion` needs secret `s.token` for its environment variable `TOKEN`, which is not set in "
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("add `token = \"…\"` under [secrets.s]"),
+        "{stderr}"
+    );
+    assert!(
+        !stdout.contains("ntn_supersecret") && !stderr.contains("ntn_supersecret"),
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// The `era:` line `check` prints for the only server of the project in `dir`.
+fn era_line(dir: &std::path::Path) -> String {
+    let out = kaged()
+        .args(["check", "--project"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let line = stdout.lines().find(|l| l.starts_with("  era: "));
+    line.unwrap_or_else(|| panic!("no era line: {stdout}"))
+        .to_owned()
+}
+
+#[test]
+fn check_on_an_sse_server_names_exactly_the_era_values_it_accepts() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        "mcp:\n  old:\n    transport: sse\n    url: https://example.test/sse\n",
+    )
+    .unwrap();
+    let line = era_line(d.path());
+    assert!(line.starts_with("  era: legacy"), "{line}");
+    // Every value the line names loads; every value that loads is named.
+    for era in ["auto", "legacy", "modern"] {
+        std::fs::write(
+            d.path().join("local.toml"),
+            format!("[mcp.old]\nera = \"{era}\"\n"),
+        )
+        .unwrap();
+        let accepted = kaged()
+            .args(["check", "--project"])
+            .arg(d.path())
+            .output()
+            .unwrap()
+            .status
+            .success();
+        let named = line.contains(&format!("\"{era}\""));
+        assert_eq!(named, accepted, "era {era:?}, accepted {accepted}: {line}");
+        if accepted {
+            assert!(era_line(d.path()).starts_with("  era: legacy"), "{era}");
+        }
+    }
+}

@@ -5,6 +5,7 @@
 mod common;
 
 mod check;
+mod env_secret;
 mod http;
 mod lifecycle;
 mod operator;

@@ -74,6 +74,21 @@ fn cases() -> Vec<Case> {
         p("env a list", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env: [A=1]\n", "mcp.db.env", 5, "expected a mapping"),
         p("env value a list", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      A: [1]\n", "mcp.db.env.A", 6, "expected a string"),
         p("env name with =", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      'A=B': x\n", "mcp.db.env.A=B", 6, "not a valid environment variable name"),
+        p("env secret_ref a number", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {secret_ref: 3}\n", "mcp.db.env.TOKEN.secret_ref", 6, "expected a string, found an integer"),
+        p("env secret_ref not dotted", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {secret_ref: 'a..b'}\n", "mcp.db.env.TOKEN.secret_ref", 6, "not a dotted path"),
+        p("env value a mapping of another key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {other: x}\n", "mcp.db.env.TOKEN.other", 6, "unknown key `other`; a value is a string or `{ secret_ref: a.b }`"),
+        p("env value a secret_ref and another key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN:\n        secret_ref: s.token\n        value: x\n", "mcp.db.env.TOKEN.value", 8, "unknown key `value`"),
+        p("env value an empty mapping", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {}\n", "mcp.db.env.TOKEN", 6, "missing `secret_ref`"),
+        p("env secret without local.toml", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {secret_ref: s.token}\n", "mcp.db.env.TOKEN", 6, "server `db` needs secret `s.token` for its environment variable `TOKEN`, which is not set in ./local.toml: add `token = \"…\"` under [secrets.s]"),
+        Case {
+            local: Some("[secrets.s]\nother = \"x\"\n"),
+            ..p("env secret missing from local.toml", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      PLAIN: a\n      TOKEN:\n        secret_ref: s.token\n", "mcp.db.env.TOKEN", 8, "needs secret `s.token` for its environment variable `TOKEN`, which is not set in local.toml")
+        },
+        Case {
+            overlay: Some("mcp:\n  db:\n    env:\n      TOKEN: {secret_ref: ops.token}\n"),
+            file: "project.local.yaml",
+            ..p("env secret of the overlay missing", STDIO, "mcp.db.env.TOKEN", 4, "needs secret `ops.token`")
+        },
         p("url on a stdio server", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    url: http://x\n", "mcp.db.url", 5, "belongs to `transport: sse`"),
         p("headers on a stdio server", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    headers: {A: b}\n", "mcp.db.headers", 5, "belongs to `transport: sse`"),
         // --- sse fields

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use kaged_mcp::config::{
-    load, resolve_cwd, AuthKind, ConfigPaths, GrantPattern, Sources, TransportConfig,
+    load, resolve_cwd, AuthKind, ConfigPaths, EnvValue, GrantPattern, Sources, TransportConfig,
 };
 
 const FULL: &str = r#"
@@ -117,8 +117,11 @@ fn every_field_of_the_mcp_block_is_read() {
     };
     assert_eq!(stdio.command, ["bun", "run", "tools/mcp-db-server.ts"]);
     assert_eq!(stdio.cwd.as_deref(), Some(std::path::Path::new("./tools")));
-    assert_eq!(stdio.env["DB_PATH"], "./data/app.db");
-    assert_eq!(stdio.env["PORT"], "5432");
+    assert_eq!(
+        stdio.env["DB_PATH"],
+        EnvValue::Plain("./data/app.db".into())
+    );
+    assert_eq!(stdio.env["PORT"], EnvValue::Plain("5432".into()));
     assert!(db.tools.permits("anything"), "no allow list means all");
 
     let keyed = c.project.server("keyed").unwrap();
@@ -226,6 +229,50 @@ fn overlay_null_removes_a_server_and_maps_merge() {
     };
     assert_eq!(db.command, ["node", "other.js"], "lists replace");
     assert_eq!(db.env.len(), 3, "maps merge: {:?}", db.env);
+}
+
+#[test]
+fn an_env_secret_ref_is_resolved_from_local_toml_and_never_printed() {
+    let c = Sources::new(
+        "mcp:\n  notion:\n    transport: stdio\n    command: [notion-mcp]\n    env:\n      NOTION_TOKEN: { secret_ref: api_keys.notion }\n      LOG_LEVEL: warn\n  off:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN:\n        secret_ref: api_keys.absent\n",
+    )
+    .local("[mcp.off]\ndisabled = true\n\n[secrets.api_keys]\nnotion = \"ntn_supersecret\"\n")
+    .load()
+    .unwrap();
+    let TransportConfig::Stdio(notion) = &c.project.server("notion").unwrap().transport else {
+        panic!("notion is not stdio")
+    };
+    let token = &notion.env["NOTION_TOKEN"];
+    assert_eq!(token.expose(), Some("ntn_supersecret"));
+    assert_eq!(token.secret_ref().unwrap().as_str(), "api_keys.notion");
+    assert_eq!(token.to_string(), "***");
+    assert_eq!(notion.env["LOG_LEVEL"], EnvValue::Plain("warn".into()));
+    assert_eq!(notion.env["LOG_LEVEL"].to_string(), "warn");
+    // A disabled server needs none of its secrets, as with `auth`.
+    let TransportConfig::Stdio(off) = &c.project.server("off").unwrap().transport else {
+        panic!("off is not stdio")
+    };
+    assert_eq!(off.env["TOKEN"].expose(), None);
+    c.resolve_secrets().unwrap();
+
+    let shown = format!("{c:?} {token:?} {token}");
+    assert!(!shown.contains("ntn_"), "{shown}");
+    assert!(shown.contains("api_keys.notion"), "{shown}");
+    let notion = c.project.server("notion").unwrap();
+    let Ok(transport) = kaged_mcp::assemble::transport(&c, notion, None, None) else {
+        panic!("notion's transport is refused")
+    };
+    assert_eq!(transport.describe(), "stdio: notion-mcp");
+    let off = c.project.server("off").unwrap();
+    let Err(e) = kaged_mcp::assemble::transport(&c, off, None, None) else {
+        panic!("a transport without its env secret was built")
+    };
+    assert!(
+        e.to_string().contains(
+            "the secret `api_keys.absent` of its environment variable `TOKEN` is not resolved"
+        ),
+        "{e}"
+    );
 }
 
 #[test]

@@ -133,7 +133,8 @@ pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> O
     })
 }
 
-fn secret_ref(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<SecretRef> {
+/// A dotted `secret_ref` (or `private_key_ref`) at `path`.
+pub(super) fn secret_ref(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<SecretRef> {
     let s = w.string(node, path)?;
     match SecretRef::parse(&s) {
         Ok(r) => Some(r),

@@ -5,12 +5,14 @@
 //! and line, before giving up; a valid tree becomes [`ProjectConfig`]. The reading is split by
 //! concern: [`walk`] is the walker that collects errors and reads plain values, [`transport`]
 //! the table of transport names, [`servers`] the `mcp:` block with each server's transport
-//! fields, [`auth`] and [`filter`] a server's `auth:` and `tools:` blocks, and [`agents`] the
-//! agents' grants. This module keeps the types, the entry point and the way key paths are
+//! fields, [`env`] a stdio server's `env:` (and, once `local.toml` is read, its secrets),
+//! [`auth`] and [`filter`] a server's `auth:` and `tools:` blocks, and [`agents`] the agents'
+//! grants. This module keeps the types, the entry point and the way key paths are
 //! written.
 
 mod agents;
 mod auth;
+mod env;
 mod filter;
 mod servers;
 mod transport;
@@ -23,11 +25,12 @@ use globset::GlobSet;
 use http::{HeaderName, HeaderValue};
 
 use super::error::ConfigError;
-use super::secret::SecretRef;
+use super::secret::{Secret, SecretRef};
 use super::yaml::{self, Node, Step, Value};
 use transport::TransportKind;
 use walk::Walk;
 
+pub(crate) use env::resolve_env_secrets;
 pub use servers::is_valid_server_key;
 
 /// Most servers a project may declare (ADR-0043 §1).
@@ -106,7 +109,55 @@ pub struct StdioServerConfig {
     /// [`crate::config::resolve_cwd`] checks symlinks when the server starts.
     pub cwd: Option<PathBuf>,
     /// Variables added on top of the daemon's environment.
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, EnvValue>,
+}
+
+/// The value of one variable of a stdio server's `env`: a plain string, or `{ secret_ref: a.b }`
+/// for a token the server reads from its environment.
+///
+/// `Display` prints a plain value as written and a secret as `***`; `Debug` never shows a
+/// secret either (see [`Secret`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvValue {
+    /// A value written in the project (bare numbers and booleans read as their text).
+    Plain(String),
+    /// `{ secret_ref: a.b }`: the secret `[secrets.a] b` of `local.toml`, resolved when the
+    /// configuration loads; a missing one refuses the configuration, except for a server that
+    /// `local.toml` disables, whose `value` is then `None`.
+    Secret {
+        /// Where the secret lives in `local.toml` `[secrets]`.
+        secret_ref: SecretRef,
+        /// The secret, once resolved.
+        value: Option<Secret>,
+    },
+}
+
+impl EnvValue {
+    /// The value the server's process gets; `None` for a secret that was not resolved. Call
+    /// it only where the value goes to the child process.
+    pub fn expose(&self) -> Option<&str> {
+        match self {
+            EnvValue::Plain(s) => Some(s),
+            EnvValue::Secret { value, .. } => value.as_ref().map(Secret::expose),
+        }
+    }
+
+    /// The reference of a secret value; `None` for a plain one.
+    pub fn secret_ref(&self) -> Option<&SecretRef> {
+        match self {
+            EnvValue::Plain(_) => None,
+            EnvValue::Secret { secret_ref, .. } => Some(secret_ref),
+        }
+    }
+}
+
+impl std::fmt::Display for EnvValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EnvValue::Plain(s) => f.write_str(s),
+            EnvValue::Secret { .. } => f.write_str("***"),
+        }
+    }
 }
 
 /// The fields of a `transport: sse` or `transport: streamable-http` server.

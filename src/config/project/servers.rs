@@ -11,6 +11,7 @@ use http::{HeaderName, HeaderValue};
 use crate::config::yaml::{Node, Value};
 
 use super::auth::auth;
+use super::env::env;
 use super::filter::tool_filter;
 use super::transport::{transport_choices, TransportKind, COMMON_KEYS, HTTP_KEYS, STDIO_KEYS};
 use super::walk::Walk;
@@ -252,28 +253,7 @@ fn stdio(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<StdioServerConfig>
     };
     let env = match node.get("env") {
         None => Some(BTreeMap::new()),
-        Some(e) => {
-            let p = format!("{path}.env");
-            let pairs = w.string_map(e, &p)?;
-            let mut out = BTreeMap::new();
-            let mut ok = true;
-            for (k, v, vnode) in pairs {
-                if k.is_empty() || k.contains('=') || k.contains('\0') {
-                    w.err(
-                        &vnode,
-                        &format!("{p}.{k}"),
-                        "not a valid environment variable name (empty, or contains `=` or NUL)",
-                    );
-                    ok = false;
-                } else if v.contains('\0') {
-                    w.err(&vnode, &format!("{p}.{k}"), "contains a NUL byte");
-                    ok = false;
-                } else {
-                    out.insert(k, v);
-                }
-            }
-            ok.then_some(out)
-        }
+        Some(e) => env(w, e, &format!("{path}.env")),
     };
     Some(StdioServerConfig {
         command: command?,

@@ -1,0 +1,87 @@
+//! A stdio server's `env` secret (`{ secret_ref: a.b }`) through the built `kaged-mcp` binary:
+//! the child process gets the value from `local.toml`, and nothing the CLI prints holds it,
+//! even at `RUST_LOG=kaged_mcp=trace`.
+
+use common::cli::{kaged, Out};
+use common::peers;
+
+use crate::common;
+
+const SECRET: &str = "ntn_supersecret-6f1c";
+
+/// A project with two `tests/servers/env_server.py` servers comparing `$TOKEN` with
+/// `$EXPECTED`: `right` gets the secret `s.token`, `wrong` the secret `s.other`.
+fn project() -> tempfile::TempDir {
+    let script = peers::server_script("env_server.py");
+    let command =
+        serde_json::to_string(&["python3", script.to_str().unwrap(), "TOKEN", "EXPECTED"]).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("project.yaml"),
+        format!(
+            "mcp:\n  right:\n    transport: stdio\n    command: {command}\n    env:\n      TOKEN: {{ secret_ref: s.token }}\n  wrong:\n    transport: stdio\n    command: {command}\n    env:\n      TOKEN: {{ secret_ref: s.other }}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("local.toml"),
+        format!("[secrets.s]\ntoken = \"{SECRET}\"\nother = \"not-it\"\n"),
+    )
+    .unwrap();
+    d
+}
+
+/// `kaged-mcp <args[0]> --project DIR <args[1..]>` at trace level, with the expected value in
+/// the daemon's environment (the servers inherit it; the project never holds it).
+fn run(args: &[&str], dir: &tempfile::TempDir) -> Out {
+    let out = kaged()
+        .args(&args[..1])
+        .arg("--project")
+        .arg(dir.path())
+        .args(&args[1..])
+        .env("RUST_LOG", "kaged_mcp=trace")
+        .env("EXPECTED", SECRET)
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_stdio_server_gets_its_env_secret_and_no_output_shows_it() {
+    let d = project();
+    let o = run(&["call", "mcp.right.compare", "--args", "{}"], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout.trim(), "match", "{}", o.stderr);
+    assert!(
+        o.stderr.contains("server process spawned"),
+        "the logs to search are missing: {}",
+        o.stderr
+    );
+    assert!(
+        !o.stdout.contains(SECRET) && !o.stderr.contains(SECRET),
+        "{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+
+    // The comparison tells values apart: the other secret does not match.
+    let o = run(&["call", "mcp.wrong.compare", "--args", "{}"], &d);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout.trim(), "mismatch", "{}", o.stderr);
+    assert!(!o.stdout.contains(SECRET) && !o.stderr.contains(SECRET));
+
+    for args in [&["check"][..], &["status"], &["tools"]] {
+        let o = run(args, &d);
+        assert_eq!(o.code, Some(0), "{args:?}: {}", o.stderr);
+        assert!(
+            !o.stdout.contains(SECRET) && !o.stderr.contains(SECRET),
+            "{args:?}: {}\n{}",
+            o.stdout,
+            o.stderr
+        );
+    }
+}
