@@ -54,8 +54,11 @@ pub struct ServerStatus {
     pub error_detail: Option<String>,
     /// Consecutive failures to start the server or keep it up: at
     /// [`ClientOptions::max_consecutive_failures`](crate::client::ClientOptions::max_consecutive_failures)
-    /// (5) the state is `failed`; a refusal a restart cannot fix (401, 403, a redirect, a
-    /// program that cannot be spawned) makes it `failed` at the first. 0 once it ran well.
+    /// (5) the state is `failed`; a refusal a restart cannot fix (an HTTP 401 or 403, a
+    /// redirect, an OAuth login to make, no protocol version in common, the era set in
+    /// `local.toml` refused) makes it `failed` at the first. Back to 0 once a session that ran
+    /// well ends (it answered a call, or lived `stable_after`), so a ready server may still
+    /// show the failures before its last start.
     pub consecutive_failures: u32,
     /// Calls since the session started, through the server's stack (as agents see them).
     pub calls: u64,
@@ -197,6 +200,9 @@ struct Server {
     stats: Option<Arc<CallStats>>,
     disabled: bool,
     startup_error: Mutex<Option<Failure>>,
+    /// A start and listing is running in the background after a call found the server's
+    /// catalog empty (see [`Session::retry_start`]).
+    rediscovering: std::sync::atomic::AtomicBool,
 }
 
 /// Why a server did not start: the operator's line and the whole error.
@@ -330,6 +336,7 @@ impl Session {
                 stats: None,
                 disabled: overrides.disabled,
                 startup_error: Mutex::new(None),
+                rediscovering: std::sync::atomic::AtomicBool::new(false),
             };
             let source = match options.token_sources.get(&sc.key) {
                 Some(s) => Ok(Some(Arc::clone(s))),
@@ -388,7 +395,9 @@ impl Session {
         let config = self.config.clone();
         let timeout = config.daemon.startup_timeout;
         async move {
-            let Some(client) = server.client.clone() else { return };
+            let Some(client) = server.client.clone() else {
+                return;
+            };
             let key = server.config.key.clone();
             let result = tokio::time::timeout(timeout, async {
                 client.start().await?;
@@ -415,7 +424,10 @@ impl Session {
             if let Some(e) = &err {
                 tracing::error!(server = %key, error = %e.chain, "server failed at session start");
             }
-            *server.startup_error.lock().unwrap_or_else(|p| p.into_inner()) = err;
+            *server
+                .startup_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = err;
         }
         .instrument(tracing::info_span!("mcp.discover"))
     }
@@ -544,13 +556,45 @@ impl Session {
             return err;
         }
         match self.status().into_iter().find(|s| s.server == server) {
-            Some(s) if s.state != "ready" && s.tools == 0 => Error::ServerNotReady {
-                server: s.server,
-                state: s.state,
-                last_error: s.last_error,
-            },
+            Some(s) if s.state != "ready" && s.tools == 0 => {
+                self.retry_start(server);
+                Error::ServerNotReady {
+                    server: s.server,
+                    state: s.state,
+                    last_error: s.last_error,
+                }
+            }
             _ => self.hint_unknown(tool, err),
         }
+    }
+
+    /// A call asked for a tool of `server`, which has no catalog because its start failed and
+    /// it is `restarting`: starts and lists it again in the background (once at a time, and
+    /// within the supervisor's backoff, which refuses an attempt that is not due), so the
+    /// state means what it says: the server is tried again when it is asked for, and its
+    /// tools come back once it starts. A `failed` or disabled server waits for
+    /// [`enable`](Self::enable).
+    fn retry_start(&self, server: &str) {
+        use std::sync::atomic::Ordering;
+        let Some(s) = self.servers.get(server) else {
+            return;
+        };
+        let Some(client) = &s.client else { return };
+        if client.state() != crate::client::ServerState::Restarting
+            || s.rediscovering.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            s.rediscovering.store(false, Ordering::Release);
+            return;
+        };
+        let discover = self.discover(Arc::clone(s));
+        let s = Arc::clone(s);
+        drop(runtime.spawn(async move {
+            discover.await;
+            s.rediscovering.store(false, Ordering::Release);
+        }));
     }
 
     /// Gives an [`Error::UnknownTool`] its hint: a filter that removed the tool, a server not
@@ -566,7 +610,12 @@ impl Session {
             .iter()
             .map(|s| s.key.as_str())
             .collect();
-        let names: Vec<String> = self.registry.catalog().into_iter().map(|t| t.name).collect();
+        let names: Vec<String> = self
+            .registry
+            .catalog()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
         let filtered = |server: &str, name: &str| {
             self.registry
                 .server_catalog(server)
@@ -664,10 +713,15 @@ impl Session {
                     (_, true) => ("disabled".to_owned(), None, 0),
                     (None, false) => ("failed".to_owned(), startup, 1),
                     (Some(c), false) => {
-                        let known = c.last_reason().zip(c.last_error()).map(|(reason, chain)| {
-                            Failure { reason, chain }
-                        });
-                        (c.state().to_string(), known.or(startup), c.consecutive_failures())
+                        let known = c
+                            .last_reason()
+                            .zip(c.last_error())
+                            .map(|(reason, chain)| Failure { reason, chain });
+                        (
+                            c.state().to_string(),
+                            known.or(startup),
+                            c.consecutive_failures(),
+                        )
                     }
                 };
                 let (last_error, error_detail) = match failure {

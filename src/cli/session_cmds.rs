@@ -362,8 +362,13 @@ pub(super) fn call(
             Ok(s) => s,
             Err(code) => {
                 if out.json {
-                    let kind = if code == EXIT_CONFIG { "config" } else { "call_failed" };
-                    let v = error_json(tool, None, kind, "the session could not start (see stderr)");
+                    let kind = if code == EXIT_CONFIG {
+                        "config"
+                    } else {
+                        "call_failed"
+                    };
+                    let v =
+                        error_json(tool, None, kind, "the session could not start (see stderr)");
                     println!("{v}");
                 }
                 return code;
@@ -425,7 +430,7 @@ fn print_status(
             if let (Some(era), Some(version)) = (s.era, &s.protocol_version) {
                 write!(out, "\t{era} {version}")?;
             }
-            if s.consecutive_failures > 0 {
+            if s.consecutive_failures > 0 && s.state != "ready" {
                 let noun = if s.consecutive_failures == 1 {
                     "failure"
                 } else {
@@ -438,7 +443,11 @@ fn print_status(
             }
             writeln!(out)?;
             if verbose {
-                if let Some(d) = s.error_detail.as_ref().filter(|d| Some(*d) != s.last_error.as_ref()) {
+                if let Some(d) = s
+                    .error_detail
+                    .as_ref()
+                    .filter(|d| Some(*d) != s.last_error.as_ref())
+                {
                     writeln!(out, "  detail: {}", d.replace('\n', " "))?;
                 }
             }
@@ -464,7 +473,8 @@ fn print_status(
 
 /// Whether every enabled server is ready.
 fn all_ready(st: &[ServerStatus]) -> bool {
-    st.iter().all(|s| s.state == "ready" || s.state == "disabled")
+    st.iter()
+        .all(|s| s.state == "ready" || s.state == "disabled")
 }
 
 /// `kaged-mcp status`: exit 1 when an enabled server is not ready.

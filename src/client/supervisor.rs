@@ -235,6 +235,14 @@ impl Shared {
                 let permanent = match &e {
                     ClientError::ConnectFailed { source, .. } => source.is_permanent(),
                     ClientError::SendFailed { failure, .. } => failure.is_permanent(),
+                    // The server and the client share no protocol version, or the era the
+                    // operator forced is one the server refuses: the same server refuses the
+                    // same handshake again, so restarting it in a loop helps no one.
+                    ClientError::NoCommonVersion { .. } | ClientError::NotModern { .. } => true,
+                    ClientError::JsonRpc { request, .. } => {
+                        self.options.era != EraPreference::Auto
+                            && matches!(request.method, "initialize" | rpc::DISCOVER)
+                    }
                     _ => false,
                 };
                 // Refused (auth, foreign endpoint): no restart loop, failed at once.
@@ -553,7 +561,11 @@ impl Shared {
     /// [`max_consecutive_failures`](ClientOptions::max_consecutive_failures) in a row). The
     /// next call starts a new session after the backoff; the requests still in flight on the
     /// session fail as not delivered, so the retry policy may send them on the new one.
-    pub(crate) fn unreachable(&self, session: &RpcSession, failure: &crate::transport::SendFailure) {
+    pub(crate) fn unreachable(
+        &self,
+        session: &RpcSession,
+        failure: &crate::transport::SendFailure,
+    ) {
         let mut sup = self.lock();
         if !sup.is_ready_with(session) {
             return;
@@ -561,7 +573,10 @@ impl Shared {
         let ended = sup.session.take();
         let connection = sup.connection.take();
         let answered = ended.as_ref().is_some_and(|s| s.answered_a_call());
-        let lived = sup.ready_at.map(|at| at.elapsed()).unwrap_or(Duration::ZERO);
+        let lived = sup
+            .ready_at
+            .map(|at| at.elapsed())
+            .unwrap_or(Duration::ZERO);
         if lived >= self.options.stable_after || answered {
             sup.failures = 0;
         }

@@ -65,10 +65,7 @@ pub(crate) fn unknown_tool_hint(tool: &str, known: &Known<'_>) -> Option<String>
         ));
     }
     let prefix = format!("mcp.{server}.");
-    let own = known
-        .names
-        .iter()
-        .filter_map(|n| n.strip_prefix(&prefix));
+    let own = known.names.iter().filter_map(|n| n.strip_prefix(&prefix));
     match nearest(name, own) {
         Some(near) => Some(format!("did you mean `mcp.{server}.{near}`?")),
         None => Some(format!(
@@ -126,9 +123,8 @@ mod tests {
             "mcp.fm.echo".to_owned(),
             "mcp.demo.echo".to_owned(),
         ];
-        let filtered = |server: &str, tool: &str| {
-            (server == "fm" && tool == "delete").then_some("tools.deny")
-        };
+        let filtered =
+            |server: &str, tool: &str| (server == "fm" && tool == "delete").then_some("tools.deny");
         unknown_tool_hint(
             tool,
             &Known {

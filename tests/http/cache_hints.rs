@@ -282,18 +282,21 @@ async fn a_tool_list_that_is_never_answered_times_out_and_the_old_catalog_stays(
     assert!(frozen.starts_with("frozen (notified 1"), "{frozen}");
     let mut last_error = None;
     for _ in 0..300 {
-        last_error = session.status()[0].last_error.clone();
-        if last_error.is_some() {
+        let st = session.status().remove(0);
+        if st.last_error.is_some() {
+            last_error = st.last_error.zip(st.error_detail);
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let last_error = last_error.expect("the unanswered tools/list is reported");
+    let (last_error, detail) = last_error.expect("the unanswered tools/list is reported");
     assert!(
-        last_error.contains("`srv`")
-            && last_error.contains("(tools/list)")
-            && last_error.contains("within 1000 ms"),
+        last_error.contains("(tools/list)") && last_error.contains("within 1000 ms"),
         "{last_error}"
+    );
+    assert!(
+        detail.contains("`srv`") && detail.contains(&last_error),
+        "{detail}"
     );
     assert_eq!(names(&session), before, "the old catalog stays");
     assert_eq!(session.status()[0].state, "ready");

@@ -353,8 +353,10 @@ async fn a_token_file_readable_by_others_is_refused_and_named() {
         text.contains(&format!("{}: mode 0644", path.display())),
         "{text}"
     );
+    // One failed start, which the operator can fix (chmod): restarting, as the log says.
     let status = session.status();
-    assert_eq!(status[0].state, "failed", "{status:?}");
+    assert_eq!(status[0].state, "restarting", "{status:?}");
+    assert_eq!(status[0].consecutive_failures, 1, "{status:?}");
     let last = status[0].last_error.as_deref().unwrap_or_default();
     assert!(last.contains("0644"), "{last}");
     // Refused, not used: no MCP request reached the server with it.
@@ -514,7 +516,8 @@ async fn an_authorization_server_without_pkce_s256_is_refused_before_the_login()
         };
         let session = server.session("", "", true).await;
         let st = &session.status()[0];
-        assert_eq!(st.state, "failed", "{methods:?}: {st:?}");
+        assert_eq!(st.state, "restarting", "{methods:?}: {st:?}");
+        assert_eq!(st.consecutive_failures, 1, "{methods:?}: {st:?}");
         let error = st.last_error.as_deref().unwrap_or_default();
         assert!(error.contains(want), "{methods:?}: {error}");
         let stats = server.stats();

@@ -91,10 +91,17 @@ primary:
     assert_eq!(by("filtered").tools, 1);
     assert_eq!(by("off").state, "disabled");
     assert_eq!(by("off").tools, 0);
+    // One failed start: restarting (the next call tries again after the backoff), one
+    // failure, as the supervisor's log says; the start failure is listed.
     let broken = by("broken");
-    assert_eq!(broken.state, "failed", "{broken:?}");
-    let err = broken.last_error.unwrap();
+    assert_eq!(broken.state, "restarting", "{broken:?}");
+    assert_eq!(broken.consecutive_failures, 1, "{broken:?}");
+    assert!(broken.last_error.unwrap().contains("exited"));
+    let err = broken.error_detail.unwrap();
     assert!(err.contains("broken"), "the error names the server: {err}");
+    let failures = session.start_failures();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].server, "broken");
 
     // Per-agent catalogs.
     let primary: Vec<String> = session
@@ -155,7 +162,7 @@ primary:
     let e = session.call("mcp.broken.echo", None).await.unwrap_err();
     assert!(
         matches!(&e, Error::ServerNotReady { server, state, last_error: Some(_) }
-            if server == "broken" && state == "failed"),
+            if server == "broken" && state == "restarting"),
         "{e}"
     );
     let r = session
@@ -480,4 +487,57 @@ async fn max_in_flight_bounds_the_calls_running_at_once_and_the_rest_wait() {
         }
         session.shutdown().await;
     }
+}
+
+#[tokio::test]
+async fn a_server_that_failed_its_start_is_tried_again_when_its_tool_is_asked_for() {
+    // The first start exits before initialize; every later one is the demo server.
+    let marker = tempfile::tempdir().unwrap();
+    let seen = marker.path().join("started-once");
+    let demo = demo_cmd();
+    let script = format!(
+        "if [ -f '{seen}' ]; then exec '{program}' demo-server; else touch '{seen}'; exit 1; fi",
+        seen = seen.display(),
+        program = demo[0],
+    );
+    let yaml = format!(
+        "mcp:\n  flaky:\n    transport: stdio\n    command: {}\n",
+        yaml_list(&["sh".to_owned(), "-c".to_owned(), script])
+    );
+    // One spawn a start (no era probe before `initialize`).
+    let d = project(&yaml, "[mcp.flaky]\nera = \"legacy\"\n");
+    let session = Session::start(load(&ConfigPaths::new(d.path())).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(session.status()[0].state, "restarting");
+    let e = session
+        .call("mcp.flaky.echo", args(json!({"message": "x"})))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::ServerNotReady { .. }), "{e}");
+    // The call started it again in the background, after the backoff: its tools come back.
+    let mut names = Vec::new();
+    for _ in 0..200 {
+        names = session.catalog().into_iter().map(|t| t.name).collect();
+        if !names.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(names.contains(&"mcp.flaky.echo".to_owned()), "{names:?}");
+    let st = &session.status()[0];
+    // Ready, the failure still counted until the new process proves stable (it answers a
+    // call or lives `stable_after`): one that dies at once keeps counting towards `failed`.
+    assert_eq!(
+        (st.state.as_str(), st.consecutive_failures),
+        ("ready", 1),
+        "{st:?}"
+    );
+    let r = session
+        .call("mcp.flaky.echo", args(json!({"message": "back"})))
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "Echo: back");
+    assert!(session.start_failures().is_empty());
+    session.shutdown().await;
 }
