@@ -187,7 +187,10 @@ mod tests {
             f.message(),
             "cannot connect to http://h/mcp: connection refused"
         );
-        assert_eq!(f.detail(), Some("client error (Connect): tcp connect error"));
+        assert_eq!(
+            f.detail(),
+            Some("client error (Connect): tcp connect error")
+        );
         assert_eq!(
             f.to_string(),
             "cannot connect to http://h/mcp: connection refused: client error (Connect): tcp \

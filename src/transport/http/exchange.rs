@@ -235,9 +235,9 @@ fn cause(err: &(dyn std::error::Error + 'static), url: &Url) -> String {
         io::ErrorKind::TimedOut => "timed out".to_owned(),
         io::ErrorKind::ConnectionReset => "connection reset".to_owned(),
         io::ErrorKind::ConnectionAborted => "connection aborted".to_owned(),
-        io::ErrorKind::BrokenPipe
-        | io::ErrorKind::NotConnected
-        | io::ErrorKind::UnexpectedEof => "the connection closed".to_owned(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::NotConnected | io::ErrorKind::UnexpectedEof => {
+            "the connection closed".to_owned()
+        }
         io::ErrorKind::HostUnreachable => "host unreachable".to_owned(),
         io::ErrorKind::NetworkUnreachable => "network unreachable".to_owned(),
         io::ErrorKind::AddrNotAvailable => "address not available".to_owned(),
@@ -416,8 +416,9 @@ impl Outcome {
             Self::Refused(refusal) if refusal.status.is_client_error() => {
                 SendFailure::refused(refusal.message(what, auth), refusal.status.as_u16())
             }
-            Self::Refused(refusal) => SendFailure::unknown(refusal.message(what, auth))
-                .status(refusal.status.as_u16()),
+            Self::Refused(refusal) => {
+                SendFailure::unknown(refusal.message(what, auth)).status(refusal.status.as_u16())
+            }
         }
     }
 
@@ -474,9 +475,10 @@ impl Outcome {
                 ),
             )
             .permanent(),
-            Self::Refused(refusal) => {
-                TransportError::new(format!("server `{server}`: {}", refusal.message(what, auth)))
-            }
+            Self::Refused(refusal) => TransportError::new(format!(
+                "server `{server}`: {}",
+                refusal.message(what, auth)
+            )),
             Self::Expired | Self::Answered(_) => {
                 let status = self.status().unwrap_or_default();
                 TransportError::new(format!(

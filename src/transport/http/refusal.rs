@@ -53,7 +53,10 @@ impl Said {
         let bearer = BearerChallenge::find(headers).unwrap_or_default();
         Self {
             challenge,
-            code: bearer.error.map(|e| clean(&e, MAX_CODE)).filter(|e| !e.is_empty()),
+            code: bearer
+                .error
+                .map(|e| clean(&e, MAX_CODE))
+                .filter(|e| !e.is_empty()),
             words: bearer
                 .error_description
                 .map(|d| clean(&d, MAX_WORDS))
@@ -122,15 +125,20 @@ pub(crate) async fn read_start(body: &mut Body) -> Bytes {
 fn body_words(content_type: Option<&str>, start: &[u8]) -> Option<Said> {
     let start = &start[..start.len().min(MAX_READ)];
     let mime = content_type
-        .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default();
     let text = String::from_utf8_lossy(start);
     let (code, words) = if mime == "application/json" || mime.ends_with("+json") {
         json_words(start).unwrap_or((None, text.into_owned()))
     } else if mime == "text/html" {
         (None, html_words(&text))
-    } else if mime.starts_with("text/") || (mime.is_empty() && std::str::from_utf8(start).is_ok())
-    {
+    } else if mime.starts_with("text/") || (mime.is_empty() && std::str::from_utf8(start).is_ok()) {
         (None, text.into_owned())
     } else {
         return None;
@@ -170,7 +178,9 @@ fn html_words(html: &str) -> String {
     let lower = html.to_ascii_lowercase();
     if let Some(open) = lower.find("<title") {
         if let Some(start) = lower[open..].find('>').map(|i| open + i + 1) {
-            let end = lower[start..].find("</title").map_or(html.len(), |i| start + i);
+            let end = lower[start..]
+                .find("</title")
+                .map_or(html.len(), |i| start + i);
             return html[start..end].to_owned();
         }
     }
@@ -312,7 +322,8 @@ mod tests {
 
     #[test]
     fn a_json_rpc_error_body_gives_its_message() {
-        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#;
+        let body =
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#;
         assert_eq!(said("application/json", body), ": \"Session not found\"");
     }
 
@@ -328,18 +339,30 @@ mod tests {
             ": \"access_denied\""
         );
         assert_eq!(
-            said("application/problem+json", r#"{"title":"x","detail":"quota spent"}"#),
+            said(
+                "application/problem+json",
+                r#"{"title":"x","detail":"quota spent"}"#
+            ),
             ": \"quota spent\""
         );
         // A JSON body with none of those, or cut so it does not parse, is its text.
-        assert_eq!(said("application/json", r#"{"ok":false}"#), ": \"{\"ok\":false}\"");
-        assert_eq!(said("application/json", r#"{"error": "cut"#), ": \"{\"error\": \"cut\"");
+        assert_eq!(
+            said("application/json", r#"{"ok":false}"#),
+            ": \"{\"ok\":false}\""
+        );
+        assert_eq!(
+            said("application/json", r#"{"error": "cut"#),
+            ": \"{\"error\": \"cut\""
+        );
     }
 
     #[test]
     fn html_gives_its_title_and_other_types_nothing() {
         assert_eq!(
-            said("text/html", "<html><head><title>403 Forbidden</title></head><body>x</body>"),
+            said(
+                "text/html",
+                "<html><head><title>403 Forbidden</title></head><body>x</body>"
+            ),
             ": \"403 Forbidden\""
         );
         assert_eq!(said("text/html", "<p>Go <b>away</b></p>"), ": \"Go away\"");
@@ -382,9 +405,14 @@ mod tests {
         });
         let mut body = http_body_util::StreamBody::new(endless).boxed_unsync();
         let start = read_start(&mut body).await;
-        assert!(start.len() >= MAX_READ && start.len() < MAX_READ + 1000, "{}", start.len());
+        assert!(
+            start.len() >= MAX_READ && start.len() < MAX_READ + 1000,
+            "{}",
+            start.len()
+        );
         // A body that stalls: the time limit ends the read.
-        let stalled = futures::stream::pending::<Result<hyper::body::Frame<Bytes>, tower::BoxError>>();
+        let stalled =
+            futures::stream::pending::<Result<hyper::body::Frame<Bytes>, tower::BoxError>>();
         let mut body = http_body_util::StreamBody::new(stalled).boxed_unsync();
         assert!(read_start(&mut body).await.is_empty());
     }
