@@ -133,7 +133,10 @@ async fn a_closed_port_says_cannot_connect_and_keeps_the_chain_as_detail() {
         failure.to_string(),
         format!("{}: {detail}", failure.message())
     );
-    assert!(failure.not_delivered() && failure.is_retryable(), "{failure:?}");
+    assert!(
+        failure.not_delivered() && failure.is_retryable(),
+        "{failure:?}"
+    );
 }
 
 #[tokio::test]
