@@ -14,6 +14,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendFailure {
     message: String,
+    detail: Option<String>,
     kind: FailureKind,
     status: Option<u16>,
 }
@@ -83,6 +84,7 @@ impl SendFailure {
     fn of(message: impl Into<String>, kind: FailureKind) -> Self {
         Self {
             message: message.into(),
+            detail: None,
             kind,
             status: None,
         }
@@ -95,9 +97,27 @@ impl SendFailure {
         self
     }
 
-    /// What went wrong, naming no secret: "the POST was answered 503 Service Unavailable".
+    /// With the underlying error chain, for logs and `-v`: `client error (Connect): tcp connect
+    /// error: Connection refused (os error 111)` under the message `cannot connect to …:
+    /// connection refused`.
+    #[must_use]
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The operator's line: what happened and what to act on, naming no secret
+    /// (`cannot connect to http://127.0.0.1:8101/mcp: connection refused`, `the server refused
+    /// the POST: 403 Forbidden at http://h/mcp: "Access is only allowed at localhost:8601"`).
+    /// The underlying error chain, if any, is [`detail`](Self::detail).
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The underlying error chain behind [`message`](Self::message), when there is one (a
+    /// connection's I/O error as hyper reported it); `None` when the message says it all.
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
     }
 
     /// The server provably did not process the request: it never left the client, the server
@@ -138,9 +158,14 @@ impl SendFailure {
     }
 }
 
+/// The message, then `: <detail>` when there is one, so a log line keeps everything.
 impl fmt::Display for SendFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.message)?;
+        if let Some(detail) = &self.detail {
+            write!(f, ": {detail}")?;
+        }
+        Ok(())
     }
 }
 
@@ -149,4 +174,35 @@ impl fmt::Display for SendFailure {
 /// client asks (the POST of a request, the GET stream, the `subscriptions/listen` loop).
 pub fn is_transient_status(status: u16) -> bool {
     matches!(status, 408 | 425 | 429)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_the_message_then_the_detail() {
+        let f = SendFailure::unreachable("cannot connect to http://h/mcp: connection refused");
+        assert_eq!(f.detail(), None);
+        assert_eq!(
+            f.to_string(),
+            "cannot connect to http://h/mcp: connection refused"
+        );
+        let f = f.with_detail("client error (Connect): tcp connect error");
+        assert_eq!(
+            f.message(),
+            "cannot connect to http://h/mcp: connection refused"
+        );
+        assert_eq!(
+            f.detail(),
+            Some("client error (Connect): tcp connect error")
+        );
+        assert_eq!(
+            f.to_string(),
+            "cannot connect to http://h/mcp: connection refused: client error (Connect): tcp \
+             connect error"
+        );
+        // The detail changes no predicate.
+        assert!(f.not_delivered() && f.is_retryable() && !f.is_permanent());
+    }
 }

@@ -1,5 +1,6 @@
 //! Streamable HTTP and the 2026-07-28 revision, one test binary: real peers, the fault server,
-//! no secret in its logs, era negotiation, catalog freshness and multi round-trip requests.
+//! no secret in its logs, era negotiation, catalog freshness, multi round-trip requests and what
+//! a refusal says.
 //!
 //! `secret_logs` installs this binary's one global `tracing` subscriber
 //! (`Captured::install_trace`), which also receives the events of the tests running beside it in
@@ -16,4 +17,5 @@ mod eras;
 mod fault;
 mod mrtr;
 mod peers;
+mod refusals;
 mod secret_logs;

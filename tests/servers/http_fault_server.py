@@ -70,9 +70,18 @@ Modes (--mode):
                      (`<stream>-1` -> 200 stream ending at once); the log tells each GET's "resumed"
                      and "since_cut_ms"
   no_get             GET and DELETE -> 405 with `Allow: POST`
-  auth               401 with `WWW-Authenticate: Bearer realm="mcp"` on every request unless
-                     `Authorization: Bearer <secret>` (--secret, default s3cret)
-  forbidden          403 on every request
+  auth               401 (text/plain body `unauthorized`) on every request unless
+                     `Authorization: Bearer <secret>` (--secret, default s3cret); with no
+                     Authorization header its `WWW-Authenticate` is `Bearer realm="mcp"` alone, with a
+                     wrong one `Bearer realm="mcp", error="invalid_token", error_description="The token
+                     expired at 10:00"` (RFC 6750 §3.1: no error code when no credentials were sent)
+  forbidden          403 on every request (text/plain body `forbidden`, no WWW-Authenticate)
+  host_check         403 on every request, text/plain body `Access is only allowed at localhost:8601`,
+                     no WWW-Authenticate (as @playwright/mcp refuses a request whose Host it does not
+                     serve)
+  forbidden_noisy    403 on every request, text/plain, no WWW-Authenticate: a 10 KiB body that starts
+                     with ANSI escapes (colour, an OSC window title), CR/LF, NUL, BEL, a U+202E override,
+                     and `FAKE LOG LINE`, then "x" up to 10240 bytes
   slow_headers       every tools/call POST's response headers (and its processing) come after --delay
                      seconds
                      (default 30)
@@ -123,8 +132,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-MODES = ["ok", "expire_after_first", "cut_before_answer", "no_get", "auth", "forbidden", "slow_headers",
-         "malformed_sse", "redirect", "drop_first", "chaos", "expire_burst"]
+MODES = ["ok", "expire_after_first", "cut_before_answer", "no_get", "auth", "forbidden", "host_check",
+         "forbidden_noisy", "slow_headers", "malformed_sse", "redirect", "drop_first", "chaos",
+         "expire_burst"]
+REFUSING = ("forbidden", "host_check", "forbidden_noisy")  # modes refusing every request with 403
+NOISY_HEAD = ("\x1b[31mred\x1b[0m \x1b]0;owned\x07\r\nFAKE LOG LINE\x00\x07 \u202eesrever"
+              " the rest is x: ")
+NOISY_BODY = (NOISY_HEAD.encode() + b"x" * 10240)[:10240]
 VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
 LATEST = "2025-11-25"
 PIECE = 64 * 1024
@@ -371,7 +385,7 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(status, body.encode(), "application/json", headers)
 
     def authorized(self):
-        if ARGS.mode == "forbidden":
+        if ARGS.mode in REFUSING:
             return False
         if ARGS.mode != "auth":
             return True
@@ -381,6 +395,15 @@ class Handler(BaseHTTPRequestHandler):
     def refuse(self):
         if ARGS.mode == "forbidden":
             self.reply(403, b"forbidden", "text/plain; charset=utf-8")
+        elif ARGS.mode == "host_check":
+            self.reply(403, b"Access is only allowed at localhost:8601", "text/plain; charset=utf-8")
+        elif ARGS.mode == "forbidden_noisy":
+            self.reply(403, NOISY_BODY, "text/plain; charset=utf-8")
+        elif "Authorization" in self.headers:
+            challenge = ('Bearer realm="mcp", error="invalid_token", '
+                         'error_description="The token expired at 10:00"')
+            self.reply(401, b"unauthorized", "text/plain; charset=utf-8",
+                       [("WWW-Authenticate", challenge)])
         else:
             self.reply(401, b"unauthorized", "text/plain; charset=utf-8",
                        [("WWW-Authenticate", 'Bearer realm="mcp"')])

@@ -327,7 +327,10 @@ async fn a_refused_post_fails_the_call_as_not_delivered_and_only_a_passing_refus
     let text = failed.to_string();
     assert!(
         text.starts_with("MCP server `refusing`: sending request ")
-            && text.contains("(tools/call) failed (not delivered): the POST was answered 429"),
+            && text.contains(
+                "(tools/call) failed (not delivered): the server refused the POST: 429 Too Many \
+                 Requests at http://127.0.0.1:"
+            ),
         "{text}"
     );
     assert!(NotSent::in_chain(&*err), "{err}");

@@ -160,7 +160,13 @@ async fn a_wrong_or_missing_secret_is_an_auth_error_naming_the_server() {
         let text = err.to_string();
         assert!(text.contains("server `github`"), "{text}");
         assert!(text.contains("authentication refused"), "{text}");
-        assert!(text.contains("401"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "401 Unauthorized at {}: \"unauthorized\"",
+                peer.sse_url()
+            )),
+            "{text}"
+        );
         assert!(
             !text.contains(SECRET) && !text.contains("not-the-secret"),
             "{text}"
@@ -169,21 +175,45 @@ async fn a_wrong_or_missing_secret_is_an_auth_error_naming_the_server() {
     }
 }
 
+/// A plain 403 (no `WWW-Authenticate`: a Host check, an allow-list) names the URL and what
+/// the server said, and nothing about credentials; it still fails the server at once.
 #[tokio::test]
-async fn forbidden_is_an_auth_error_naming_the_server() {
+async fn a_plain_403_is_a_refusal_naming_the_url_and_the_servers_words() {
     let peer = fault(SseFault::Forbidden, &[]);
-    let cfg = config(&peer.sse_url()).auth(AuthHeader::bearer(SECRET).unwrap());
+    let url = peer.sse_url();
+    let cfg = config(&url).auth(AuthHeader::bearer(SECRET).unwrap());
     let err = Session::connect(&transport(cfg), "locked", LIMIT)
         .await
         .err()
         .expect("a 403 refuses the connection");
     let text = err.to_string();
-    assert!(
-        text.contains("server `locked`: authentication refused"),
-        "{text}"
+    assert_eq!(
+        text,
+        format!(
+            "server `locked`: the server refused the GET: 403 Forbidden at {url}: \"forbidden\""
+        )
     );
-    assert!(text.contains("403 Forbidden"), "{text}");
+    assert!(err.is_permanent(), "{err:?}");
     assert_eq!(io_kind(&err), Some(ErrorKind::PermissionDenied));
+}
+
+/// A 404 to the GET of the stream questions the URL's path.
+#[tokio::test]
+async fn a_404_to_the_stream_questions_the_endpoint_path() {
+    let peer = fault(SseFault::Ok, &[]);
+    let url = format!("http://127.0.0.1:{}/", peer.port());
+    let err = Session::connect(&transport(config(&url)), "lost", LIMIT)
+        .await
+        .err()
+        .expect("a 404 refuses the connection");
+    let text = err.to_string();
+    assert_eq!(
+        text,
+        format!(
+            "server `lost`: the server refused the GET: 404 Not Found at {url}: \"not found\"; is \
+             the MCP endpoint path right? (it is often …/sse)"
+        )
+    );
 }
 
 #[tokio::test]
@@ -528,7 +558,7 @@ async fn an_https_url_speaks_tls_and_a_plain_http_server_there_is_a_connect_erro
     let text = err.to_string();
     assert!(
         text.contains(&format!(
-            "server `tls`: no response from {url} within 300 ms"
+            "server `tls`: the GET to {url} got no answer within 300 ms"
         )),
         "{text}"
     );

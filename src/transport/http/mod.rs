@@ -8,7 +8,8 @@
 //! - `exchange.rs`: every request either transport sends goes through one exchange (sent under
 //!   a time bound, an idempotent GET or DELETE sent once more when a pooled connection closed
 //!   under it) whose answer is classified into one outcome: answered, unsent, no answer,
-//!   expired, redirect, auth refused, refused with a status; that outcome becomes a request's
+//!   expired, redirect, auth refused, refused with a status (naming the URL and what the server
+//!   said); that outcome becomes a request's
 //!   [`SendFailure`](super::SendFailure) or a handshake's
 //!   [`TransportError`](super::TransportError) in one place, with one list of the statuses
 //!   that pass ([`is_transient_status`](super::is_transient_status));
@@ -16,6 +17,8 @@
 //!   side (legacy SSE POSTs everything through it, Streamable HTTP its notifications and
 //!   answers);
 //! - `event_stream.rs`: the `text/event-stream` parser, bounded per event;
+//! - `refusal.rs`: what a server said when it refused a request (its `WWW-Authenticate`
+//!   challenge, the start of its body), read bounded and cut to words fit for one log line;
 //! - `config.rs`: a URL must be `http` or `https`, have a host and carry no credentials; a
 //!   static header may not collide with the auth header or name one the transport sets
 //!   ([`InvalidHttpConfig`]);
@@ -28,6 +31,7 @@ mod config;
 pub(crate) mod event_stream;
 pub(crate) mod exchange;
 pub(crate) mod queue;
+pub(crate) mod refusal;
 
 use std::io;
 
@@ -191,6 +195,7 @@ mod tests {
             timeout: None,
             idempotent: false,
             url: &url,
+            first: None,
         };
         exchange::classify(response, how, false)
             .into_failure("the POST", "its secret `api.key` in local.toml")

@@ -38,8 +38,9 @@ pub struct SseConfig {
     pub endpoint_timeout: Duration,
     /// How long one `POST` may take; past it the message it carried fails.
     pub post_timeout: Duration,
-    /// The name of the secret behind `auth` (`api_keys.example`), for the message of a 401 or
-    /// 403; never the secret itself.
+    /// The name of the secret behind `auth` (`api_keys.example`), for the message of a refusal
+    /// the server said was about credentials (a 401, a `WWW-Authenticate` challenge); never the
+    /// secret itself.
     pub secret_ref: Option<String>,
 }
 

@@ -49,6 +49,7 @@ pub(super) async fn open(
         timeout: Some(inner.connect_timeout),
         idempotent: true,
         url: &inner.url,
+        first: Some("/sse"),
     };
     let response = match exchange(&inner.http, how, get).await {
         Outcome::Answered(response) => response,
@@ -56,7 +57,7 @@ pub(super) async fn open(
             if let Some(status) = refused.status() {
                 tracing::warn!(server = %server, status = %status, "the GET of the event stream was refused");
             }
-            return Err(refused.into_connect_error(&server, "GET", &shown, &inner.auth_hint));
+            return Err(refused.into_connect_error(&server, "the GET", &shown, &inner.auth_hint));
         }
     };
     let content_type = response
@@ -373,6 +374,7 @@ impl Writer {
             timeout: Some(self.timeout),
             idempotent: false,
             url: &self.endpoint,
+            first: None,
         };
         let make = || {
             request(Method::POST, &self.endpoint, &self.headers, frame.clone()).map(|r| (r, false))
@@ -398,12 +400,12 @@ impl Writer {
         let server = &self.server;
         match request {
             Some(id) => {
-                tracing::debug!(server = %server, request_id = %id, problem = %failure.message(), "POST failed");
+                tracing::debug!(server = %server, request_id = %id, problem = %failure, "POST failed");
                 // Gone only when the reader ended, and then the session failed it already.
                 let _ = self.failed.send((id, failure));
             }
             None => {
-                tracing::warn!(server = %server, problem = %failure.message(), "POST of a notification or an answer failed");
+                tracing::warn!(server = %server, problem = %failure, "POST of a notification or an answer failed");
             }
         }
     }

@@ -10,8 +10,9 @@
 //! - Any 2xx answer to a POST means accepted (servers answer 202). Another status, a POST
 //!   timeout or a network error fails the request it carried at once, through
 //!   [`InboundHandler::on_send_failed`](super::InboundHandler::on_send_failed) (the client's
-//!   error is `ClientError::SendFailed`, naming the server, the request and the status; a 401
-//!   or 403 says authentication was refused). A refused connection or a 4xx status means the
+//!   error is `ClientError::SendFailed`, naming the server, the request, the status, the URL
+//!   and what the server said; a 401 or a `WWW-Authenticate` challenge says authentication
+//!   was refused, a plain 403 only that the server refused). A refused connection or a 4xx status means the
 //!   server did not process the request (`not_delivered`); after a refused connection, 408,
 //!   425 or 429 the retry layer may send it again (`retryable`); after a 5xx or a timeout
 //!   nobody knows. A failed notification or answer is logged.

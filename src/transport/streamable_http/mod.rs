@@ -52,7 +52,10 @@
 //!   bytes go to [`on_oversize`](super::InboundHandler::on_oversize), and a body is read on
 //!   only while its caller still waits (an endless body ends with the call's timeout).
 //!   Redirects are never followed (every message goes to the configured origin). A `401` or
-//!   `403` names the server and its secret reference, and makes a failed handshake permanent.
+//!   `403` makes a failed handshake permanent; a refusal names the URL and what the server
+//!   said, and the server's secret reference only when the server spoke of credentials (a
+//!   `401`, a `WWW-Authenticate` challenge). A `404` before anything was answered asks whether
+//!   the endpoint's path is right.
 //!
 //! The HTTP client is the one the SSE transport uses (see the [`http`](super::http) module):
 //! pooled, kept alive, HTTP/2 by ALPN over TLS, the auth header from a layer.
@@ -110,8 +113,9 @@ pub struct StreamableHttpConfig {
     /// Where the authentication header comes from (a static secret, OAuth, an embedder's
     /// credential store); sent with every request.
     pub auth: Option<Arc<dyn TokenSource>>,
-    /// The name of the secret behind `auth` (`api_keys.example`), for the message of a 401 or
-    /// 403; never the secret itself.
+    /// The name of the secret behind `auth` (`api_keys.example`), for the message of a refusal
+    /// the server said was about credentials (a 401, a `WWW-Authenticate` challenge); never the
+    /// secret itself.
     pub secret_ref: Option<String>,
     /// How long connecting and getting the response headers of a `GET` or `DELETE` may take.
     pub connect_timeout: Duration,

@@ -62,6 +62,7 @@ impl Conn {
             timeout: Some(self.inner.connect_timeout),
             idempotent: true,
             url: &self.inner.url,
+            first: None,
         };
         let make = || self.request(Method::GET, &ACCEPT_STREAM, Bytes::new(), last, None);
         let outcome = exchange(&self.inner.http, how, make).await;
@@ -79,8 +80,7 @@ impl Conn {
                     _ => Listen::Failed(
                         refused
                             .into_failure("the GET", &self.inner.auth_hint)
-                            .message()
-                            .to_owned(),
+                            .to_string(),
                     ),
                 });
             }

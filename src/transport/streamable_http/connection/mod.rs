@@ -95,6 +95,7 @@ pub(super) fn open(
         modern: AtomicBool::new(false),
         expiring: AtomicBool::new(false),
         headed: tokio::sync::Notify::new(),
+        reached: AtomicBool::new(false),
     });
     ctx.handler
         .on_open(Arc::new(HttpOutbound(Arc::clone(&conn))) as Arc<dyn Outbound>);
@@ -148,6 +149,9 @@ struct Conn {
     expiring: AtomicBool,
     /// Told each time a request's POST gets its answer's status (or fails).
     headed: tokio::sync::Notify,
+    /// A POST of the session was answered `2xx`: the URL is an MCP endpoint, so a `404`
+    /// without a session id no longer questions its path.
+    reached: AtomicBool,
 }
 
 /// One request's task, as the connection sees it.
@@ -232,7 +236,7 @@ impl Conn {
 
     /// Fails request `id`, naming why.
     fn fail(&self, id: &RequestId, failure: SendFailure) {
-        tracing::debug!(server = %self.server, request_id = %id, problem = %failure.message(), "request failed in the transport");
+        tracing::debug!(server = %self.server, request_id = %id, problem = %failure, "request failed in the transport");
         if let Some(handler) = &*self.lock_handler() {
             handler.on_send_failed(id, failure);
         }
@@ -399,6 +403,7 @@ impl Conn {
             timeout: Some(self.inner.connect_timeout),
             idempotent: true,
             url: &self.inner.url,
+            first: None,
         };
         let make = || self.request(Method::DELETE, &ACCEPT_BOTH, Bytes::new(), None, None);
         match exchange(&self.inner.http, how, make).await {
@@ -411,7 +416,7 @@ impl Conn {
                     drain_soon(body).await;
                 }
                 let failure = other.into_failure("the DELETE", &self.inner.auth_hint);
-                tracing::debug!(server = %self.server, problem = %failure.message(), "DELETE failed");
+                tracing::debug!(server = %self.server, problem = %failure, "DELETE failed");
             }
         }
     }

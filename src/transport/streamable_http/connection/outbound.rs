@@ -183,6 +183,7 @@ impl Conn {
             timeout: Some(self.inner.post_timeout),
             idempotent: false,
             url: &self.inner.url,
+            first: None,
         };
         let make = || self.request(Method::POST, &ACCEPT_BOTH, frame.clone(), None, None);
         match exchange(&self.inner.http, how, make).await {
@@ -200,8 +201,7 @@ impl Conn {
                 }
                 Err(refused
                     .into_failure("the POST", &self.inner.auth_hint)
-                    .message()
-                    .to_owned())
+                    .to_string())
             }
         }
     }

@@ -39,6 +39,9 @@ impl Conn {
             timeout: None,
             idempotent: false,
             url: &self.inner.url,
+            // Until a POST was answered, a request is the handshake's (`initialize`, or the
+            // `server/discover` probe), sent before any session id.
+            first: (!self.reached.load(Ordering::Acquire)).then_some("/mcp"),
         };
         let make = || {
             self.request(
@@ -53,28 +56,32 @@ impl Conn {
         flight.headed.store(true, Ordering::Release);
         self.headed.notify_waiters();
         let response = match outcome {
-            Outcome::Answered(response) => response,
+            Outcome::Answered(response) => {
+                self.reached.store(true, Ordering::Release);
+                response
+            }
             Outcome::Expired => return self.expire(Some(&id), "the POST"),
             // A modern server answers a request it refuses (unsupported version, header
             // mismatch, unknown method) with a 4xx whose body is the JSON-RPC error: the
             // session gets that error, which tells a modern server from a legacy one.
-            Outcome::Refused { status, response }
-                if mirror.is_some() && status.is_client_error() =>
+            Outcome::Refused(mut refusal)
+                if mirror.is_some() && refusal.status.is_client_error() =>
             {
-                let json = matches!(content_type(&response), ContentType::Json);
-                let body = response.into_body();
-                if json {
-                    if let Some(error) = read_error_body(body).await {
-                        return self.deliver_error(&id, &error, status);
-                    }
+                let json = matches!(content_type(&refusal.response), ContentType::Json);
+                let body = refusal.take_body();
+                let status = refusal.status;
+                let error = if json {
+                    read_error_body(&refusal.start, body).await
                 } else {
                     drain_soon(body).await;
-                }
-                let failure = Outcome::Refused {
-                    status,
-                    response: Response::new(empty_body()),
+                    None
                 };
-                return self.fail(&id, failure.into_failure("the POST", &self.inner.auth_hint));
+                let failure =
+                    Outcome::Refused(refusal).into_failure("the POST", &self.inner.auth_hint);
+                return match error {
+                    Some(error) => self.deliver_error(&id, &error, status, failure),
+                    None => self.fail(&id, failure),
+                };
             }
             mut refused => {
                 if let Outcome::Redirect { status, .. } = &refused {
@@ -130,23 +137,23 @@ impl Conn {
         }
     }
 
-    /// Delivers the JSON-RPC error a refused POST's body held, as the answer to request `id`.
-    fn deliver_error(&self, id: &RequestId, error: &JsonRpcError, status: StatusCode) {
+    /// Delivers the JSON-RPC error a refused POST's body held, as the answer to request `id`;
+    /// the request fails as `refused` if that did not answer it.
+    fn deliver_error(
+        &self,
+        id: &RequestId,
+        error: &JsonRpcError,
+        status: StatusCode,
+        refused: SendFailure,
+    ) {
         tracing::debug!(server = %self.server, request_id = %id, status = %status, code = error.code, "the POST was refused with a JSON-RPC error");
         let frame = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-        let refused = || {
-            Outcome::Refused {
-                status,
-                response: Response::new(empty_body()),
-            }
-            .into_failure("the POST", &self.inner.auth_hint)
-        };
         match serde_json::to_vec(&frame) {
             Ok(bytes) => self.deliver(&bytes),
-            Err(_) => self.fail(id, refused()),
+            Err(_) => return self.fail(id, refused),
         }
         if self.awaits(id) {
-            self.fail(id, refused());
+            self.fail(id, refused);
         }
     }
 
@@ -339,6 +346,7 @@ impl Conn {
             timeout: Some(self.inner.connect_timeout),
             idempotent: true,
             url: &self.inner.url,
+            first: None,
         };
         let make = || self.request(Method::GET, &ACCEPT_STREAM, Bytes::new(), Some(last), None);
         let response = match exchange(&self.inner.http, how, make).await {
@@ -349,7 +357,7 @@ impl Conn {
                     drain_soon(body).await;
                 }
                 let failure = refused.into_failure("the GET", &self.inner.auth_hint);
-                return Err(Resume::Failed(failure.message().to_owned()));
+                return Err(Resume::Failed(failure.to_string()));
             }
         };
         if !matches!(content_type(&response), ContentType::EventStream) {
@@ -375,13 +383,17 @@ enum Resume {
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// The JSON-RPC error in a refused POST's body (`{"jsonrpc", "id", "error"}`, whatever its
-/// id), if it holds one within [`MAX_ERROR_BODY`] bytes and a second.
-async fn read_error_body(mut body: Body) -> Option<JsonRpcError> {
+/// id), if it holds one within [`MAX_ERROR_BODY`] bytes and a second; `start` is what the
+/// exchange read of it already, `body` the rest.
+async fn read_error_body(start: &[u8], mut body: Body) -> Option<JsonRpcError> {
     #[derive(Deserialize)]
     struct ErrorResponse {
         error: JsonRpcError,
     }
-    let mut bytes = BytesMut::new();
+    if start.len() > MAX_ERROR_BODY {
+        return None;
+    }
+    let mut bytes = BytesMut::from(start);
     let read = async {
         while let Some(frame) = body.frame().await {
             let Ok(data) = frame.ok()?.into_data() else {
