@@ -162,7 +162,7 @@ pub enum ClientError {
     /// server provably did not process it and sending it again may help
     /// ([`SendFailure::not_delivered`] and [`SendFailure::is_retryable`]), the error comes
     /// wrapped in [`NotSent`] so the retry policy may send it again whatever the tool.
-    #[error("MCP server `{server}`: sending {request} failed{}: {}", if failure.not_delivered() { " (not delivered)" } else { "" }, failure.message())]
+    #[error("MCP server `{server}`: sending {request} failed{}: {failure}", if failure.not_delivered() { " (not delivered)" } else { "" })]
     SendFailed {
         /// The server.
         server: Arc<str>,
