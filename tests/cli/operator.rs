@@ -51,7 +51,13 @@ fn a_failed_server_is_one_line_without_log_noise_and_its_chain_only_with_verbose
     assert_eq!(o.code, Some(1), "every server failed: exit 1\n{}", o.stderr);
     let err = lines(&o.stderr);
     assert_eq!(err.len(), 2, "one line per failed server:\n{}", o.stderr);
-    assert!(err[0].starts_with("error: server `down`: "), "{}", o.stderr);
+    assert_eq!(
+        err[0],
+        format!(
+            "error: server `down`: cannot connect to http://127.0.0.1:{port}/mcp: connection refused"
+        ),
+        "what the operator can act on first, the chain kept for -v"
+    );
     assert!(
         err[1].starts_with("error: server `broken`: "),
         "{}",
@@ -70,7 +76,8 @@ fn a_failed_server_is_one_line_without_log_noise_and_its_chain_only_with_verbose
     assert_eq!(o.code, Some(1));
     assert!(
         o.stderr
-            .contains("  detail: MCP server `down`: sending request"),
+            .contains("  detail: MCP server `down`: sending request")
+            && o.stderr.contains("tcp connect error"),
         "{}",
         o.stderr
     );

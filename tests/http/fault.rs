@@ -311,10 +311,13 @@ async fn a_wrong_secret_or_403_fails_the_server_at_once_naming_it_and_the_secret
         let status_now = &session.status()[0];
         assert_eq!(status_now.state, "failed", "{mode}: {status_now:?}");
         let err = status_now.last_error.clone().unwrap();
+        let detail = status_now.error_detail.clone().unwrap();
         assert!(
-            err.contains("remote")
-                && err.contains(status)
-                && err.contains("`api_keys.remote`") == names_secret,
+            detail.contains("`remote`") && detail.contains(&err),
+            "{detail}"
+        );
+        assert!(
+            err.contains(status) && err.contains("`api_keys.remote`") == names_secret,
             "{mode}: {err}"
         );
         assert!(!err.contains(SECRET) && !err.contains(secret), "{err}");
