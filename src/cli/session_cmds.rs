@@ -388,9 +388,13 @@ pub(super) fn call(
                     } else {
                         ""
                     };
+                    let from = r
+                        .truncated_from
+                        .map(|n| format!("{n} bytes, "))
+                        .unwrap_or_default();
                     eprintln!(
-                        "note: the result was over the cap of {cap} bytes and was cut to fit \
-                         it{structured} (`result_max_bytes` under [mcp] in config.toml)"
+                        "note: the result was {from}over the cap of {cap} bytes and was cut to \
+                         fit it{structured} (`result_max_bytes` under [mcp] in config.toml)"
                     );
                 }
                 EXIT_OK

@@ -230,6 +230,7 @@ impl<'de> Deserialize<'de> for CallAnswer {
                 is_error: wire.is_error.unwrap_or(false),
                 truncated: false,
                 meta: wire.meta,
+                truncated_from: None,
             })),
             Some("input_required") => {
                 if wire.input_requests.is_none() && wire.request_state.is_none() {

@@ -60,6 +60,10 @@ pub struct ToolResult {
     /// `_meta`, as sent.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// When [`truncated`](Self::truncated), the result's [`size`](Self::size) before the cut
+    /// (what an operator compares with the cap); never on the wire.
+    #[serde(skip)]
+    pub truncated_from: Option<usize>,
 }
 
 fn null_as_false<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
@@ -184,6 +188,7 @@ impl Truncatable for ToolResult {
         }
         self.content = kept;
         self.truncated = true;
+        self.truncated_from = Some(total);
         total - kept_size
     }
 }
@@ -315,6 +320,7 @@ mod tests {
         r.structured_content = Some(json!({"result":"xxxx"})); // 17 bytes serialized
         assert_eq!(r.size(), 4 + 17);
         assert_eq!(r.truncate_to(20), 1);
+        assert_eq!(r.truncated_from, Some(21));
         assert_eq!(r.structured_content, Some(json!({"result":"xxxx"})));
         assert_eq!(
             r.content[0].as_text(),

@@ -421,7 +421,10 @@ fn a_truncated_result_keeps_its_structured_content_and_the_note_names_the_cap() 
     assert_eq!(v["truncated"], true, "{v}");
     assert_eq!(v["structuredContent"]["sum"], 12_345_679.0, "{v}");
     assert!(
-        o.stderr.contains("cap of 20 bytes") && o.stderr.contains("result_max_bytes"),
+        o.stderr
+            .contains("the result was 26 bytes, over the cap of 20 bytes")
+            && o.stderr.contains("structuredContent kept whole")
+            && o.stderr.contains("result_max_bytes"),
         "{}",
         o.stderr
     );
