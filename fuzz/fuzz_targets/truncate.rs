@@ -154,6 +154,7 @@ fuzz_target!(|input: Input| {
         is_error: input.is_error,
         truncated: false,
         meta: input.meta.map(|m| json!({ "m": m })),
+        truncated_from: None,
     };
     kaged_mcp_fuzz::truncate::check_truncate(&result, usize::from(input.cap));
 });

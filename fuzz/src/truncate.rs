@@ -14,7 +14,8 @@ use kaged_mcp_layers::truncate::Truncatable;
 ///   without the marker is at most `cap` (so with it at most `cap` + the marker's length);
 /// - the kept blocks are, in order, the original blocks or a cut text block that is a prefix of
 ///   its original (cut at a char boundary, as a `String` it cannot be otherwise);
-/// - `structuredContent` is kept whole or dropped; `isError` and `_meta` are kept;
+/// - `structuredContent` is kept whole or dropped, and kept whenever it fits the cap on its
+///   own; `isError` and `_meta` are kept; `truncated_from` is the size before the cut;
 /// - the bytes reported removed are the size before minus the size kept.
 pub fn check_truncate(result: &ToolResult, cap: usize) {
     let before = result.size();
@@ -46,6 +47,18 @@ pub fn check_truncate(result: &ToolResult, cap: usize) {
             "structuredContent was changed rather than kept or dropped"
         );
     }
+    if let Some(structured) = &result.structured_content {
+        let len = serde_json::to_vec(structured).map_or(usize::MAX, |v| v.len());
+        assert!(
+            len > cap || cut.structured_content.is_some(),
+            "structuredContent of {len} bytes dropped although it fits the cap {cap}"
+        );
+    }
+    assert_eq!(
+        cut.truncated_from,
+        Some(before),
+        "truncated_from is not the size before"
+    );
 
     // Strip the marker from the last block, which must be a text block ending with it.
     let mut blocks = cut.content.clone();
