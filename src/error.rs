@@ -42,7 +42,8 @@ pub enum Error {
     ServerNotReady {
         /// The server.
         server: String,
-        /// Its state: `failed`, `disabled`, `starting`, `restarting`, …
+        /// Its state: `failed`, `disabled`, `starting`, `restarting`, …, or `started, but its
+        /// tools could not be listed` for a ready server whose `tools/list` failed at start.
         state: String,
         /// Its last error, if any.
         last_error: Option<String>,

@@ -183,9 +183,11 @@ impl SessionOptions {
     }
 
     /// Starts only these declared servers (what `kaged-mcp call` does: one tool needs one
-    /// server). The others are neither spawned nor contacted, their secrets are not read,
-    /// and [`Session::status`] does not list them; the configuration still declares them, so
-    /// an unknown tool's hint knows every server.
+    /// server). The others are neither spawned nor contacted, their `auth` secrets are not
+    /// resolved (a missing one does not stop the session), and [`Session::status`] does not
+    /// list them; the configuration still declares them, so an unknown tool's hint knows
+    /// every server. (`env` secrets are resolved when the configuration loads, for every
+    /// server: a missing one is a configuration error whatever is started.)
     pub fn only_servers(mut self, servers: impl IntoIterator<Item = String>) -> Self {
         self.only = Some(servers.into_iter().collect());
         self
@@ -213,9 +215,11 @@ struct Failure {
 }
 
 impl Failure {
-    fn same(text: String) -> Self {
+    /// A failure told by one text (which may start with ``server `key`: ``, as the
+    /// assembler's errors do: the operator's line names the server once, in front).
+    fn same(text: String, server: &str) -> Self {
         Self {
-            reason: text.clone(),
+            reason: crate::client::without_server(&text, server).to_owned(),
             chain: text,
         }
     }
@@ -363,7 +367,7 @@ impl Session {
                         *server
                             .startup_error
                             .lock()
-                            .unwrap_or_else(|p| p.into_inner()) = Some(Failure::same(e));
+                            .unwrap_or_else(|p| p.into_inner()) = Some(Failure::same(e, &sc.key));
                     }
                 }
             }
@@ -415,11 +419,14 @@ impl Session {
                     reason: e.reason(),
                     chain: e.to_string(),
                 }),
-                Err(_) => Some(Failure::same(format!(
-                    "did not start and list its tools within the startup timeout of {} ms \
-                     (`startup_timeout_ms` in config.toml)",
-                    timeout.as_millis()
-                ))),
+                Err(_) => Some(Failure::same(
+                    format!(
+                        "did not start and list its tools within the startup timeout of {} ms \
+                         (`startup_timeout_ms` in config.toml)",
+                        timeout.as_millis()
+                    ),
+                    &key,
+                )),
             };
             if let Some(e) = &err {
                 tracing::error!(server = %key, error = %e.chain, "server failed at session start");
@@ -555,12 +562,18 @@ impl Session {
         if !matches!(err, Error::UnknownTool { .. }) {
             return err;
         }
+        let start_failed = self.start_failed(server);
         match self.status().into_iter().find(|s| s.server == server) {
-            Some(s) if s.state != "ready" && s.tools == 0 => {
+            Some(s) if (s.state != "ready" || start_failed) && s.tools == 0 => {
                 self.retry_start(server);
+                let state = if s.state == "ready" {
+                    "started, but its tools could not be listed".to_owned()
+                } else {
+                    s.state
+                };
                 Error::ServerNotReady {
                     server: s.server,
-                    state: s.state,
+                    state,
                     last_error: s.last_error,
                 }
             }
@@ -575,26 +588,44 @@ impl Session {
     /// tools come back once it starts. A `failed` or disabled server waits for
     /// [`enable`](Self::enable).
     fn retry_start(&self, server: &str) {
+        use crate::client::ServerState;
         use std::sync::atomic::Ordering;
+        /// Clears the flag however the task ends (done, panicked, aborted at shutdown).
+        struct Done(Arc<Server>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                self.0.rediscovering.store(false, Ordering::Release);
+            }
+        }
         let Some(s) = self.servers.get(server) else {
             return;
         };
         let Some(client) = &s.client else { return };
-        if client.state() != crate::client::ServerState::Restarting
+        // Restarting: start and list; ready (its list failed at start): list again.
+        if !matches!(client.state(), ServerState::Restarting | ServerState::Ready)
             || s.rediscovering.swap(true, Ordering::AcqRel)
         {
             return;
         }
+        let done = Done(Arc::clone(s));
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            s.rediscovering.store(false, Ordering::Release);
             return;
         };
         let discover = self.discover(Arc::clone(s));
-        let s = Arc::clone(s);
         drop(runtime.spawn(async move {
             discover.await;
-            s.rediscovering.store(false, Ordering::Release);
+            drop(done);
         }));
+    }
+
+    /// Whether `server`'s start (or its last listing at start) failed.
+    fn start_failed(&self, server: &str) -> bool {
+        self.servers.get(server).is_some_and(|s| {
+            s.startup_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some()
+        })
     }
 
     /// Gives an [`Error::UnknownTool`] its hint: a filter that removed the tool, a server not
@@ -610,12 +641,7 @@ impl Session {
             .iter()
             .map(|s| s.key.as_str())
             .collect();
-        let names: Vec<String> = self
-            .registry
-            .catalog()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let names = self.registry.names();
         let filtered = |server: &str, name: &str| {
             self.registry
                 .server_catalog(server)

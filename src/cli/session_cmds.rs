@@ -280,9 +280,9 @@ impl ProgressLine {
             None => line.push_str(&n(p.progress)),
         }
         if let Some(m) = &p.message {
-            let m: String = m.chars().filter(|c| !c.is_control()).take(200).collect();
+            let m = crate::transport::text::clean(m, 200);
             line.push(' ');
-            line.push_str(&m);
+            line.push_str(&crate::transport::redact_tokens(&m));
         }
         let mut err = std::io::stderr().lock();
         if self.terminal {
@@ -309,8 +309,12 @@ async fn call_showing_progress(
     arguments: Option<Map<String, Value>>,
     quiet: bool,
 ) -> Result<ToolResult, Error> {
+    // Progress is asked for either way (the same request on the wire, the same timeout rule:
+    // `timeout_ms` between reports, the progress cap over all); `--quiet` only shows nothing.
     if quiet {
-        return do_call(session, who, tool, arguments).await;
+        return session
+            .call_with_progress(who.agent, tool, arguments, ProgressHandle::new())
+            .await;
     }
     let (tx, mut rx) = tokio::sync::watch::channel::<Option<Progress>>(None);
     let handle = ProgressHandle::observed(std::sync::Arc::new(move |p: &Progress| {
@@ -490,8 +494,9 @@ pub(super) fn status(args: &ProjectArgs, json: bool, verbose: bool) -> u8 {
         };
         let st = session.status();
         let _ = print_status(&st, json, verbose, &mut std::io::stdout().lock());
+        let started = session.start_failures().is_empty();
         session.shutdown().await;
-        if all_ready(&st) {
+        if all_ready(&st) && started {
             EXIT_OK
         } else {
             EXIT_FAILED

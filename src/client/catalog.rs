@@ -58,7 +58,17 @@ impl McpClient {
     /// session.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
         let listed = self.list_tools_unnoted().await;
-        if let Err(e) = &listed {
+        // A fail-fast refusal (failed, backing off, disabled) only repeats the last error,
+        // which stays as it is.
+        let fail_fast = |e: &ClientError| {
+            matches!(
+                e,
+                ClientError::ServerFailed { .. }
+                    | ClientError::BackingOff { .. }
+                    | ClientError::Disabled { .. }
+            )
+        };
+        if let Some(e) = listed.as_ref().err().filter(|e| !fail_fast(e)) {
             let mut sup = self.shared.lock();
             sup.last_error = Some(e.to_string());
             sup.last_reason = Some(e.reason());

@@ -57,17 +57,26 @@ impl fmt::Display for Stderr<'_> {
     }
 }
 
-/// `; its last stderr line: …` (bounded, control characters removed), or nothing: the one
+/// `text` without a leading ``server `name`: `` (a transport's own messages name the server;
+/// the operator's line names it once, in front).
+pub(crate) fn without_server<'a>(text: &'a str, server: &str) -> &'a str {
+    text.strip_prefix("server `")
+        .and_then(|t| t.strip_prefix(server))
+        .and_then(|t| t.strip_prefix("`: "))
+        .unwrap_or(text)
+}
+
+/// `; its last stderr line: …` (bounded, escapes and control characters removed, anything
+/// shaped like a token redacted), or nothing: the one
 /// line of a process's stderr an operator's line has room for.
 pub(crate) fn last_stderr_line(tail: &str) -> String {
     match tail.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
         Some(line) => {
-            let clean: String = line.chars().filter(|c| !c.is_control()).collect();
-            let mut cut: String = clean.chars().take(200).collect();
-            if cut.len() < clean.len() {
-                cut.push('…');
-            }
-            format!("; its last stderr line: {cut}")
+            let line = crate::transport::text::clean(line, 200);
+            format!(
+                "; its last stderr line: {}",
+                crate::transport::redact_tokens(&line)
+            )
         }
         None => String::new(),
     }
@@ -349,7 +358,9 @@ impl ClientError {
     pub fn reason(&self) -> String {
         match self {
             Self::SendFailed { failure, .. } => failure.message().to_owned(),
-            Self::ConnectFailed { source, .. } => format!("could not be started: {source}"),
+            Self::ConnectFailed { server, source } => {
+                without_server(source.message(), server).to_owned()
+            }
             Self::Exited {
                 reason,
                 stderr_tail,

@@ -178,6 +178,9 @@ pub(crate) struct RpcSession {
     /// The server answered a `tools/call` on this connection (a result that decoded, or a
     /// JSON-RPC error): it works.
     answered_call: AtomicBool,
+    /// Well-formed answers received on this connection, to any request: a request that
+    /// could not connect proves the server unreachable only if no answer came after it.
+    answers: std::sync::atomic::AtomicU64,
     /// The era's state: what every request carries and mirrors (see [`Dialect`]).
     dialect: Dialect,
     /// An elicitation handler is plugged in.
@@ -211,7 +214,13 @@ pub(crate) enum SessionEvent<'a> {
     /// A request could not reach the server at all: no connection could be made (HTTP). The
     /// server is down: the session ends as if its connection had, so the state says so. The
     /// callback must not drop the connection inline.
-    Unreachable(&'a crate::transport::SendFailure),
+    Unreachable {
+        /// What the request met.
+        failure: &'a crate::transport::SendFailure,
+        /// [`RpcSession::answers`] when it failed: an answer since proves the server
+        /// reachable, and the session stays.
+        answers: u64,
+    },
 }
 
 /// Hears a session's [`SessionEvent`]s: called from the transport's reader task, so it must
@@ -263,6 +272,7 @@ impl RpcSession {
             max_in_flight,
             skipped: AtomicU64::new(0),
             answered_call: AtomicBool::new(false),
+            answers: std::sync::atomic::AtomicU64::new(0),
             dialect: Dialect::new(mirrors_headers, param_headers),
             elicitation,
             relist_on_ack: AtomicU64::new(NO_RELIST),
@@ -513,9 +523,15 @@ impl RpcSession {
     /// Notes a well-formed answer (a result that decoded, or a JSON-RPC error) to a request
     /// of `method`: an answered `tools/call` shows the server works on this connection.
     pub(crate) fn note_answer(&self, method: &str) {
+        self.answers.fetch_add(1, Ordering::Relaxed);
         if method == "tools/call" {
             self.answered_call.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// How many well-formed answers the server sent on this connection so far.
+    pub(crate) fn answers(&self) -> u64 {
+        self.answers.load(Ordering::Relaxed)
     }
 
     /// Whether the server answered a `tools/call` on this connection.

@@ -239,9 +239,19 @@ impl Shared {
                     // operator forced is one the server refuses: the same server refuses the
                     // same handshake again, so restarting it in a loop helps no one.
                     ClientError::NoCommonVersion { .. } | ClientError::NotModern { .. } => true,
-                    ClientError::JsonRpc { request, .. } => {
+                    // With the era forced, a handshake refused as unknown, invalid or of an
+                    // unsupported version is a refusal of that era (a server error, -32603 say,
+                    // may pass).
+                    ClientError::JsonRpc { request, code, .. } => {
                         self.options.era != EraPreference::Auto
                             && matches!(request.method, "initialize" | rpc::DISCOVER)
+                            && matches!(
+                                *code,
+                                -32601
+                                    | -32602
+                                    | -32600
+                                    | crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
+                            )
                     }
                     _ => false,
                 };
@@ -274,10 +284,12 @@ impl Shared {
                         tokio::spawn(async move { shared.era_refused(&session) });
                     }
                 }
-                SessionEvent::Unreachable(failure) => {
+                SessionEvent::Unreachable { failure, answers } => {
                     if let Some(session) = session.handle() {
                         let failure = failure.clone();
-                        tokio::spawn(async move { shared.unreachable(&session, &failure) });
+                        tokio::spawn(
+                            async move { shared.unreachable(&session, &failure, answers) },
+                        );
                     }
                 }
             }
@@ -555,19 +567,24 @@ impl Shared {
         drop(connection);
     }
 
-    /// A request on the ready `session` could not connect to the server: the server is down
-    /// (killed, restarting, unplugged), so the session ends as if its connection had, counted
-    /// as a failure like a crash (`status` says `restarting`, then `failed` after
-    /// [`max_consecutive_failures`](ClientOptions::max_consecutive_failures) in a row). The
-    /// next call starts a new session after the backoff; the requests still in flight on the
-    /// session fail as not delivered, so the retry policy may send them on the new one.
+    /// A request on the ready `session` could not connect to the server (no connection could
+    /// be made at all): the server is down (killed, restarting, unplugged), so the session
+    /// ends as if its connection had, counted as a failure like a crash (`status` says
+    /// `restarting`, then `failed` after
+    /// [`max_consecutive_failures`](ClientOptions::max_consecutive_failures) in a row), and
+    /// the next call starts a new session after the backoff. Unless the server answered
+    /// anything on the session since (`answers` was the count when the request failed): then
+    /// it is reachable (a retry went through, a connect blip passed) and the session stays.
+    /// Requests still in flight on an ended session fail as `ConnectionClosed`: they may have
+    /// reached the server, so they are not sent again.
     pub(crate) fn unreachable(
         &self,
         session: &RpcSession,
         failure: &crate::transport::SendFailure,
+        answers: u64,
     ) {
         let mut sup = self.lock();
-        if !sup.is_ready_with(session) {
+        if !sup.is_ready_with(session) || session.answers() != answers {
             return;
         }
         let ended = sup.session.take();
@@ -589,7 +606,13 @@ impl Shared {
         );
         drop(sup);
         if let Some(ended) = ended {
-            session_close_requested(&ended, failure.message());
+            session_close_requested(
+                &ended,
+                &format!(
+                    "the session ended: another request could not connect ({})",
+                    failure.message()
+                ),
+            );
         }
         drop(connection);
     }

@@ -202,6 +202,15 @@ impl ToolRegistry {
         out
     }
 
+    /// Every registered tool's name (unsorted), without copying a definition.
+    pub fn names(&self) -> Vec<String> {
+        let mut out: Vec<String> = read(&self.local).keys().cloned().collect();
+        for e in read(&self.mcp).values() {
+            out.extend(e.catalog.tools.keys().cloned());
+        }
+        out
+    }
+
     /// The tools `grants` enable, sorted by name.
     pub fn catalog_for(&self, grants: &ToolGrants) -> Vec<ToolDefinition> {
         self.catalog()

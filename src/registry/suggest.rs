@@ -85,9 +85,14 @@ fn quoted(names: &[&String]) -> String {
 /// The candidate closest to `word` by edit distance, when it is close: at most a third of
 /// the word's length (and at least one) edits away, or `word` differs only in case.
 fn nearest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (word.chars().count() / 3).max(1);
+    let len = word.chars().count();
+    let limit = (len / 3).max(1);
+    let word = word.to_lowercase();
     candidates
-        .map(|c| (distance(&word.to_lowercase(), &c.to_lowercase()), c))
+        // Names are at most 64 characters: a longer word, or one whose length differs by
+        // more than the limit, cannot be a near miss (and costs nothing to skip).
+        .filter(|c| len <= 128 && c.chars().count().abs_diff(len) <= limit)
+        .map(|c| (distance(&word, &c.to_lowercase()), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)

@@ -101,6 +101,7 @@ pub mod sse;
 pub mod stdio;
 #[cfg(feature = "http")]
 pub mod streamable_http;
+pub mod text;
 
 use std::fmt;
 use std::future::Future;
@@ -113,6 +114,7 @@ use crate::protocol::RequestId;
 
 pub use self::failure::{is_transient_status, SendFailure};
 pub use self::stdio::{StdioConfig, StdioTransport};
+pub use self::text::redact_tokens;
 
 impl Transport for Box<dyn Transport> {
     fn connect(

@@ -469,3 +469,88 @@ fn a_long_call_shows_the_servers_progress_on_stderr_unless_quiet() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert!(o.stderr.is_empty(), "{}", o.stderr);
 }
+
+#[test]
+fn an_sse_refusal_and_a_token_echoed_by_a_server_are_told_once_and_redacted() {
+    // The legacy transport's own message names the server: the operator's line names it once.
+    let sse = SsePeer::start_fault(peers::SseFault::Forbidden, &[]).expect("sse_fault_server");
+    let d = project(
+        &format!(
+            "mcp:\n  locked:\n    transport: sse\n    url: {}\n",
+            sse.sse_url()
+        ),
+        "",
+    );
+    let o = run(&["tools"], &d);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    let err = lines(&o.stderr);
+    assert_eq!(err.len(), 1, "{}", o.stderr);
+    assert!(
+        err[0].starts_with("error: server `locked`: the server refused the GET: 403 Forbidden at "),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(err[0].matches("locked").count(), 1, "{}", err[0]);
+
+    // A stdio server that prints its token to stderr before dying: the last stderr line is in
+    // the operator's line, the token is not.
+    let token = "ntn_4f9a8b7c6d5e4f3a2b1c0d9e";
+    let leaky = serde_json::to_string(&[
+        "sh",
+        "-c",
+        &format!("read line; echo \"refused: bad token {token}\" >&2; exit 2"),
+    ])
+    .unwrap();
+    let d = project(
+        &format!("mcp:\n  leaky:\n    transport: stdio\n    command: {leaky}\n"),
+        "[mcp.leaky]\nera = \"legacy\"\n",
+    );
+    let o = run(&["status", "--json"], &d);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("its last stderr line: refused: bad token ***"),
+        "{}",
+        o.stdout
+    );
+    let o = run(&["tools"], &d);
+    assert!(
+        o.stderr
+            .contains("its last stderr line: refused: bad token ***"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains(token), "{}", o.stderr);
+}
+
+#[test]
+fn a_server_whose_tool_list_failed_is_a_failure_for_tools_status_and_call() {
+    // It starts, but its tools/list never ends (a cursor that comes back): ready with no
+    // catalog. Every command says the server failed; none claims it offers no such tool.
+    let looping = serde_json::to_string(&peers::faulty(Fault::CursorLoop)).unwrap();
+    let d = project(
+        &format!("mcp:\n  looping:\n    transport: stdio\n    command: {looping}\n"),
+        "",
+    );
+    let o = run(&["tools"], &d);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("error: server `looping`: tools/list stopped"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["status"], &d);
+    assert_eq!(o.code, Some(1), "{}{}", o.stdout, o.stderr);
+    let o = run(&["call", "mcp.looping.echo"], &d);
+    assert_eq!(o.code, Some(1));
+    assert!(
+        o.stderr.contains(
+            "error: server `looping` is not ready (started, but its tools could not be listed): \
+             tools/list stopped"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("offers no tool"), "{}", o.stderr);
+}

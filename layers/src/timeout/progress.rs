@@ -33,7 +33,8 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Sees each [`Progress`] of a call: called on the connection's reader, so it must be quick.
+/// Sees each [`Progress`] of a call: called on the connection's reader (outside the client's
+/// locks, so it may use the client), so it must be quick: hand the report on, do not wait.
 pub type ProgressObserver = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 struct Shared {

@@ -116,8 +116,10 @@ impl RpcSession {
                 let Some(id) = params.progress_token.as_u64() else {
                     return;
                 };
-                let table = self.table();
-                if let Some(handle) = table.map.get(&id).and_then(|p| p.progress.as_ref()) {
+                // The handle leaves the table's lock before anyone is told: an observer runs
+                // the embedder's code, which must be free to use the client.
+                let handle = self.table().map.get(&id).and_then(|p| p.progress.clone());
+                if let Some(handle) = handle {
                     if handle.is_observed() {
                         handle.report(&kaged_mcp_layers::timeout::Progress {
                             progress: params.progress,
@@ -298,14 +300,22 @@ impl InboundHandler for RpcSession {
             problem = %failure,
             "sending the request failed; it fails"
         );
-        let unreachable = failure.is_unreachable().then(|| failure.clone());
+        let unreachable = failure
+            .is_unreachable()
+            .then(|| (failure.clone(), self.answers()));
         pending.fail(ClientError::SendFailed {
             server: Arc::clone(&self.server),
             request,
             failure,
         });
-        if let Some(failure) = unreachable {
-            (self.events)(self, SessionEvent::Unreachable(&failure));
+        if let Some((failure, answers)) = unreachable {
+            (self.events)(
+                self,
+                SessionEvent::Unreachable {
+                    failure: &failure,
+                    answers,
+                },
+            );
         }
     }
 

@@ -200,79 +200,11 @@ fn html_words(html: &str) -> String {
     text
 }
 
-/// `text` fit for one log line: terminal escape sequences and control and invisible
-/// formatting characters removed, every run of white space (line breaks included) one space,
-/// trimmed, and at most `max` bytes, cut on a char boundary and ended with `…` when cut.
+/// `text` fit for one log line ([`crate::transport::text::clean`]), with anything shaped like
+/// a token redacted ([`crate::transport::text::redact_tokens`]): a server or a proxy may echo
+/// the credential it refused.
 pub(crate) fn clean(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max + 8));
-    let mut chars = text.chars().peekable();
-    let mut space = false;
-    while let Some(c) = chars.next() {
-        if out.len() > max {
-            break;
-        }
-        if c == '\u{1b}' {
-            skip_escape(&mut chars);
-            continue;
-        }
-        if c.is_whitespace() {
-            space = !out.is_empty();
-            continue;
-        }
-        if c.is_control() || is_invisible(c) {
-            continue;
-        }
-        if std::mem::take(&mut space) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    if out.len() <= max {
-        return out;
-    }
-    let ellipsis = '…';
-    let mut cut = max.saturating_sub(ellipsis.len_utf8());
-    while !out.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    out.truncate(cut);
-    out.truncate(out.trim_end().len());
-    out.push(ellipsis);
-    out
-}
-
-/// Skips the rest of an escape sequence after `ESC`: a CSI (`ESC [ … final`), an OSC
-/// (`ESC ] … BEL` or `ESC ] … ESC \`), or the one character of any other.
-fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    match chars.next() {
-        Some('[') => {
-            for c in chars.by_ref() {
-                if ('\u{40}'..='\u{7e}').contains(&c) {
-                    break;
-                }
-            }
-        }
-        Some(']') => {
-            while let Some(c) = chars.next() {
-                if c == '\u{7}' {
-                    break;
-                }
-                if c == '\u{1b}' {
-                    if chars.peek() == Some(&'\\') {
-                        chars.next();
-                    }
-                    break;
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Characters that change how a line reads without showing: bidirectional overrides and
-/// isolates, zero-width characters, the byte order mark.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    crate::transport::text::redact_tokens(&crate::transport::text::clean(text, max))
 }
 
 #[cfg(test)]
