@@ -836,6 +836,8 @@ pub fn rebuild_catalog(
     for t in tools {
         if let Err(why) = check_tool_name(&t.name) {
             tracing::warn!(server = %server.key, tool = %t.name.escape_debug(), reason = %why, "tool skipped");
+            let name: String = t.name.escape_debug().take(100).collect();
+            catalog.skipped.insert(name, why.to_string());
             continue;
         }
         if let Some(rule) = server.tools.refusal(&t.name) {
@@ -845,6 +847,9 @@ pub fn rebuild_catalog(
         let full = format!("mcp.{}.{}", server.key, t.name);
         if catalog.tools.contains_key(&full) {
             tracing::warn!(server = %server.key, tool = %t.name, "duplicate tool name skipped");
+            catalog
+                .skipped
+                .insert(t.name.clone(), "the server lists this name twice".to_owned());
             continue;
         }
         let retry_safe = trust && t.is_retry_safe();
@@ -944,6 +949,19 @@ mod tests {
             Some("issue.create")
         );
         assert_eq!(first.definition.returns, serde_json::json!({}));
+        // What was left out is kept, to be explained: skipped names with why, filtered ones
+        // with the rule.
+        let skipped: Vec<&str> = catalog.skipped.keys().map(String::as_str).collect();
+        assert_eq!(
+            skipped,
+            ["", "has space", "issue.create", "slash/no", &long[..100]]
+        );
+        assert_eq!(
+            catalog.skipped["issue.create"],
+            "the server lists this name twice"
+        );
+        assert!(catalog.skipped["has space"].contains("' '"));
+        assert_eq!(catalog.filtered.get("repo.delete"), Some(&"tools.deny"));
     }
 
     #[test]

@@ -151,6 +151,17 @@ pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool)
                         eprintln!("note: {tool} is not validated: {}", why.join("; "));
                     }
                 }
+                for server in &session.config().project.servers {
+                    let Some(catalog) = session.registry().server_catalog(&server.key) else {
+                        continue;
+                    };
+                    for (name, why) in &catalog.skipped {
+                        eprintln!(
+                            "note: server `{}` offers a tool `{name}` that is not registered: {why}",
+                            server.key
+                        );
+                    }
+                }
                 if failed > 0 {
                     EXIT_FAILED
                 } else {

@@ -47,6 +47,10 @@ pub struct ServerCatalog {
     /// Tools the server offers that the project's `tools:` filter removed: the server's name
     /// for each → the rule that removed it (`tools.deny`, …), to explain a call of one.
     pub filtered: BTreeMap<String, &'static str>,
+    /// Tools the server offers that could not be registered (a name MCP does not allow, a
+    /// name given twice): the name, escaped for a log line → why. Each was one WARN; the CLI's
+    /// `tools` prints them as notes.
+    pub skipped: BTreeMap<String, String>,
 }
 
 struct McpEntry {
