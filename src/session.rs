@@ -847,9 +847,10 @@ pub fn rebuild_catalog(
         let full = format!("mcp.{}.{}", server.key, t.name);
         if catalog.tools.contains_key(&full) {
             tracing::warn!(server = %server.key, tool = %t.name, "duplicate tool name skipped");
-            catalog
-                .skipped
-                .insert(t.name.clone(), "the server lists this name twice".to_owned());
+            catalog.skipped.insert(
+                t.name.clone(),
+                "the server lists this name twice".to_owned(),
+            );
             continue;
         }
         let retry_safe = trust && t.is_retry_safe();
