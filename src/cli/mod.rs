@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 a call or the session failed; 2 a usage or configuration error.
 
 mod auth;
+mod call;
 mod check;
 mod demo_server;
 mod session_cmds;
@@ -198,14 +199,14 @@ pub fn run(cli: Cli) -> ExitCode {
             args,
             json,
             quiet,
-        } => session_cmds::call(
+        } => call::run(
             &project,
             session_cmds::Who {
                 agent: who.agent.as_deref(),
             },
             &tool,
             args.as_deref(),
-            session_cmds::CallOutput {
+            call::CallOutput {
                 json,
                 verbose,
                 quiet,

@@ -8,7 +8,9 @@
 //! [`READ_TIME`], so a refusal with an endless or stalled body cannot hang; the words are cut
 //! at [`MAX_WORDS`] bytes on a char boundary (ending in `…`) and lose every control character
 //! and terminal escape sequence, so a server cannot start a new log line or colour the
-//! operator's terminal. The words are the server's: our auth header is never echoed.
+//! operator's terminal. The words are the server's; a word shaped like a token is redacted
+//! ([`redact_tokens`](crate::transport::redact_tokens)), so a server that echoes the credential
+//! it refused does not put it in an error.
 //!
 //! Whether the server said the refusal is about credentials ([`Said::is_challenge`], a
 //! `WWW-Authenticate` header) is told apart from a plain `403` (a Host check, an IP

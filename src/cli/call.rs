@@ -1,0 +1,221 @@
+//! `kaged-mcp call`: one tool through the full stack, starting only its server; the
+//! arguments inline, from a file or stdin; the server's progress on stderr while it runs; the
+//! result (or, with `--json`, the error as JSON) on stdout.
+
+use std::io::{IsTerminal, Read, Write};
+
+use serde_json::{json, Map, Value};
+
+use crate::protocol::ToolResult;
+use crate::session::Session;
+use crate::Error;
+use kaged_mcp_layers::timeout::{Progress, ProgressHandle};
+
+use super::session_cmds::{
+    parse_args, print_result, report, runtime, server_of, start, Scope, Who,
+};
+use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
+
+/// How `call` prints.
+pub(super) struct CallOutput {
+    /// One JSON object on stdout, the result or the error.
+    pub(super) json: bool,
+    /// The error's whole chain too.
+    pub(super) verbose: bool,
+    /// No progress on stderr.
+    pub(super) quiet: bool,
+}
+
+/// The text of `--args`: inline JSON, `@FILE`, or `-` for stdin.
+fn read_args(arg: Option<&str>) -> Result<Option<String>, String> {
+    match arg {
+        None => Ok(None),
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("cannot read the arguments from stdin: {e}"))?;
+            Ok(Some(text))
+        }
+        Some(a) => match a.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path)
+                .map(Some)
+                .map_err(|e| format!("cannot read the arguments from `{path}`: {e}")),
+            None => Ok(Some(a.to_owned())),
+        },
+    }
+}
+
+/// The `--json` form of a failure: `{"error": {"server", "tool", "kind", "message"}}`.
+fn error_json(tool: &str, server: Option<&str>, kind: &str, message: &str) -> Value {
+    json!({"error": {
+        "server": server.or_else(|| server_of(tool)),
+        "tool": tool,
+        "kind": kind,
+        "message": message,
+    }})
+}
+
+/// Shows a call's progress on stderr: one line rewritten in place on a terminal, one line per
+/// report otherwise.
+struct ProgressLine {
+    terminal: bool,
+    shown: bool,
+}
+
+impl ProgressLine {
+    fn show(&mut self, tool: &str, p: &Progress) {
+        let mut line = format!("{tool}: ");
+        let n = |v: f64| {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{}", v as i64)
+            } else {
+                format!("{v:.2}")
+            }
+        };
+        match p.total {
+            Some(total) => line.push_str(&format!("{}/{}", n(p.progress), n(total))),
+            None => line.push_str(&n(p.progress)),
+        }
+        if let Some(m) = &p.message {
+            let m = crate::transport::text::clean(m, 200);
+            line.push(' ');
+            line.push_str(&crate::transport::redact_tokens(&m));
+        }
+        let mut err = std::io::stderr().lock();
+        if self.terminal {
+            let _ = write!(err, "\r\x1b[2K{line}");
+        } else {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = err.flush();
+        self.shown = true;
+    }
+
+    fn end(&self) {
+        if self.terminal && self.shown {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+        }
+    }
+}
+
+/// Runs the call, showing its progress unless `quiet`.
+async fn call_showing_progress(
+    session: &Session,
+    who: &Who<'_>,
+    tool: &str,
+    arguments: Option<Map<String, Value>>,
+    quiet: bool,
+) -> Result<ToolResult, Error> {
+    // Progress is asked for either way (the same request on the wire, the same timeout rule:
+    // `timeout_ms` between reports, the progress cap over all); `--quiet` only shows nothing.
+    if quiet {
+        return session
+            .call_with_progress(who.agent, tool, arguments, ProgressHandle::new())
+            .await;
+    }
+    let (tx, mut rx) = tokio::sync::watch::channel::<Option<Progress>>(None);
+    let handle = ProgressHandle::observed(std::sync::Arc::new(move |p: &Progress| {
+        tx.send_replace(Some(p.clone()));
+    }));
+    let call = session.call_with_progress(who.agent, tool, arguments, handle);
+    tokio::pin!(call);
+    let mut line = ProgressLine {
+        terminal: std::io::stderr().is_terminal(),
+        shown: false,
+    };
+    let result = loop {
+        tokio::select! {
+            r = &mut call => break r,
+            Ok(()) = rx.changed() => {
+                let p = rx.borrow_and_update().clone();
+                if let Some(p) = p {
+                    line.show(tool, &p);
+                }
+            }
+        }
+    };
+    line.end();
+    result
+}
+
+/// `kaged-mcp call`: starts only the tool's server, calls it through the full stack.
+pub(super) fn run(
+    args: &ProjectArgs,
+    who: Who<'_>,
+    tool: &str,
+    arguments: Option<&str>,
+    out: CallOutput,
+) -> u8 {
+    let fail = |kind: &str, message: &str, server: Option<&str>, code: u8| {
+        if out.json {
+            let v = error_json(tool, server, kind, message);
+            println!("{v}");
+        }
+        eprintln!("error: {message}");
+        code
+    };
+    let arguments = match read_args(arguments).and_then(|a| parse_args(a.as_deref())) {
+        Ok(a) => a,
+        Err(e) => return fail("usage", &format!("--args: {e}"), None, EXIT_CONFIG),
+    };
+    runtime().block_on(async {
+        let (session, _) = match start(args, Scope::ToolOf(tool), false, out.verbose).await {
+            Ok(s) => s,
+            Err(code) => {
+                if out.json {
+                    let kind = if code == EXIT_CONFIG {
+                        "config"
+                    } else {
+                        "call_failed"
+                    };
+                    let v =
+                        error_json(tool, None, kind, "the session could not start (see stderr)");
+                    println!("{v}");
+                }
+                return code;
+            }
+        };
+        let result = call_showing_progress(&session, &who, tool, arguments, out.quiet).await;
+        let code = match result {
+            Ok(r) => {
+                let _ = print_result(&r, out.json, &mut std::io::stdout().lock());
+                if r.is_error {
+                    eprintln!("note: tool `{tool}` reported an error (isError: true)");
+                }
+                if r.truncated {
+                    let cap = session.config().daemon.result_max_bytes;
+                    let structured = if r.structured_content.is_some() {
+                        "; structuredContent kept whole"
+                    } else {
+                        ""
+                    };
+                    let from = r
+                        .truncated_from
+                        .map(|n| format!("{n} bytes, "))
+                        .unwrap_or_default();
+                    eprintln!(
+                        "note: the result was {from}over the cap of {cap} bytes and was cut to \
+                         fit it{structured} (`result_max_bytes` under [mcp] in config.toml)"
+                    );
+                }
+                EXIT_OK
+            }
+            Err(e) => {
+                let code = if matches!(e, Error::LoginRequired { .. }) {
+                    EXIT_CONFIG
+                } else {
+                    EXIT_FAILED
+                };
+                if out.json {
+                    let v = error_json(tool, e.server(), e.kind(), &e.reason());
+                    println!("{v}");
+                }
+                report(&e, out.verbose);
+                code
+            }
+        };
+        session.shutdown().await;
+        code
+    })
+}

@@ -1,0 +1,204 @@
+//! A server's `tools/list` made into its catalog ([`build_catalog`], [`rebuild_catalog`]):
+//! names checked, the project's `tools:` filter applied (what it removed kept, to explain),
+//! each tool's schemas compiled as `validate` says.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::config::{Config, McpServerConfig};
+use crate::protocol::ToolInfo;
+use crate::registry::{check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolSource};
+use crate::validate::{ToolSchemas, Validation};
+
+/// Turns a server's `tools/list` into its catalog: names checked, filter applied, duplicates
+/// and bad names skipped with a WARN, each tool's schemas compiled as `validate` says
+/// ([`crate::validate`]).
+pub fn build_catalog(
+    config: &Config,
+    server: &McpServerConfig,
+    tools: Vec<ToolInfo>,
+) -> ServerCatalog {
+    rebuild_catalog(config, server, tools, None)
+}
+
+/// [`build_catalog`] for a server whose catalog `previous` is being replaced (`list_changed`,
+/// a `ttlMs` re-read): a tool whose schemas did not change keeps its compiled validators (no
+/// compile, no WARN repeated).
+pub fn rebuild_catalog(
+    config: &Config,
+    server: &McpServerConfig,
+    tools: Vec<ToolInfo>,
+    previous: Option<&ServerCatalog>,
+) -> ServerCatalog {
+    let overrides = config.local.overrides(&server.key);
+    let trust = overrides.trust_annotations;
+    let validation = overrides.validate;
+    let mut catalog = ServerCatalog::default();
+    for t in tools {
+        if let Err(why) = check_tool_name(&t.name) {
+            tracing::warn!(server = %server.key, tool = %t.name.escape_debug(), reason = %why, "tool skipped");
+            let name: String = t.name.escape_debug().take(100).collect();
+            catalog.skipped.insert(name, why.to_string());
+            continue;
+        }
+        if let Some(rule) = server.tools.refusal(&t.name) {
+            catalog.filtered.insert(t.name.clone(), rule);
+            continue;
+        }
+        let full = format!("mcp.{}.{}", server.key, t.name);
+        if catalog.tools.contains_key(&full) {
+            tracing::warn!(server = %server.key, tool = %t.name, "duplicate tool name skipped");
+            catalog.skipped.insert(
+                t.name.clone(),
+                "the server lists this name twice".to_owned(),
+            );
+            continue;
+        }
+        let retry_safe = trust && t.is_retry_safe();
+        let returns = t
+            .output_schema
+            .clone()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let schemas = (validation != Validation::Off).then(|| {
+            previous
+                .and_then(|p| p.tools.get(&full))
+                .and_then(|p| p.schemas.clone().map(|s| (p, s)))
+                .filter(|(p, s)| {
+                    // `returns` is `{}` for no output schema too: compare whether one is declared.
+                    p.definition.parameters == t.input_schema
+                        && p.definition.returns == returns
+                        && s.declares_output() == t.output_schema.is_some()
+                })
+                .map(|(_, s)| s)
+                .unwrap_or_else(|| Arc::new(ToolSchemas::compile(&server.key, &t, validation)))
+        });
+        let definition = ToolDefinition {
+            name: full.clone(),
+            namespace: "mcp".into(),
+            description: t
+                .description
+                .clone()
+                .or(t.title.clone())
+                .unwrap_or_default(),
+            parameters: t.input_schema.clone(),
+            returns,
+            requires: Vec::new(),
+            source: ToolSource::Mcp,
+            mcp_server: Some(server.key.clone()),
+            mcp_tool_name: Some(t.name.clone()),
+        };
+        catalog.tools.insert(
+            full,
+            McpTool {
+                definition,
+                retry_safe,
+                schemas,
+            },
+        );
+    }
+    catalog
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Sources;
+
+    fn tool(name: &str, read_only: bool) -> ToolInfo {
+        serde_json::from_value(serde_json::json!({
+            "name": name,
+            "description": format!("tool {name}"),
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": read_only},
+        }))
+        .unwrap()
+    }
+
+    fn config(local: &str) -> Config {
+        Sources::new(
+            "mcp:\n  gh:\n    transport: stdio\n    command: [x]\n    tools:\n      deny: [\"repo.delete\"]\n",
+        )
+        .local(local)
+        .load()
+        .unwrap()
+    }
+
+    #[test]
+    fn bad_names_and_duplicates_are_skipped_and_the_filter_applies() {
+        let c = config("");
+        let server = c.project.server("gh").unwrap();
+        let long = "x".repeat(129);
+        let tools = vec![
+            tool("issue.create", false),
+            tool("", false),
+            tool("has space", false),
+            tool("slash/no", false),
+            tool(&long, false),
+            tool("issue.create", true),
+            tool("repo.delete", false),
+            tool("repo.list", true),
+        ];
+        let catalog = build_catalog(&c, server, tools);
+        let names: Vec<&str> = catalog.tools.keys().map(String::as_str).collect();
+        assert_eq!(names, ["mcp.gh.issue.create", "mcp.gh.repo.list"]);
+        let first = &catalog.tools["mcp.gh.issue.create"];
+        assert_eq!(
+            first.definition.description, "tool issue.create",
+            "the first one wins"
+        );
+        assert_eq!(
+            first.definition.mcp_tool_name.as_deref(),
+            Some("issue.create")
+        );
+        assert_eq!(first.definition.returns, serde_json::json!({}));
+        // What was left out is kept, to be explained: skipped names with why, filtered ones
+        // with the rule.
+        let skipped: Vec<&str> = catalog.skipped.keys().map(String::as_str).collect();
+        assert_eq!(
+            skipped,
+            ["", "has space", "issue.create", "slash/no", &long[..100]]
+        );
+        assert_eq!(
+            catalog.skipped["issue.create"],
+            "the server lists this name twice"
+        );
+        assert!(catalog.skipped["has space"].contains("' '"));
+        assert_eq!(catalog.filtered.get("repo.delete"), Some(&"tools.deny"));
+    }
+
+    #[test]
+    fn a_rebuilt_catalog_keeps_the_validators_of_unchanged_schemas_only() {
+        let c = config("");
+        let server = c.project.server("gh").unwrap();
+        let schemas = |cat: &ServerCatalog| cat.tools["mcp.gh.repo.list"].schemas.clone().unwrap();
+        let first = build_catalog(&c, server, vec![tool("repo.list", true)]);
+        let same = rebuild_catalog(&c, server, vec![tool("repo.list", true)], Some(&first));
+        assert!(
+            Arc::ptr_eq(&schemas(&first), &schemas(&same)),
+            "not compiled again"
+        );
+        // An output schema of `{}` looks like none in `returns`: it is a change all the same.
+        let mut declared = tool("repo.list", true);
+        declared.output_schema = Some(serde_json::json!({}));
+        let changed = rebuild_catalog(&c, server, vec![declared], Some(&same));
+        assert!(!Arc::ptr_eq(&schemas(&same), &schemas(&changed)));
+        assert!(schemas(&changed).declares_output());
+    }
+
+    #[test]
+    fn annotations_make_a_tool_retry_safe_only_on_trusted_servers() {
+        let untrusted = config("");
+        let server = untrusted.project.server("gh").unwrap();
+        let c = build_catalog(&untrusted, server, vec![tool("repo.list", true)]);
+        assert!(!c.tools["mcp.gh.repo.list"].retry_safe);
+        let trusted = config("[mcp.gh]\ntrust_annotations = true\n");
+        let c = build_catalog(
+            &trusted,
+            server,
+            vec![tool("repo.list", true), tool("repo.push", false)],
+        );
+        assert!(c.tools["mcp.gh.repo.list"].retry_safe);
+        assert!(!c.tools["mcp.gh.repo.push"].retry_safe);
+    }
+}
