@@ -2,7 +2,7 @@
 //! the child process gets the value from `local.toml`, and nothing the CLI prints holds it,
 //! even at `RUST_LOG=kaged_mcp=trace`.
 
-use common::cli::{kaged, Out};
+use common::cli::Out;
 use common::peers;
 
 use crate::common;
@@ -34,20 +34,11 @@ fn project() -> tempfile::TempDir {
 /// `kaged-mcp <args[0]> --project DIR <args[1..]>` at trace level, with the expected value in
 /// the daemon's environment (the servers inherit it; the project never holds it).
 fn run(args: &[&str], dir: &tempfile::TempDir) -> Out {
-    let out = kaged()
-        .args(&args[..1])
-        .arg("--project")
-        .arg(dir.path())
-        .args(&args[1..])
-        .env("RUST_LOG", "kaged_mcp=trace")
-        .env("EXPECTED", SECRET)
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::cli::run_env(
+        args,
+        dir.path(),
+        &[("RUST_LOG", "kaged_mcp=trace"), ("EXPECTED", SECRET)],
+    )
 }
 
 #[test]

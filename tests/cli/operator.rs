@@ -20,12 +20,7 @@ fn demo() -> String {
     serde_json::to_string(&[env!("CARGO_BIN_EXE_kaged-mcp"), "demo-server"]).unwrap()
 }
 
-fn project(yaml: &str, local: &str) -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("project.yaml"), yaml).unwrap();
-    std::fs::write(d.path().join("local.toml"), local).unwrap();
-    d
-}
+use common::cli::project;
 
 /// A port nothing listens on (bound, then released).
 fn closed_port() -> u16 {
@@ -83,13 +78,8 @@ fn a_failed_server_is_one_line_without_log_noise_and_its_chain_only_with_verbose
     );
     assert!(!o.stderr.contains("\x1b["), "{}", o.stderr);
     // RUST_LOG still drives the log, without colour on a pipe.
-    let out = kaged()
-        .args(["tools", "--project"])
-        .arg(d.path())
-        .env("RUST_LOG", "kaged_mcp=info")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = common::cli::run_env(&["tools"], d.path(), &[("RUST_LOG", "kaged_mcp=info")]);
+    let stderr = out.stderr;
     assert!(stderr.contains("INFO"), "{stderr}");
     assert!(!stderr.contains("\x1b["), "{stderr}");
 }
@@ -138,14 +128,13 @@ fn status_state_counters_and_log_agree() {
         ),
         "",
     );
-    let out = kaged()
-        .args(["status", "--json", "--project"])
-        .arg(d.path())
-        .env("RUST_LOG", "kaged_mcp=info")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = common::cli::run_env(
+        &["status", "--json"],
+        d.path(),
+        &[("RUST_LOG", "kaged_mcp=info")],
+    );
+    let stderr = out.stderr;
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let st = v.as_array().unwrap();
     assert_eq!(st[0]["server"], "broken");
     assert_eq!(st[0]["state"], "restarting", "{v}");

@@ -20,20 +20,40 @@ pub(crate) struct Out {
     pub(crate) stderr: String,
 }
 
+impl From<std::process::Output> for Out {
+    fn from(out: std::process::Output) -> Self {
+        Out {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 /// `kaged-mcp <args[0]> --project <dir> <args[1..]>`.
 pub(crate) fn run(args: &[&str], dir: &Path) -> Out {
-    let out = kaged()
+    run_env(args, dir, &[])
+}
+
+/// [`run`] with `env` added to the binary's environment.
+pub(crate) fn run_env(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Out {
+    kaged()
         .args(&args[..1])
         .arg("--project")
         .arg(dir)
         .args(&args[1..])
+        .envs(env.iter().copied())
         .output()
-        .unwrap();
-    Out {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .unwrap()
+        .into()
+}
+
+/// A project directory holding `project.yaml` and `local.toml` with these texts.
+pub(crate) fn project(yaml: &str, local: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("project.yaml"), yaml).unwrap();
+    std::fs::write(d.path().join("local.toml"), local).unwrap();
+    d
 }
 
 /// `kaged-mcp shell --project <dir> <extra…>` with `lines` on its stdin (each ended by `\n`),
@@ -59,10 +79,5 @@ pub(crate) fn shell(dir: &Path, extra: &[&str], lines: &[&str]) -> Out {
         .unwrap()
         .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
-    Out {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    child.wait_with_output().unwrap().into()
 }
