@@ -271,7 +271,8 @@ pub fn client_options(config: &Config, server: &McpServerConfig) -> ClientOption
         .frame_limit(config.daemon.frame_limit_bytes)
         .wait_for_restart(timeout)
         .request_timeout(timeout)
-        .era(overrides.era);
+        .era(overrides.era)
+        .tasks(overrides.tasks);
     options.max_in_flight = options
         .max_in_flight
         .max(config.daemon.max_in_flight.saturating_add(64));

@@ -73,9 +73,11 @@ impl ProgressLine {
                 format!("{v:.2}")
             }
         };
-        match p.total {
-            Some(total) => line.push_str(&format!("{}/{}", n(p.progress), n(total))),
-            None => line.push_str(&n(p.progress)),
+        match (&p.status, p.total) {
+            // A task's status change: its message says the status and the server's words.
+            (Some(_), _) => line.push_str("task"),
+            (None, Some(total)) => line.push_str(&format!("{}/{}", n(p.progress), n(total))),
+            (None, None) => line.push_str(&n(p.progress)),
         }
         if let Some(m) = &p.message {
             let m = crate::transport::text::clean(m, 200);

@@ -285,6 +285,14 @@ fn print_status(
                     ms(s.p99_ms)
                 )?;
             }
+            let done = s.tasks_completed + s.tasks_failed + s.tasks_cancelled;
+            if s.tasks_in_flight > 0 || done > 0 {
+                writeln!(
+                    out,
+                    "  tasks in flight {} · done {} (completed {} · failed {} · cancelled {})",
+                    s.tasks_in_flight, done, s.tasks_completed, s.tasks_failed, s.tasks_cancelled
+                )?;
+            }
         }
         Ok(())
     }

@@ -33,6 +33,10 @@ pub struct ToolCall {
     /// ([`crate::validate`]); the registry sets them from the catalog that resolved the name.
     /// `None`: the call is not validated.
     pub schemas: Option<Arc<ToolSchemas>>,
+    /// Ask a 2025-11-25 server to run the call as a task (`params.task`); the registry sets it
+    /// from the tool's `execution.taskSupport` and the server's `tasks` mode (see
+    /// [`tasks`](super::tasks)). A 2026-07-28 server decides itself, so it is not read there.
+    pub task: bool,
 }
 
 impl ToolCall {
@@ -77,6 +81,13 @@ impl ToolCall {
     #[must_use]
     pub fn with_schemas(mut self, schemas: Arc<ToolSchemas>) -> Self {
         self.schemas = Some(schemas);
+        self
+    }
+
+    /// Asks a 2025-11-25 server to run the call as a task (see [`task`](Self::task)).
+    #[must_use]
+    pub fn with_task(mut self, task: bool) -> Self {
+        self.task = task;
         self
     }
 

@@ -299,6 +299,62 @@ pub enum ClientError {
         /// What it answered.
         detail: String,
     },
+    /// The server ran the call as a task, and the task failed: the JSON-RPC error it ended
+    /// with (2026-07-28 `failed`, or 2025-11-25 `tasks/result` answered with an error).
+    #[error("MCP server `{server}`: task {task_id} of {request} failed with JSON-RPC error {code}: {message}")]
+    TaskFailed {
+        /// The server.
+        server: Arc<str>,
+        /// The `tools/call` that created the task.
+        request: RequestRef,
+        /// The server's id of the task.
+        task_id: String,
+        /// The error code (0 when the server sent none).
+        code: i64,
+        /// The error message.
+        message: String,
+        /// The error data, if any.
+        data: Option<Value>,
+    },
+    /// The server ran the call as a task, and cancelled it.
+    #[error("MCP server `{server}`: task {task_id} of {request} was cancelled by the server{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    TaskCancelled {
+        /// The server.
+        server: Arc<str>,
+        /// The `tools/call` that created the task.
+        request: RequestRef,
+        /// The server's id of the task.
+        task_id: String,
+        /// The server's words, if any.
+        message: Option<String>,
+    },
+    /// The server ran the call as a task, and the task can no longer be followed: the server
+    /// no longer knows it, exited, or could not be asked for it several times in a row. The
+    /// tool was not called again.
+    #[error("MCP server `{server}`: task {task_id} of {request} was lost: {detail}")]
+    TaskLost {
+        /// The server.
+        server: Arc<str>,
+        /// The `tools/call` that created the task.
+        request: RequestRef,
+        /// The server's id of the task.
+        task_id: String,
+        /// What happened.
+        detail: String,
+    },
+    /// The server refused a request because the client lacks a capability (-32021, 2026-07-28):
+    /// for a tool that runs only as a task, the tasks extension, which the client declares
+    /// unless `tasks = "off"`.
+    #[error("MCP server `{server}` refused {request}: it needs the client capability {required}{}", if required.contains(crate::protocol::tasks::TASKS_EXTENSION) { format!(" (the tool runs only as a task: set tasks = \"required\" under [mcp.{server}] in local.toml)") } else { String::new() })]
+    MissingCapability {
+        /// The server.
+        server: Arc<str>,
+        /// The refused request.
+        request: RequestRef,
+        /// The capabilities the server asked for (its `data.requiredCapabilities`, as JSON),
+        /// or its message when it named none.
+        required: String,
+    },
     /// The server had to be started outside a tokio runtime.
     #[error("MCP server `{server}` cannot be started outside a tokio runtime")]
     NoRuntime {
@@ -330,6 +386,10 @@ impl ClientError {
             | Self::InputRounds { server, .. }
             | Self::NoCommonVersion { server, .. }
             | Self::NotModern { server, .. }
+            | Self::TaskFailed { server, .. }
+            | Self::TaskCancelled { server, .. }
+            | Self::TaskLost { server, .. }
+            | Self::MissingCapability { server, .. }
             | Self::NoRuntime { server } => server,
         }
     }
@@ -345,7 +405,11 @@ impl ClientError {
             | Self::SendFailed { request, .. }
             | Self::RequestTimeout { request, .. }
             | Self::InputRefused { request, .. }
-            | Self::InputRounds { request, .. } => Some(request),
+            | Self::InputRounds { request, .. }
+            | Self::TaskFailed { request, .. }
+            | Self::TaskCancelled { request, .. }
+            | Self::TaskLost { request, .. }
+            | Self::MissingCapability { request, .. } => Some(request),
             _ => None,
         }
     }

@@ -14,6 +14,7 @@ use super::call::ToolCall;
 use super::error::{ClientError, RequestRef};
 use super::mrtr::{self, MAX_INPUT_ROUNDS};
 use super::rpc::{CallGuard, InputRetry, RpcSession};
+use super::tasks;
 use crate::protocol::{CallAnswer, RequestId, ToolResult};
 
 /// The future of [`McpClient::call`](super::McpClient): waits for the server to be ready if it
@@ -45,6 +46,8 @@ enum State {
         /// `input_required` answers so far.
         rounds: u32,
     },
+    /// The server runs the call as a task: following it to its end ([`tasks`](super::tasks)).
+    Task(BoxFuture<'static, Result<ToolResult, ClientError>>),
     /// Answering the server's input requests before the call is sent again.
     Resolving {
         input: BoxFuture<'static, Result<InputRetry, ClientError>>,
@@ -104,6 +107,7 @@ impl fmt::Debug for ResponseFuture {
             State::Starting { .. } => "Starting".to_owned(),
             State::InFlight { guard, .. } => format!("InFlight(request {})", guard.id()),
             State::Resolving { rounds, .. } => format!("Resolving(round {rounds})"),
+            State::Task(_) => "Task".to_owned(),
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)
@@ -155,6 +159,26 @@ impl Future for ResponseFuture {
                             return Poll::Ready(Ok(result));
                         }
                         Ok(Ok(CallAnswer::InputRequired(asked))) => asked,
+                        Ok(Ok(CallAnswer::Task(created))) => {
+                            let session = Arc::clone(guard.session());
+                            let request = RequestRef {
+                                id: RequestId::from(guard.id()),
+                                method: "tools/call",
+                            };
+                            let State::InFlight { call, .. } =
+                                std::mem::replace(&mut self.state, State::Failed(None))
+                            else {
+                                unreachable!("the state was InFlight")
+                            };
+                            let origin = tasks::Origin {
+                                server: Arc::clone(&session.server),
+                                call,
+                                request,
+                            };
+                            self.state =
+                                State::Task(Box::pin(tasks::follow(session, origin, created)));
+                            continue;
+                        }
                         Ok(Err(e)) => {
                             let resend = e.worth_resending();
                             self.state = State::Failed(None);
@@ -203,6 +227,11 @@ impl Future for ResponseFuture {
                         call,
                         rounds,
                     };
+                }
+                State::Task(follow) => {
+                    let outcome = ready!(follow.as_mut().poll(cx));
+                    self.state = State::Failed(None);
+                    return Poll::Ready(outcome.map_err(|e| e.boxed(false)));
                 }
                 State::Resolving { input, .. } => {
                     let resolved = ready!(input.as_mut().poll(cx));

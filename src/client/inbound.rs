@@ -82,22 +82,22 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
     let violation = |e: serde_json::Error| {
         session.protocol_violation(Some(request.clone()), format!("invalid result: {e}"))
     };
-    match pending.expect {
-        Expect::Other(completion) => completion.complete(raw, &violation),
-        Expect::CallTool(tx) => {
-            let result = crate::protocol::content::json_bytes_path(|| {
-                if session.is_modern() {
-                    serde_json::from_str::<CallAnswer>(raw)
-                } else {
-                    serde_json::from_str::<ToolResult>(raw).map(CallAnswer::Complete)
-                }
-            });
-            if result.is_ok() {
-                session.note_answer(pending.method);
-            }
-            let _ = tx.send(result.map_err(violation));
+    let (tx, any_answer) = match pending.expect {
+        Expect::Other(completion) => return completion.complete(raw, &violation),
+        Expect::CallTool(tx) => (tx, false),
+        Expect::TaskCall(tx) => (tx, true),
+    };
+    let result = crate::protocol::content::json_bytes_path(|| {
+        if any_answer || session.is_modern() {
+            serde_json::from_str::<CallAnswer>(raw)
+        } else {
+            serde_json::from_str::<ToolResult>(raw).map(CallAnswer::Complete)
         }
+    });
+    if result.is_ok() {
+        session.note_answer(pending.method);
     }
+    let _ = tx.send(result.map_err(violation));
 }
 
 /// Decodes the `result` value now under the map cursor into what `pending` expects.
@@ -152,7 +152,7 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
         Expect::CallTool(tx) if !session.is_modern() => {
             route!(tx, ToolResult => CallAnswer::Complete)
         }
-        Expect::CallTool(tx) => route!(tx, CallAnswer),
+        Expect::CallTool(tx) | Expect::TaskCall(tx) => route!(tx, CallAnswer),
     };
     if routed.is_ok() {
         session.note_answer(method);

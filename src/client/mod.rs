@@ -85,6 +85,7 @@ mod rpc;
 pub mod server_requests;
 mod state;
 mod supervisor;
+pub mod tasks;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -110,6 +111,7 @@ pub use self::mrtr::MAX_INPUT_ROUNDS;
 pub use self::options::ClientOptions;
 pub use self::state::ServerState;
 use self::supervisor::{session_close_requested, Acquire, Supervisor};
+pub use self::tasks::TaskCounts;
 
 use self::rpc::RpcSession;
 use self::server_requests::ServerRequestService;
@@ -146,6 +148,8 @@ pub(crate) struct Shared {
     /// The `x-mcp-header` parameters of the tools last listed: the catalog's, so every
     /// session (a restart's too) mirrors them.
     param_headers: dialect::ParamHeaders,
+    /// The tasks being followed, and their counters (shared by every session).
+    tasks: Arc<tasks::TaskBoard>,
 }
 
 impl McpClient {
@@ -166,7 +170,10 @@ impl McpClient {
             sampling_refused.clone(),
         );
         let (tools_changed, _) = watch::channel(0);
-        let capabilities = client_capabilities(options.elicitation_handler.is_some());
+        let capabilities = tasks::modern_capabilities(
+            client_capabilities(options.elicitation_handler.is_some()),
+            options.tasks.enabled(),
+        );
         let modern_meta = match ModernMeta::new(
             MODERN_PROTOCOL_VERSION,
             &capabilities,
@@ -178,7 +185,8 @@ impl McpClient {
                 None
             }
         };
-        Self {
+        let request_timeout = options.request_timeout;
+        let client = Self {
             shared: Arc::new(Shared {
                 server,
                 transport: Box::new(transport),
@@ -206,8 +214,14 @@ impl McpClient {
                 server_requests,
                 modern_meta,
                 param_headers: dialect::ParamHeaders::default(),
+                tasks: Arc::default(),
             }),
-        }
+        };
+        client
+            .shared
+            .tasks
+            .bind(Arc::downgrade(&client.shared), request_timeout);
+        client
     }
 
     /// The server's label.
@@ -327,6 +341,29 @@ impl McpClient {
         self.shared
             .restarts
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The tasks this server ran for this client's calls: in flight now, and how they ended
+    /// (see [`tasks`]).
+    pub fn task_counts(&self) -> TaskCounts {
+        self.shared.tasks.counts()
+    }
+
+    /// Whether the server, as last started, runs `tools/call` as a task for this client: its
+    /// era's capability says so (2025-11-25 `capabilities.tasks.requests.tools.call`, the
+    /// 2026-07-28 tasks extension) and [`ClientOptions::tasks`] is not `off`. `false` before
+    /// the first start.
+    pub fn runs_tool_tasks(&self) -> bool {
+        if !self.shared.options.tasks.enabled() {
+            return false;
+        }
+        let sup = self.shared.lock();
+        match (&sup.init, sup.era) {
+            (Some(init), Some(era)) => {
+                tasks::server_runs_tool_tasks(&init.capabilities, era == Era::Modern)
+            }
+            _ => false,
+        }
     }
 
     /// How many `sampling/createMessage` requests this server sent and the client refused.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use kaged_mcp_layers::retry::{Jitter, JitterRng, JitteredBackoff};
 
+use crate::config::TaskMode;
 use crate::protocol::Implementation;
 use crate::transport::DEFAULT_FRAME_LIMIT;
 
@@ -80,6 +81,13 @@ pub struct ClientOptions {
     /// so it is not short; real legacy servers answer the probe with an error at once, and the
     /// outcome is kept for the client's life.
     pub probe_timeout: Duration,
+    /// Which calls run as MCP tasks (default [`TaskMode::Required`]: only tools that require
+    /// it, and a 2026-07-28 server is told the client speaks the tasks extension); see
+    /// [`tasks`](super::tasks).
+    pub tasks: TaskMode,
+    /// How long a server should keep a task the client asked for (2025-11-25 `params.task.ttl`,
+    /// default 10 min, the stack's progress cap: no call outlives it).
+    pub task_ttl: Duration,
 }
 
 impl Default for ClientOptions {
@@ -100,6 +108,8 @@ impl Default for ClientOptions {
             wait_for_restart: Duration::ZERO,
             era: EraPreference::Auto,
             probe_timeout: Duration::from_secs(10),
+            tasks: TaskMode::Required,
+            task_ttl: Duration::from_secs(600),
         }
     }
 }
@@ -198,6 +208,20 @@ impl ClientOptions {
         self
     }
 
+    /// Sets which calls run as tasks.
+    #[must_use]
+    pub fn tasks(mut self, mode: TaskMode) -> Self {
+        self.tasks = mode;
+        self
+    }
+
+    /// Sets how long a server should keep a task.
+    #[must_use]
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_ttl = ttl;
+        self
+    }
+
     /// Sets [`wait_for_restart`](Self::wait_for_restart).
     #[must_use]
     pub fn wait_for_restart(mut self, limit: Duration) -> Self {
@@ -249,6 +273,8 @@ impl fmt::Debug for ClientOptions {
             .field("wait_for_restart", &self.wait_for_restart)
             .field("era", &self.era)
             .field("probe_timeout", &self.probe_timeout)
+            .field("tasks", &self.tasks)
+            .field("task_ttl", &self.task_ttl)
             .field(
                 "server_request_handler",
                 &self.server_request_handler.as_ref().map(|_| "custom"),

@@ -34,14 +34,19 @@ use super::dialect::{Dialect, ParamHeaders};
 use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};
 use super::server_requests::{self, ServerRequestService};
+use super::tasks::TaskBoard;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::{client_capabilities, InitializeParams};
 use crate::protocol::modern::{
-    DiscoverParams, ModernMeta, RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
+    DiscoverParams, ModernMeta, RequestMeta, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::protocol::notifications::{
     AcknowledgedParams, CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams,
     CANCELLED, MESSAGE, PROGRESS, SUBSCRIPTIONS_ACKNOWLEDGED, TOOLS_LIST_CHANGED,
+};
+use crate::protocol::tasks::{
+    TaskMetadata, TaskState, TASKS_NOTIFICATION, TASK_STATUS_NOTIFICATION,
 };
 use crate::protocol::tools::{CallToolParams, LegacyCallToolParams, ListToolsParams, ProgressMeta};
 use crate::protocol::{
@@ -77,8 +82,12 @@ type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 /// What a pending request expects back, and where it goes.
 #[derive(Debug)]
 pub(crate) enum Expect {
-    /// `tools/call`, the hot path: its `result` is decoded in place, straight into its type.
+    /// `tools/call`, the hot path: its `result` is decoded in place, straight into its type
+    /// (a legacy session's into `ToolResult`).
     CallTool(oneshot::Sender<Result<CallAnswer, ClientError>>),
+    /// A legacy session's `tools/call` that asked for a task (`params.task`): its `result` may
+    /// be a `CreateTaskResult`, so it is decoded as any [`CallAnswer`].
+    TaskCall(oneshot::Sender<Result<CallAnswer, ClientError>>),
     /// Any other kind (see [`RpcSession::request`]): its `result` is handed over raw and
     /// decoded into the type its requester waits for.
     Other(Completion),
@@ -145,7 +154,7 @@ impl Pending {
     /// Completes the request with an error.
     pub(crate) fn fail(self, err: ClientError) {
         match self.expect {
-            Expect::CallTool(tx) => drop(tx.send(Err(err))),
+            Expect::CallTool(tx) | Expect::TaskCall(tx) => drop(tx.send(Err(err))),
             Expect::Other(completion) => completion.fail(err),
         }
     }
@@ -188,6 +197,11 @@ pub(crate) struct RpcSession {
     /// The id of a reopened `subscriptions/listen` whose acknowledgement should have the tool
     /// list read again (`NO_RELIST`: none).
     relist_on_ack: AtomicU64,
+    /// The tasks the client follows (shared by its sessions): status notifications and the
+    /// progress of task calls go there.
+    tasks: Arc<TaskBoard>,
+    /// `params.task` of a 2025-11-25 task-augmented call.
+    task_metadata: TaskMetadata,
 }
 
 /// [`RpcSession::relist_on_ack`]: no listen waits for its acknowledgement.
@@ -239,6 +253,10 @@ pub(crate) struct SessionSettings {
     pub(crate) mirrors_headers: bool,
     /// The client's map of annotated parameters.
     pub(crate) param_headers: ParamHeaders,
+    /// The client's tasks.
+    pub(crate) tasks: Arc<TaskBoard>,
+    /// How long a server should keep a task the client asks for.
+    pub(crate) task_ttl: std::time::Duration,
 }
 
 impl RpcSession {
@@ -255,6 +273,8 @@ impl RpcSession {
             elicitation,
             mirrors_headers,
             param_headers,
+            tasks,
+            task_ttl,
         } = settings;
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
@@ -276,6 +296,10 @@ impl RpcSession {
             dialect: Dialect::new(mirrors_headers, param_headers),
             elicitation,
             relist_on_ack: AtomicU64::new(NO_RELIST),
+            tasks,
+            task_metadata: TaskMetadata {
+                ttl: u64::try_from(task_ttl.as_millis()).unwrap_or(u64::MAX),
+            },
         })
     }
 
@@ -465,6 +489,11 @@ impl RpcSession {
     /// Whether an elicitation handler is plugged in.
     pub(crate) fn has_elicitation(&self) -> bool {
         self.elicitation
+    }
+
+    /// The tasks the client follows.
+    pub(crate) fn tasks(&self) -> &Arc<TaskBoard> {
+        &self.tasks
     }
 
     /// The server→client request stack (for the input requests of a multi round-trip answer).

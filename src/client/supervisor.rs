@@ -305,6 +305,8 @@ impl Shared {
                 elicitation: self.options.elicitation_handler.is_some(),
                 mirrors_headers: self.transport.mirrors_headers(),
                 param_headers: Arc::clone(&self.param_headers),
+                tasks: Arc::clone(&self.tasks),
+                task_ttl: self.options.task_ttl,
             },
         );
         let ctx = ConnectContext {

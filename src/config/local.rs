@@ -10,6 +10,7 @@ use toml::de::{DeTable, DeValue};
 use super::era::EraPreference;
 use super::error::ConfigError;
 use super::secret::{Secret, SecretRef};
+use super::tasks::TaskMode;
 use super::toml_doc::{integer, type_name, TomlDoc};
 use super::validation::Validation;
 
@@ -38,6 +39,9 @@ pub struct ServerOverrides {
     /// `validate = "both" | "arguments" | "results" | "off"`: what the validation layer checks
     /// against the tools' JSON Schemas (default `both`; see [`crate::validate`]).
     pub validate: Validation,
+    /// `tasks = "required" | "prefer" | "off"`: which calls run as MCP tasks (default
+    /// `required`: only the tools that require it; see [`TaskMode`]).
+    pub tasks: TaskMode,
 }
 
 /// The parsed `local.toml`.
@@ -167,6 +171,18 @@ fn overrides(
                     type_name(other)
                 ),
             )),
+            ("tasks", DeValue::String(text)) => match text.parse::<TaskMode>() {
+                Ok(tasks) => o.tasks = tasks,
+                Err(problem) => errors.push(doc.err(v.span(), p, problem)),
+            },
+            ("tasks", other) => errors.push(doc.err(
+                v.span(),
+                p,
+                format!(
+                    "expected \"required\", \"prefer\" or \"off\", found {}",
+                    type_name(other)
+                ),
+            )),
             ("timeout_ms", value) => o.timeout = milliseconds(doc, v.span(), value, p, errors),
             ("probe_timeout_ms", value) => {
                 o.probe_timeout = milliseconds(doc, v.span(), value, p, errors);
@@ -175,7 +191,7 @@ fn overrides(
                 k.span(),
                 p,
                 format!(
-                    "unknown key `{other}`; [mcp.<server>] has disabled, era, probe_timeout_ms, timeout_ms, trust_annotations, validate"
+                    "unknown key `{other}`; [mcp.<server>] has disabled, era, probe_timeout_ms, tasks, timeout_ms, trust_annotations, validate"
                 ),
             )),
         }

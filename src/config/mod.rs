@@ -28,6 +28,7 @@ mod local;
 mod overlay;
 mod project;
 mod secret;
+mod tasks;
 mod toml_doc;
 mod validation;
 mod yaml;
@@ -48,6 +49,7 @@ pub use project::{
     MAX_SERVERS,
 };
 pub use secret::{Secret, SecretRef};
+pub use tasks::TaskMode;
 pub use validation::Validation;
 
 /// The largest configuration file read, in bytes; larger ones are refused unread.

@@ -9,6 +9,7 @@
 //! - [`lifecycle`]: `initialize`, the protocol versions, [`Implementation`].
 //! - [`modern`]: the 2026-07-28 revision: `server/discover`, the per-request `_meta`, the
 //!   modern error codes, multi round-trip answers ([`CallAnswer`]).
+//! - [`tasks`]: tasks in both eras ([`TaskState`], [`TaskStatus`], [`TaskSupport`]).
 //! - [`tools`]: [`ToolInfo`], [`ToolAnnotations`] and the `tools/list` page.
 //! - [`content`]: the content blocks of a tool result ([`ContentBlock`]).
 //! - [`result`]: [`ToolResult`], with its [`Truncatable`](kaged_mcp_layers::truncate::Truncatable)
@@ -38,6 +39,7 @@ pub mod modern;
 pub mod notifications;
 pub mod result;
 pub mod server_request;
+pub mod tasks;
 pub mod tools;
 
 pub use self::content::{
@@ -55,4 +57,5 @@ pub use self::modern::{
 pub use self::notifications::{LoggingLevel, ProgressParams};
 pub use self::result::ToolResult;
 pub use self::server_request::ServerRequest;
+pub use self::tasks::{TaskState, TaskStatus, TaskSupport};
 pub use self::tools::{ListToolsResult, ToolAnnotations, ToolInfo};

@@ -189,6 +189,9 @@ pub enum CallAnswer {
     Complete(ToolResult),
     /// The server needs input before it can finish; the client retries the call with it.
     InputRequired(InputRequired),
+    /// The server runs the call as a task (`resultType: "task"` in 2026-07-28, `{"task": …}`
+    /// in 2025-11-25): the client follows it to its end ([`crate::client::tasks`]).
+    Task(super::tasks::TaskState),
 }
 
 /// `resultType: "input_required"`: what the server asks for before it can answer.
@@ -221,9 +224,39 @@ impl<'de> Deserialize<'de> for CallAnswer {
             input_requests: Option<Map<String, Value>>,
             #[serde(default)]
             request_state: Option<String>,
+            // A 2025-11-25 `CreateTaskResult`.
+            #[serde(default)]
+            task: Option<super::tasks::TaskState>,
+            // A 2026-07-28 `CreateTaskResult` (flat).
+            #[serde(default)]
+            task_id: Option<String>,
+            #[serde(default)]
+            status: Option<super::tasks::TaskStatus>,
+            #[serde(default)]
+            status_message: Option<String>,
+            #[serde(default)]
+            poll_interval_ms: Option<f64>,
+            #[serde(default)]
+            ttl_ms: Option<f64>,
         }
         let wire = Wire::deserialize(deserializer)?;
         match wire.result_type.as_deref() {
+            None if wire.task.is_some() => Ok(Self::Task(wire.task.expect("checked"))),
+            Some("task") => match (wire.task_id, wire.status) {
+                (Some(task_id), Some(status)) => Ok(Self::Task(super::tasks::TaskState {
+                    task_id,
+                    status,
+                    status_message: wire.status_message,
+                    poll_interval: wire.poll_interval_ms,
+                    ttl: wire.ttl_ms,
+                    result: None,
+                    error: None,
+                    input_requests: None,
+                })),
+                _ => Err(serde::de::Error::custom(
+                    "a task result (resultType \"task\") has no taskId or status",
+                )),
+            },
             None | Some("complete") => Ok(Self::Complete(ToolResult {
                 content: wire.content,
                 structured_content: wire.structured_content,
@@ -244,7 +277,7 @@ impl<'de> Deserialize<'de> for CallAnswer {
                 }))
             }
             Some(other) => Err(serde::de::Error::custom(format_args!(
-                "unknown resultType {other:?} (expected \"complete\" or \"input_required\")"
+                "unknown resultType {other:?} (expected \"complete\", \"input_required\" or \"task\")"
             ))),
         }
     }
@@ -484,6 +517,29 @@ mod tests {
         assert_eq!(ir.input_requests["n"]["method"], "elicitation/create");
         assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"input_required"}"#).is_err());
         assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"task"}"#).is_err());
+        assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"later"}"#).is_err());
+    }
+
+    #[test]
+    fn call_answers_read_tasks_of_both_eras() {
+        let a: CallAnswer = serde_json::from_str(
+            r#"{"resultType":"task","taskId":"t","status":"working","ttlMs":60000,"pollIntervalMs":250,"createdAt":"x"}"#,
+        )
+        .unwrap();
+        let CallAnswer::Task(t) = a else {
+            panic!("not a task")
+        };
+        assert_eq!(
+            (t.task_id.as_str(), t.poll_interval, t.ttl),
+            ("t", Some(250.0), Some(60000.0))
+        );
+        let a: CallAnswer = serde_json::from_str(
+            r#"{"task":{"taskId":"u","status":"working","pollInterval":5000,"ttl":null}}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(a, CallAnswer::Task(t) if t.task_id == "u" && t.poll_interval == Some(5000.0))
+        );
     }
 
     #[test]

@@ -129,6 +129,9 @@ pub(crate) struct LegacyCallToolParams<'a> {
     pub(crate) arguments: Option<&'a Map<String, Value>>,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub(crate) meta: Option<ProgressMeta>,
+    /// `params.task`: run the call as a task (2025-11-25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) task: Option<super::tasks::TaskMetadata>,
 }
 
 /// `{"progressToken": N}`; the client uses the request id as the token.

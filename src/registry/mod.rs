@@ -37,6 +37,9 @@ pub struct McpTool {
     /// Its compiled schemas, handed to the stack with each call ([`crate::validate`]);
     /// `None` with `validate = "off"`.
     pub schemas: Option<Arc<ToolSchemas>>,
+    /// Calls ask a 2025-11-25 server to run them as tasks (`params.task`): the tool requires
+    /// it, or allows it and the server's `tasks` mode is `prefer` ([`crate::client::tasks`]).
+    pub task: bool,
 }
 
 /// One server's registered tools, by full name.
@@ -273,7 +276,7 @@ impl ToolRegistry {
                 hint: None,
             })?;
             // Only what the call needs leaves the lock: no schema is cloned per call.
-            let (stack, name, retry_safe, schemas) = {
+            let (stack, name, retry_safe, schemas, task) = {
                 let mcp = read(&self.mcp);
                 let entry = mcp.get(server).ok_or_else(|| Error::UnknownTool {
                     tool: tool.to_owned(),
@@ -289,7 +292,13 @@ impl ToolRegistry {
                     })?;
                 let name: Arc<str> =
                     Arc::from(t.definition.mcp_tool_name.as_deref().unwrap_or_default());
-                (entry.stack.clone(), name, t.retry_safe, t.schemas.clone())
+                (
+                    entry.stack.clone(),
+                    name,
+                    t.retry_safe,
+                    t.schemas.clone(),
+                    t.task,
+                )
             };
             let call = ToolCall {
                 name: Arc::clone(&name),
@@ -297,6 +306,7 @@ impl ToolRegistry {
                 retry_safe,
                 progress,
                 schemas,
+                task,
             };
             stack
                 .oneshot(call)
@@ -317,6 +327,7 @@ impl ToolRegistry {
                 retry_safe: false,
                 progress,
                 schemas: None,
+                task: false,
             };
             handler
                 .oneshot(call)

@@ -6,20 +6,26 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::config::{Config, McpServerConfig};
-use crate::protocol::ToolInfo;
+use crate::config::{Config, McpServerConfig, TaskMode};
+use crate::protocol::{TaskSupport, ToolInfo};
 use crate::registry::{check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolSource};
 use crate::validate::{ToolSchemas, Validation};
 
 /// Turns a server's `tools/list` into its catalog: names checked, filter applied, duplicates
 /// and bad names skipped with a WARN, each tool's schemas compiled as `validate` says
 /// ([`crate::validate`]).
+///
+/// `runs_tasks`: the server runs `tools/call` as a task for this client
+/// ([`McpClient::runs_tool_tasks`](crate::client::McpClient::runs_tool_tasks)). A tool that
+/// requires a task is registered only then; otherwise (or with `tasks = "off"`) it is skipped
+/// with a WARN, since every call of it would fail.
 pub fn build_catalog(
     config: &Config,
     server: &McpServerConfig,
     tools: Vec<ToolInfo>,
+    runs_tasks: bool,
 ) -> ServerCatalog {
-    rebuild_catalog(config, server, tools, None)
+    rebuild_catalog(config, server, tools, None, runs_tasks)
 }
 
 /// [`build_catalog`] for a server whose catalog `previous` is being replaced (`list_changed`,
@@ -30,8 +36,10 @@ pub fn rebuild_catalog(
     server: &McpServerConfig,
     tools: Vec<ToolInfo>,
     previous: Option<&ServerCatalog>,
+    runs_tasks: bool,
 ) -> ServerCatalog {
     let overrides = config.local.overrides(&server.key);
+    let mode = overrides.tasks;
     let trust = overrides.trust_annotations;
     let validation = overrides.validate;
     let mut catalog = ServerCatalog::default();
@@ -55,6 +63,29 @@ pub fn rebuild_catalog(
             );
             continue;
         }
+        let task = match (t.task_support(), mode) {
+            (TaskSupport::Required, TaskMode::Off) => {
+                let why = format!(
+                    "it runs only as a task and tasks = \"off\" for this server (`tasks` under [mcp.{}] in local.toml)",
+                    server.key
+                );
+                tracing::warn!(server = %server.key, tool = %t.name, reason = %why, "tool skipped");
+                catalog.skipped.insert(t.name.clone(), why);
+                continue;
+            }
+            (TaskSupport::Required, _) if !runs_tasks => {
+                let why =
+                    "it runs only as a task and the server does not offer tasks for tools/call \
+                           (no capabilities.tasks.requests.tools.call, nor the tasks extension)"
+                        .to_owned();
+                tracing::warn!(server = %server.key, tool = %t.name, reason = %why, "tool skipped");
+                catalog.skipped.insert(t.name.clone(), why);
+                continue;
+            }
+            (TaskSupport::Required, _) => true,
+            (TaskSupport::Optional, TaskMode::Prefer) => runs_tasks,
+            _ => false,
+        };
         let retry_safe = trust && t.is_retry_safe();
         let returns = t
             .output_schema
@@ -94,6 +125,7 @@ pub fn rebuild_catalog(
                 definition,
                 retry_safe,
                 schemas,
+                task,
             },
         );
     }
@@ -139,7 +171,7 @@ mod tests {
             tool("repo.delete", false),
             tool("repo.list", true),
         ];
-        let catalog = build_catalog(&c, server, tools);
+        let catalog = build_catalog(&c, server, tools, false);
         let names: Vec<&str> = catalog.tools.keys().map(String::as_str).collect();
         assert_eq!(names, ["mcp.gh.issue.create", "mcp.gh.repo.list"]);
         let first = &catalog.tools["mcp.gh.issue.create"];
@@ -172,8 +204,14 @@ mod tests {
         let c = config("");
         let server = c.project.server("gh").unwrap();
         let schemas = |cat: &ServerCatalog| cat.tools["mcp.gh.repo.list"].schemas.clone().unwrap();
-        let first = build_catalog(&c, server, vec![tool("repo.list", true)]);
-        let same = rebuild_catalog(&c, server, vec![tool("repo.list", true)], Some(&first));
+        let first = build_catalog(&c, server, vec![tool("repo.list", true)], false);
+        let same = rebuild_catalog(
+            &c,
+            server,
+            vec![tool("repo.list", true)],
+            Some(&first),
+            false,
+        );
         assert!(
             Arc::ptr_eq(&schemas(&first), &schemas(&same)),
             "not compiled again"
@@ -181,7 +219,7 @@ mod tests {
         // An output schema of `{}` looks like none in `returns`: it is a change all the same.
         let mut declared = tool("repo.list", true);
         declared.output_schema = Some(serde_json::json!({}));
-        let changed = rebuild_catalog(&c, server, vec![declared], Some(&same));
+        let changed = rebuild_catalog(&c, server, vec![declared], Some(&same), false);
         assert!(!Arc::ptr_eq(&schemas(&same), &schemas(&changed)));
         assert!(schemas(&changed).declares_output());
     }
@@ -190,15 +228,81 @@ mod tests {
     fn annotations_make_a_tool_retry_safe_only_on_trusted_servers() {
         let untrusted = config("");
         let server = untrusted.project.server("gh").unwrap();
-        let c = build_catalog(&untrusted, server, vec![tool("repo.list", true)]);
+        let c = build_catalog(&untrusted, server, vec![tool("repo.list", true)], false);
         assert!(!c.tools["mcp.gh.repo.list"].retry_safe);
         let trusted = config("[mcp.gh]\ntrust_annotations = true\n");
         let c = build_catalog(
             &trusted,
             server,
             vec![tool("repo.list", true), tool("repo.push", false)],
+            false,
         );
         assert!(c.tools["mcp.gh.repo.list"].retry_safe);
         assert!(!c.tools["mcp.gh.repo.push"].retry_safe);
+    }
+
+    fn task_tool(name: &str, support: &str) -> ToolInfo {
+        serde_json::from_value(serde_json::json!({
+            "name": name,
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": support},
+        }))
+        .unwrap()
+    }
+
+    fn task_catalog(local: &str, runs_tasks: bool) -> ServerCatalog {
+        let c = config(local);
+        let server = c.project.server("gh").unwrap();
+        let tools = vec![
+            task_tool("research", "required"),
+            task_tool("build", "optional"),
+            task_tool("echo", "forbidden"),
+        ];
+        build_catalog(&c, server, tools, runs_tasks)
+    }
+
+    #[test]
+    fn task_tools_are_registered_by_the_mode_and_the_servers_capability() {
+        let task =
+            |c: &ServerCatalog, name: &str| c.tools.get(&format!("mcp.gh.{name}")).map(|t| t.task);
+        // Default (`required`): only the tool that requires it runs as a task.
+        let c = task_catalog("", true);
+        assert_eq!(
+            (task(&c, "research"), task(&c, "build"), task(&c, "echo")),
+            (Some(true), Some(false), Some(false))
+        );
+        // `prefer`: the optional one too.
+        let c = task_catalog("[mcp.gh]\ntasks = \"prefer\"\n", true);
+        assert_eq!(
+            (task(&c, "research"), task(&c, "build")),
+            (Some(true), Some(true))
+        );
+        // A server that offers no tasks: the required one is skipped, with why.
+        let c = task_catalog("[mcp.gh]\ntasks = \"prefer\"\n", false);
+        assert_eq!(
+            (task(&c, "research"), task(&c, "build")),
+            (None, Some(false))
+        );
+        assert!(
+            c.skipped["research"].contains("does not offer tasks"),
+            "{:?}",
+            c.skipped
+        );
+        // `off`: never, and the required one is skipped naming the setting.
+        let c = task_catalog("[mcp.gh]\ntasks = \"off\"\n", true);
+        assert_eq!(
+            (task(&c, "research"), task(&c, "build")),
+            (None, Some(false))
+        );
+        assert!(
+            c.skipped["research"].contains("tasks = \"off\""),
+            "{:?}",
+            c.skipped
+        );
+        assert!(
+            c.skipped["research"].contains("[mcp.gh]"),
+            "{:?}",
+            c.skipped
+        );
     }
 }

@@ -340,7 +340,8 @@ impl Session {
             .await;
             let err = match result {
                 Ok(Ok(tools)) => {
-                    let catalog = build_catalog(&config, &server.config, tools);
+                    let catalog =
+                        build_catalog(&config, &server.config, tools, client.runs_tool_tasks());
                     tracing::info!(server = %key, tools = catalog.tools.len(), "tools registered");
                     registry.replace_catalog(&key, catalog);
                     None
@@ -386,7 +387,13 @@ impl Session {
                         Ok(tools) => {
                             let previous = registry.server_catalog(key);
                             let catalog =
-                                rebuild_catalog(&config, &server.config, tools, previous.as_deref());
+                                rebuild_catalog(
+                                &config,
+                                &server.config,
+                                tools,
+                                previous.as_deref(),
+                                client.runs_tool_tasks(),
+                            );
                             tracing::info!(server = %key, tools = catalog.tools.len(), "tools rediscovered");
                             registry.replace_catalog(key, catalog);
                         }

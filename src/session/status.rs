@@ -53,6 +53,15 @@ pub struct ServerStatus {
     pub p50_ms: Option<f64>,
     /// 99th percentile call latency in milliseconds (same estimate).
     pub p99_ms: Option<f64>,
+    /// Calls the server runs as tasks now ([`crate::client::tasks`]).
+    pub tasks_in_flight: u64,
+    /// Tasks that ended: `completed` (with a result, `isError` or not).
+    pub tasks_completed: u64,
+    /// Tasks that ended `failed` or were lost (the server no longer knew them, or exited).
+    pub tasks_failed: u64,
+    /// Tasks cancelled: by the server, or by the client when the call timed out or its caller
+    /// gave up (`tasks/cancel` sent).
+    pub tasks_cancelled: u64,
 }
 
 /// A server that did not start and list its tools when the session started (or when it was
@@ -131,6 +140,11 @@ impl Session {
                 let (last_error, error_detail) = failure.unzip();
                 let stats = s.stats.as_ref().map(|st| st.snapshot()).unwrap_or_default();
                 let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+                let tasks = s
+                    .client
+                    .as_ref()
+                    .map(McpClient::task_counts)
+                    .unwrap_or_default();
                 ServerStatus {
                     transport: s.config.transport.name(),
                     tools: self.registry.server_tool_count(&key),
@@ -153,6 +167,10 @@ impl Session {
                     era_setting: self.config.local.overrides(&s.config.key).era.as_str(),
                     p50_ms: ms(stats.p50),
                     p99_ms: ms(stats.p99),
+                    tasks_in_flight: tasks.in_flight,
+                    tasks_completed: tasks.completed,
+                    tasks_failed: tasks.failed,
+                    tasks_cancelled: tasks.cancelled,
                 }
             })
             .collect()

@@ -229,6 +229,16 @@ fn cases() -> Vec<Case> {
             ..p("local validate not a string", STDIO, "mcp.db.validate", 2, "expected \"both\", \"arguments\", \"results\" or \"off\", found a boolean")
         },
         Case {
+            local: Some("[mcp.db]\ntasks = \"always\"\n"),
+            file: "local.toml",
+            ..p("local tasks unknown", STDIO, "mcp.db.tasks", 2, "unknown task mode \"always\"; expected \"required\", \"prefer\" or \"off\"")
+        },
+        Case {
+            local: Some("[mcp.db]\ntasks = 1\n"),
+            file: "local.toml",
+            ..p("local tasks not a string", STDIO, "mcp.db.tasks", 2, "expected \"required\", \"prefer\" or \"off\", found an integer")
+        },
+        Case {
             local: Some("[mcp.db]\nera = true\n"),
             file: "local.toml",
             ..p("local era not a string", STDIO, "mcp.db.era", 2, "expected \"auto\", \"legacy\" or \"modern\", found a boolean")

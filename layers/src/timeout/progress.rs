@@ -31,6 +31,10 @@ pub struct Progress {
     pub total: Option<f64>,
     /// The server's words, if any.
     pub message: Option<String>,
+    /// When the report is a status change of the task running the call (MCP tasks): the
+    /// task's status (`working`, `input_required`, …); `progress` is then 0 and `total`
+    /// `None`, and `message` reads `<status>: <the server's words>`.
+    pub status: Option<String>,
 }
 
 /// Sees each [`Progress`] of a call: called on the connection's reader (outside the client's
@@ -157,6 +161,7 @@ mod tests {
             progress: 1.0,
             total: Some(3.0),
             message: Some("step 1".into()),
+            status: None,
         };
         handle.clone().report(&p);
         assert_eq!(*seen.lock().unwrap(), vec![p]);

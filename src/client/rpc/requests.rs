@@ -112,7 +112,11 @@ impl RpcSession {
         let id = self.send_request(
             "tools/call",
             head,
-            Expect::CallTool(tx),
+            if call.task && modern.is_none() {
+                Expect::TaskCall(tx)
+            } else {
+                Expect::CallTool(tx)
+            },
             call.progress.clone(),
             &mut |id, buf| {
                 if modern.is_none() && retry.is_none() {
@@ -123,6 +127,7 @@ impl RpcSession {
                             .progress
                             .as_ref()
                             .map(|_| ProgressMeta { progress_token: id }),
+                        task: call.task.then_some(self.task_metadata),
                     };
                     return write_request(buf, id, "tools/call", Some(&params));
                 }

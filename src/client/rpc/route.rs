@@ -75,6 +75,19 @@ impl RpcSession {
             {
                 self.era_refused();
             }
+            if error.code == MISSING_REQUIRED_CLIENT_CAPABILITY {
+                let required = error
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("requiredCapabilities"))
+                    .map_or_else(|| error.message.clone(), Value::to_string);
+                pending.fail(ClientError::MissingCapability {
+                    server: Arc::clone(&self.server),
+                    request,
+                    required,
+                });
+                return;
+            }
             pending.fail(ClientError::JsonRpc {
                 server: Arc::clone(&self.server),
                 request,
@@ -117,14 +130,17 @@ impl RpcSession {
                     return;
                 };
                 // The handle leaves the table's lock before anyone is told: an observer runs
-                // the embedder's code, which must be free to use the client.
+                // the embedder's code, which must be free to use the client. A call that runs
+                // as a task keeps its token after its request was answered.
                 let handle = self.table().map.get(&id).and_then(|p| p.progress.clone());
+                let handle = handle.or_else(|| self.tasks.progress_for_token(self.generation, id));
                 if let Some(handle) = handle {
                     if handle.is_observed() {
                         handle.report(&kaged_mcp_layers::timeout::Progress {
                             progress: params.progress,
                             total: params.total,
                             message: params.message,
+                            status: None,
                         });
                     } else {
                         handle.notify();
@@ -157,6 +173,16 @@ impl RpcSession {
                     if relist {
                         self.tools_may_have_changed();
                     }
+                }
+            }
+            TASK_STATUS_NOTIFICATION | TASKS_NOTIFICATION => {
+                match params.map(|p| serde_json::from_str::<TaskState>(p.get())) {
+                    Some(Ok(state)) => self.tasks.status_notified(&state),
+                    _ => tracing::debug!(
+                        server = &*self.server,
+                        method,
+                        "malformed task status notification; ignored"
+                    ),
                 }
             }
             TOOLS_LIST_CHANGED => {

@@ -1,0 +1,819 @@
+//! Following a task: a `tools/call` the server answered with a task, driven to its end so that
+//! everything above the client sees one call and one [`ToolResult`].
+//!
+//! # Which calls become tasks
+//! [`ClientOptions::tasks`](super::ClientOptions::tasks) (`local.toml` `[mcp.<key>] tasks`):
+//! - **2025-11-25**: a call whose [`ToolCall::task`] is set (the session sets it from the
+//!   tool's `execution.taskSupport` and the mode) carries `params.task` with
+//!   [`ClientOptions::task_ttl`](super::ClientOptions::task_ttl); the server answers
+//!   `{"task": …}`.
+//! - **2026-07-28**: unless the mode is `off`, every request declares the tasks extension in
+//!   its `_meta` capabilities, and the server may answer any `tools/call` with a task
+//!   (`resultType: "task"`); with `off`, a server that can only run a tool as a task refuses
+//!   it with -32021, which becomes [`ClientError::MissingCapability`].
+//!
+//! # The loop ([`follow`])
+//! - `tasks/get` at the server's `pollInterval`, clamped to [`POLL_MIN`]..[`POLL_MAX`] (a 0
+//!   does not spin, an hour does not stall), [`DEFAULT_POLL`] when it names none; woken
+//!   early by `notifications/tasks/status` (2025-11-25) or `notifications/tasks` (2026-07-28)
+//!   for the task (over Streamable HTTP, a 2026-07-28 request names the task in `Mcp-Name`). Each `tasks/get` is bounded by
+//!   [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout).
+//! - Each status change, status message and `notifications/progress` of the call (its
+//!   progress token stays valid for the whole task) reaches the call's
+//!   [`ProgressHandle`]: it keeps a progress-aware timeout alive (within the stack's progress
+//!   cap) and shows on `kaged-mcp call`'s progress line.
+//! - `input_required`: 2025-11-25 sends `tasks/result` at once, and the server's requests
+//!   (`elicitation/create` with the task's `related-task` `_meta`) arrive on the connection and
+//!   pass the server-request stack as any other (elicitation to the embedder's handler,
+//!   sampling refused, the rest refused); 2026-07-28 answers the inlined `inputRequests` as a
+//!   multi round-trip answer ([`mrtr`](super::mrtr)), each key once, with `tasks/update`.
+//! - The end: `completed` is the tool's result (an `isError: true` result is a tool error, as
+//!   from a plain call); `failed` is [`ClientError::TaskFailed`] (2025-11-25 reads the outcome
+//!   with `tasks/result`, which may also be a result with `isError: true`); `cancelled` is
+//!   [`ClientError::TaskCancelled`].
+//!
+//! # Nothing runs twice, nothing is left running
+//! - The tool is called once. A `tasks/get` that fails on the way (a cut connection, an
+//!   expired HTTP session, no answer in time) is asked again, on a new session if the old one
+//!   ended, [`MAX_POLL_FAILURES`] times in a row at most; then the call fails with
+//!   [`ClientError::TaskLost`]. A task the server no longer knows (a JSON-RPC error to
+//!   `tasks/get`) or a stdio server that exited (its tasks died with it) fails the call at
+//!   once, with `TaskLost`.
+//! - A call that is dropped before the task ended (its timeout fired, its caller gave up)
+//!   sends `tasks/cancel` for it, on the current session or, if that ended, on the next one;
+//!   the acknowledgement is awaited in the background for at most the request timeout.
+//!
+//! [`ProgressHandle`]: kaged_mcp_layers::timeout::ProgressHandle
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::Duration;
+
+use kaged_mcp_layers::timeout::{Progress, ProgressHandle};
+use serde::de::IgnoredAny;
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+
+use super::call::ToolCall;
+use super::error::{ClientError, RequestRef};
+use super::rpc::RpcSession;
+use super::Shared;
+use crate::protocol::tasks::{
+    TaskIdParams, TaskState, TaskStatus, TaskUpdateParams, TASKS_CANCEL, TASKS_GET, TASKS_RESULT,
+    TASKS_UPDATE,
+};
+use crate::protocol::{CallAnswer, InputRequired, RequestId, ToolResult};
+use crate::transport::RequestHead;
+
+/// The shortest wait between two `tasks/get` of one task, whatever the server asks.
+pub const POLL_MIN: Duration = Duration::from_millis(50);
+/// The longest wait between two `tasks/get` of one task, whatever the server asks.
+pub const POLL_MAX: Duration = Duration::from_secs(5);
+/// The wait between two `tasks/get` when the server names no `pollInterval`.
+pub const DEFAULT_POLL: Duration = Duration::from_millis(500);
+/// `tasks/get` requests of one task that may fail in a row (cut, expired, unanswered) before
+/// the call fails.
+pub const MAX_POLL_FAILURES: u32 = 5;
+
+/// How many tasks a server ran for this client: see [`McpClient::task_counts`](super::McpClient::task_counts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskCounts {
+    /// Tasks being followed now.
+    pub in_flight: u64,
+    /// Tasks that ended `completed` (with a result, `isError` or not).
+    pub completed: u64,
+    /// Tasks that ended `failed`, or could no longer be followed.
+    pub failed: u64,
+    /// Tasks cancelled: by the server, or by the client when the call was dropped.
+    pub cancelled: u64,
+}
+
+/// What the client's sessions share about tasks: the tasks being followed (to wake them on a
+/// status notification and to route their progress), the counters, the way to a new session.
+#[derive(Default)]
+pub(crate) struct TaskBoard {
+    watches: Mutex<HashMap<String, Arc<Watch>>>,
+    in_flight: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+    /// The client, to reach a session after the one a task was created on ended.
+    client: OnceLock<Weak<Shared>>,
+    /// Bound on each `tasks/get` and on the `tasks/cancel` acknowledgement.
+    request_timeout: OnceLock<Duration>,
+}
+
+impl std::fmt::Debug for TaskBoard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskBoard")
+            .field("counts", &self.counts())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One task being followed.
+struct Watch {
+    wake: Notify,
+    progress: Option<ProgressHandle>,
+    /// The session generation and request id of the `tools/call` that created it: its
+    /// progress token.
+    token: (u64, u64),
+    /// The status and message last reported, so a notification and the poll that follows it
+    /// report a change once.
+    last: Mutex<Option<(TaskStatus, Option<String>)>>,
+}
+
+impl Watch {
+    /// Reports `state` to the call's progress handle when its status or message changed;
+    /// otherwise the timeout still hears that the task is alive.
+    fn report(&self, state: &TaskState) {
+        let Some(handle) = &self.progress else { return };
+        let changed = {
+            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = (state.status, state.status_message.clone());
+            if last.as_ref() == Some(&now) {
+                false
+            } else {
+                *last = Some(now);
+                true
+            }
+        };
+        if changed {
+            report(handle, state);
+        } else {
+            handle.notify();
+        }
+    }
+}
+
+impl TaskBoard {
+    /// Ties the board to its client (once, at the client's creation).
+    pub(crate) fn bind(&self, client: Weak<Shared>, request_timeout: Duration) {
+        let _ = self.client.set(client);
+        let _ = self.request_timeout.set(request_timeout);
+    }
+
+    /// The counters now.
+    pub(crate) fn counts(&self) -> TaskCounts {
+        TaskCounts {
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            completed: self.completed.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            cancelled: self.cancelled.load(Ordering::Relaxed),
+        }
+    }
+
+    fn request_timeout(&self) -> Duration {
+        self.request_timeout
+            .get()
+            .copied()
+            .unwrap_or(Duration::from_secs(60))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Watch>>> {
+        self.watches.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A status notification for `state.task_id`: the follower polls at once, and the call's
+    /// progress hears of it. Unknown tasks are ignored.
+    pub(crate) fn status_notified(&self, state: &TaskState) {
+        let watch = self.lock().get(&state.task_id).cloned();
+        if let Some(watch) = watch {
+            watch.report(state);
+            watch.wake.notify_one();
+        }
+    }
+
+    /// The progress handle of the task whose `tools/call` was request `id` of session
+    /// `generation` (its progress token outlives the request).
+    pub(crate) fn progress_for_token(&self, generation: u64, id: u64) -> Option<ProgressHandle> {
+        self.lock()
+            .values()
+            .find(|w| w.token == (generation, id))
+            .and_then(|w| w.progress.clone())
+    }
+
+    /// A session to go on with after `stale` ended (or failed a request): the client's current
+    /// one, started again if need be.
+    async fn next_session(&self, stale: &Arc<RpcSession>) -> Result<Arc<RpcSession>, ClientError> {
+        if !stale.is_closed() {
+            return Ok(Arc::clone(stale));
+        }
+        let Some(client) = self.client.get().and_then(Weak::upgrade) else {
+            return Err(ClientError::ConnectionClosed {
+                server: Arc::clone(&stale.server),
+                request: None,
+                detail: "the client was dropped".into(),
+            });
+        };
+        client.session().await
+    }
+}
+
+/// Hands a task's status to the call's progress handle: its status and message as a
+/// [`Progress`] whose `message` reads `working: <the server's words>`.
+fn report(handle: &ProgressHandle, state: &TaskState) {
+    if handle.is_observed() {
+        let message = match &state.status_message {
+            Some(m) if !m.is_empty() => format!("{}: {m}", state.status),
+            _ => state.status.to_string(),
+        };
+        handle.report(&Progress {
+            progress: 0.0,
+            total: None,
+            message: Some(message),
+            status: Some(state.status.as_str().to_owned()),
+        });
+    } else {
+        handle.notify();
+    }
+}
+
+/// The wait before the next `tasks/get`.
+pub(crate) fn poll_interval(state: &TaskState) -> Duration {
+    match state.poll_interval {
+        Some(ms) if ms.is_finite() && ms >= 0.0 => {
+            Duration::from_secs_f64(ms / 1000.0).clamp(POLL_MIN, POLL_MAX)
+        }
+        _ => DEFAULT_POLL,
+    }
+}
+
+/// The `tools/call` a task came from, as the follower needs it.
+pub(crate) struct Origin {
+    /// The server's label.
+    pub(crate) server: Arc<str>,
+    /// The call (its name and progress handle).
+    pub(crate) call: ToolCall,
+    /// The `tools/call` request that created the task.
+    pub(crate) request: RequestRef,
+}
+
+/// Follows the task `created` (the answer to `origin`, sent on `session`) to its end: see the
+/// [module docs](self).
+pub(crate) async fn follow(
+    session: Arc<RpcSession>,
+    origin: Origin,
+    created: TaskState,
+) -> Result<ToolResult, ClientError> {
+    let board = Arc::clone(session.tasks());
+    let task_id: Arc<str> = Arc::from(created.task_id.as_str());
+    let token = origin
+        .request
+        .id
+        .as_u64()
+        .map_or((u64::MAX, u64::MAX), |id| (session.generation, id));
+    let watch = Arc::new(Watch {
+        wake: Notify::new(),
+        progress: origin.call.progress.clone(),
+        token,
+        last: Mutex::new(None),
+    });
+    let mut ticket = Ticket::new(&board, &task_id, Arc::clone(&watch), &session);
+    tracing::debug!(
+        server = &*session.server,
+        tool = %origin.call.name,
+        task_id = %task_id,
+        status = %created.status,
+        "tools/call runs as a task"
+    );
+    watch.report(&created);
+    let follower = Follower {
+        board: &board,
+        watch: &watch,
+        task_id: &task_id,
+        origin: &origin,
+        modern: session.is_modern(),
+    };
+    let outcome = follower.run(session, created, &mut ticket).await;
+    ticket.end(&outcome);
+    outcome
+}
+
+/// What one follow needs at hand.
+struct Follower<'a> {
+    board: &'a Arc<TaskBoard>,
+    watch: &'a Arc<Watch>,
+    task_id: &'a Arc<str>,
+    origin: &'a Origin,
+    modern: bool,
+}
+
+impl Follower<'_> {
+    async fn run(
+        &self,
+        mut session: Arc<RpcSession>,
+        mut state: TaskState,
+        ticket: &mut Ticket,
+    ) -> Result<ToolResult, ClientError> {
+        let mut answered: HashSet<String> = HashSet::new();
+        let mut failures = 0u32;
+        loop {
+            if state.status.is_terminal() {
+                return self.outcome(&mut session, state, ticket).await;
+            }
+            if state.status == TaskStatus::InputRequired {
+                if self.modern {
+                    let asked = state.input_requests.take().unwrap_or_default();
+                    let fresh: Map<String, Value> = asked
+                        .into_iter()
+                        .filter(|(k, _)| !answered.contains(k))
+                        .collect();
+                    if !fresh.is_empty() {
+                        answered.extend(fresh.keys().cloned());
+                        self.update(&session, fresh).await?;
+                    } else {
+                        self.pause(&state).await;
+                    }
+                } else {
+                    // The server's requests arrive while `tasks/result` waits; its answer is
+                    // the outcome.
+                    match self.legacy_result(&session).await {
+                        Ok(answer) => return answer,
+                        Err(e) => {
+                            self.lost_or_again(&e, &mut failures)?;
+                            session = self.board.next_session(&session).await?;
+                            ticket.session = Arc::clone(&session);
+                        }
+                    }
+                }
+            } else {
+                self.pause(&state).await;
+            }
+            match self.get(&session).await {
+                Ok(next) => {
+                    failures = 0;
+                    self.watch.report(&next);
+                    state = next;
+                }
+                Err(e) => {
+                    self.lost_or_again(&e, &mut failures)?;
+                    session = self.board.next_session(&session).await?;
+                    ticket.session = Arc::clone(&session);
+                }
+            }
+        }
+    }
+
+    /// Waits the poll interval, or less when a status notification arrives.
+    async fn pause(&self, state: &TaskState) {
+        let wait = poll_interval(state);
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = self.watch.wake.notified() => {}
+        }
+    }
+
+    /// Whether a failed `tasks/get` or `tasks/result` may be asked again: `Ok` counts it,
+    /// `Err` is the call's end.
+    fn lost_or_again(&self, e: &ClientError, failures: &mut u32) -> Result<(), ClientError> {
+        let lost = |detail: String| ClientError::TaskLost {
+            server: Arc::clone(&self.origin_server()),
+            request: self.origin.request.clone(),
+            task_id: self.task_id.to_string(),
+            detail,
+        };
+        match e {
+            ClientError::JsonRpc { code, message, .. } => Err(lost(format!(
+                "the server no longer knows it (JSON-RPC error {code}: {message})"
+            ))),
+            ClientError::Exited { .. } => Err(lost(format!(
+                "the server exited and its tasks with it: {}",
+                e.reason()
+            ))),
+            ClientError::SendFailed { .. }
+            | ClientError::ConnectionClosed { .. }
+            | ClientError::RequestTimeout { .. }
+            | ClientError::BackingOff { .. } => {
+                *failures += 1;
+                tracing::debug!(
+                    server = &*self.origin_server(),
+                    task_id = %self.task_id,
+                    failures = *failures,
+                    error = %e,
+                    "asking for the task failed; asked again"
+                );
+                if *failures >= MAX_POLL_FAILURES {
+                    Err(lost(format!(
+                        "{MAX_POLL_FAILURES} requests for it failed in a row, the last: {}",
+                        e.reason()
+                    )))
+                } else {
+                    Ok(())
+                }
+            }
+            other => Err(other.clone()),
+        }
+    }
+
+    fn origin_server(&self) -> Arc<str> {
+        self.origin.call_server()
+    }
+
+    /// One `tasks/get`, bounded by the request timeout.
+    async fn get(&self, session: &Arc<RpcSession>) -> Result<TaskState, ClientError> {
+        let params = TaskIdParams {
+            task_id: self.task_id,
+            meta: session.meta(),
+        };
+        let head = RequestHead::new(TASKS_GET)
+            .name(Some(self.task_id))
+            .protocol_version(session.declared_version());
+        let (rx, guard) = session.request::<TaskState, _>(TASKS_GET, head, Some(&params))?;
+        let limit = self.board.request_timeout();
+        match tokio::time::timeout(limit, rx).await {
+            Ok(Ok(answer)) => {
+                let mut guard = guard;
+                guard.disarm();
+                answer
+            }
+            Ok(Err(_)) => Err(ClientError::ConnectionClosed {
+                server: Arc::clone(&session.server),
+                request: Some(RequestRef {
+                    id: RequestId::from(guard.id()),
+                    method: TASKS_GET,
+                }),
+                detail: "the session ended without answering".into(),
+            }),
+            Err(_) => Err(ClientError::RequestTimeout {
+                server: Arc::clone(&session.server),
+                request: RequestRef {
+                    id: RequestId::from(guard.id()),
+                    method: TASKS_GET,
+                },
+                after: limit,
+            }),
+        }
+    }
+
+    /// 2026-07-28: answers `inputs` with `tasks/update`.
+    async fn update(
+        &self,
+        session: &Arc<RpcSession>,
+        inputs: Map<String, Value>,
+    ) -> Result<(), ClientError> {
+        tracing::debug!(
+            server = &*session.server,
+            task_id = %self.task_id,
+            inputs = inputs.len(),
+            "the task asks for input"
+        );
+        let asked = InputRequired {
+            input_requests: inputs,
+            request_state: None,
+        };
+        let retry =
+            super::mrtr::resolve(Arc::clone(session), self.origin.request.clone(), asked).await?;
+        let params = TaskUpdateParams {
+            task_id: self.task_id,
+            input_responses: &retry.responses,
+            meta: session.meta(),
+        };
+        let head = RequestHead::new(TASKS_UPDATE)
+            .name(Some(self.task_id))
+            .protocol_version(session.declared_version());
+        let (rx, mut guard) =
+            session.request::<IgnoredAny, _>(TASKS_UPDATE, head, Some(&params))?;
+        let limit = self.board.request_timeout();
+        let answer = tokio::time::timeout(limit, rx).await;
+        guard.disarm();
+        match answer {
+            Ok(Ok(Ok(_))) => Ok(()),
+            Ok(Ok(Err(e))) => Err(e),
+            Ok(Err(_)) | Err(_) => Err(ClientError::RequestTimeout {
+                server: Arc::clone(&session.server),
+                request: RequestRef {
+                    id: RequestId::from(guard.id()),
+                    method: TASKS_UPDATE,
+                },
+                after: limit,
+            }),
+        }
+    }
+
+    /// 2025-11-25: `tasks/result`, which waits for the end: the tool's result, or the JSON-RPC
+    /// error it ended with ([`ClientError::TaskFailed`]). `Err` of the outer result: the request
+    /// itself failed on the way (asked again by the caller).
+    async fn legacy_result(
+        &self,
+        session: &Arc<RpcSession>,
+    ) -> Result<Result<ToolResult, ClientError>, ClientError> {
+        let params = TaskIdParams {
+            task_id: self.task_id,
+            meta: session.meta(),
+        };
+        let head = RequestHead::new(TASKS_RESULT)
+            .name(Some(self.task_id))
+            .protocol_version(session.declared_version());
+        let (rx, mut guard) =
+            session.request::<CallAnswer, _>(TASKS_RESULT, head, Some(&params))?;
+        let answer = rx.await;
+        guard.disarm();
+        let request = RequestRef {
+            id: RequestId::from(guard.id()),
+            method: TASKS_RESULT,
+        };
+        match answer {
+            Ok(Ok(CallAnswer::Complete(result))) => Ok(Ok(result)),
+            Ok(Ok(_)) => Ok(Err(session.protocol_violation(
+                Some(request),
+                "tasks/result answered something other than a tool result".into(),
+            ))),
+            Ok(Err(ClientError::JsonRpc {
+                code,
+                message,
+                data,
+                ..
+            })) => Ok(Err(ClientError::TaskFailed {
+                server: Arc::clone(&session.server),
+                request: self.origin.request.clone(),
+                task_id: self.task_id.to_string(),
+                code,
+                message,
+                data,
+            })),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(ClientError::ConnectionClosed {
+                server: Arc::clone(&session.server),
+                request: Some(request),
+                detail: "the session ended without answering".into(),
+            }),
+        }
+    }
+
+    /// The end of a task in a terminal state.
+    async fn outcome(
+        &self,
+        session: &mut Arc<RpcSession>,
+        state: TaskState,
+        ticket: &mut Ticket,
+    ) -> Result<ToolResult, ClientError> {
+        let server = Arc::clone(&session.server);
+        if state.status == TaskStatus::Cancelled {
+            return Err(ClientError::TaskCancelled {
+                server,
+                request: self.origin.request.clone(),
+                task_id: self.task_id.to_string(),
+                message: state.status_message,
+            });
+        }
+        if self.modern {
+            return match state.status {
+                TaskStatus::Completed => {
+                    let raw = state.result.ok_or_else(|| {
+                        session.protocol_violation(
+                            Some(self.origin.request.clone()),
+                            format!("task {} completed without a result", self.task_id),
+                        )
+                    })?;
+                    serde_json::from_value::<ToolResult>(raw).map_err(|e| {
+                        session.protocol_violation(
+                            Some(self.origin.request.clone()),
+                            format!(
+                                "the result of task {} is not a tool result: {e}",
+                                self.task_id
+                            ),
+                        )
+                    })
+                }
+                _ => {
+                    let error = state
+                        .error
+                        .unwrap_or_else(|| crate::protocol::tasks::TaskError {
+                            code: 0,
+                            message: state.status_message.clone().unwrap_or_default(),
+                            data: None,
+                        });
+                    Err(ClientError::TaskFailed {
+                        server,
+                        request: self.origin.request.clone(),
+                        task_id: self.task_id.to_string(),
+                        code: error.code,
+                        message: error.message,
+                        data: error.data,
+                    })
+                }
+            };
+        }
+        // 2025-11-25: the outcome is read with `tasks/result`, asked again like `tasks/get`.
+        let mut failures = 0u32;
+        loop {
+            match self.legacy_result(session).await {
+                Ok(answer) => return answer,
+                Err(e) => {
+                    self.lost_or_again(&e, &mut failures)?;
+                    *session = self.board.next_session(session).await?;
+                    ticket.session = Arc::clone(session);
+                }
+            }
+        }
+    }
+}
+
+impl Origin {
+    fn call_server(&self) -> Arc<str> {
+        Arc::clone(&self.server)
+    }
+}
+
+/// A task being followed: registered on the board (status notifications, progress, the
+/// counters) while it lives; dropped before the task ended, it sends `tasks/cancel`.
+struct Ticket {
+    board: Arc<TaskBoard>,
+    task_id: Arc<str>,
+    /// The session to send `tasks/cancel` on (the latest the follower used).
+    session: Arc<RpcSession>,
+    /// Still to cancel if dropped: the task did not end and is not lost.
+    armed: bool,
+}
+
+impl Ticket {
+    fn new(
+        board: &Arc<TaskBoard>,
+        task_id: &Arc<str>,
+        watch: Arc<Watch>,
+        session: &Arc<RpcSession>,
+    ) -> Self {
+        board.lock().insert(task_id.to_string(), watch);
+        board.in_flight.fetch_add(1, Ordering::Relaxed);
+        Self {
+            board: Arc::clone(board),
+            task_id: Arc::clone(task_id),
+            session: Arc::clone(session),
+            armed: true,
+        }
+    }
+
+    /// The follow ended with `outcome`: counted, and nothing to cancel.
+    fn end(&mut self, outcome: &Result<ToolResult, ClientError>) {
+        self.armed = false;
+        let counter = match outcome {
+            Ok(_) => &self.board.completed,
+            Err(ClientError::TaskCancelled { .. }) => &self.board.cancelled,
+            Err(_) => &self.board.failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.board.lock().remove(&*self.task_id);
+        self.board.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if !self.armed {
+            return;
+        }
+        self.board.cancelled.fetch_add(1, Ordering::Relaxed);
+        cancel(
+            Arc::clone(&self.board),
+            Arc::clone(&self.session),
+            Arc::clone(&self.task_id),
+        );
+    }
+}
+
+/// Sends `tasks/cancel` for `task_id`: on `session`, or on the client's next one if it ended;
+/// the acknowledgement is awaited in the background (bounded) and logged at DEBUG.
+fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
+    tracing::debug!(server = &*session.server, task_id = %task_id, "the call was dropped; cancelling its task");
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        // No runtime to wait on: send it now, unanswered.
+        let _ = send_cancel(&session, &task_id);
+        return;
+    };
+    runtime.spawn(async move {
+        let limit = board.request_timeout();
+        let sent = async {
+            let session = board.next_session(&session).await?;
+            let (rx, mut guard) = send_cancel(&session, &task_id)?;
+            let answer = rx.await;
+            guard.disarm();
+            answer.unwrap_or_else(|_| {
+                Err(ClientError::ConnectionClosed {
+                    server: Arc::clone(&session.server),
+                    request: None,
+                    detail: "the session ended without answering".into(),
+                })
+            })
+        };
+        match tokio::time::timeout(limit, sent).await {
+            Ok(Ok(_)) => {
+                tracing::debug!(server = &*session.server, task_id = %task_id, "task cancelled");
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(server = &*session.server, task_id = %task_id, error = %e, "tasks/cancel failed");
+            }
+            Err(_) => {
+                tracing::debug!(server = &*session.server, task_id = %task_id, "tasks/cancel not answered in time");
+            }
+        }
+    });
+}
+
+/// Queues `tasks/cancel` for `task_id` on `session`.
+fn send_cancel(
+    session: &Arc<RpcSession>,
+    task_id: &str,
+) -> Result<
+    (
+        tokio::sync::oneshot::Receiver<Result<IgnoredAny, ClientError>>,
+        super::rpc::CallGuard,
+    ),
+    ClientError,
+> {
+    let params = TaskIdParams {
+        task_id,
+        meta: session.meta(),
+    };
+    let head = RequestHead::new(TASKS_CANCEL)
+        .name(Some(task_id))
+        .protocol_version(session.declared_version());
+    session.request::<IgnoredAny, _>(TASKS_CANCEL, head, Some(&params))
+}
+
+/// The client's capabilities as a 2026-07-28 request declares them: `capabilities`, plus the
+/// tasks extension under `extensions` when `tasks` is on.
+pub(crate) fn modern_capabilities(
+    mut capabilities: Map<String, Value>,
+    tasks: bool,
+) -> Map<String, Value> {
+    if tasks {
+        let mut extensions = Map::new();
+        extensions.insert(
+            crate::protocol::tasks::TASKS_EXTENSION.into(),
+            Value::Object(Map::new()),
+        );
+        capabilities.insert("extensions".into(), Value::Object(extensions));
+    }
+    capabilities
+}
+
+/// Whether a server runs `tools/call` as a task for this client: a 2025-11-25 server declares
+/// `capabilities.tasks.requests.tools.call`; a 2026-07-28 server declares the extension under
+/// `capabilities.extensions`.
+pub(crate) fn server_runs_tool_tasks(capabilities: &Value, modern: bool) -> bool {
+    if modern {
+        capabilities
+            .get("extensions")
+            .and_then(|e| e.get(crate::protocol::tasks::TASKS_EXTENSION))
+            .is_some()
+    } else {
+        capabilities
+            .get("tasks")
+            .and_then(|t| t.get("requests"))
+            .and_then(|r| r.get("tools"))
+            .and_then(|t| t.get("call"))
+            .is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(poll: Option<f64>) -> TaskState {
+        let mut s: TaskState =
+            serde_json::from_str(r#"{"taskId":"t","status":"working"}"#).unwrap();
+        s.poll_interval = poll;
+        s
+    }
+
+    #[test]
+    fn the_poll_interval_is_the_servers_within_bounds() {
+        assert_eq!(
+            poll_interval(&state(Some(250.0))),
+            Duration::from_millis(250)
+        );
+        assert_eq!(poll_interval(&state(Some(0.0))), POLL_MIN);
+        assert_eq!(poll_interval(&state(Some(3_600_000.0))), POLL_MAX);
+        assert_eq!(poll_interval(&state(Some(-5.0))), DEFAULT_POLL);
+        assert_eq!(poll_interval(&state(Some(f64::NAN))), DEFAULT_POLL);
+        assert_eq!(poll_interval(&state(None)), DEFAULT_POLL);
+    }
+
+    #[test]
+    fn a_server_runs_tool_tasks_by_its_eras_capability() {
+        let legacy = serde_json::json!({"tasks": {"requests": {"tools": {"call": {}}}}});
+        assert!(server_runs_tool_tasks(&legacy, false));
+        assert!(!server_runs_tool_tasks(&legacy, true));
+        assert!(!server_runs_tool_tasks(
+            &serde_json::json!({"tasks": {"list": {}}}),
+            false
+        ));
+        let modern = serde_json::json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        assert!(server_runs_tool_tasks(&modern, true));
+        assert!(!server_runs_tool_tasks(&modern, false));
+    }
+
+    #[test]
+    fn the_extension_is_declared_only_when_tasks_are_on() {
+        let on = modern_capabilities(Map::new(), true);
+        assert_eq!(
+            Value::Object(on),
+            serde_json::json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+        );
+        assert!(modern_capabilities(Map::new(), false).is_empty());
+    }
+}
