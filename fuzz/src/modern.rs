@@ -3,7 +3,8 @@
 //!
 //! Decoding: the input, and the `result` of the input read as a JSON-RPC envelope, are decoded
 //! with `serde_json` as [`CallAnswer`] (`resultType` `complete` or `input_required`, with
-//! `inputRequests` and `requestState`), [`DiscoverResult`] and [`ListToolsResult`] (its cache
+//! `inputRequests` and `requestState`, or a task: `resultType: "task"` flat, or a 2025-11-25
+//! `{"task": …}`), [`DiscoverResult`] and [`ListToolsResult`] (its cache
 //! hints `ttlMs` and `cacheScope`). Checks: no panic; a value decoded from bytes decodes from a
 //! `serde_json::Value` of those bytes too (when they are one: `serde_json` skips the strings of
 //! ignored fields without checking them); a decoded value written back in its wire
@@ -142,6 +143,35 @@ pub fn encode_call_answer(a: &CallAnswer) -> Value {
                 v["requestState"] = json!(state);
             }
             v
+        }
+        // Written in the 2025-11-25 shape, which carries every field a task may have (the
+        // 2026-07-28 flat shape has no inlined outcome at creation).
+        CallAnswer::Task(t) => {
+            let mut task = Map::new();
+            task.insert("taskId".into(), json!(t.task_id));
+            task.insert("status".into(), json!(t.status));
+            if let Some(m) = &t.status_message {
+                task.insert("statusMessage".into(), json!(m));
+            }
+            if let Some(p) = t.poll_interval {
+                task.insert("pollInterval".into(), json!(p));
+            }
+            if let Some(ttl) = t.ttl {
+                task.insert("ttl".into(), json!(ttl));
+            }
+            if let Some(r) = &t.result {
+                task.insert("result".into(), r.clone());
+            }
+            if let Some(e) = &t.error {
+                task.insert(
+                    "error".into(),
+                    json!({"code": e.code, "message": e.message, "data": e.data}),
+                );
+            }
+            if let Some(i) = &t.input_requests {
+                task.insert("inputRequests".into(), json!(i));
+            }
+            json!({ "task": task })
         }
     }
 }

@@ -952,6 +952,8 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
                 elicitation: false,
                 mirrors_headers: false,
                 param_headers: Default::default(),
+                tasks: Default::default(),
+                task_ttl: std::time::Duration::from_secs(600),
             },
         );
         for i in 0..1000 {

@@ -11,6 +11,10 @@ pub(crate) struct Known<'a> {
     /// For a declared server and a tool name as that server gives it: the `tools:` rule of
     /// the project that removed the tool, if one did.
     pub(crate) filtered: &'a dyn Fn(&str, &str) -> Option<&'static str>,
+    /// For a declared server and a tool name as that server gives it: why the session did not
+    /// register it, if it skipped it (a name MCP does not allow, a tool that runs only as a
+    /// task where tasks are off or not offered).
+    pub(crate) skipped: &'a dyn Fn(&str, &str) -> Option<String>,
 }
 
 /// The hint for an unknown `tool`, or `None` when there is nothing more to say than
@@ -62,6 +66,11 @@ pub(crate) fn unknown_tool_hint(tool: &str, known: &Known<'_>) -> Option<String>
         return Some(format!(
             "server `{server}` offers `{name}`, but the project's `{rule}` (mcp.{server}.{rule} in \
              project.yaml) keeps it out of the catalog"
+        ));
+    }
+    if let Some(why) = (known.skipped)(server, name) {
+        return Some(format!(
+            "server `{server}` offers `{name}`, but it is not registered: {why}"
         ));
     }
     let prefix = format!("mcp.{server}.");
@@ -130,18 +139,27 @@ mod tests {
         ];
         let filtered =
             |server: &str, tool: &str| (server == "fm" && tool == "delete").then_some("tools.deny");
+        let skipped = |server: &str, tool: &str| {
+            (server == "fm" && tool == "research")
+                .then(|| "it runs only as a task and tasks = \"off\"".to_owned())
+        };
         unknown_tool_hint(
             tool,
             &Known {
                 servers: &["fm", "demo"],
                 names: &names,
                 filtered: &filtered,
+                skipped: &skipped,
             },
         )
     }
 
     #[test]
     fn each_kind_of_unknown_name_gets_its_own_hint() {
+        assert_eq!(
+            hint("mcp.fm.research").unwrap(),
+            "server `fm` offers `research`, but it is not registered: it runs only as a task and tasks = \"off\""
+        );
         assert_eq!(
             hint("mcp.fm.wether").unwrap(),
             "did you mean `mcp.fm.weather`?"

@@ -127,12 +127,18 @@ impl Session {
                 .server_catalog(server)
                 .and_then(|c| c.filtered.get(name).copied())
         };
+        let skipped = |server: &str, name: &str| {
+            self.registry
+                .server_catalog(server)
+                .and_then(|c| c.skipped.get(name).cloned())
+        };
         let hint = crate::registry::suggest::unknown_tool_hint(
             tool,
             &crate::registry::suggest::Known {
                 servers: &servers,
                 names: &names,
                 filtered: &filtered,
+                skipped: &skipped,
             },
         );
         Error::UnknownTool {

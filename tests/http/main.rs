@@ -19,3 +19,4 @@ mod mrtr;
 mod peers;
 mod refusals;
 mod secret_logs;
+mod tasks;
