@@ -10,3 +10,4 @@ mod http;
 mod lifecycle;
 mod operator;
 mod session;
+mod tasks;
