@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::client::EraPreference;
-use crate::config::{AuthKind, Config, TransportConfig, Validation};
+use crate::config::{AuthKind, Config, TaskMode, TransportConfig, Validation};
 
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_OK};
 
@@ -143,6 +143,7 @@ pub(crate) fn describe(config: &Config) -> String {
         }
         let _ = writeln!(out, "  era: {}", era_line(o.era, &s.transport));
         let _ = writeln!(out, "  validate: {}", validate_line(o.validate));
+        let _ = writeln!(out, "  tasks: {}", tasks_line(o.tasks));
         if let Some(t) = o.probe_timeout {
             let _ = writeln!(out, "  probe timeout: {} ms (local.toml)", t.as_millis());
         }
@@ -177,6 +178,21 @@ fn validate_line(validate: Validation) -> String {
         "; this build has no `validate` feature, so nothing is checked"
     };
     format!("{what} ({source}{unbuilt})")
+}
+
+/// What the `tasks` knob means for this server (`[mcp.<key>] tasks` in local.toml).
+fn tasks_line(tasks: TaskMode) -> String {
+    let what = match tasks {
+        TaskMode::Required => "required: tools that require it run as tasks",
+        TaskMode::Prefer => "prefer: tools that allow it run as tasks too",
+        TaskMode::Off => "off: no call runs as a task; tools that require one are not registered",
+    };
+    let source = if tasks == TaskMode::default() {
+        "default; set `tasks` under [mcp.<key>] in local.toml"
+    } else {
+        "local.toml"
+    };
+    format!("{what} ({source})")
 }
 
 /// What the `era` knob means for this server (`[mcp.<key>] era` in local.toml). An `sse`

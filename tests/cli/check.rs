@@ -23,6 +23,10 @@ fn check_accepts_the_bundled_demo_project() {
         stdout.contains("  validate: both: arguments against inputSchema, structured results against outputSchema (default; set `validate` under [mcp.<key>] in local.toml)"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("  tasks: required: tools that require it run as tasks (default; set `tasks` under [mcp.<key>] in local.toml)"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -93,7 +97,7 @@ fn check_honours_local_and_config_flags() {
     let local = d.path().join("ops.toml");
     std::fs::write(
         &local,
-        "[mcp.db]\ndisabled = true\ntimeout_ms = 1234\nprobe_timeout_ms = 2500\nvalidate = \"results\"\n",
+        "[mcp.db]\ndisabled = true\ntimeout_ms = 1234\nprobe_timeout_ms = 2500\nvalidate = \"results\"\ntasks = \"off\"\n",
     )
     .unwrap();
     let cfg = d.path().join("config.toml");
@@ -118,6 +122,10 @@ fn check_honours_local_and_config_flags() {
     assert!(stdout.contains("result cap 99 bytes"), "{stdout}");
     assert!(
         stdout.contains("  validate: results: structured results against outputSchema; arguments unchecked (local.toml)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  tasks: off: no call runs as a task; tools that require one are not registered (local.toml)"),
         "{stdout}"
     );
 }
