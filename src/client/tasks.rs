@@ -286,9 +286,10 @@ pub(crate) async fn follow(
         task_id: &task_id,
         origin: &origin,
         modern: session.is_modern(),
+        gone: std::sync::atomic::AtomicBool::new(false),
     };
     let outcome = follower.run(session, created, &mut ticket).await;
-    ticket.end(&outcome);
+    ticket.end(&outcome, follower.gone.load(Ordering::Relaxed));
     outcome
 }
 
@@ -299,6 +300,9 @@ struct Follower<'a> {
     task_id: &'a Arc<str>,
     origin: &'a Origin,
     modern: bool,
+    /// Set when the task is known to be gone from the server (it no longer knows it, or the
+    /// process that ran it exited): there is nothing to cancel.
+    gone: std::sync::atomic::AtomicBool,
 }
 
 impl Follower<'_> {
@@ -311,7 +315,13 @@ impl Follower<'_> {
         let mut answered: HashSet<String> = HashSet::new();
         let mut failures = 0u32;
         loop {
-            if state.status.is_terminal() {
+            // A 2026-07-28 task that ended reads its outcome inline; one whose state came
+            // without it (a creation answer, a notification) is asked for it first.
+            let inline = !self.modern
+                || state.result.is_some()
+                || state.error.is_some()
+                || state.status == TaskStatus::Cancelled;
+            if state.status.is_terminal() && inline {
                 return self.outcome(&mut session, state, ticket).await;
             }
             if state.status == TaskStatus::InputRequired {
@@ -339,7 +349,7 @@ impl Follower<'_> {
                         }
                     }
                 }
-            } else {
+            } else if !state.status.is_terminal() {
                 self.pause(&state).await;
             }
             match self.get(&session).await {
@@ -376,13 +386,19 @@ impl Follower<'_> {
             detail,
         };
         match e {
-            ClientError::JsonRpc { code, message, .. } => Err(lost(format!(
-                "the server no longer knows it (JSON-RPC error {code}: {message})"
-            ))),
-            ClientError::Exited { .. } => Err(lost(format!(
-                "the server exited and its tasks with it: {}",
-                e.reason()
-            ))),
+            ClientError::JsonRpc { code, message, .. } => {
+                self.gone.store(true, Ordering::Relaxed);
+                Err(lost(format!(
+                    "the server no longer knows it (JSON-RPC error {code}: {message})"
+                )))
+            }
+            ClientError::Exited { .. } => {
+                self.gone.store(true, Ordering::Relaxed);
+                Err(lost(format!(
+                    "the server exited and its tasks with it: {}",
+                    e.reason()
+                )))
+            }
             ClientError::SendFailed { .. }
             | ClientError::ConnectionClosed { .. }
             | ClientError::RequestTimeout { .. }
@@ -625,8 +641,11 @@ struct Ticket {
     task_id: Arc<str>,
     /// The session to send `tasks/cancel` on (the latest the follower used).
     session: Arc<RpcSession>,
-    /// Still to cancel if dropped: the task did not end and is not lost.
+    /// Still to cancel if dropped: the task did not end and is not gone.
     armed: bool,
+    /// The outcome was counted ([`end`](Self::end)); a ticket dropped before counts the task
+    /// cancelled.
+    counted: bool,
 }
 
 impl Ticket {
@@ -643,18 +662,25 @@ impl Ticket {
             task_id: Arc::clone(task_id),
             session: Arc::clone(session),
             armed: true,
+            counted: false,
         }
     }
 
-    /// The follow ended with `outcome`: counted, and nothing to cancel.
-    fn end(&mut self, outcome: &Result<ToolResult, ClientError>) {
-        self.armed = false;
-        let counter = match outcome {
-            Ok(_) => &self.board.completed,
-            Err(ClientError::TaskCancelled { .. }) => &self.board.cancelled,
-            Err(_) => &self.board.failed,
+    /// The follow ended with `outcome` (`gone`: the task is gone from the server): counted;
+    /// a task that did not end on the server (the client gave up: input it refuses, requests
+    /// for it that kept failing) is still cancelled when the ticket drops.
+    fn end(&mut self, outcome: &Result<ToolResult, ClientError>, gone: bool) {
+        self.counted = true;
+        let (counter, ended) = match outcome {
+            Ok(_) => (&self.board.completed, true),
+            Err(ClientError::TaskCancelled { .. }) => (&self.board.cancelled, true),
+            Err(ClientError::TaskFailed { .. }) => (&self.board.failed, true),
+            Err(_) => (&self.board.failed, gone),
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        if ended {
+            self.armed = false;
+        }
     }
 }
 
@@ -662,10 +688,12 @@ impl Drop for Ticket {
     fn drop(&mut self) {
         self.board.lock().remove(&*self.task_id);
         self.board.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if !self.counted {
+            self.board.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
         if !self.armed {
             return;
         }
-        self.board.cancelled.fetch_add(1, Ordering::Relaxed);
         cancel(
             Arc::clone(&self.board),
             Arc::clone(&self.session),
