@@ -308,13 +308,13 @@ pub enum ClientError {
         /// The `tools/call` that created the task.
         request: RequestRef,
         /// The server's id of the task.
-        task_id: String,
+        task_id: Box<str>,
         /// The error code (0 when the server sent none).
         code: i64,
         /// The error message.
-        message: String,
+        message: Box<str>,
         /// The error data, if any.
-        data: Option<Value>,
+        data: Option<Box<Value>>,
     },
     /// The server ran the call as a task, and cancelled it.
     #[error("MCP server `{server}`: task {task_id} of {request} was cancelled by the server{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
@@ -324,9 +324,9 @@ pub enum ClientError {
         /// The `tools/call` that created the task.
         request: RequestRef,
         /// The server's id of the task.
-        task_id: String,
+        task_id: Box<str>,
         /// The server's words, if any.
-        message: Option<String>,
+        message: Option<Box<str>>,
     },
     /// The server ran the call as a task, and the task can no longer be followed: the server
     /// no longer knows it, exited, or could not be asked for it several times in a row. The
@@ -338,9 +338,9 @@ pub enum ClientError {
         /// The `tools/call` that created the task.
         request: RequestRef,
         /// The server's id of the task.
-        task_id: String,
+        task_id: Box<str>,
         /// What happened.
-        detail: String,
+        detail: Box<str>,
     },
     /// The server refused a request because the client lacks a capability (-32021, 2026-07-28):
     /// for a tool that runs only as a task, the tasks extension, which the client declares
@@ -353,7 +353,7 @@ pub enum ClientError {
         request: RequestRef,
         /// The capabilities the server asked for (its `data.requiredCapabilities`, as JSON),
         /// or its message when it named none.
-        required: String,
+        required: Box<str>,
     },
     /// The server had to be started outside a tokio runtime.
     #[error("MCP server `{server}` cannot be started outside a tokio runtime")]

@@ -382,15 +382,29 @@ impl Follower<'_> {
         let lost = |detail: String| ClientError::TaskLost {
             server: Arc::clone(&self.origin_server()),
             request: self.origin.request.clone(),
-            task_id: self.task_id.to_string(),
-            detail,
+            task_id: Box::from(&**self.task_id),
+            detail: detail.into(),
         };
         match e {
-            ClientError::JsonRpc { code, message, .. } => {
+            ClientError::JsonRpc {
+                request,
+                code,
+                message,
+                ..
+            } => {
                 self.gone.store(true, Ordering::Relaxed);
-                Err(lost(format!(
-                    "the server no longer knows it (JSON-RPC error {code}: {message})"
-                )))
+                let method = request.method;
+                Err(lost(if *code == crate::protocol::jsonrpc::INVALID_PARAMS {
+                    format!(
+                        "the server no longer knows it ({method} answered JSON-RPC error {code}: {message})"
+                    )
+                } else {
+                    format!("{method} was refused with JSON-RPC error {code}: {message}")
+                }))
+            }
+            ClientError::MissingCapability { .. } => {
+                self.gone.store(true, Ordering::Relaxed);
+                Err(lost(e.reason()))
             }
             ClientError::Exited { .. } => {
                 self.gone.store(true, Ordering::Relaxed);
@@ -545,10 +559,10 @@ impl Follower<'_> {
             })) => Ok(Err(ClientError::TaskFailed {
                 server: Arc::clone(&session.server),
                 request: self.origin.request.clone(),
-                task_id: self.task_id.to_string(),
+                task_id: Box::from(&**self.task_id),
                 code,
-                message,
-                data,
+                message: message.into(),
+                data: data.map(Box::new),
             })),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(ClientError::ConnectionClosed {
@@ -571,8 +585,8 @@ impl Follower<'_> {
             return Err(ClientError::TaskCancelled {
                 server,
                 request: self.origin.request.clone(),
-                task_id: self.task_id.to_string(),
-                message: state.status_message,
+                task_id: Box::from(&**self.task_id),
+                message: state.status_message.map(String::into_boxed_str),
             });
         }
         if self.modern {
@@ -605,10 +619,10 @@ impl Follower<'_> {
                     Err(ClientError::TaskFailed {
                         server,
                         request: self.origin.request.clone(),
-                        task_id: self.task_id.to_string(),
+                        task_id: Box::from(&**self.task_id),
                         code: error.code,
-                        message: error.message,
-                        data: error.data,
+                        message: error.message.into(),
+                        data: error.data.map(Box::new),
                     })
                 }
             };

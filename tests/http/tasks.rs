@@ -628,3 +628,86 @@ async fn a_legacy_server_without_the_tasks_capability_keeps_its_task_only_tools_
     );
     s.shutdown().await;
 }
+
+// ---- the PyPI `mcp` 1.30 SDK (2025-11-25 tasks; `mcp` 2.3 serves none) -----------------------
+
+/// Accepts `Proceed with …?` with `{"ok": true}`.
+fn proceed() -> ElicitationService {
+    ElicitationService::new(tower::service_fn(|req: ElicitRequest| async move {
+        assert!(
+            req.params.message.starts_with("Proceed with"),
+            "{}",
+            req.params.message
+        );
+        let mut content = Map::new();
+        content.insert("ok".into(), json!(true));
+        Ok::<_, BoxError>(ElicitResult::Accept(content))
+    }))
+}
+
+async fn python_sdk_tasks(peer: Peer) {
+    let s = session(
+        peer.project("py"),
+        "",
+        SessionOptions::default().elicitation_handler(proceed()),
+    )
+    .await;
+    assert_eq!(s.status()[0].era, Some("legacy"));
+    let r = s
+        .call("mcp.py.research", args(json!({"topic": "rust"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.joined_text().as_str(), r.is_error),
+        ("report on rust", false)
+    );
+    // Input while the task runs: the SDK sends its elicitation only on `tasks/result`.
+    let r = s
+        .call("mcp.py.confirm", args(json!({"item": "deploy"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.joined_text().as_str(), r.is_error),
+        ("done deploy", false)
+    );
+    let r = s.call("mcp.py.counter", None).await.unwrap();
+    let counts: Value = serde_json::from_str(&r.joined_text()).unwrap();
+    assert_eq!(
+        counts,
+        json!({"research": 1, "confirm": 1}),
+        "each body ran once"
+    );
+    let st = &s.status()[0];
+    assert_eq!((st.tasks_in_flight, st.tasks_completed), (0, 2), "{st:?}");
+    s.shutdown().await;
+}
+
+fn python_tasks_command() -> Option<Vec<String>> {
+    let python = peers::PyMcp::V1.python();
+    python.is_file().then(|| {
+        vec![
+            python.to_string_lossy().into_owned(),
+            peers::server_script("py_tasks_server.py")
+                .to_string_lossy()
+                .into_owned(),
+        ]
+    })
+}
+
+#[tokio::test]
+async fn python_sdk_tasks_over_stdio() {
+    let Some(mut cmd) = peers::require(python_tasks_command(), "python mcp 1.30.0") else {
+        return;
+    };
+    cmd.push("stdio".into());
+    python_sdk_tasks(Peer::Stdio(cmd)).await;
+}
+
+#[tokio::test]
+async fn python_sdk_tasks_over_streamable_http() {
+    let Some(mut cmd) = peers::require(python_tasks_command(), "python mcp 1.30.0") else {
+        return;
+    };
+    cmd.extend(["streamable-http".into(), "--port".into(), "0".into()]);
+    python_sdk_tasks(Peer::Http(SsePeer::start_reporting_port(&cmd).unwrap())).await;
+}

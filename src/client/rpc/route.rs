@@ -80,7 +80,8 @@ impl RpcSession {
                     .data
                     .as_ref()
                     .and_then(|d| d.get("requiredCapabilities"))
-                    .map_or_else(|| error.message.clone(), Value::to_string);
+                    .map_or_else(|| error.message.clone(), Value::to_string)
+                    .into_boxed_str();
                 pending.fail(ClientError::MissingCapability {
                     server: Arc::clone(&self.server),
                     request,
