@@ -1019,3 +1019,143 @@ fn a_listen_ended_by_a_refusal_is_not_asked_again_and_a_cut_is() {
     };
     assert!(!listen_refused(&closed, at_once));
 }
+
+// --- tasks ----------------------------------------------------------------------------------
+
+/// A 2025-11-25 server that runs `research` as a task: `tools/call` with `params.task` answers
+/// a task polled every `interval` ms, which completes at the `done_after`-th `tasks/get`
+/// (never, with `u32::MAX`); `tasks/result` answers `"done"`. Every `tasks/get` time is kept.
+fn task_server(
+    interval: u64,
+    done_after: u32,
+    gets: Arc<Mutex<Vec<tokio::time::Instant>>>,
+) -> impl Fn(&Value) -> Vec<Act> + Send + Sync + 'static {
+    move |msg: &Value| match method(msg) {
+        "initialize" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}},
+            "serverInfo": {"name": "mock", "version": "1.0"}}}))],
+        "tools/call" => {
+            assert!(msg["params"]["task"]["ttl"].is_u64(), "{msg}");
+            vec![Act::Reply(
+                json!({"jsonrpc":"2.0","id":msg["id"],"result":{"task":{
+                "taskId": "t1", "status": "working", "pollInterval": interval}}}),
+            )]
+        }
+        "tasks/get" => {
+            let n = {
+                let mut gets = gets.lock().unwrap();
+                gets.push(tokio::time::Instant::now());
+                gets.len() as u32
+            };
+            let status = if n >= done_after {
+                "completed"
+            } else {
+                "working"
+            };
+            vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+                "taskId": "t1", "status": status, "pollInterval": interval}}))]
+        }
+        "tasks/result" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "content": [{"type": "text", "text": "done"}]}}))],
+        "tasks/cancel" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "taskId": "t1", "status": "cancelled"}}))],
+        _ => vec![],
+    }
+}
+
+fn legacy_client(t: MockTransport) -> McpClient {
+    McpClient::new("mock", t, exact().era(EraPreference::Legacy))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_is_polled_at_the_servers_interval_within_bounds_and_its_tool_called_once() {
+    for (interval, gap) in [
+        (250, Duration::from_millis(250)),
+        (0, tasks::POLL_MIN),
+        (3_600_000, tasks::POLL_MAX),
+    ] {
+        let gets = Arc::new(Mutex::new(Vec::new()));
+        let t = MockTransport::new(task_server(interval, 3, Arc::clone(&gets)));
+        let c = legacy_client(t.clone());
+        let r = call(&c, ToolCall::new("research").with_task(true))
+            .await
+            .unwrap();
+        assert_eq!(r.joined_text(), "done");
+        let gets = gets.lock().unwrap().clone();
+        assert_eq!(gets.len(), 3, "polled until completed");
+        for pair in gets.windows(2) {
+            assert_eq!(pair[1] - pair[0], gap, "pollInterval {interval}");
+        }
+        let methods = t.seen_methods();
+        let count = |m: &str| methods.iter().filter(|x| *x == m).count();
+        assert_eq!(
+            (count("tools/call"), count("tasks/result")),
+            (1, 1),
+            "{methods:?}"
+        );
+        assert_eq!(
+            c.task_counts(),
+            TaskCounts {
+                in_flight: 0,
+                completed: 1,
+                failed: 0,
+                cancelled: 0
+            }
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_call_that_is_dropped_cancels_its_task() {
+    let gets = Arc::new(Mutex::new(Vec::new()));
+    let t = MockTransport::new(task_server(100, u32::MAX, gets));
+    let c = legacy_client(t.clone());
+    let progress = ProgressHandle::new();
+    let pending = call(
+        &c,
+        ToolCall::new("research")
+            .with_task(true)
+            .with_progress(progress.clone()),
+    );
+    assert!(tokio::time::timeout(Duration::from_secs(2), pending)
+        .await
+        .is_err());
+    // Each poll kept the call alive for a progress-aware timeout.
+    assert!(
+        progress.notifications() >= 10,
+        "{}",
+        progress.notifications()
+    );
+    // The cancel goes out on a task of its own.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let cancels: Vec<Value> = t
+        .seen()
+        .into_iter()
+        .filter(|m| method(m) == "tasks/cancel")
+        .collect();
+    assert_eq!(cancels.len(), 1, "{:?}", t.seen_methods());
+    assert_eq!(cancels[0]["params"]["taskId"], "t1");
+    let counts = c.task_counts();
+    assert_eq!((counts.in_flight, counts.cancelled), (0, 1), "{counts:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_plain_call_of_a_legacy_server_asks_for_no_task() {
+    let gets = Arc::new(Mutex::new(Vec::new()));
+    let t = MockTransport::new(move |msg: &Value| {
+        if method(msg) == "tools/call" {
+            assert!(msg["params"].get("task").is_none(), "{msg}");
+            return well_behaved(msg);
+        }
+        task_server(100, 1, Arc::clone(&gets))(msg)
+    });
+    let c = legacy_client(t);
+    let r = call(&c, echo("hi")).await.unwrap();
+    assert_eq!(r.joined_text(), "Echo: hi");
+    assert!(
+        c.runs_tool_tasks(),
+        "the server offers tasks for tools/call"
+    );
+    assert_eq!(c.task_counts(), TaskCounts::default());
+}
