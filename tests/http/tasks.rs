@@ -711,3 +711,81 @@ async fn python_sdk_tasks_over_streamable_http() {
     cmd.extend(["streamable-http".into(), "--port".into(), "0".into()]);
     python_sdk_tasks(Peer::Http(SsePeer::start_reporting_port(&cmd).unwrap())).await;
 }
+
+// ---- rmcp 3.11 (the 2026-07-28 tasks extension) --------------------------------------------
+
+async fn rmcp_tasks(peer: Peer) {
+    let s = session(
+        peer.project("rs"),
+        "",
+        SessionOptions::default().elicitation_handler(agreeable()),
+    )
+    .await;
+    assert_eq!(s.status()[0].era, Some("modern"));
+    let r = s
+        .call(
+            "mcp.rs.slow_task",
+            args(json!({"seconds": 0.3, "label": "x"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.joined_text().as_str(), r.is_error),
+        ("slow_task done: x", false)
+    );
+    // Input during the task: `inputRequests` answered with `tasks/update`.
+    let r = s.call("mcp.rs.ask_task", None).await.unwrap();
+    assert_eq!(
+        (r.joined_text().as_str(), r.is_error),
+        ("Hello, Alice!", false)
+    );
+    // A plain tool is answered plainly.
+    let r = s
+        .call("mcp.rs.echo", args(json!({"message": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "Echo: hi");
+    let st = &s.status()[0];
+    assert_eq!((st.tasks_in_flight, st.tasks_completed), (0, 2), "{st:?}");
+    s.shutdown().await;
+
+    // With tasks off the client does not declare the extension: rmcp refuses its task-only
+    // tools with -32021, a typed error that names the setting.
+    let s = session(
+        peer.project("rs"),
+        "[mcp.rs]\ntasks = \"off\"\n",
+        SessionOptions::default(),
+    )
+    .await;
+    let e = s
+        .call("mcp.rs.slow_task", None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("needs the client capability")
+            && e.contains("tasks = \"required\" under [mcp.rs]"),
+        "{e}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn rmcp_tasks_over_stdio() {
+    let Some(cmd) = peers::require(peers::rmcp_server(), "rmcp_server") else {
+        return;
+    };
+    rmcp_tasks(Peer::Stdio(cmd)).await;
+}
+
+#[tokio::test]
+async fn rmcp_tasks_over_streamable_http() {
+    for (stateless, json) in [(false, false), (true, true)] {
+        let Some(cmd) =
+            peers::require(peers::rmcp_http_server(stateless, json), "rmcp_http_server")
+        else {
+            return;
+        };
+        rmcp_tasks(Peer::Http(SsePeer::start_reporting_port(&cmd).unwrap())).await;
+    }
+}

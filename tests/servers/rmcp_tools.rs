@@ -89,12 +89,20 @@ struct AddArgs {
 /// Arguments of `slow_task`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct SlowTaskArgs {
-    /// How long the task works before completing, in seconds (default 1).
-    #[serde(default)]
-    seconds: Option<f64>,
-    /// Echoed in the result text (default "none").
-    #[serde(default)]
-    label: Option<String>,
+    /// How long the task works before completing, in seconds.
+    #[serde(default = "one_second")]
+    seconds: f64,
+    /// Echoed in the result text.
+    #[serde(default = "no_label")]
+    label: String,
+}
+
+fn one_second() -> f64 {
+    1.0
+}
+
+fn no_label() -> String {
+    "none".to_owned()
 }
 
 /// The test server: its tools live in the router the `#[tool_router]` macro builds.
@@ -135,11 +143,9 @@ impl TestServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         require_tasks_extension(&ctx)?;
-        let seconds = seconds.unwrap_or(1.0);
         let wait = Duration::try_from_secs_f64(seconds).map_err(|e| {
             McpError::invalid_params(format!("slow_task: seconds {seconds}: {e}"), None)
         })?;
-        let label = label.unwrap_or_else(|| "none".to_owned());
         let task = TASKS.spawn(task_options(), move |tc| {
             Box::pin(async move {
                 tokio::select! {

@@ -75,7 +75,7 @@ async fn rmcp_server_lists_and_answers_its_tools() {
         .map(|t| t.name)
         .collect();
     names.sort();
-    assert_eq!(names, ["add", "echo"]);
+    assert_eq!(names, ["add", "ask_task", "echo", "slow_task"]);
     assert!(client.protocol_version().is_some());
     let echo = call(&client, tool("echo", json!({"message": "from kaged"})))
         .await
