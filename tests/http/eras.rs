@@ -230,9 +230,10 @@ async fn stdio_modern_requests_carry_the_meta_entries() {
         meta["io.modelcontextprotocol/protocolVersion"],
         "2026-07-28"
     );
+    // The tasks extension is declared unless `tasks = "off"` (issue 23).
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({})
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"]["name"],
