@@ -176,7 +176,7 @@ impl Future for ResponseFuture {
                                 request,
                             };
                             self.state =
-                                State::Task(Box::pin(tasks::follow(session, origin, created)));
+                                State::Task(Box::pin(tasks::follow(session, origin, *created)));
                             continue;
                         }
                         Ok(Err(e)) => {

@@ -190,8 +190,9 @@ pub enum CallAnswer {
     /// The server needs input before it can finish; the client retries the call with it.
     InputRequired(InputRequired),
     /// The server runs the call as a task (`resultType: "task"` in 2026-07-28, `{"task": …}`
-    /// in 2025-11-25): the client follows it to its end ([`crate::client::tasks`]).
-    Task(super::tasks::TaskState),
+    /// in 2025-11-25): the client follows it to its end ([`crate::client::tasks`]). Boxed:
+    /// every answer travels in this enum, and a task's state is larger than a result.
+    Task(Box<super::tasks::TaskState>),
 }
 
 /// `resultType: "input_required"`: what the server asks for before it can answer.
@@ -226,7 +227,7 @@ impl<'de> Deserialize<'de> for CallAnswer {
             request_state: Option<String>,
             // A 2025-11-25 `CreateTaskResult`.
             #[serde(default)]
-            task: Option<super::tasks::TaskState>,
+            task: Option<Box<super::tasks::TaskState>>,
             // A 2026-07-28 `CreateTaskResult` (flat).
             #[serde(default)]
             task_id: Option<String>,
@@ -243,7 +244,7 @@ impl<'de> Deserialize<'de> for CallAnswer {
         match wire.result_type.as_deref() {
             None if wire.task.is_some() => Ok(Self::Task(wire.task.expect("checked"))),
             Some("task") => match (wire.task_id, wire.status) {
-                (Some(task_id), Some(status)) => Ok(Self::Task(super::tasks::TaskState {
+                (Some(task_id), Some(status)) => Ok(Self::Task(Box::new(super::tasks::TaskState {
                     task_id,
                     status,
                     status_message: wire.status_message,
@@ -252,7 +253,7 @@ impl<'de> Deserialize<'de> for CallAnswer {
                     result: None,
                     error: None,
                     input_requests: None,
-                })),
+                }))),
                 _ => Err(serde::de::Error::custom(
                     "a task result (resultType \"task\") has no taskId or status",
                 )),
@@ -518,6 +519,16 @@ mod tests {
         assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"input_required"}"#).is_err());
         assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"task"}"#).is_err());
         assert!(serde_json::from_str::<CallAnswer>(r#"{"resultType":"later"}"#).is_err());
+    }
+
+    #[test]
+    fn a_call_answer_is_no_larger_than_a_result() {
+        // Every answer of the hot path moves through this enum (the pending table's channel,
+        // the call's future): a task's larger state is boxed so it costs the others nothing.
+        assert_eq!(
+            std::mem::size_of::<CallAnswer>(),
+            std::mem::size_of::<ToolResult>()
+        );
     }
 
     #[test]
