@@ -12,7 +12,7 @@
 //!   (`resultType: "task"`); with `off`, a server that can only run a tool as a task refuses
 //!   it with -32021, which becomes [`ClientError::MissingCapability`].
 //!
-//! # The loop ([`follow`])
+//! # The loop
 //! - `tasks/get` at the server's `pollInterval`, clamped to [`POLL_MIN`]..[`POLL_MAX`] (a 0
 //!   does not spin, an hour does not stall), [`DEFAULT_POLL`] when it names none; woken
 //!   early by `notifications/tasks/status` (2025-11-25) or `notifications/tasks` (2026-07-28)
