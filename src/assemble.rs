@@ -272,7 +272,14 @@ pub fn client_options(config: &Config, server: &McpServerConfig) -> ClientOption
         .wait_for_restart(timeout)
         .request_timeout(timeout)
         .era(overrides.era)
-        .tasks(overrides.tasks);
+        .tasks(overrides.tasks)
+        // A task the client asks for outlives the longest call: the stack's progress cap, or
+        // the call timeout when that is longer (the stack's rule too).
+        .task_ttl(
+            StackSettings::new(server.key.as_str())
+                .progress_cap
+                .max(timeout),
+        );
     options.max_in_flight = options
         .max_in_flight
         .max(config.daemon.max_in_flight.saturating_add(64));

@@ -60,7 +60,7 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use kaged_mcp_layers::limit::InFlightLimitLayer;
-use kaged_mcp_layers::retry::{NotSent, RetryPolicy};
+use kaged_mcp_layers::retry::{Final, NotSent, RetryPolicy};
 use kaged_mcp_layers::stats::{CallStats, StatsLayer};
 use kaged_mcp_layers::timeout::{Elapsed, ElapsedKind, ProgressTimeoutLayer};
 use kaged_mcp_layers::truncate::TruncateLayer;
@@ -430,10 +430,15 @@ where
 
 /// Turns a stack error into the public [`Error`], once, at the registry edge.
 ///
-/// The retry marker [`NotSent`] is taken off: it tells the retry policy the request never
-/// left, and says nothing the operator needs; the error it wraps does.
+/// The retry markers [`NotSent`] and [`Final`] are taken off: they tell the retry policy the
+/// request never left, or that its outcome is final, and say nothing the operator needs; the
+/// error they wrap does.
 pub fn into_error(server: &str, tool: &str, err: BoxError) -> Error {
     let err = match err.downcast::<NotSent>() {
+        Ok(marker) => marker.into_inner(),
+        Err(other) => other,
+    };
+    let err = match err.downcast::<Final>() {
         Ok(marker) => marker.into_inner(),
         Err(other) => other,
     };

@@ -106,6 +106,8 @@ pub struct MockTransport {
     seen: Arc<Mutex<Vec<Value>>>,
     /// The open connection's sending half (weak: the session holds it).
     live: Arc<Mutex<Weak<MockOutbound>>>,
+    /// The transport carries the 2026-07-28 revision ([`MockTransport::modern`]).
+    modern: bool,
 }
 
 impl fmt::Debug for MockTransport {
@@ -131,7 +133,16 @@ impl MockTransport {
             max_connects: usize::MAX,
             seen: Arc::default(),
             live: Arc::default(),
+            modern: false,
         }
+    }
+
+    /// Carries the 2026-07-28 revision too (as stdio and Streamable HTTP do): the client may
+    /// probe with `server/discover` and speak the modern era.
+    #[must_use]
+    pub fn modern(mut self) -> Self {
+        self.modern = true;
+        self
     }
 
     /// Accepts at most `n` connections; later ones fail ("mock: no more connections").
@@ -184,6 +195,10 @@ impl MockTransport {
 }
 
 impl Transport for MockTransport {
+    fn speaks_modern(&self) -> bool {
+        self.modern
+    }
+
     fn connect(
         &self,
         ctx: ConnectContext,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::Logs;
-use kaged_mcp_layers::retry::{Jitter, NotSent, RetryPolicy, RetrySafe};
+use kaged_mcp_layers::retry::{Final, Jitter, NotSent, RetryPolicy, RetrySafe};
 use tokio_test::{assert_pending, assert_ready_err, assert_ready_ok};
 use tower::retry::budget::TpsBudget;
 use tower::retry::RetryLayer;
@@ -104,6 +104,23 @@ async fn retries_a_retry_safe_request_after_a_sent_error() {
     assert_pending!(response.poll());
     assert_request_eq!(handle, SAFE).send_response("listed");
     assert_eq!(assert_ready_ok!(response.poll()), "listed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn never_retries_a_final_error_even_for_a_retry_safe_request() {
+    let (mut svc, mut handle) = mock::spawn_layer::<Call, &str, _>(RetryLayer::new(policy(5)));
+    assert_ready_ok!(svc.poll_ready());
+    let mut response = tokio_test::task::spawn(svc.call(SAFE));
+    assert_pending!(response.poll());
+    assert_request_eq!(handle, SAFE).send_error(Final::new("task 7 failed"));
+    let err = assert_ready_err!(response.poll());
+    assert!(Final::in_chain(&*err), "{err}");
+    assert_eq!(err.to_string(), "task 7 failed");
+    tokio::time::advance(Duration::from_secs(10)).await;
+    assert!(
+        no_request(&mut handle),
+        "the server ran it: never sent again"
+    );
 }
 
 #[tokio::test(start_paused = true)]

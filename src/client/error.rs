@@ -343,9 +343,9 @@ pub enum ClientError {
         detail: Box<str>,
     },
     /// The server refused a request because the client lacks a capability (-32021, 2026-07-28):
-    /// for a tool that runs only as a task, the tasks extension, which the client declares
-    /// unless `tasks = "off"`.
-    #[error("MCP server `{server}` refused {request}: it needs the client capability {required}{}", if required.contains(crate::protocol::tasks::TASKS_EXTENSION) { format!(" (the tool runs only as a task: set tasks = \"required\" under [mcp.{server}] in local.toml)") } else { String::new() })]
+    /// for a tool that runs only as a task, the tasks extension, which the client declares in a
+    /// 2026-07-28 session unless `tasks = "off"`.
+    #[error("MCP server `{server}` refused {request}: it needs the client capability {required}{}", hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default())]
     MissingCapability {
         /// The server.
         server: Arc<str>,
@@ -354,6 +354,8 @@ pub enum ClientError {
         /// The capabilities the server asked for (its `data.requiredCapabilities`, as JSON),
         /// or its message when it named none.
         required: Box<str>,
+        /// What to change, when the client can tell.
+        hint: Option<Box<str>>,
     },
     /// The server had to be started outside a tokio runtime.
     #[error("MCP server `{server}` cannot be started outside a tokio runtime")]

@@ -24,7 +24,7 @@ use crate::protocol::{CallAnswer, RequestId, ToolResult};
 ///
 /// Dropping it before the answer arrives removes the request from the session and sends
 /// `notifications/cancelled` for it; a late answer is dropped quietly. It is `Unpin`; it holds
-/// no boxed future except while it answers input requests.
+/// no boxed future except while it answers input requests or follows a task.
 pub struct ResponseFuture {
     state: State,
 }
@@ -231,7 +231,11 @@ impl Future for ResponseFuture {
                 State::Task(follow) => {
                     let outcome = ready!(follow.as_mut().poll(cx));
                     self.state = State::Failed(None);
-                    return Poll::Ready(outcome.map_err(|e| e.boxed(false)));
+                    // The server ran the call: whatever went wrong since, the retry layer must
+                    // not call the tool again.
+                    return Poll::Ready(outcome.map_err(|e| {
+                        Box::new(kaged_mcp_layers::retry::Final::new(e)) as BoxError
+                    }));
                 }
                 State::Resolving { input, .. } => {
                     let resolved = ready!(input.as_mut().poll(cx));

@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 
 use super::error::RequestRef;
 use super::rpc::{Expect, Pending, RpcSession};
+use super::tasks::late_task_id;
 use crate::protocol::jsonrpc::CowStr;
 use crate::protocol::{CallAnswer, JsonRpcError, RequestId, ToolResult};
 
@@ -230,6 +231,14 @@ impl<'de> Visitor<'de> for FrameSeed<'_> {
                         match self.session.take_pending(rid) {
                             Some((num, pending)) => {
                                 complete_in_place(self.session, num, pending, &mut map)?;
+                            }
+                            None if self.session.take_abandoned_call(rid) => {
+                                // A late answer to a call its caller gave up on, which may
+                                // have started a task nobody follows.
+                                let late = map.next_value::<serde_json::Value>()?;
+                                if let Some(task_id) = late_task_id(&late) {
+                                    self.session.cancel_orphan_task(task_id);
+                                }
                             }
                             None => {
                                 // A late answer to a call its caller gave up on.

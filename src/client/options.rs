@@ -86,7 +86,8 @@ pub struct ClientOptions {
     /// [`tasks`](super::tasks).
     pub tasks: TaskMode,
     /// How long a server should keep a task the client asked for (2025-11-25 `params.task.ttl`,
-    /// default 10 min, the stack's progress cap: no call outlives it).
+    /// default 10 min, the stack's progress cap; the session sets it to the longer of that cap
+    /// and the server's call timeout, so no call outlives its task).
     pub task_ttl: Duration,
 }
 

@@ -202,7 +202,16 @@ pub(crate) struct RpcSession {
     tasks: Arc<TaskBoard>,
     /// `params.task` of a 2025-11-25 task-augmented call.
     task_metadata: TaskMetadata,
+    /// A modern request declares the tasks extension (`tasks` is not `off`).
+    tasks_declared: bool,
+    /// The last `tools/call`s whose caller gave up before the answer and that the server may
+    /// have answered with a task: a late task answer to one is cancelled (bounded).
+    abandoned_calls: Mutex<std::collections::VecDeque<u64>>,
 }
+
+/// How many abandoned `tools/call` ids a session remembers, to cancel a task that answers one
+/// late.
+const ABANDONED_CALLS: usize = 64;
 
 /// [`RpcSession::relist_on_ack`]: no listen waits for its acknowledgement.
 const NO_RELIST: u64 = u64::MAX;
@@ -257,6 +266,8 @@ pub(crate) struct SessionSettings {
     pub(crate) tasks: Arc<TaskBoard>,
     /// How long a server should keep a task the client asks for.
     pub(crate) task_ttl: std::time::Duration,
+    /// A modern request declares the tasks extension.
+    pub(crate) tasks_declared: bool,
 }
 
 impl RpcSession {
@@ -275,6 +286,7 @@ impl RpcSession {
             param_headers,
             tasks,
             task_ttl,
+            tasks_declared,
         } = settings;
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
@@ -300,6 +312,8 @@ impl RpcSession {
             task_metadata: TaskMetadata {
                 ttl: u64::try_from(task_ttl.as_millis()).unwrap_or(u64::MAX),
             },
+            tasks_declared,
+            abandoned_calls: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
@@ -518,6 +532,21 @@ impl RpcSession {
         if pending.method == "initialize" {
             return;
         }
+        let may_be_a_task = match &pending.expect {
+            Expect::TaskCall(_) => true,
+            Expect::CallTool(_) => self.dialect.is_modern() && self.tasks_declared,
+            Expect::Other(_) => false,
+        };
+        if may_be_a_task {
+            let mut abandoned = self
+                .abandoned_calls
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if abandoned.len() == ABANDONED_CALLS {
+                abandoned.pop_front();
+            }
+            abandoned.push_back(id);
+        }
         tracing::debug!(
             server = &*self.server,
             request_id = id,
@@ -540,6 +569,31 @@ impl RpcSession {
         });
         if let Err(e) = sent {
             tracing::debug!(server = &*self.server, request_id = id, error = %e, "notifications/cancelled not sent");
+        }
+    }
+
+    /// Whether `id` is a `tools/call` whose caller gave up and that may come back as a task
+    /// (then forgotten: one late answer is looked at).
+    pub(crate) fn take_abandoned_call(&self, id: &RequestId) -> bool {
+        let Some(id) = id.as_u64() else { return false };
+        let mut abandoned = self
+            .abandoned_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match abandoned.iter().position(|a| *a == id) {
+            Some(at) => {
+                abandoned.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A late answer to an abandoned `tools/call` created task `task_id`: nobody follows it,
+    /// so it is cancelled.
+    pub(crate) fn cancel_orphan_task(&self, task_id: &str) {
+        if let Some(session) = self.handle() {
+            super::tasks::cancel_orphan(&session, task_id);
         }
     }
 

@@ -307,6 +307,7 @@ impl Shared {
                 param_headers: Arc::clone(&self.param_headers),
                 tasks: Arc::clone(&self.tasks),
                 task_ttl: self.options.task_ttl,
+                tasks_declared: self.options.tasks.enabled(),
             },
         );
         let ctx = ConnectContext {

@@ -15,13 +15,17 @@
 //! # The loop
 //! - `tasks/get` at the server's `pollInterval`, clamped to [`POLL_MIN`]..[`POLL_MAX`] (a 0
 //!   does not spin, an hour does not stall), [`DEFAULT_POLL`] when it names none; woken
-//!   early by `notifications/tasks/status` (2025-11-25) or `notifications/tasks` (2026-07-28)
-//!   for the task (over Streamable HTTP, a 2026-07-28 request names the task in `Mcp-Name`). Each `tasks/get` is bounded by
-//!   [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout).
-//! - Each status change, status message and `notifications/progress` of the call (its
-//!   progress token stays valid for the whole task) reaches the call's
+//!   early (never sooner than [`POLL_MIN`] after the last one) by a
+//!   `notifications/tasks/status` for the task (2025-11-25; a 2026-07-28
+//!   `notifications/tasks`, which a server sends only on a `subscriptions/listen` the client
+//!   does not open for tasks, would be heard the same way). Each `tasks/get` is bounded by
+//!   [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout); over
+//!   Streamable HTTP a 2026-07-28 one names the task in `Mcp-Name`.
+//! - Each change of status or status message and each `notifications/progress` of the call
+//!   (its progress token stays valid for the whole task) reaches the call's
 //!   [`ProgressHandle`]: it keeps a progress-aware timeout alive (within the stack's progress
-//!   cap) and shows on `kaged-mcp call`'s progress line.
+//!   cap) and shows on `kaged-mcp call`'s progress line. A poll that finds nothing new is not
+//!   progress: a task stuck in `working` times out like a quiet server.
 //! - `input_required`: 2025-11-25 sends `tasks/result` at once, and the server's requests
 //!   (`elicitation/create` with the task's `related-task` `_meta`) arrive on the connection and
 //!   pass the server-request stack as any other (elicitation to the embedder's handler,
@@ -33,15 +37,21 @@
 //!   [`ClientError::TaskCancelled`].
 //!
 //! # Nothing runs twice, nothing is left running
-//! - The tool is called once. A `tasks/get` that fails on the way (a cut connection, an
-//!   expired HTTP session, no answer in time) is asked again, on a new session if the old one
-//!   ended, [`MAX_POLL_FAILURES`] times in a row at most; then the call fails with
-//!   [`ClientError::TaskLost`]. A task the server no longer knows (a JSON-RPC error to
-//!   `tasks/get`) or a stdio server that exited (its tasks died with it) fails the call at
-//!   once, with `TaskLost`.
-//! - A call that is dropped before the task ended (its timeout fired, its caller gave up)
-//!   sends `tasks/cancel` for it, on the current session or, if that ended, on the next one;
-//!   the acknowledgement is awaited in the background for at most the request timeout.
+//! - The tool is called once, and the error of a call whose task was created is marked
+//!   [`Final`](kaged_mcp_layers::retry::Final), so the retry layer never calls it again. A
+//!   `tasks/get`, `tasks/result` or `tasks/update` that fails on the way (a cut connection,
+//!   an expired HTTP session, no answer in time, a JSON-RPC error other than -32602) is asked
+//!   again after a pause, on a new session if the old one ended, [`MAX_POLL_FAILURES`] times
+//!   in a row at most; then the call fails with [`ClientError::TaskLost`]. A task the server
+//!   no longer knows (-32602) or a stdio server that exited (its tasks died with it) fails
+//!   the call at once, with `TaskLost`. Answers the handlers gave are sent again as they are:
+//!   nobody is asked twice.
+//! - A call that is dropped before the task ended (its timeout fired, its caller gave up) or
+//!   that the client gave up on (input it refuses, requests that kept failing) sends
+//!   `tasks/cancel` for it, on the current session or, if that ended, on the next one; the
+//!   acknowledgement is awaited in the background for at most the request timeout. A
+//!   `tools/call` whose caller gave up before the answer and that comes back as a task (the
+//!   session remembers the last 64 such calls) has its task cancelled too.
 //!
 //! [`ProgressHandle`]: kaged_mcp_layers::timeout::ProgressHandle
 
@@ -84,7 +94,9 @@ pub struct TaskCounts {
     pub in_flight: u64,
     /// Tasks that ended `completed` (with a result, `isError` or not).
     pub completed: u64,
-    /// Tasks that ended `failed`, or could no longer be followed.
+    /// Tasks that ended with an error: `failed` with a JSON-RPC error, lost, or given up by
+    /// the client (a 2025-11-25 task that ended `failed` with a tool result counts as
+    /// completed: the call returns that result).
     pub failed: u64,
     /// Tasks cancelled: by the server, or by the client when the call was dropped.
     pub cancelled: u64,
@@ -126,8 +138,9 @@ struct Watch {
 }
 
 impl Watch {
-    /// Reports `state` to the call's progress handle when its status or message changed;
-    /// otherwise the timeout still hears that the task is alive.
+    /// Reports `state` to the call's progress handle when its status or message changed. A
+    /// poll that finds nothing new is not progress: a task stuck in `working` times out like a
+    /// call whose server went quiet.
     fn report(&self, state: &TaskState) {
         let Some(handle) = &self.progress else { return };
         let changed = {
@@ -142,8 +155,6 @@ impl Watch {
         };
         if changed {
             report(handle, state);
-        } else {
-            handle.notify();
         }
     }
 }
@@ -234,8 +245,14 @@ fn report(handle: &ProgressHandle, state: &TaskState) {
 /// The wait before the next `tasks/get`.
 pub(crate) fn poll_interval(state: &TaskState) -> Duration {
     match state.poll_interval {
+        // Clamped before the conversion, which would panic on a value too large for a
+        // `Duration`.
         Some(ms) if ms.is_finite() && ms >= 0.0 => {
-            Duration::from_secs_f64(ms / 1000.0).clamp(POLL_MIN, POLL_MAX)
+            let ms = ms.clamp(
+                POLL_MIN.as_secs_f64() * 1000.0,
+                POLL_MAX.as_secs_f64() * 1000.0,
+            );
+            Duration::from_secs_f64(ms / 1000.0)
         }
         _ => DEFAULT_POLL,
     }
@@ -313,11 +330,20 @@ impl Follower<'_> {
         ticket: &mut Ticket,
     ) -> Result<ToolResult, ClientError> {
         let mut answered: HashSet<String> = HashSet::new();
-        let mut failures = 0u32;
+        // Answers given by the handlers but not yet acknowledged by the server: sent again as
+        // they are (the user is not asked twice).
+        let mut unsent: Option<Map<String, Value>> = None;
+        // `tasks/get` failures in a row, and `tasks/result` (or `tasks/update`) failures in a
+        // row: a good `tasks/get` does not clear the second count, so a request that keeps
+        // failing while the task waits for input still ends the call.
+        let (mut failures, mut result_failures) = (0u32, 0u32);
+        // Whether `state` is a `tasks/get` answer (else the creation answer): a 2026-07-28
+        // task that ended carries its outcome in a `tasks/get` answer only.
+        let mut from_get = false;
+        let mut last_get: Option<tokio::time::Instant> = None;
         loop {
-            // A 2026-07-28 task that ended reads its outcome inline; one whose state came
-            // without it (a creation answer, a notification) is asked for it first.
             let inline = !self.modern
+                || from_get
                 || state.result.is_some()
                 || state.error.is_some()
                 || state.status == TaskStatus::Cancelled;
@@ -325,36 +351,61 @@ impl Follower<'_> {
                 return self.outcome(&mut session, state, ticket).await;
             }
             if state.status == TaskStatus::InputRequired {
-                if self.modern {
+                let answer = if self.modern {
                     let asked = state.input_requests.take().unwrap_or_default();
                     let fresh: Map<String, Value> = asked
                         .into_iter()
-                        .filter(|(k, _)| !answered.contains(k))
+                        .filter(|(k, _)| {
+                            !answered.contains(k)
+                                && !unsent.as_ref().is_some_and(|u| u.contains_key(k))
+                        })
                         .collect();
                     if !fresh.is_empty() {
-                        answered.extend(fresh.keys().cloned());
-                        self.update(&session, fresh).await?;
-                    } else {
-                        self.pause(&state).await;
+                        let mut responses = self.resolve(&session, fresh).await?;
+                        if let Some(earlier) = unsent.take() {
+                            responses.extend(earlier);
+                        }
+                        unsent = Some(responses);
+                    }
+                    match unsent.take() {
+                        None => {
+                            self.pause(&state, last_get).await;
+                            Ok(None)
+                        }
+                        Some(responses) => match self.update(&session, &responses).await {
+                            Ok(()) => {
+                                answered.extend(responses.into_iter().map(|(k, _)| k));
+                                Ok(None)
+                            }
+                            Err(e) => {
+                                unsent = Some(responses);
+                                Err(e)
+                            }
+                        },
                     }
                 } else {
                     // The server's requests arrive while `tasks/result` waits; its answer is
                     // the outcome.
-                    match self.legacy_result(&session).await {
-                        Ok(answer) => return answer,
-                        Err(e) => {
-                            self.lost_or_again(&e, &mut failures)?;
-                            session = self.board.next_session(&session).await?;
-                            ticket.session = Arc::clone(&session);
-                        }
+                    self.legacy_result(&session).await.map(Some)
+                };
+                match answer {
+                    Ok(Some(outcome)) => return outcome,
+                    Ok(None) => result_failures = 0,
+                    Err(e) => {
+                        self.lost_or_again(&e, &mut result_failures)?;
+                        self.pause(&state, last_get).await;
+                        session = self.board.next_session(&session).await?;
+                        ticket.session = Arc::clone(&session);
                     }
                 }
             } else if !state.status.is_terminal() {
-                self.pause(&state).await;
+                self.pause(&state, last_get).await;
             }
+            last_get = Some(tokio::time::Instant::now());
             match self.get(&session).await {
                 Ok(next) => {
                     failures = 0;
+                    from_get = true;
                     self.watch.report(&next);
                     state = next;
                 }
@@ -367,12 +418,18 @@ impl Follower<'_> {
         }
     }
 
-    /// Waits the poll interval, or less when a status notification arrives.
-    async fn pause(&self, state: &TaskState) {
+    /// Waits the poll interval, or less when a status notification arrives, but never less
+    /// than [`POLL_MIN`] since the last `tasks/get` (`last_get`): a server that floods
+    /// notifications is not polled faster.
+    async fn pause(&self, state: &TaskState, last_get: Option<tokio::time::Instant>) {
         let wait = poll_interval(state);
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            () = self.watch.wake.notified() => {}
+            () = self.watch.wake.notified() => {
+                if let Some(last) = last_get {
+                    tokio::time::sleep_until(last + POLL_MIN).await;
+                }
+            }
         }
     }
 
@@ -391,16 +448,12 @@ impl Follower<'_> {
                 code,
                 message,
                 ..
-            } => {
+            } if *code == crate::protocol::jsonrpc::INVALID_PARAMS => {
                 self.gone.store(true, Ordering::Relaxed);
-                let method = request.method;
-                Err(lost(if *code == crate::protocol::jsonrpc::INVALID_PARAMS {
-                    format!(
-                        "the server no longer knows it ({method} answered JSON-RPC error {code}: {message})"
-                    )
-                } else {
-                    format!("{method} was refused with JSON-RPC error {code}: {message}")
-                }))
+                Err(lost(format!(
+                    "the server no longer knows it ({} answered JSON-RPC error {code}: {message})",
+                    request.method
+                )))
             }
             ClientError::MissingCapability { .. } => {
                 self.gone.store(true, Ordering::Relaxed);
@@ -413,10 +466,13 @@ impl Follower<'_> {
                     e.reason()
                 )))
             }
+            // Worth asking again: the request failed on the way, or the server refused it
+            // for now (an internal error, a rate limit); the task may well be running.
             ClientError::SendFailed { .. }
             | ClientError::ConnectionClosed { .. }
             | ClientError::RequestTimeout { .. }
-            | ClientError::BackingOff { .. } => {
+            | ClientError::BackingOff { .. }
+            | ClientError::JsonRpc { .. } => {
                 *failures += 1;
                 tracing::debug!(
                     server = &*self.origin_server(),
@@ -478,12 +534,13 @@ impl Follower<'_> {
         }
     }
 
-    /// 2026-07-28: answers `inputs` with `tasks/update`.
-    async fn update(
+    /// 2026-07-28: the answers to `inputs`, from the same handlers as a multi round-trip
+    /// call's ([`mrtr`](super::mrtr)).
+    async fn resolve(
         &self,
         session: &Arc<RpcSession>,
         inputs: Map<String, Value>,
-    ) -> Result<(), ClientError> {
+    ) -> Result<Map<String, Value>, ClientError> {
         tracing::debug!(
             server = &*session.server,
             task_id = %self.task_id,
@@ -496,9 +553,18 @@ impl Follower<'_> {
         };
         let retry =
             super::mrtr::resolve(Arc::clone(session), self.origin.request.clone(), asked).await?;
+        Ok(retry.responses)
+    }
+
+    /// 2026-07-28: sends `responses` with `tasks/update`.
+    async fn update(
+        &self,
+        session: &Arc<RpcSession>,
+        responses: &Map<String, Value>,
+    ) -> Result<(), ClientError> {
         let params = TaskUpdateParams {
             task_id: self.task_id,
-            input_responses: &retry.responses,
+            input_responses: responses,
             meta: session.meta(),
         };
         let head = RequestHead::new(TASKS_UPDATE)
@@ -506,18 +572,25 @@ impl Follower<'_> {
             .protocol_version(session.declared_version());
         let (rx, mut guard) =
             session.request::<IgnoredAny, _>(TASKS_UPDATE, head, Some(&params))?;
+        let request = RequestRef {
+            id: RequestId::from(guard.id()),
+            method: TASKS_UPDATE,
+        };
         let limit = self.board.request_timeout();
-        let answer = tokio::time::timeout(limit, rx).await;
-        guard.disarm();
-        match answer {
-            Ok(Ok(Ok(_))) => Ok(()),
-            Ok(Ok(Err(e))) => Err(e),
-            Ok(Err(_)) | Err(_) => Err(ClientError::RequestTimeout {
+        match tokio::time::timeout(limit, rx).await {
+            Ok(Ok(answer)) => {
+                guard.disarm();
+                answer.map(drop)
+            }
+            // The guard, dropped unanswered, takes the request out of the table.
+            Ok(Err(_)) => Err(ClientError::ConnectionClosed {
                 server: Arc::clone(&session.server),
-                request: RequestRef {
-                    id: RequestId::from(guard.id()),
-                    method: TASKS_UPDATE,
-                },
+                request: Some(request),
+                detail: "the session ended without answering".into(),
+            }),
+            Err(_) => Err(ClientError::RequestTimeout {
+                server: Arc::clone(&session.server),
+                request,
                 after: limit,
             }),
         }
@@ -627,13 +700,15 @@ impl Follower<'_> {
                 }
             };
         }
-        // 2025-11-25: the outcome is read with `tasks/result`, asked again like `tasks/get`.
+        // 2025-11-25: the outcome is read with `tasks/result`, asked again like `tasks/get`
+        // (after a pause).
         let mut failures = 0u32;
         loop {
             match self.legacy_result(session).await {
                 Ok(answer) => return answer,
                 Err(e) => {
                     self.lost_or_again(&e, &mut failures)?;
+                    tokio::time::sleep(poll_interval(&state)).await;
                     *session = self.board.next_session(session).await?;
                     ticket.session = Arc::clone(session);
                 }
@@ -721,8 +796,12 @@ impl Drop for Ticket {
 fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
     tracing::debug!(server = &*session.server, task_id = %task_id, "the call was dropped; cancelling its task");
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        // No runtime to wait on: send it now, unanswered.
-        let _ = send_cancel(&session, &task_id);
+        // No runtime to wait on: send it now and forget it (its guard, dropped armed, would
+        // send `notifications/cancelled` for the cancel itself).
+        if let Ok((_, mut guard)) = send_cancel(&session, &task_id) {
+            guard.disarm();
+            session.forget(guard.id());
+        }
         return;
     };
     runtime.spawn(async move {
@@ -752,6 +831,29 @@ fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
             }
         }
     });
+}
+
+/// A task nobody follows (its `tools/call` was answered after its caller gave up): cancelled
+/// like a dropped follow's, and counted cancelled.
+pub(crate) fn cancel_orphan(session: &Arc<RpcSession>, task_id: &str) {
+    tracing::debug!(
+        server = &*session.server,
+        task_id,
+        "a call given up on was answered with a task"
+    );
+    let board = Arc::clone(session.tasks());
+    board.cancelled.fetch_add(1, Ordering::Relaxed);
+    cancel(board, Arc::clone(session), Arc::from(task_id));
+}
+
+/// The id of the task a late `tools/call` answer (its `result`) created, if it is one: a
+/// 2025-11-25 `{"task": {"taskId": …}}` or a 2026-07-28 `resultType: "task"`.
+pub(crate) fn late_task_id(result: &Value) -> Option<&str> {
+    match result.get("resultType").and_then(Value::as_str) {
+        Some("task") => result.get("taskId").and_then(Value::as_str),
+        None => result.get("task")?.get("taskId").and_then(Value::as_str),
+        Some(_) => None,
+    }
 }
 
 /// Queues `tasks/cancel` for `task_id` on `session`.
@@ -830,6 +932,9 @@ mod tests {
         );
         assert_eq!(poll_interval(&state(Some(0.0))), POLL_MIN);
         assert_eq!(poll_interval(&state(Some(3_600_000.0))), POLL_MAX);
+        assert_eq!(poll_interval(&state(Some(1e300))), POLL_MAX);
+        assert_eq!(poll_interval(&state(Some(f64::MAX))), POLL_MAX);
+        assert_eq!(poll_interval(&state(Some(f64::INFINITY))), DEFAULT_POLL);
         assert_eq!(poll_interval(&state(Some(-5.0))), DEFAULT_POLL);
         assert_eq!(poll_interval(&state(Some(f64::NAN))), DEFAULT_POLL);
         assert_eq!(poll_interval(&state(None)), DEFAULT_POLL);

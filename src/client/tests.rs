@@ -954,6 +954,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
                 param_headers: Default::default(),
                 tasks: Default::default(),
                 task_ttl: std::time::Duration::from_secs(600),
+                tasks_declared: true,
             },
         );
         for i in 0..1000 {
@@ -1121,12 +1122,9 @@ async fn a_task_call_that_is_dropped_cancels_its_task() {
     assert!(tokio::time::timeout(Duration::from_secs(2), pending)
         .await
         .is_err());
-    // Each poll kept the call alive for a progress-aware timeout.
-    assert!(
-        progress.notifications() >= 10,
-        "{}",
-        progress.notifications()
-    );
+    // Only the task's creation was news: a poll that finds it still `working` is not
+    // progress, so a progress-aware timeout is not kept alive by a stuck task.
+    assert_eq!(progress.notifications(), 1);
     // The cancel goes out on a task of its own.
     tokio::time::sleep(Duration::from_millis(10)).await;
     let cancels: Vec<Value> = t
@@ -1158,4 +1156,92 @@ async fn a_plain_call_of_a_legacy_server_asks_for_no_task() {
         "the server offers tasks for tools/call"
     );
     assert_eq!(c.task_counts(), TaskCounts::default());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_answering_a_call_given_up_on_is_cancelled() {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let seen_calls = Arc::clone(&calls);
+    let gets = Arc::new(Mutex::new(Vec::new()));
+    let server = task_server(100, u32::MAX, gets);
+    let t = MockTransport::new(move |msg: &Value| {
+        if method(msg) == "tools/call" {
+            // Answered late, below.
+            seen_calls.lock().unwrap().push(msg["id"].clone());
+            return vec![];
+        }
+        server(msg)
+    });
+    let c = legacy_client(t.clone());
+    let pending = call(&c, ToolCall::new("research").with_task(true));
+    assert!(tokio::time::timeout(Duration::from_secs(1), pending)
+        .await
+        .is_err());
+    let id = calls.lock().unwrap()[0].clone();
+    assert!(t.push(vec![Act::Reply(json!({"jsonrpc": "2.0", "id": id,
+        "result": {"task": {"taskId": "late", "status": "working"}}}))]));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let cancels: Vec<Value> = t
+        .seen()
+        .into_iter()
+        .filter(|m| method(m) == "tasks/cancel")
+        .collect();
+    assert_eq!(cancels.len(), 1, "{:?}", t.seen_methods());
+    assert_eq!(cancels[0]["params"]["taskId"], "late");
+    assert_eq!(c.task_counts().cancelled, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_modern_task_that_ends_without_its_outcome_fails_once_without_polling_on() {
+    let gets = Arc::new(Mutex::new(0u32));
+    let counted = Arc::clone(&gets);
+    let t = MockTransport::new(move |msg: &Value| match method(msg) {
+        "server/discover" => vec![Act::reply(
+            msg,
+            json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mock", "version": "1"}}}),
+        )],
+        "tools/call" => {
+            let caps = &msg["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+            assert_eq!(
+                caps["extensions"],
+                json!({"io.modelcontextprotocol/tasks": {}})
+            );
+            vec![Act::reply(
+                msg,
+                json!({"resultType": "task", "taskId": "m1", "status": "working",
+                    "pollIntervalMs": 100}),
+            )]
+        }
+        "tasks/get" => {
+            *counted.lock().unwrap() += 1;
+            vec![Act::reply(
+                msg,
+                json!({"resultType": "complete", "taskId": "m1", "status": "failed",
+                    "statusMessage": "expired"}),
+            )]
+        }
+        _ => vec![],
+    });
+    let t = t.modern();
+    let c = McpClient::new("mock", t.clone(), exact().era(EraPreference::Modern));
+    let err = call(&c, ToolCall::new("research")).await.unwrap_err();
+    assert!(
+        kaged_mcp_layers::retry::Final::in_chain(&*err),
+        "{err}: {:?}",
+        ClientError::find(&*err)
+    );
+    match client_error(&err) {
+        ClientError::TaskFailed {
+            task_id, message, ..
+        } => {
+            assert_eq!((&**task_id, &**message), ("m1", "expired"));
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(*gets.lock().unwrap(), 1, "no poll after the end");
+    assert!(c.runs_tool_tasks());
+    let counts = c.task_counts();
+    assert_eq!((counts.in_flight, counts.failed), (0, 1), "{counts:?}");
 }

@@ -212,7 +212,7 @@ impl<'de> Deserialize<'de> for CallAnswer {
         #[serde(rename_all = "camelCase")]
         struct Wire<'a> {
             #[serde(default)]
-            content: Vec<super::content::ContentBlock>,
+            content: Option<Vec<super::content::ContentBlock>>,
             #[serde(default)]
             structured_content: Option<Value>,
             #[serde(default)]
@@ -225,41 +225,52 @@ impl<'de> Deserialize<'de> for CallAnswer {
             input_requests: Option<Map<String, Value>>,
             #[serde(default)]
             request_state: Option<String>,
-            // A 2025-11-25 `CreateTaskResult`.
+            // The task fields are read as any JSON and checked only for a task answer: a plain
+            // result may carry keys of these names with other meanings.
+            // A 2025-11-25 `CreateTaskResult`: `{"task": {…}}` and no `content`.
             #[serde(default)]
-            task: Option<Box<super::tasks::TaskState>>,
+            task: Option<Value>,
             // A 2026-07-28 `CreateTaskResult` (flat).
             #[serde(default)]
-            task_id: Option<String>,
+            task_id: Option<Value>,
             #[serde(default)]
-            status: Option<super::tasks::TaskStatus>,
+            status: Option<Value>,
             #[serde(default)]
-            status_message: Option<String>,
+            status_message: Option<Value>,
             #[serde(default)]
-            poll_interval_ms: Option<f64>,
+            poll_interval_ms: Option<Value>,
             #[serde(default)]
-            ttl_ms: Option<f64>,
+            ttl_ms: Option<Value>,
         }
         let wire = Wire::deserialize(deserializer)?;
+        let invalid_task =
+            |e: serde_json::Error| serde::de::Error::custom(format_args!("an invalid task: {e}"));
         match wire.result_type.as_deref() {
-            None if wire.task.is_some() => Ok(Self::Task(wire.task.expect("checked"))),
-            Some("task") => match (wire.task_id, wire.status) {
-                (Some(task_id), Some(status)) => Ok(Self::Task(Box::new(super::tasks::TaskState {
-                    task_id,
-                    status,
-                    status_message: wire.status_message,
-                    poll_interval: wire.poll_interval_ms,
-                    ttl: wire.ttl_ms,
-                    result: None,
-                    error: None,
-                    input_requests: None,
-                }))),
-                _ => Err(serde::de::Error::custom(
-                    "a task result (resultType \"task\") has no taskId or status",
-                )),
-            },
+            None if wire.content.is_none() && wire.task.is_some() => {
+                let task = wire.task.unwrap_or_default();
+                serde_json::from_value::<super::tasks::TaskState>(task)
+                    .map(|t| Self::Task(Box::new(t)))
+                    .map_err(invalid_task)
+            }
+            Some("task") => {
+                let mut flat = Map::new();
+                for (key, value) in [
+                    ("taskId", wire.task_id),
+                    ("status", wire.status),
+                    ("statusMessage", wire.status_message),
+                    ("pollIntervalMs", wire.poll_interval_ms),
+                    ("ttlMs", wire.ttl_ms),
+                ] {
+                    if let Some(value) = value {
+                        flat.insert(key.into(), value);
+                    }
+                }
+                serde_json::from_value::<super::tasks::TaskState>(Value::Object(flat))
+                    .map(|t| Self::Task(Box::new(t)))
+                    .map_err(invalid_task)
+            }
             None | Some("complete") => Ok(Self::Complete(ToolResult {
-                content: wire.content,
+                content: wire.content.unwrap_or_default(),
                 structured_content: wire.structured_content,
                 is_error: wire.is_error.unwrap_or(false),
                 truncated: false,

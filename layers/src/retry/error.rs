@@ -76,6 +76,70 @@ impl Error for NotSent {
     }
 }
 
+/// Wraps an error that ends the call whatever the request: the server took the call and ran
+/// it to an outcome (an MCP task that failed, was cancelled or was lost), so sending it again
+/// would run the tool again.
+///
+/// [`RetryPolicy`](super::RetryPolicy) never retries such an error, even for a request marked
+/// [`RetrySafe`](super::RetrySafe), finding it anywhere in the [`source`](Error::source)
+/// chain. `Display` is the wrapped error's; so is the [`source`](Error::source).
+///
+/// ```
+/// # use kaged_mcp_layers::retry::Final;
+/// # use tower::BoxError;
+/// let lost = std::io::Error::other("the task was lost");
+/// let err: BoxError = Final::new(lost).into();
+/// assert!(Final::in_chain(&*err));
+/// assert_eq!(err.to_string(), "the task was lost");
+/// ```
+#[derive(Debug)]
+pub struct Final {
+    source: BoxError,
+}
+
+impl Final {
+    /// Marks `source` as the call's final outcome.
+    pub fn new(source: impl Into<BoxError>) -> Self {
+        Self {
+            source: source.into(),
+        }
+    }
+
+    /// The wrapped error.
+    pub fn get_ref(&self) -> &(dyn Error + Send + Sync + 'static) {
+        &*self.source
+    }
+
+    /// Consumes `self`, returning the wrapped error.
+    pub fn into_inner(self) -> BoxError {
+        self.source
+    }
+
+    /// Whether `err` or any error in its [`source`](Error::source) chain is a `Final`.
+    pub fn in_chain(err: &(dyn Error + 'static)) -> bool {
+        let mut next = Some(err);
+        while let Some(err) = next {
+            if err.is::<Self>() {
+                return true;
+            }
+            next = err.source();
+        }
+        false
+    }
+}
+
+impl fmt::Display for Final {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.source, f)
+    }
+}
+
+impl Error for Final {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
 /// A backoff configuration that cannot work: a zero base, or a maximum below the base.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InvalidBackoff(&'static str);

@@ -68,7 +68,7 @@ use tower::BoxError;
 
 pub use self::backoff::{Jitter, JitteredBackoff};
 pub use self::budget::RetryBudget;
-pub use self::error::NotSent;
+pub use self::error::{Final, NotSent};
 pub use self::rng::{JitterRng, XorShiftRng};
 
 use self::error::InvalidBackoff;
@@ -185,7 +185,9 @@ where
         // The index of the attempt a retry would make (0 was the first call).
         let attempt = self.attempts;
         let not_sent = NotSent::in_chain(&**err);
-        let reason = if !not_sent && !req.retry_safe() {
+        let reason = if Final::in_chain(&**err) {
+            "the server ran the request to an outcome (a task): sending it again would run it again"
+        } else if !not_sent && !req.retry_safe() {
             "the request may have reached the server and is not retry-safe"
         } else if attempt >= self.max_attempts {
             "no attempts left"

@@ -63,6 +63,13 @@ impl RpcSession {
             return;
         };
         let Some((num, pending)) = self.take_pending(id) else {
+            if self.take_abandoned_call(id) {
+                let late = result.and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+                if let Some(task_id) = late.as_ref().and_then(super::super::tasks::late_task_id) {
+                    self.cancel_orphan_task(task_id);
+                    return;
+                }
+            }
             tracing::debug!(server = &*self.server, request_id = %id, "answer to a request no one waits for; dropped");
             return;
         };
@@ -82,10 +89,14 @@ impl RpcSession {
                     .and_then(|d| d.get("requiredCapabilities"))
                     .map_or_else(|| error.message.clone(), Value::to_string)
                     .into_boxed_str();
+                let hint = required
+                    .contains(crate::protocol::tasks::TASKS_EXTENSION)
+                    .then(|| self.tasks_hint());
                 pending.fail(ClientError::MissingCapability {
                     server: Arc::clone(&self.server),
                     request,
                     required,
+                    hint: hint.flatten(),
                 });
                 return;
             }
@@ -100,6 +111,30 @@ impl RpcSession {
         }
         let Some(raw) = result else { return };
         inbound::complete_from_str(self, num, pending, raw.get());
+    }
+
+    /// What to change when the server asks for the tasks extension: declare it (`tasks` is
+    /// `off`), or speak the era that has it (a 2025-11-25 session declares no extension).
+    fn tasks_hint(&self) -> Option<Box<str>> {
+        let server = &self.server;
+        if !self.dialect.is_modern() {
+            Some(
+                format!(
+                    "the tool runs only as a 2026-07-28 task, and a 2025-11-25 session does not declare \
+                     the tasks extension: set era = \"modern\" under [mcp.{server}] in local.toml"
+                )
+                .into(),
+            )
+        } else if !self.tasks_declared {
+            Some(
+                format!(
+                    "the tool runs only as a task: set tasks = \"required\" under [mcp.{server}] in local.toml"
+                )
+                .into(),
+            )
+        } else {
+            None
+        }
     }
 
     /// A modern session's request was refused as `UnsupportedProtocolVersion`: the server no
