@@ -795,10 +795,17 @@ impl Drop for Ticket {
 /// the acknowledgement is awaited in the background (bounded) and logged at DEBUG.
 fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
     tracing::debug!(server = &*session.server, task_id = %task_id, "the call was dropped; cancelling its task");
+    // Queued at once when the session is open (a process that exits right after still writes
+    // it: stdio's shutdown flushes what is queued); only the acknowledgement is awaited.
+    let queued = if session.is_closed() {
+        None
+    } else {
+        send_cancel(&session, &task_id).ok()
+    };
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        // No runtime to wait on: send it now and forget it (its guard, dropped armed, would
-        // send `notifications/cancelled` for the cancel itself).
-        if let Ok((_, mut guard)) = send_cancel(&session, &task_id) {
+        // No runtime to wait on: forget it (its guard, dropped armed, would send
+        // `notifications/cancelled` for the cancel itself).
+        if let Some((_, mut guard)) = queued {
             guard.disarm();
             session.forget(guard.id());
         }
@@ -807,8 +814,13 @@ fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
     runtime.spawn(async move {
         let limit = board.request_timeout();
         let sent = async {
-            let session = board.next_session(&session).await?;
-            let (rx, mut guard) = send_cancel(&session, &task_id)?;
+            let (rx, mut guard) = match queued {
+                Some(queued) => queued,
+                None => {
+                    let session = board.next_session(&session).await?;
+                    send_cancel(&session, &task_id)?
+                }
+            };
             let answer = rx.await;
             guard.disarm();
             answer.unwrap_or_else(|_| {

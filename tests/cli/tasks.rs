@@ -152,3 +152,41 @@ fn the_shells_status_counts_tasks() {
         o.stdout
     );
 }
+
+#[test]
+fn a_task_that_makes_no_progress_times_out_and_is_cancelled() {
+    // `call` always asks for progress: polls that find the task unchanged must not keep it
+    // alive past `timeout_ms`, and the task is cancelled on the server.
+    let stats = tempfile::tempdir().unwrap();
+    let stats_file = stats.path().join("stats.json");
+    let script = peers::server_script("tasks_server.py");
+    let d = project(
+        &format!(
+            "mcp:\n  srv:\n    transport: stdio\n    command: [python3, {}, stdio, --stats-file, {}]\n",
+            serde_json::to_string(&script).unwrap(),
+            serde_json::to_string(&stats_file).unwrap()
+        ),
+        "[mcp.srv]\ntimeout_ms = 1500\n",
+    );
+    let o = run(&["call", "mcp.srv.never_ends"], d.path());
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "error: server `srv`: tool `never_ends` timed out after 1500 ms (raise `timeout_ms` under [mcp.srv] in local.toml"
+        ),
+        "{}",
+        o.stderr
+    );
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_file).unwrap()).unwrap();
+    // The server received `tasks/cancel` for the task it created (the command then ends, and
+    // the server with it, maybe before it has marked the task: what it records on arrival is
+    // what the client did).
+    let created: Vec<&String> = stats["statuses"].as_object().unwrap().keys().collect();
+    assert_eq!(created.len(), 1, "{stats}");
+    assert_eq!(
+        stats["tasks_cancel"],
+        serde_json::json!([created[0]]),
+        "{stats}"
+    );
+}
