@@ -5,7 +5,10 @@
 //! A `tools/call` may have side effects, so [`RetryPolicy`] retries an error only when
 //! - the error chain holds a [`NotSent`]: the request provably never reached the server; or
 //! - the request is [`RetrySafe`] (`kaged-mcp` says yes only for tools annotated
-//!   `idempotentHint` or `readOnlyHint` on servers whose annotations the operator trusts).
+//!   `idempotentHint` or `readOnlyHint` on servers whose annotations the operator trusts);
+//!
+//! and never when the chain holds a [`Final`]: the server ran the request to an outcome (an
+//! MCP task that failed, was cancelled or was lost), so sending it again would run it again.
 //!
 //! An `Ok` response is never retried. Each retry then needs an attempt left
 //! ([`max_attempts`](RetryPolicy::max_attempts), counting the first call) and a whole retry from
