@@ -206,93 +206,285 @@ pub struct InputRequired {
 
 impl<'de> Deserialize<'de> for CallAnswer {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Every field of both answers, read in one pass whatever the key order
-        /// (`resultType` borrowed: no allocation per call).
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Wire<'a> {
-            #[serde(default)]
-            content: Option<Vec<super::content::ContentBlock>>,
-            #[serde(default)]
-            structured_content: Option<Value>,
-            #[serde(default)]
-            is_error: Option<bool>,
-            #[serde(rename = "_meta", default)]
-            meta: Option<Value>,
-            #[serde(default, borrow)]
-            result_type: Option<std::borrow::Cow<'a, str>>,
-            #[serde(default)]
-            input_requests: Option<Map<String, Value>>,
-            #[serde(default)]
-            request_state: Option<String>,
-            // The task fields are read as any JSON and checked only for a task answer: a plain
-            // result may carry keys of these names with other meanings.
-            // A 2025-11-25 `CreateTaskResult`: `{"task": {…}}` and no `content`.
-            #[serde(default)]
-            task: Option<Value>,
-            // A 2026-07-28 `CreateTaskResult` (flat).
-            #[serde(default)]
-            task_id: Option<Value>,
-            #[serde(default)]
-            status: Option<Value>,
-            #[serde(default)]
-            status_message: Option<Value>,
-            #[serde(default)]
-            poll_interval_ms: Option<Value>,
-            #[serde(default)]
-            ttl_ms: Option<Value>,
+        deserializer.deserialize_map(AnswerVisitor)
+    }
+}
+
+/// The keys of a `tools/call` result this client reads.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum AnswerKey {
+    Content,
+    StructuredContent,
+    IsError,
+    #[serde(rename = "_meta")]
+    Meta,
+    ResultType,
+    InputRequests,
+    RequestState,
+    Task,
+    TaskId,
+    Status,
+    StatusMessage,
+    PollIntervalMs,
+    TtlMs,
+    #[serde(other)]
+    Other,
+}
+
+/// A string borrowed from the input when it can be.
+#[derive(Deserialize)]
+struct CowStr<'a>(#[serde(borrow)] std::borrow::Cow<'a, str>);
+
+/// [`lenient_string`] as a type.
+struct LenientString(Option<String>);
+
+impl<'de> Deserialize<'de> for LenientString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        lenient_string(d).map(Self)
+    }
+}
+
+/// [`lenient_number`] as a type.
+struct LenientNumber(Option<f64>);
+
+impl<'de> Deserialize<'de> for LenientNumber {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        lenient_number(d).map(Self)
+    }
+}
+
+/// Reads every field of every answer shape in one pass, whatever the key order, into locals:
+/// no intermediate struct is built and moved per answer (`resultType` borrowed: no
+/// allocation). The task fields are read leniently (a value of another type is `None`) and
+/// used only for a task answer: a plain result may carry keys of these names with other
+/// meanings.
+struct AnswerVisitor;
+
+impl<'de> serde::de::Visitor<'de> for AnswerVisitor {
+    type Value = CallAnswer;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a tools/call result object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<CallAnswer, A::Error> {
+        use serde::de::Error as _;
+        let mut content: Option<Vec<super::content::ContentBlock>> = None;
+        let mut structured_content: Option<Option<Value>> = None;
+        let mut is_error: Option<Option<bool>> = None;
+        let mut meta: Option<Option<Value>> = None;
+        let mut result_type: Option<Option<CowStr<'de>>> = None;
+        let mut input_requests: Option<Option<Map<String, Value>>> = None;
+        let mut request_state: Option<Option<String>> = None;
+        // A 2025-11-25 `CreateTaskResult`: `{"task": {…}}` and no `content`.
+        let mut task: Option<Option<Value>> = None;
+        // A 2026-07-28 `CreateTaskResult` (flat).
+        let (mut task_id, mut status, mut status_message) = (None, None, None);
+        let (mut poll_interval_ms, mut ttl_ms) = (None, None);
+        macro_rules! once {
+            ($slot:ident, $name:literal) => {{
+                if $slot.is_some() {
+                    return Err(A::Error::duplicate_field($name));
+                }
+                $slot = Some(map.next_value()?);
+            }};
         }
-        let wire = Wire::deserialize(deserializer)?;
+        while let Some(key) = map.next_key::<AnswerKey>()? {
+            match key {
+                AnswerKey::Content => once!(content, "content"),
+                AnswerKey::StructuredContent => once!(structured_content, "structuredContent"),
+                AnswerKey::IsError => once!(is_error, "isError"),
+                AnswerKey::Meta => once!(meta, "_meta"),
+                AnswerKey::ResultType => once!(result_type, "resultType"),
+                AnswerKey::InputRequests => once!(input_requests, "inputRequests"),
+                AnswerKey::RequestState => once!(request_state, "requestState"),
+                AnswerKey::Task => once!(task, "task"),
+                AnswerKey::TaskId => task_id = map.next_value::<LenientString>()?.0,
+                AnswerKey::Status => status = map.next_value::<LenientString>()?.0,
+                AnswerKey::StatusMessage => {
+                    status_message = map.next_value::<LenientString>()?.0;
+                }
+                AnswerKey::PollIntervalMs => {
+                    poll_interval_ms = map.next_value::<LenientNumber>()?.0;
+                }
+                AnswerKey::TtlMs => ttl_ms = map.next_value::<LenientNumber>()?.0,
+                AnswerKey::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
         let invalid_task =
-            |e: serde_json::Error| serde::de::Error::custom(format_args!("an invalid task: {e}"));
-        match wire.result_type.as_deref() {
-            None if wire.content.is_none() && wire.task.is_some() => {
-                let task = wire.task.unwrap_or_default();
+            |e: serde_json::Error| A::Error::custom(format_args!("an invalid task: {e}"));
+        let result_type = result_type.flatten();
+        let task = task.flatten();
+        match result_type.as_ref().map(|t| &*t.0) {
+            None if content.is_none() && task.is_some() => {
+                let task = task.unwrap_or_default();
                 serde_json::from_value::<super::tasks::TaskState>(task)
-                    .map(|t| Self::Task(Box::new(t)))
+                    .map(|t| CallAnswer::Task(Box::new(t)))
                     .map_err(invalid_task)
             }
             Some("task") => {
-                let mut flat = Map::new();
-                for (key, value) in [
-                    ("taskId", wire.task_id),
-                    ("status", wire.status),
-                    ("statusMessage", wire.status_message),
-                    ("pollIntervalMs", wire.poll_interval_ms),
-                    ("ttlMs", wire.ttl_ms),
-                ] {
-                    if let Some(value) = value {
-                        flat.insert(key.into(), value);
+                let status = status
+                    .map(|s| serde_json::from_value::<super::tasks::TaskStatus>(Value::String(s)))
+                    .transpose()
+                    .map_err(invalid_task)?;
+                match (task_id, status) {
+                    (Some(task_id), Some(status)) => {
+                        Ok(CallAnswer::Task(Box::new(super::tasks::TaskState {
+                            task_id,
+                            status,
+                            status_message,
+                            poll_interval: poll_interval_ms,
+                            ttl: ttl_ms,
+                            result: None,
+                            error: None,
+                            input_requests: None,
+                        })))
                     }
+                    _ => Err(A::Error::custom(
+                        "an invalid task: a task result (resultType \"task\") needs a string taskId and status",
+                    )),
                 }
-                serde_json::from_value::<super::tasks::TaskState>(Value::Object(flat))
-                    .map(|t| Self::Task(Box::new(t)))
-                    .map_err(invalid_task)
             }
-            None | Some("complete") => Ok(Self::Complete(ToolResult {
-                content: wire.content.unwrap_or_default(),
-                structured_content: wire.structured_content,
-                is_error: wire.is_error.unwrap_or(false),
+            None | Some("complete") => Ok(CallAnswer::Complete(ToolResult {
+                content: content.unwrap_or_default(),
+                structured_content: structured_content.flatten(),
+                is_error: is_error.flatten().unwrap_or(false),
                 truncated: false,
-                meta: wire.meta,
+                meta: meta.flatten(),
                 truncated_from: None,
             })),
             Some("input_required") => {
-                if wire.input_requests.is_none() && wire.request_state.is_none() {
-                    return Err(serde::de::Error::custom(
+                let input_requests = input_requests.flatten();
+                let request_state = request_state.flatten();
+                if input_requests.is_none() && request_state.is_none() {
+                    return Err(A::Error::custom(
                         "an input_required result has neither inputRequests nor requestState",
                     ));
                 }
-                Ok(Self::InputRequired(InputRequired {
-                    input_requests: wire.input_requests.unwrap_or_default(),
-                    request_state: wire.request_state,
+                Ok(CallAnswer::InputRequired(InputRequired {
+                    input_requests: input_requests.unwrap_or_default(),
+                    request_state,
                 }))
             }
-            Some(other) => Err(serde::de::Error::custom(format_args!(
+            Some(other) => Err(A::Error::custom(format_args!(
                 "unknown resultType {other:?} (expected \"complete\", \"input_required\" or \"task\")"
             ))),
         }
     }
+}
+
+/// A string, or `None` for a value of any other type (skipped without being kept).
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(v.to_owned()))
+        }
+        fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut a: A,
+        ) -> Result<Self::Value, A::Error> {
+            while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut a: A,
+        ) -> Result<Self::Value, A::Error> {
+            while a
+                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                .is_some()
+            {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// A number, or `None` for a value of any other type (skipped without being kept).
+fn lenient_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        #[allow(clippy::cast_precision_loss)]
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+        #[allow(clippy::cast_precision_loss)]
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut a: A,
+        ) -> Result<Self::Value, A::Error> {
+            while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut a: A,
+        ) -> Result<Self::Value, A::Error> {
+            while a
+                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                .is_some()
+            {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(V)
 }
 
 /// A tool parameter the 2026-07-28 Streamable HTTP binding mirrors into a header
