@@ -757,6 +757,40 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_result_with_keys_of_a_tasks_names_is_a_plain_result() {
+        let a: CallAnswer = serde_json::from_str(
+            r#"{"content":[{"type":"text","text":"x"}],"status":"ok","taskId":7,"task":"build","pollIntervalMs":"soon","resultType":"complete"}"#,
+        )
+        .unwrap();
+        assert!(matches!(a, CallAnswer::Complete(r) if r.joined_text() == "x"));
+        // A `task` object beside `content` is the result's own.
+        let a: CallAnswer =
+            serde_json::from_str(r#"{"content":[],"task":{"kind":"build"}}"#).unwrap();
+        assert!(matches!(a, CallAnswer::Complete(_)));
+        // A null task is no task; a key given twice is refused, as derived decoders do.
+        let a: CallAnswer = serde_json::from_str(r#"{"task":null}"#).unwrap();
+        assert!(matches!(a, CallAnswer::Complete(r) if r.content.is_empty()));
+        assert!(serde_json::from_str::<CallAnswer>(r#"{"content":[],"content":[]}"#).is_err());
+        // The same from a `Value` (what the fuzz target checks).
+        let v = serde_json::json!({"resultType": "task", "taskId": "t", "status": "working"});
+        assert!(matches!(
+            serde_json::from_value::<CallAnswer>(v).unwrap(),
+            CallAnswer::Task(_)
+        ));
+        // A task answer that is not one is an error naming it.
+        for bad in [
+            r#"{"resultType":"task","taskId":"t","status":"paused"}"#,
+            r#"{"resultType":"task","taskId":7,"status":"working"}"#,
+            r#"{"task":{"taskId":"t"}}"#,
+        ] {
+            let e = serde_json::from_str::<CallAnswer>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("an invalid task"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn annotated_parameters_are_found_on_properties_chains() {
         let schema = serde_json::json!({
             "type": "object",
