@@ -89,26 +89,9 @@ impl McpClient {
         // The shortest positive ttl of the pages; none if a page named none (or 0).
         let mut ttl: Option<Duration> = Some(Duration::MAX);
         for page in 1..=MAX_TOOL_PAGES {
-            let (rx, mut guard) = session.list_tools_page(cursor.as_deref())?;
+            let (rx, guard) = session.list_tools_page(cursor.as_deref())?;
             let limit = self.shared.options.request_timeout;
-            // On a timeout the guard, dropped, cancels the request.
-            let answer = tokio::time::timeout(limit, rx)
-                .await
-                .map_err(|_| ClientError::RequestTimeout {
-                    server: Arc::clone(&self.shared.server),
-                    request: RequestRef {
-                        id: crate::protocol::RequestId::from(guard.id()),
-                        method: "tools/list",
-                    },
-                    after: limit,
-                })?
-                .map_err(|_| ClientError::ConnectionClosed {
-                    server: Arc::clone(&self.shared.server),
-                    request: None,
-                    detail: "the session ended during tools/list".into(),
-                });
-            guard.disarm();
-            let result = answer??;
+            let result = guard.answer_within(rx, "tools/list", limit).await?;
             ttl = match (ttl, result.ttl_ms) {
                 (Some(t), Some(ms)) if ms > 0 => Some(t.min(Duration::from_millis(ms))),
                 _ => None,

@@ -214,13 +214,10 @@ impl McpClient {
                 server_requests,
                 modern_meta,
                 param_headers: dialect::ParamHeaders::default(),
-                tasks: Arc::default(),
+                tasks: Arc::new(tasks::TaskBoard::new(request_timeout)),
             }),
         };
-        client
-            .shared
-            .tasks
-            .bind(Arc::downgrade(&client.shared), request_timeout);
+        client.shared.tasks.bind(Arc::downgrade(&client.shared));
         client
     }
 

@@ -714,6 +714,36 @@ impl CallGuard {
     pub(crate) fn session(&self) -> &Arc<RpcSession> {
         &self.session
     }
+
+    /// Awaits the answer `rx` of this request (of `method`) for at most `limit`: not answered
+    /// in time, it is cancelled (the guard is dropped armed) and fails with
+    /// [`ClientError::RequestTimeout`]; a session that ended without answering fails it with
+    /// [`ClientError::ConnectionClosed`]. Every request the client sends on its own (a
+    /// `tools/list` page, a task's requests) is bounded this way.
+    pub(crate) async fn answer_within<R>(
+        mut self,
+        rx: oneshot::Receiver<Result<R, ClientError>>,
+        method: &'static str,
+        limit: std::time::Duration,
+    ) -> Result<R, ClientError> {
+        let request = RpcSession::request_ref(self.id, method);
+        match tokio::time::timeout(limit, rx).await {
+            Ok(Ok(answer)) => {
+                self.disarm();
+                answer
+            }
+            Ok(Err(_)) => Err(ClientError::ConnectionClosed {
+                server: self.server(),
+                request: Some(request),
+                detail: "the session ended without answering".into(),
+            }),
+            Err(_) => Err(ClientError::RequestTimeout {
+                server: self.server(),
+                request,
+                after: limit,
+            }),
+        }
+    }
 }
 
 impl Drop for CallGuard {

@@ -236,24 +236,6 @@ enum AnswerKey {
 #[derive(Deserialize)]
 struct CowStr<'a>(#[serde(borrow)] std::borrow::Cow<'a, str>);
 
-/// [`lenient_string`] as a type.
-struct LenientString(Option<String>);
-
-impl<'de> Deserialize<'de> for LenientString {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        lenient_string(d).map(Self)
-    }
-}
-
-/// [`lenient_number`] as a type.
-struct LenientNumber(Option<f64>);
-
-impl<'de> Deserialize<'de> for LenientNumber {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        lenient_number(d).map(Self)
-    }
-}
-
 /// Reads every field of every answer shape in one pass, whatever the key order, into locals:
 /// no intermediate struct is built and moved per answer (`resultType` borrowed: no
 /// allocation). The task fields are read leniently (a value of another type is `None`) and
@@ -300,15 +282,14 @@ impl<'de> serde::de::Visitor<'de> for AnswerVisitor {
                 AnswerKey::InputRequests => once!(input_requests, "inputRequests"),
                 AnswerKey::RequestState => once!(request_state, "requestState"),
                 AnswerKey::Task => once!(task, "task"),
-                AnswerKey::TaskId => task_id = map.next_value::<LenientString>()?.0,
-                AnswerKey::Status => status = map.next_value::<LenientString>()?.0,
-                AnswerKey::StatusMessage => {
-                    status_message = map.next_value::<LenientString>()?.0;
-                }
+                // Read as any JSON only when present (a task answer): no cost to the others.
+                AnswerKey::TaskId => task_id = string(map.next_value()?),
+                AnswerKey::Status => status = string(map.next_value()?),
+                AnswerKey::StatusMessage => status_message = string(map.next_value()?),
                 AnswerKey::PollIntervalMs => {
-                    poll_interval_ms = map.next_value::<LenientNumber>()?.0;
+                    poll_interval_ms = map.next_value::<Value>()?.as_f64();
                 }
-                AnswerKey::TtlMs => ttl_ms = map.next_value::<LenientNumber>()?.0,
+                AnswerKey::TtlMs => ttl_ms = map.next_value::<Value>()?.as_f64(),
                 AnswerKey::Other => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -376,115 +357,12 @@ impl<'de> serde::de::Visitor<'de> for AnswerVisitor {
     }
 }
 
-/// A string, or `None` for a value of any other type (skipped without being kept).
-fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    struct V;
-    impl<'de> serde::de::Visitor<'de> for V {
-        type Value = Option<String>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(v.to_owned()))
-        }
-        fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(Some(v))
-        }
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
-            d.deserialize_any(self)
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut a: A,
-        ) -> Result<Self::Value, A::Error> {
-            while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut a: A,
-        ) -> Result<Self::Value, A::Error> {
-            while a
-                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                .is_some()
-            {}
-            Ok(None)
-        }
+/// A string value, or `None` for a value of any other type.
+fn string(value: Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s),
+        _ => None,
     }
-    d.deserialize_any(V)
-}
-
-/// A number, or `None` for a value of any other type (skipped without being kept).
-fn lenient_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    struct V;
-    impl<'de> serde::de::Visitor<'de> for V {
-        type Value = Option<f64>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-        #[allow(clippy::cast_precision_loss)]
-        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(Some(v as f64))
-        }
-        #[allow(clippy::cast_precision_loss)]
-        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(Some(v as f64))
-        }
-        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
-            Ok(Some(v))
-        }
-        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
-            d.deserialize_any(self)
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut a: A,
-        ) -> Result<Self::Value, A::Error> {
-            while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut a: A,
-        ) -> Result<Self::Value, A::Error> {
-            while a
-                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                .is_some()
-            {}
-            Ok(None)
-        }
-    }
-    d.deserialize_any(V)
 }
 
 /// A tool parameter the 2026-07-28 Streamable HTTP binding mirrors into a header

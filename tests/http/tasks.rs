@@ -204,6 +204,22 @@ impl TaskServer {
         read_stats(&self.stats)
     }
 
+    /// A session on this server (`srv`) with `local(era, timeout_ms, more)` as its `local.toml`.
+    async fn session(
+        &self,
+        era: &str,
+        timeout_ms: u64,
+        more: &str,
+        options: SessionOptions,
+    ) -> Session {
+        session(
+            self.peer.project("srv"),
+            &local(era, timeout_ms, more),
+            options,
+        )
+        .await
+    }
+
     /// Waits (at most 10 s) until `check` holds of the server's stats.
     async fn wait_for(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..200 {
@@ -245,12 +261,14 @@ fn local(era: &str, timeout_ms: u64, more: &str) -> String {
 
 async fn outcomes(http: bool, era: &str) {
     let srv = TaskServer::start(http, &[]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local(era, 20_000, ""),
-        SessionOptions::default().elicitation_handler(agreeable()),
-    )
-    .await;
+    let s = srv
+        .session(
+            era,
+            20_000,
+            "",
+            SessionOptions::default().elicitation_handler(agreeable()),
+        )
+        .await;
     assert_eq!(s.status()[0].era, Some(era));
     let call = |tool: &'static str, a: Value| {
         let s = &s;
@@ -345,12 +363,14 @@ async fn modern_task_outcomes_over_streamable_http() {
 #[tokio::test]
 async fn prefer_runs_optional_tools_as_tasks_on_a_legacy_server() {
     let srv = TaskServer::start(false, &[]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local("legacy", 20_000, "tasks = \"prefer\"\n"),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session(
+            "legacy",
+            20_000,
+            "tasks = \"prefer\"\n",
+            SessionOptions::default(),
+        )
+        .await;
     let r = s.call("mcp.srv.optional_job", None).await.unwrap();
     assert_eq!(r.joined_text(), "ran as task");
     s.shutdown().await;
@@ -360,12 +380,9 @@ async fn prefer_runs_optional_tools_as_tasks_on_a_legacy_server() {
 /// stall the call (which must end within its timeout).
 async fn poll_interval_bounds(http: bool, era: &str) {
     let srv = TaskServer::start(http, &["--poll-interval-ms", "0"]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local(era, 20_000, ""),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session(era, 20_000, "", SessionOptions::default())
+        .await;
     let r = s
         .call("mcp.srv.slow_compute", args(json!({"seconds": 1})))
         .await
@@ -377,12 +394,9 @@ async fn poll_interval_bounds(http: bool, era: &str) {
     assert!(gets <= 60, "tasks/get sent {gets} times for a 1 s task");
 
     let srv = TaskServer::start(http, &["--poll-interval-ms", "3600000"]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local(era, 15_000, ""),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session(era, 15_000, "", SessionOptions::default())
+        .await;
     let r = s
         .call("mcp.srv.slow_compute", args(json!({"seconds": 0.5})))
         .await
@@ -404,12 +418,7 @@ async fn the_poll_interval_is_bounded_both_ways_modern_http() {
 /// A call that times out cancels its task on the server, and nothing keeps running here.
 async fn timeout_cancels(http: bool, era: &str) {
     let srv = TaskServer::start(http, &[]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local(era, 1_500, ""),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv.session(era, 1_500, "", SessionOptions::default()).await;
     let e = s.call("mcp.srv.never_ends", None).await.unwrap_err();
     assert!(matches!(e, kaged_mcp::Error::Timeout { .. }), "{e}");
     let stats = srv
@@ -455,12 +464,9 @@ async fn a_timed_out_task_is_cancelled_modern_http() {
 /// A `tasks/get` whose connection is cut is asked again; the tool runs once.
 async fn cut_during_polling(era: &str) {
     let srv = TaskServer::start(true, &["--cut-get", "2"]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local(era, 20_000, ""),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session(era, 20_000, "", SessionOptions::default())
+        .await;
     let r = s
         .call("mcp.srv.slow_compute", args(json!({"seconds": 1})))
         .await
@@ -486,12 +492,9 @@ async fn a_cut_during_polling_never_runs_the_tool_twice_modern() {
 #[tokio::test]
 async fn an_expired_session_is_replaced_and_the_task_followed_on_the_new_one() {
     let srv = TaskServer::start(true, &["--expire-session-on-get", "2"]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local("legacy", 20_000, ""),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session("legacy", 20_000, "", SessionOptions::default())
+        .await;
     let r = s
         .call("mcp.srv.slow_compute", args(json!({"seconds": 1})))
         .await
@@ -507,12 +510,9 @@ async fn an_expired_session_is_replaced_and_the_task_followed_on_the_new_one() {
 /// and the tool is not called again.
 async fn crash_mid_task(era: &str) {
     let srv = TaskServer::start(false, &["--cut-get", "2"]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local(era, 20_000, ""),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session(era, 20_000, "", SessionOptions::default())
+        .await;
     let e = s
         .call("mcp.srv.slow_compute", args(json!({"seconds": 2})))
         .await
@@ -541,12 +541,9 @@ async fn a_server_that_exits_mid_task_fails_the_call_once_modern() {
 
 async fn lost_task(http: bool, era: &str) {
     let srv = TaskServer::start(http, &["--lose-tasks"]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local(era, 20_000, ""),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session(era, 20_000, "", SessionOptions::default())
+        .await;
     let e = s
         .call("mcp.srv.slow_compute", args(json!({"seconds": 0.3})))
         .await
@@ -574,12 +571,14 @@ async fn a_task_the_server_lost_fails_the_call_modern_stdio() {
 #[tokio::test]
 async fn with_tasks_off_a_modern_server_refuses_a_task_only_tool_with_a_typed_error() {
     let srv = TaskServer::start(true, &[]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local("modern", 20_000, "tasks = \"off\"\n"),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session(
+            "modern",
+            20_000,
+            "tasks = \"off\"\n",
+            SessionOptions::default(),
+        )
+        .await;
     let r = s
         .call("mcp.srv.greet", args(json!({"name": "Ada"})))
         .await
@@ -606,12 +605,9 @@ async fn with_tasks_off_a_modern_server_refuses_a_task_only_tool_with_a_typed_er
 #[tokio::test]
 async fn a_legacy_server_without_the_tasks_capability_keeps_its_task_only_tools_out() {
     let srv = TaskServer::start(false, &["--no-task-capability"]);
-    let s = session(
-        srv.peer.project("srv"),
-        &local("legacy", 20_000, ""),
-        SessionOptions::default(),
-    )
-    .await;
+    let s = srv
+        .session("legacy", 20_000, "", SessionOptions::default())
+        .await;
     let names: Vec<String> = s.catalog().into_iter().map(|t| t.name).collect();
     assert!(names.contains(&"mcp.srv.greet".to_owned()), "{names:?}");
     assert!(

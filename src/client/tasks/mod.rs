@@ -55,23 +55,27 @@
 //!
 //! [`ProgressHandle`]: kaged_mcp_layers::timeout::ProgressHandle
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+mod board;
+mod cancel;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use kaged_mcp_layers::timeout::{Progress, ProgressHandle};
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
-use tokio::sync::Notify;
 
+pub(crate) use self::board::TaskBoard;
+pub use self::board::TaskCounts;
+use self::board::Watch;
+use self::cancel::Ticket;
+pub(crate) use self::cancel::{cancel_orphan, late_task_id};
 use super::call::ToolCall;
 use super::error::{ClientError, RequestRef};
 use super::rpc::RpcSession;
-use super::Shared;
 use crate::protocol::tasks::{
-    TaskIdParams, TaskState, TaskStatus, TaskUpdateParams, TASKS_CANCEL, TASKS_GET, TASKS_RESULT,
-    TASKS_UPDATE,
+    TaskIdParams, TaskState, TaskStatus, TaskUpdateParams, TASKS_GET, TASKS_RESULT, TASKS_UPDATE,
 };
 use crate::protocol::{CallAnswer, InputRequired, RequestId, ToolResult};
 use crate::transport::RequestHead;
@@ -85,162 +89,6 @@ pub const DEFAULT_POLL: Duration = Duration::from_millis(500);
 /// `tasks/get` requests of one task that may fail in a row (cut, expired, unanswered) before
 /// the call fails.
 pub const MAX_POLL_FAILURES: u32 = 5;
-
-/// How many tasks a server ran for this client: see [`McpClient::task_counts`](super::McpClient::task_counts).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TaskCounts {
-    /// Tasks being followed now.
-    pub in_flight: u64,
-    /// Tasks that ended `completed` (with a result, `isError` or not).
-    pub completed: u64,
-    /// Tasks that ended with an error: `failed` with a JSON-RPC error, lost, or given up by
-    /// the client (a 2025-11-25 task that ended `failed` with a tool result counts as
-    /// completed: the call returns that result).
-    pub failed: u64,
-    /// Tasks cancelled: by the server, or by the client when the call was dropped.
-    pub cancelled: u64,
-}
-
-/// What the client's sessions share about tasks: the tasks being followed (to wake them on a
-/// status notification and to route their progress), the counters, the way to a new session.
-#[derive(Default)]
-pub(crate) struct TaskBoard {
-    watches: Mutex<HashMap<String, Arc<Watch>>>,
-    in_flight: AtomicU64,
-    completed: AtomicU64,
-    failed: AtomicU64,
-    cancelled: AtomicU64,
-    /// The client, to reach a session after the one a task was created on ended.
-    client: OnceLock<Weak<Shared>>,
-    /// Bound on each `tasks/get` and on the `tasks/cancel` acknowledgement.
-    request_timeout: OnceLock<Duration>,
-}
-
-impl std::fmt::Debug for TaskBoard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskBoard")
-            .field("counts", &self.counts())
-            .finish_non_exhaustive()
-    }
-}
-
-/// One task being followed.
-struct Watch {
-    wake: Notify,
-    progress: Option<ProgressHandle>,
-    /// The session generation and request id of the `tools/call` that created it: its
-    /// progress token.
-    token: (u64, u64),
-    /// The status and message last reported, so a notification and the poll that follows it
-    /// report a change once.
-    last: Mutex<Option<(TaskStatus, Option<String>)>>,
-}
-
-impl Watch {
-    /// Reports `state` to the call's progress handle when its status or message changed. A
-    /// poll that finds nothing new is not progress: a task stuck in `working` times out like a
-    /// call whose server went quiet.
-    fn report(&self, state: &TaskState) {
-        let Some(handle) = &self.progress else { return };
-        let changed = {
-            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-            let now = (state.status, state.status_message.clone());
-            if last.as_ref() == Some(&now) {
-                false
-            } else {
-                *last = Some(now);
-                true
-            }
-        };
-        if changed {
-            report(handle, state);
-        }
-    }
-}
-
-impl TaskBoard {
-    /// Ties the board to its client (once, at the client's creation).
-    pub(crate) fn bind(&self, client: Weak<Shared>, request_timeout: Duration) {
-        let _ = self.client.set(client);
-        let _ = self.request_timeout.set(request_timeout);
-    }
-
-    /// The counters now.
-    pub(crate) fn counts(&self) -> TaskCounts {
-        TaskCounts {
-            in_flight: self.in_flight.load(Ordering::Relaxed),
-            completed: self.completed.load(Ordering::Relaxed),
-            failed: self.failed.load(Ordering::Relaxed),
-            cancelled: self.cancelled.load(Ordering::Relaxed),
-        }
-    }
-
-    fn request_timeout(&self) -> Duration {
-        self.request_timeout
-            .get()
-            .copied()
-            .unwrap_or(Duration::from_secs(60))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Watch>>> {
-        self.watches.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A status notification for `state.task_id`: the follower polls at once, and the call's
-    /// progress hears of it. Unknown tasks are ignored.
-    pub(crate) fn status_notified(&self, state: &TaskState) {
-        let watch = self.lock().get(&state.task_id).cloned();
-        if let Some(watch) = watch {
-            watch.report(state);
-            watch.wake.notify_one();
-        }
-    }
-
-    /// The progress handle of the task whose `tools/call` was request `id` of session
-    /// `generation` (its progress token outlives the request).
-    pub(crate) fn progress_for_token(&self, generation: u64, id: u64) -> Option<ProgressHandle> {
-        self.lock()
-            .values()
-            .find(|w| w.token == (generation, id))
-            .and_then(|w| w.progress.clone())
-    }
-
-    /// A session to go on with after `stale` ended (or failed a request): the client's current
-    /// one, started again if need be.
-    async fn next_session(&self, stale: &Arc<RpcSession>) -> Result<Arc<RpcSession>, ClientError> {
-        if !stale.is_closed() {
-            return Ok(Arc::clone(stale));
-        }
-        let Some(client) = self.client.get().and_then(Weak::upgrade) else {
-            return Err(ClientError::ConnectionClosed {
-                server: Arc::clone(&stale.server),
-                request: None,
-                detail: "the client was dropped".into(),
-            });
-        };
-        client.session().await
-    }
-}
-
-/// Hands a task's status to the call's progress handle: its status and message as a
-/// [`Progress`] whose `message` reads `working: <the server's words>`.
-fn report(handle: &ProgressHandle, state: &TaskState) {
-    if handle.is_observed() {
-        let message = match &state.status_message {
-            Some(m) if !m.is_empty() => format!("{}: {m}", state.status),
-            _ => state.status.to_string(),
-        };
-        handle.report(&Progress {
-            progress: 0.0,
-            total: None,
-            message: Some(message),
-            status: Some(state.status.as_str().to_owned()),
-        });
-    } else {
-        handle.notify();
-    }
-}
 
 /// The wait before the next `tasks/get`.
 pub(crate) fn poll_interval(state: &TaskState) -> Duration {
@@ -282,12 +130,7 @@ pub(crate) async fn follow(
         .id
         .as_u64()
         .map_or((u64::MAX, u64::MAX), |id| (session.generation, id));
-    let watch = Arc::new(Watch {
-        wake: Notify::new(),
-        progress: origin.call.progress.clone(),
-        token,
-        last: Mutex::new(None),
-    });
+    let watch = Arc::new(Watch::new(origin.call.progress.clone(), token));
     let mut ticket = Ticket::new(&board, &task_id, Arc::clone(&watch), &session);
     tracing::debug!(
         server = &*session.server,
@@ -303,7 +146,7 @@ pub(crate) async fn follow(
         task_id: &task_id,
         origin: &origin,
         modern: session.is_modern(),
-        gone: std::sync::atomic::AtomicBool::new(false),
+        gone: AtomicBool::new(false),
     };
     let outcome = follower.run(session, created, &mut ticket).await;
     ticket.end(&outcome, follower.gone.load(Ordering::Relaxed));
@@ -319,7 +162,7 @@ struct Follower<'a> {
     modern: bool,
     /// Set when the task is known to be gone from the server (it no longer knows it, or the
     /// process that ran it exited): there is nothing to cancel.
-    gone: std::sync::atomic::AtomicBool,
+    gone: AtomicBool,
 }
 
 impl Follower<'_> {
@@ -394,8 +237,7 @@ impl Follower<'_> {
                     Err(e) => {
                         self.lost_or_again(&e, &mut result_failures)?;
                         self.pause(&state, last_get).await;
-                        session = self.board.next_session(&session).await?;
-                        ticket.session = Arc::clone(&session);
+                        ticket.next_session(&mut session).await?;
                     }
                 }
             } else if !state.status.is_terminal() {
@@ -411,8 +253,7 @@ impl Follower<'_> {
                 }
                 Err(e) => {
                     self.lost_or_again(&e, &mut failures)?;
-                    session = self.board.next_session(&session).await?;
-                    ticket.session = Arc::clone(&session);
+                    ticket.next_session(&mut session).await?;
                 }
             }
         }
@@ -437,7 +278,7 @@ impl Follower<'_> {
     /// `Err` is the call's end.
     fn lost_or_again(&self, e: &ClientError, failures: &mut u32) -> Result<(), ClientError> {
         let lost = |detail: String| ClientError::TaskLost {
-            server: Arc::clone(&self.origin_server()),
+            server: Arc::clone(&self.origin.server),
             request: self.origin.request.clone(),
             task_id: Box::from(&**self.task_id),
             detail: detail.into(),
@@ -475,7 +316,7 @@ impl Follower<'_> {
             | ClientError::JsonRpc { .. } => {
                 *failures += 1;
                 tracing::debug!(
-                    server = &*self.origin_server(),
+                    server = &*self.origin.server,
                     task_id = %self.task_id,
                     failures = *failures,
                     error = %e,
@@ -494,10 +335,6 @@ impl Follower<'_> {
         }
     }
 
-    fn origin_server(&self) -> Arc<str> {
-        self.origin.call_server()
-    }
-
     /// One `tasks/get`, bounded by the request timeout.
     async fn get(&self, session: &Arc<RpcSession>) -> Result<TaskState, ClientError> {
         let params = TaskIdParams {
@@ -508,30 +345,9 @@ impl Follower<'_> {
             .name(Some(self.task_id))
             .protocol_version(session.declared_version());
         let (rx, guard) = session.request::<TaskState, _>(TASKS_GET, head, Some(&params))?;
-        let limit = self.board.request_timeout();
-        match tokio::time::timeout(limit, rx).await {
-            Ok(Ok(answer)) => {
-                let mut guard = guard;
-                guard.disarm();
-                answer
-            }
-            Ok(Err(_)) => Err(ClientError::ConnectionClosed {
-                server: Arc::clone(&session.server),
-                request: Some(RequestRef {
-                    id: RequestId::from(guard.id()),
-                    method: TASKS_GET,
-                }),
-                detail: "the session ended without answering".into(),
-            }),
-            Err(_) => Err(ClientError::RequestTimeout {
-                server: Arc::clone(&session.server),
-                request: RequestRef {
-                    id: RequestId::from(guard.id()),
-                    method: TASKS_GET,
-                },
-                after: limit,
-            }),
-        }
+        guard
+            .answer_within(rx, TASKS_GET, self.board.request_timeout)
+            .await
     }
 
     /// 2026-07-28: the answers to `inputs`, from the same handlers as a multi round-trip
@@ -570,30 +386,11 @@ impl Follower<'_> {
         let head = RequestHead::new(TASKS_UPDATE)
             .name(Some(self.task_id))
             .protocol_version(session.declared_version());
-        let (rx, mut guard) =
-            session.request::<IgnoredAny, _>(TASKS_UPDATE, head, Some(&params))?;
-        let request = RequestRef {
-            id: RequestId::from(guard.id()),
-            method: TASKS_UPDATE,
-        };
-        let limit = self.board.request_timeout();
-        match tokio::time::timeout(limit, rx).await {
-            Ok(Ok(answer)) => {
-                guard.disarm();
-                answer.map(drop)
-            }
-            // The guard, dropped unanswered, takes the request out of the table.
-            Ok(Err(_)) => Err(ClientError::ConnectionClosed {
-                server: Arc::clone(&session.server),
-                request: Some(request),
-                detail: "the session ended without answering".into(),
-            }),
-            Err(_) => Err(ClientError::RequestTimeout {
-                server: Arc::clone(&session.server),
-                request,
-                after: limit,
-            }),
-        }
+        let (rx, guard) = session.request::<IgnoredAny, _>(TASKS_UPDATE, head, Some(&params))?;
+        guard
+            .answer_within(rx, TASKS_UPDATE, self.board.request_timeout)
+            .await
+            .map(drop)
     }
 
     /// 2025-11-25: `tasks/result`, which waits for the end: the tool's result, or the JSON-RPC
@@ -709,184 +506,11 @@ impl Follower<'_> {
                 Err(e) => {
                     self.lost_or_again(&e, &mut failures)?;
                     tokio::time::sleep(poll_interval(&state)).await;
-                    *session = self.board.next_session(session).await?;
-                    ticket.session = Arc::clone(session);
+                    ticket.next_session(session).await?;
                 }
             }
         }
     }
-}
-
-impl Origin {
-    fn call_server(&self) -> Arc<str> {
-        Arc::clone(&self.server)
-    }
-}
-
-/// A task being followed: registered on the board (status notifications, progress, the
-/// counters) while it lives; dropped before the task ended, it sends `tasks/cancel`.
-struct Ticket {
-    board: Arc<TaskBoard>,
-    task_id: Arc<str>,
-    /// The session to send `tasks/cancel` on (the latest the follower used).
-    session: Arc<RpcSession>,
-    /// Still to cancel if dropped: the task did not end and is not gone.
-    armed: bool,
-    /// The outcome was counted ([`end`](Self::end)); a ticket dropped before counts the task
-    /// cancelled.
-    counted: bool,
-}
-
-impl Ticket {
-    fn new(
-        board: &Arc<TaskBoard>,
-        task_id: &Arc<str>,
-        watch: Arc<Watch>,
-        session: &Arc<RpcSession>,
-    ) -> Self {
-        board.lock().insert(task_id.to_string(), watch);
-        board.in_flight.fetch_add(1, Ordering::Relaxed);
-        Self {
-            board: Arc::clone(board),
-            task_id: Arc::clone(task_id),
-            session: Arc::clone(session),
-            armed: true,
-            counted: false,
-        }
-    }
-
-    /// The follow ended with `outcome` (`gone`: the task is gone from the server): counted;
-    /// a task that did not end on the server (the client gave up: input it refuses, requests
-    /// for it that kept failing) is still cancelled when the ticket drops.
-    fn end(&mut self, outcome: &Result<ToolResult, ClientError>, gone: bool) {
-        self.counted = true;
-        let (counter, ended) = match outcome {
-            Ok(_) => (&self.board.completed, true),
-            Err(ClientError::TaskCancelled { .. }) => (&self.board.cancelled, true),
-            Err(ClientError::TaskFailed { .. }) => (&self.board.failed, true),
-            Err(_) => (&self.board.failed, gone),
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        if ended {
-            self.armed = false;
-        }
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        self.board.lock().remove(&*self.task_id);
-        self.board.in_flight.fetch_sub(1, Ordering::Relaxed);
-        if !self.counted {
-            self.board.cancelled.fetch_add(1, Ordering::Relaxed);
-        }
-        if !self.armed {
-            return;
-        }
-        cancel(
-            Arc::clone(&self.board),
-            Arc::clone(&self.session),
-            Arc::clone(&self.task_id),
-        );
-    }
-}
-
-/// Sends `tasks/cancel` for `task_id`: on `session`, or on the client's next one if it ended;
-/// the acknowledgement is awaited in the background (bounded) and logged at DEBUG.
-fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
-    tracing::debug!(server = &*session.server, task_id = %task_id, "the call was dropped; cancelling its task");
-    // Queued at once when the session is open (a process that exits right after still writes
-    // it: stdio's shutdown flushes what is queued); only the acknowledgement is awaited.
-    let queued = if session.is_closed() {
-        None
-    } else {
-        send_cancel(&session, &task_id).ok()
-    };
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        // No runtime to wait on: forget it (its guard, dropped armed, would send
-        // `notifications/cancelled` for the cancel itself).
-        if let Some((_, mut guard)) = queued {
-            guard.disarm();
-            session.forget(guard.id());
-        }
-        return;
-    };
-    runtime.spawn(async move {
-        let limit = board.request_timeout();
-        let sent = async {
-            let (rx, mut guard) = match queued {
-                Some(queued) => queued,
-                None => {
-                    let session = board.next_session(&session).await?;
-                    send_cancel(&session, &task_id)?
-                }
-            };
-            let answer = rx.await;
-            guard.disarm();
-            answer.unwrap_or_else(|_| {
-                Err(ClientError::ConnectionClosed {
-                    server: Arc::clone(&session.server),
-                    request: None,
-                    detail: "the session ended without answering".into(),
-                })
-            })
-        };
-        match tokio::time::timeout(limit, sent).await {
-            Ok(Ok(_)) => {
-                tracing::debug!(server = &*session.server, task_id = %task_id, "task cancelled");
-            }
-            Ok(Err(e)) => {
-                tracing::debug!(server = &*session.server, task_id = %task_id, error = %e, "tasks/cancel failed");
-            }
-            Err(_) => {
-                tracing::debug!(server = &*session.server, task_id = %task_id, "tasks/cancel not answered in time");
-            }
-        }
-    });
-}
-
-/// A task nobody follows (its `tools/call` was answered after its caller gave up): cancelled
-/// like a dropped follow's, and counted cancelled.
-pub(crate) fn cancel_orphan(session: &Arc<RpcSession>, task_id: &str) {
-    tracing::debug!(
-        server = &*session.server,
-        task_id,
-        "a call given up on was answered with a task"
-    );
-    let board = Arc::clone(session.tasks());
-    board.cancelled.fetch_add(1, Ordering::Relaxed);
-    cancel(board, Arc::clone(session), Arc::from(task_id));
-}
-
-/// The id of the task a late `tools/call` answer (its `result`) created, if it is one: a
-/// 2025-11-25 `{"task": {"taskId": …}}` or a 2026-07-28 `resultType: "task"`.
-pub(crate) fn late_task_id(result: &Value) -> Option<&str> {
-    match result.get("resultType").and_then(Value::as_str) {
-        Some("task") => result.get("taskId").and_then(Value::as_str),
-        None => result.get("task")?.get("taskId").and_then(Value::as_str),
-        Some(_) => None,
-    }
-}
-
-/// Queues `tasks/cancel` for `task_id` on `session`.
-fn send_cancel(
-    session: &Arc<RpcSession>,
-    task_id: &str,
-) -> Result<
-    (
-        tokio::sync::oneshot::Receiver<Result<IgnoredAny, ClientError>>,
-        super::rpc::CallGuard,
-    ),
-    ClientError,
-> {
-    let params = TaskIdParams {
-        task_id,
-        meta: session.meta(),
-    };
-    let head = RequestHead::new(TASKS_CANCEL)
-        .name(Some(task_id))
-        .protocol_version(session.declared_version());
-    session.request::<IgnoredAny, _>(TASKS_CANCEL, head, Some(&params))
 }
 
 /// The client's capabilities as a 2026-07-28 request declares them: `capabilities`, plus the
