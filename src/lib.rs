@@ -18,6 +18,7 @@ pub mod protocol;
 pub mod registry;
 pub mod session;
 pub mod stack;
+pub mod telemetry;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 pub mod transport;

@@ -23,6 +23,7 @@ use super::rpc::{Expect, Pending, RpcSession};
 use super::tasks::late_task_id;
 use crate::protocol::jsonrpc::CowStr;
 use crate::protocol::{CallAnswer, JsonRpcError, RequestId, ToolResult};
+use crate::telemetry::Outcome;
 
 /// A decoded inbound frame, as far as the session still needs it.
 #[derive(Debug)]
@@ -83,8 +84,16 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
     let violation = |e: serde_json::Error| {
         session.protocol_violation(Some(request.clone()), format!("invalid result: {e}"))
     };
+    let telemetry = pending.telemetry;
     let (tx, any_answer) = match pending.expect {
-        Expect::Other(completion) => return completion.complete(raw, &violation),
+        Expect::Other(completion) => {
+            let decoded = completion.complete(raw, &violation);
+            return telemetry.end(if decoded {
+                Outcome::Answered
+            } else {
+                Outcome::Invalid
+            });
+        }
         Expect::CallTool(tx) => (tx, false),
         Expect::TaskCall(tx) => (tx, true),
     };
@@ -98,7 +107,17 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
     if result.is_ok() {
         session.note_answer(pending.method);
     }
+    telemetry.end(call_outcome(&result));
     let _ = tx.send(result.map_err(violation));
+}
+
+/// How a `tools/call` answer ends its request's telemetry.
+fn call_outcome<E>(answer: &Result<CallAnswer, E>) -> Outcome<'static> {
+    match answer {
+        Ok(CallAnswer::Complete(result)) if result.is_error => Outcome::ToolError,
+        Ok(_) => Outcome::Answered,
+        Err(_) => Outcome::Invalid,
+    }
 }
 
 /// Decodes the `result` value now under the map cursor into what `pending` expects.
@@ -115,6 +134,7 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
     let violation = |e: &A::Error| {
         session.protocol_violation(Some(request.clone()), format!("invalid result: {e}"))
     };
+    let telemetry = pending.telemetry;
     macro_rules! route {
         ($tx:expr, $ty:ty) => {
             route!($tx, $ty => std::convert::identity)
@@ -122,11 +142,15 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
         ($tx:expr, $ty:ty => $wrap:expr) => {
             match map.next_value::<$ty>() {
                 Ok(value) => {
-                    let _ = $tx.send(Ok($wrap(value)));
+                    let answer = Ok($wrap(value));
+                    telemetry.end(call_outcome::<super::error::ClientError>(&answer));
+                    let _ = $tx.send(answer);
                     Ok(())
                 }
                 Err(e) => {
-                    let _ = $tx.send(Err(violation(&e)));
+                    let err = violation(&e);
+                    telemetry.end(Outcome::Failed(&err));
+                    let _ = $tx.send(Err(err));
                     Err(e)
                 }
             }
@@ -141,11 +165,18 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
                     session
                         .protocol_violation(Some(request.clone()), format!("invalid result: {e}"))
                 };
-                completion.complete(raw.get(), &violation);
+                let decoded = completion.complete(raw.get(), &violation);
+                telemetry.end(if decoded {
+                    Outcome::Answered
+                } else {
+                    Outcome::Invalid
+                });
                 return Ok(());
             }
             Err(e) => {
-                completion.fail(violation(&e));
+                let err = violation(&e);
+                telemetry.end(Outcome::Failed(&err));
+                completion.fail(err);
                 return Err(e);
             }
         },

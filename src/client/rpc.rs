@@ -53,6 +53,7 @@ use crate::protocol::{
     CallAnswer, DiscoverResult, Implementation, InitializeResult, JsonRpcError, ListToolsResult,
     RequestId, ServerRequest,
 };
+use crate::telemetry::{Outcome, RequestTelemetry, SessionTelemetry};
 use crate::transport::{
     CloseReason, InboundHandler, Outbound, OversizeFrame, RequestHead, SendError, SendFailure,
 };
@@ -100,10 +101,13 @@ pub(crate) struct Completion(Box<CompleteFn>);
 
 /// What a [`Completion`] runs: the result's text (or the error that ended the request), and the
 /// maker of the error for a result that does not decode.
-type CompleteFn = dyn FnOnce(Result<&str, ClientError>, &Violation<'_>) + Send;
+type CompleteFn = dyn FnOnce(Result<&str, ClientError>, &Violation<'_>) -> Decoded + Send;
 
 /// Makes the protocol-violation error of a result that does not decode.
 pub(crate) type Violation<'a> = dyn Fn(serde_json::Error) -> ClientError + 'a;
+
+/// Whether a [`Completion`]'s result decoded.
+pub(crate) type Decoded = bool;
 
 impl Completion {
     /// The completion of a request whose answer decodes into `R`, sent on `tx`.
@@ -112,13 +116,15 @@ impl Completion {
     ) -> Self {
         Self(Box::new(move |raw, violation| {
             let result = raw.and_then(|raw| serde_json::from_str::<R>(raw).map_err(violation));
+            let decoded = result.is_ok();
             let _ = tx.send(result);
+            decoded
         }))
     }
 
-    /// Decodes `raw` (a result's text) and sends it.
-    pub(crate) fn complete(self, raw: &str, violation: &Violation<'_>) {
-        (self.0)(Ok(raw), violation);
+    /// Decodes `raw` (a result's text) and sends it; says whether it decoded.
+    pub(crate) fn complete(self, raw: &str, violation: &Violation<'_>) -> Decoded {
+        (self.0)(Ok(raw), violation)
     }
 
     /// Ends the request with `err`.
@@ -148,11 +154,14 @@ pub(crate) struct Pending {
     pub(crate) method: &'static str,
     pub(crate) expect: Expect,
     pub(crate) progress: Option<ProgressHandle>,
+    /// The request's span and timing, ended with the request.
+    pub(crate) telemetry: RequestTelemetry,
 }
 
 impl Pending {
     /// Completes the request with an error.
     pub(crate) fn fail(self, err: ClientError) {
+        self.telemetry.end(Outcome::Failed(&err));
         match self.expect {
             Expect::CallTool(tx) | Expect::TaskCall(tx) => drop(tx.send(Err(err))),
             Expect::Other(completion) => completion.fail(err),
@@ -207,6 +216,8 @@ pub(crate) struct RpcSession {
     /// The last `tools/call`s whose caller gave up before the answer and that the server may
     /// have answered with a task: a late task answer to one is cancelled (bounded).
     abandoned_calls: Mutex<std::collections::VecDeque<u64>>,
+    /// What every request's span and metrics say of the session (see [`crate::telemetry`]).
+    telemetry: Arc<SessionTelemetry>,
 }
 
 /// How many abandoned `tools/call` ids a session remembers, to cancel a task that answers one
@@ -268,6 +279,8 @@ pub(crate) struct SessionSettings {
     pub(crate) task_ttl: std::time::Duration,
     /// A modern request declares the tasks extension.
     pub(crate) tasks_declared: bool,
+    /// The session's telemetry (where the server is: the transport's peer).
+    pub(crate) telemetry: Arc<SessionTelemetry>,
 }
 
 impl RpcSession {
@@ -287,6 +300,7 @@ impl RpcSession {
             tasks,
             task_ttl,
             tasks_declared,
+            telemetry,
         } = settings;
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
@@ -314,6 +328,7 @@ impl RpcSession {
             },
             tasks_declared,
             abandoned_calls: Mutex::new(std::collections::VecDeque::new()),
+            telemetry,
         })
     }
 
@@ -362,43 +377,57 @@ impl RpcSession {
         write_params: &mut dyn FnMut(u64, &mut Vec<u8>) -> io::Result<()>,
     ) -> Result<u64, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        {
+        let telemetry = RequestTelemetry::start(&self.telemetry, method, id, &head);
+        let trace = telemetry.trace_context();
+        let refused = {
             let mut table = self.table();
             if let Some(reason) = &table.closed {
-                return Err(ClientError::ConnectionClosed {
+                let err = ClientError::ConnectionClosed {
                     server: Arc::clone(&self.server),
                     request: Some(Self::request_ref(id, method)),
                     detail: reason.message.clone(),
-                });
-            }
-            if table.map.len() >= self.max_in_flight {
-                return Err(ClientError::TooManyInFlight {
+                };
+                Err((err, telemetry))
+            } else if table.map.len() >= self.max_in_flight {
+                let err = ClientError::TooManyInFlight {
                     server: Arc::clone(&self.server),
                     limit: self.max_in_flight,
-                });
+                };
+                Err((err, telemetry))
+            } else {
+                table.map.insert(
+                    id,
+                    Pending {
+                        method,
+                        expect,
+                        progress,
+                        telemetry,
+                    },
+                );
+                Ok(())
             }
-            table.map.insert(
-                id,
-                Pending {
-                    method,
-                    expect,
-                    progress,
-                },
-            );
-        }
+        };
+        refused.map_err(|(err, telemetry)| {
+            telemetry.end(Outcome::Failed(&err));
+            err
+        })?;
         let sent = match self.outbound.get() {
-            Some(out) => out.send_request(&RequestId::from(id), &head, &mut |buf| {
-                write_params(id, buf)
+            Some(out) => out.send_request(&RequestId::from(id), &head, &mut |buf| match &trace {
+                None => write_params(id, buf),
+                Some(entries) => write_traced(buf, entries, &mut |buf| write_params(id, buf)),
             }),
             None => Err(SendError::Closed),
         };
         if let Err(e) = sent {
-            self.table().map.remove(&id);
-            return Err(ClientError::ConnectionClosed {
+            let err = ClientError::ConnectionClosed {
                 server: Arc::clone(&self.server),
                 request: Some(Self::request_ref(id, method)),
                 detail: format!("the request could not be queued: {e}"),
-            });
+            };
+            if let Some(pending) = self.table().map.remove(&id) {
+                pending.telemetry.end(Outcome::Failed(&err));
+            }
+            return Err(err);
         }
         Ok(id)
     }
@@ -505,6 +534,11 @@ impl RpcSession {
         self.elicitation
     }
 
+    /// The session's telemetry (its protocol version and session digest are set once agreed).
+    pub(crate) fn telemetry(&self) -> &SessionTelemetry {
+        &self.telemetry
+    }
+
     /// The tasks the client follows.
     pub(crate) fn tasks(&self) -> &Arc<TaskBoard> {
         &self.tasks
@@ -517,7 +551,10 @@ impl RpcSession {
 
     /// Drops request `id` without telling the server.
     pub(crate) fn forget(&self, id: u64) {
-        self.table().map.remove(&id);
+        let removed = self.table().map.remove(&id);
+        if let Some(pending) = removed {
+            pending.telemetry.end(Outcome::Abandoned);
+        }
     }
 
     /// Sends `notifications/initialized`.
@@ -529,6 +566,7 @@ impl RpcSession {
     fn abandon(&self, id: u64) {
         let removed = self.table().map.remove(&id);
         let Some(pending) = removed else { return };
+        pending.telemetry.end(Outcome::Abandoned);
         if pending.method == "initialize" {
             return;
         }
@@ -641,13 +679,21 @@ impl RpcSession {
 
     /// Fails every pending request and refuses new ones.
     fn close(&self, reason: &CloseReason) {
-        let drained: Vec<(u64, Pending)> = {
+        let (drained, first): (Vec<(u64, Pending)>, bool) = {
             let mut table = self.table();
-            if table.closed.is_none() {
+            let first = table.closed.is_none();
+            if first {
                 table.closed = Some(reason.clone());
             }
-            table.map.drain().collect()
+            (table.map.drain().collect(), first)
         };
+        if first {
+            self.telemetry.ended(match () {
+                () if reason.requested => None,
+                () if reason.exit_status().is_some() => Some("server_exited"),
+                () => Some("connection_closed"),
+            });
+        }
         for (id, pending) in drained {
             let request = Self::request_ref(id, pending.method);
             pending.fail(self.closed_error(reason, Some(request)));
@@ -674,6 +720,37 @@ fn write_request<P: Serialize>(
         serde_json::to_writer(&mut *buf, params)?;
     }
     buf.push(b'}');
+    Ok(())
+}
+
+/// Writes a request with `write` and adds the trace context `entries` to its `params._meta`
+/// (creating both when absent), never replacing an entry already there. Only a traced request
+/// (an OpenTelemetry layer and propagator installed) comes here: the request is written, read
+/// back and written again, which costs far less than exporting its span.
+fn write_traced(
+    buf: &mut Vec<u8>,
+    entries: &[(String, String)],
+    write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
+) -> io::Result<()> {
+    let start = buf.len();
+    write(buf)?;
+    let mut request: serde_json::Map<String, Value> = serde_json::from_slice(&buf[start..])?;
+    buf.truncate(start);
+    let params = request
+        .entry("params")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Value::Object(params) = params {
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(meta) = meta {
+            for (key, value) in entries {
+                meta.entry(key.as_str())
+                    .or_insert_with(|| Value::String(value.clone()));
+            }
+        }
+    }
+    serde_json::to_writer(&mut *buf, &request)?;
     Ok(())
 }
 

@@ -308,6 +308,9 @@ impl Shared {
                 tasks: Arc::clone(&self.tasks),
                 task_ttl: self.options.task_ttl,
                 tasks_declared: self.options.tasks.enabled(),
+                telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(
+                    self.transport.peer(),
+                )),
             },
         );
         let ctx = ConnectContext {
@@ -377,6 +380,7 @@ impl Shared {
                         "server/discover: the server speaks the modern era"
                     );
                     session.dialect().speak_modern(Arc::clone(meta));
+                    session.telemetry().agreed(&init.protocol_version, None);
                     if init.capabilities["tools"]["listChanged"] == true {
                         self.listen_for_tool_changes(&session);
                     }
@@ -451,6 +455,9 @@ impl Shared {
         }
         if let Some(connection) = &self.lock().connection {
             connection.negotiated(&init.protocol_version);
+            session
+                .telemetry()
+                .agreed(&init.protocol_version, connection.session_digest());
         }
         session.initialized();
         Ok(init)

@@ -955,6 +955,9 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
                 tasks: Arc::new(super::tasks::TaskBoard::new(Duration::from_secs(60))),
                 task_ttl: std::time::Duration::from_secs(600),
                 tasks_declared: true,
+                telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(
+                    crate::transport::Peer::Unknown,
+                )),
             },
         );
         for i in 0..1000 {

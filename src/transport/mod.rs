@@ -135,6 +135,43 @@ impl Transport for Box<dyn Transport> {
     fn mirrors_headers(&self) -> bool {
         (**self).mirrors_headers()
     }
+
+    fn peer(&self) -> Peer {
+        (**self).peer()
+    }
+}
+
+/// Where a transport's connections go, as telemetry names it (`network.transport`,
+/// `network.protocol.name`, `server.address`, `server.port`: see [`crate::telemetry`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Peer {
+    /// A child process over its standard streams (`network.transport = "pipe"`).
+    Pipe,
+    /// An HTTP server (`network.transport = "tcp"`, `network.protocol.name = "http"`): its
+    /// URL's host and port (the scheme's default when the URL names none). Never the path or
+    /// the query, which may carry a secret.
+    Http {
+        /// The URL's host.
+        address: Arc<str>,
+        /// The URL's port.
+        port: u16,
+    },
+    /// A transport that does not say.
+    Unknown,
+}
+
+impl Peer {
+    /// The peer of an HTTP transport whose endpoint is `url`.
+    pub fn of_url(url: &url::Url) -> Self {
+        match (url.host_str(), url.port_or_known_default()) {
+            (Some(host), Some(port)) => Peer::Http {
+                address: Arc::from(host.trim_start_matches('[').trim_end_matches(']')),
+                port,
+            },
+            _ => Peer::Unknown,
+        }
+    }
 }
 
 /// A boxed, sendable future (connecting and closing happen once per session, not per call).
@@ -170,6 +207,12 @@ pub trait Transport: Send + Sync + 'static {
     /// invalid, and hands the values to [`RequestHead::params`]. The default is `false`.
     fn mirrors_headers(&self) -> bool {
         false
+    }
+
+    /// Where this transport's connections go, for telemetry. The default is
+    /// [`Peer::Unknown`].
+    fn peer(&self) -> Peer {
+        Peer::Unknown
     }
 }
 
@@ -213,6 +256,14 @@ pub trait Connection: Send + Sync + fmt::Debug + 'static {
     /// others ignore it.
     fn negotiated(&self, protocol_version: &str) {
         let _ = protocol_version;
+    }
+
+    /// A digest of the session id the server gave this connection (Streamable HTTP's
+    /// `Mcp-Session-Id`), for telemetry's `mcp.session.id`: the session id is a credential
+    /// for the session, so the raw value never leaves the transport. Read once, after
+    /// [`negotiated`](Self::negotiated). The default (no session id) is `None`.
+    fn session_digest(&self) -> Option<Arc<str>> {
+        None
     }
 }
 

@@ -225,6 +225,10 @@ impl Transport for StdioTransport {
         })
     }
 
+    fn peer(&self) -> super::Peer {
+        super::Peer::Pipe
+    }
+
     fn describe(&self) -> String {
         let mut text = format!("stdio: {}", self.config.program);
         for arg in &self.config.args {

@@ -155,4 +155,8 @@ impl Transport for SseTransport {
     fn describe(&self) -> String {
         format!("sse: {}", redacted(&self.inner.url))
     }
+
+    fn peer(&self) -> crate::transport::Peer {
+        crate::transport::Peer::of_url(&self.inner.url)
+    }
 }

@@ -331,6 +331,10 @@ impl Transport for StreamableHttpTransport {
     fn describe(&self) -> String {
         format!("streamable-http: {}", redacted(&self.inner.url))
     }
+
+    fn peer(&self) -> crate::transport::Peer {
+        crate::transport::Peer::of_url(&self.inner.url)
+    }
     fn speaks_modern(&self) -> bool {
         true
     }

@@ -509,4 +509,11 @@ impl Connection for StreamableConnection {
             conn.spawn(Arc::clone(conn).listen());
         }
     }
+
+    fn session_digest(&self) -> Option<Arc<str>> {
+        let conn = self.conn.conn.as_ref()?;
+        let session = conn.lock_session();
+        let id = session.id.as_ref()?;
+        Some(crate::telemetry::session_digest(id.as_bytes()))
+    }
 }

@@ -1,0 +1,341 @@
+//! Telemetry in the shape operators' backends already read: the OpenTelemetry semantic
+//! conventions for MCP (`docs/gen-ai/mcp.md` in open-telemetry/semantic-conventions-genai,
+//! status: development), for every request the client sends.
+//!
+//! - **Spans.** Each request (`initialize`, `server/discover`, `tools/list`, `tools/call`,
+//!   `tasks/*`, …) gets one `tracing` span, `mcp.request` (level INFO, target
+//!   `kaged_mcp::telemetry`), from the moment it is queued until its answer, its failure or
+//!   its caller giving up. It carries the fields `tracing-opentelemetry` maps: `otel.name`
+//!   (`{mcp.method.name} {target}`, the target being the tool or the prompt, never a URI),
+//!   `otel.kind = "client"`, and on failure `otel.status_description` (the server's message)
+//!   or `otel.status_code = "error"`; and the conventions' attributes, listed in
+//!   [`attributes`]. An embedder's existing `tracing` setup sees it like any span; with no
+//!   subscriber interested, nothing is computed (every field is evaluated only for an enabled
+//!   span) and it costs what a disabled span costs. The span is never entered: its duration is
+//!   the request's.
+//! - **Context** (feature `otel`): the W3C trace context of that span (or, when it is
+//!   disabled, of the caller's current span) is written into the request's `params._meta`
+//!   through the embedder's global propagator (`opentelemetry::global`), beside the entries
+//!   already there, never replacing one. With the default no-op propagator nothing is
+//!   written.
+//! - **Metrics** (feature `otel`): `mcp.client.operation.duration` per request and
+//!   `mcp.client.session.duration` per server session, histograms in seconds with the
+//!   conventions' buckets, through the global meter provider.
+//! - **`mcp.session.id`** is never the raw `Mcp-Session-Id` (a credential for the session):
+//!   it is [`session_digest`]'s SHA-256 digest, and only for a 2025-era Streamable HTTP
+//!   session (the conventions leave it out of 2026-07-28 sessions, which have none).
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use crate::client::ClientError;
+use crate::transport::{Peer, RequestHead};
+
+#[cfg(feature = "otel")]
+mod otel;
+
+pub mod attributes;
+
+/// The target of the request spans, for filters (`RUST_LOG=kaged_mcp::telemetry=info`).
+pub const TARGET: &str = "kaged_mcp::telemetry";
+
+/// How a request ended, for its span and its duration.
+#[derive(Debug)]
+pub(crate) enum Outcome<'a> {
+    /// Answered with a result.
+    Answered,
+    /// A `tools/call` answered with `isError: true`.
+    ToolError,
+    /// Failed: a JSON-RPC error, the connection's end, a result that does not decode.
+    Failed(&'a ClientError),
+    /// The caller stopped waiting before the answer (`notifications/cancelled` was sent).
+    Abandoned,
+    /// Answered with a result that does not decode.
+    Invalid,
+}
+
+/// What every request of one server session shares, for its span and metrics: where the
+/// server is, the protocol version agreed, the digest of the session id.
+#[derive(Debug)]
+pub(crate) struct SessionTelemetry {
+    peer: Peer,
+    /// The protocol version the session speaks, once agreed.
+    version: OnceLock<Arc<str>>,
+    /// [`session_digest`] of the session id (2025-era Streamable HTTP).
+    session_id: OnceLock<Arc<str>>,
+    #[cfg(feature = "otel")]
+    metrics: otel::SessionMetrics,
+}
+
+impl SessionTelemetry {
+    /// A session with a server reached through `peer`; its duration starts now.
+    pub(crate) fn new(peer: Peer) -> Self {
+        Self {
+            #[cfg(feature = "otel")]
+            metrics: otel::SessionMetrics::new(),
+            peer,
+            version: OnceLock::new(),
+            session_id: OnceLock::new(),
+        }
+    }
+
+    /// The session agreed on `version`; the transport gave it the session id digest `digest`.
+    pub(crate) fn agreed(&self, version: &str, digest: Option<Arc<str>>) {
+        let _ = self.version.set(Arc::from(version));
+        if let Some(digest) = digest {
+            let _ = self.session_id.set(digest);
+        }
+    }
+
+    /// The protocol version agreed, if any yet.
+    pub(crate) fn version(&self) -> Option<&str> {
+        self.version.get().map(|v| &**v)
+    }
+
+    /// The span of request `id` of `method`, whose head is `head`.
+    pub(crate) fn request_span(
+        &self,
+        method: &'static str,
+        id: u64,
+        head: &RequestHead<'_>,
+    ) -> tracing::Span {
+        // Every field below is evaluated only when the span is enabled.
+        tracing::info_span!(
+            target: TARGET,
+            "mcp.request",
+            otel.name = %SpanName { method, target: target_of(method, head) },
+            otel.kind = "client",
+            mcp.method.name = method,
+            mcp.protocol.version = self.version_of(method, head),
+            jsonrpc.request.id = %id,
+            gen_ai.operation.name = tool_of(method, head).map(|_| "execute_tool"),
+            gen_ai.tool.name = tool_of(method, head),
+            gen_ai.prompt.name = (method == "prompts/get").then_some(head.name).flatten(),
+            mcp.resource.uri = uri_of(method, head),
+            mcp.session.id = self.session_id.get().map(|s| &**s),
+            network.transport = self.transport(),
+            network.protocol.name = self.protocol_name(),
+            server.address = self.address(),
+            server.port = self.port(),
+            error.type = tracing::field::Empty,
+            rpc.response.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_description = tracing::field::Empty,
+        )
+    }
+
+    /// The session ended (`error`: how, when it was not asked to): its duration is recorded.
+    pub(crate) fn ended(&self, error: Option<&'static str>) {
+        #[cfg(feature = "otel")]
+        self.metrics.session_ended(self, error);
+        #[cfg(not(feature = "otel"))]
+        let _ = error;
+    }
+
+    /// The protocol version of a request: the one it declares (modern), the session's, or
+    /// the one `initialize` asks for.
+    fn version_of<'a>(&'a self, method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
+        head.protocol_version
+            .or_else(|| self.version())
+            .or_else(|| {
+                (method == "initialize").then_some(crate::protocol::LATEST_PROTOCOL_VERSION)
+            })
+    }
+
+    /// `network.transport`.
+    fn transport(&self) -> Option<&'static str> {
+        match self.peer {
+            Peer::Pipe => Some("pipe"),
+            Peer::Http { .. } => Some("tcp"),
+            Peer::Unknown => None,
+        }
+    }
+
+    /// `network.protocol.name`.
+    fn protocol_name(&self) -> Option<&'static str> {
+        matches!(self.peer, Peer::Http { .. }).then_some("http")
+    }
+
+    /// `server.address`.
+    fn address(&self) -> Option<&str> {
+        match &self.peer {
+            Peer::Http { address, .. } => Some(address),
+            _ => None,
+        }
+    }
+
+    /// `server.port`.
+    fn port(&self) -> Option<u16> {
+        match &self.peer {
+            Peer::Http { port, .. } => Some(*port),
+            _ => None,
+        }
+    }
+}
+
+/// One request's telemetry, from the moment it is queued until it ends: its span and, with
+/// the `otel` feature, what its duration is recorded with.
+#[derive(Debug)]
+pub(crate) struct RequestTelemetry {
+    span: tracing::Span,
+    #[cfg(feature = "otel")]
+    timing: otel::RequestTiming,
+}
+
+impl RequestTelemetry {
+    /// The telemetry of request `id` of `method` on `session` (see
+    /// [`SessionTelemetry::request_span`]).
+    pub(crate) fn start(
+        session: &Arc<SessionTelemetry>,
+        method: &'static str,
+        id: u64,
+        head: &RequestHead<'_>,
+    ) -> Self {
+        Self {
+            span: session.request_span(method, id, head),
+            #[cfg(feature = "otel")]
+            timing: otel::RequestTiming::start(session, method, head),
+        }
+    }
+
+    /// The `_meta` entries of the request's trace context (feature `otel`; `None` when there
+    /// is nothing to propagate).
+    pub(crate) fn trace_context(&self) -> Option<Vec<(String, String)>> {
+        #[cfg(feature = "otel")]
+        return otel::trace_context(&self.span);
+        #[cfg(not(feature = "otel"))]
+        None
+    }
+
+    /// The request ended with `outcome`: its span says how (then closes, when `self` is
+    /// dropped) and its duration is recorded.
+    pub(crate) fn end(self, outcome: Outcome<'_>) {
+        let error = ErrorType::of(&outcome);
+        if !self.span.is_disabled() {
+            if let Some(error) = &error {
+                self.span.record("error.type", error.kind.as_ref());
+                if let Some(code) = error.code {
+                    self.span
+                        .record("rpc.response.status_code", tracing::field::display(code));
+                }
+                match error.message {
+                    // Sets the status to ERROR with the server's message.
+                    Some(message) => self.span.record("otel.status_description", message),
+                    None => self.span.record("otel.status_code", "error"),
+                };
+            }
+        }
+        #[cfg(feature = "otel")]
+        self.timing.end(error.as_ref());
+    }
+}
+
+/// What `error.type` (and `rpc.response.status_code`) say of a failed request.
+#[derive(Debug)]
+pub(crate) struct ErrorType<'a> {
+    /// `error.type`: the JSON-RPC code as text, `tool_error`, or one low-cardinality word.
+    pub(crate) kind: std::borrow::Cow<'static, str>,
+    /// `rpc.response.status_code`: the JSON-RPC code, when the server sent one.
+    pub(crate) code: Option<i64>,
+    /// The span's status description: the server's message, when it sent one.
+    pub(crate) message: Option<&'a str>,
+}
+
+impl<'a> ErrorType<'a> {
+    /// `None` for a request that succeeded.
+    pub(crate) fn of(outcome: &Outcome<'a>) -> Option<Self> {
+        let (kind, code, message) = match outcome {
+            Outcome::Answered => return None,
+            Outcome::ToolError => ("tool_error".into(), None, None),
+            Outcome::Abandoned => ("cancelled".into(), None, None),
+            Outcome::Invalid => ("protocol_violation".into(), None, None),
+            Outcome::Failed(e) => match e {
+                ClientError::JsonRpc { code, message, .. } => {
+                    (code.to_string().into(), Some(*code), Some(&**message))
+                }
+                ClientError::MissingCapability { .. } => {
+                    let code = crate::protocol::modern::MISSING_REQUIRED_CLIENT_CAPABILITY;
+                    (code.to_string().into(), Some(code), None)
+                }
+                other => (error_word(other).into(), None, None),
+            },
+        };
+        Some(Self {
+            kind,
+            code,
+            message,
+        })
+    }
+}
+
+/// One low-cardinality word for a failure that is not a JSON-RPC error.
+fn error_word(e: &ClientError) -> &'static str {
+    match e {
+        ClientError::ConnectFailed { .. } => "connect_failed",
+        ClientError::Exited { .. } => "server_exited",
+        ClientError::FrameTooLarge { .. } => "frame_too_large",
+        ClientError::ConnectionClosed { .. } => "connection_closed",
+        ClientError::SendFailed { .. } => "send_failed",
+        ClientError::ProtocolViolation { .. } => "protocol_violation",
+        ClientError::RequestTimeout { .. } | ClientError::InitializeTimeout { .. } => "timeout",
+        ClientError::TooManyInFlight { .. } => "too_many_in_flight",
+        ClientError::UnsupportedProtocolVersion { .. } | ClientError::NoCommonVersion { .. } => {
+            "unsupported_protocol_version"
+        }
+        _ => "_OTHER",
+    }
+}
+
+/// `{mcp.method.name} {target}`, or the method alone.
+struct SpanName<'a> {
+    method: &'a str,
+    target: Option<&'a str>,
+}
+
+impl fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.target {
+            Some(target) => write!(f, "{} {target}", self.method),
+            None => f.write_str(self.method),
+        }
+    }
+}
+
+/// The tool a request is about: `params.name` of a `tools/call`.
+fn tool_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
+    (method == "tools/call").then_some(head.name).flatten()
+}
+
+/// The low-cardinality target of a span's name: the tool or the prompt (never a URI).
+fn target_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
+    matches!(method, "tools/call" | "prompts/get")
+        .then_some(head.name)
+        .flatten()
+}
+
+/// The resource a request is about: `params.uri` of a resource request (in its head's name).
+fn uri_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
+    matches!(
+        method,
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+    )
+    .then_some(head.name)
+    .flatten()
+}
+
+/// The digest `mcp.session.id` carries for session id `id`: the first 16 bytes of its SHA-256,
+/// in hex. The same session gives the same digest, so an operator can group a session's
+/// spans; the digest does not give the id back.
+#[cfg(feature = "http")]
+pub fn session_digest(id: &[u8]) -> Arc<str> {
+    use std::fmt::Write as _;
+    let digest = ring::digest::digest(&ring::digest::SHA256, id);
+    let mut hex = String::with_capacity(32);
+    for b in &digest.as_ref()[..16] {
+        let _ = write!(hex, "{b:02x}");
+    }
+    Arc::from(hex)
+}
+
+#[cfg(test)]
+mod tests;

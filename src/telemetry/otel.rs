@@ -1,0 +1,187 @@
+//! The `otel` feature's half of telemetry: a request's W3C trace context into its
+//! `params._meta` through the global propagator, and the two client histograms through the
+//! global meter provider (both from the `opentelemetry` API crate: the embedder installs the
+//! SDK, the exporter and the propagator it wants; until then both are no-ops).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use opentelemetry::metrics::Histogram;
+use opentelemetry::propagation::Injector;
+use opentelemetry::{global, InstrumentationScope, KeyValue};
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use super::attributes as attr;
+use super::{ErrorType, SessionTelemetry};
+use crate::transport::{Peer, RequestHead};
+
+/// The `_meta` entries of the trace context of `span` (or, when it is disabled, of the
+/// current span), as the global propagator writes them; `None` when there is nothing to
+/// write (no OpenTelemetry layer, the no-op propagator, an invalid context).
+pub(super) fn trace_context(span: &tracing::Span) -> Option<Vec<(String, String)>> {
+    let current;
+    let span = if span.is_disabled() {
+        current = tracing::Span::current();
+        if current.is_disabled() {
+            return None;
+        }
+        &current
+    } else {
+        span
+    };
+    let cx = span.context();
+    let mut entries = Vec::new();
+    global::get_text_map_propagator(|p| p.inject_context(&cx, &mut MetaInjector(&mut entries)));
+    (!entries.is_empty()).then_some(entries)
+}
+
+/// Collects what a propagator writes (an empty `tracestate` is left out).
+struct MetaInjector<'a>(&'a mut Vec<(String, String)>);
+
+impl Injector for MetaInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if !value.is_empty() {
+            self.0.push((key.to_owned(), value));
+        }
+    }
+}
+
+/// The instrumentation scope of kaged-mcp's metrics.
+fn scope() -> InstrumentationScope {
+    InstrumentationScope::builder("kaged-mcp")
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build()
+}
+
+/// A session's histograms (from the global meter provider when the session starts) and its
+/// start.
+pub(super) struct SessionMetrics {
+    operation: Histogram<f64>,
+    session: Histogram<f64>,
+    started: Instant,
+    ended: AtomicBool,
+}
+
+impl fmt::Debug for SessionMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionMetrics")
+            .field("started", &self.started)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionMetrics {
+    pub(super) fn new() -> Self {
+        let meter = global::meter_with_scope(scope());
+        let histogram = |name: &'static str, what: &'static str| {
+            meter
+                .f64_histogram(name)
+                .with_unit("s")
+                .with_description(what)
+                .with_boundaries(attr::DURATION_BUCKETS.to_vec())
+                .build()
+        };
+        Self {
+            operation: histogram(
+                attr::OPERATION_DURATION,
+                "The duration of an MCP request or notification, from sent to answered.",
+            ),
+            session: histogram(
+                attr::SESSION_DURATION,
+                "The duration of the MCP session as observed on the MCP client.",
+            ),
+            started: Instant::now(),
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// Records the session's duration, once.
+    pub(super) fn session_ended(&self, session: &SessionTelemetry, error: Option<&'static str>) {
+        if self.ended.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let mut attributes = common(session);
+        if let Some(error) = error {
+            attributes.push(KeyValue::new(attr::ERROR_TYPE, error));
+        }
+        self.session
+            .record(self.started.elapsed().as_secs_f64(), &attributes);
+    }
+}
+
+/// The attributes every metric of `session` carries: the version and where the server is.
+fn common(session: &SessionTelemetry) -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(8);
+    if let Some(version) = session.version() {
+        attributes.push(KeyValue::new(
+            attr::MCP_PROTOCOL_VERSION,
+            version.to_owned(),
+        ));
+    }
+    match &session.peer {
+        Peer::Pipe => attributes.push(KeyValue::new(attr::NETWORK_TRANSPORT, "pipe")),
+        Peer::Http { address, port } => {
+            attributes.push(KeyValue::new(attr::NETWORK_TRANSPORT, "tcp"));
+            attributes.push(KeyValue::new(attr::NETWORK_PROTOCOL_NAME, "http"));
+            attributes.push(KeyValue::new(attr::SERVER_ADDRESS, address.to_string()));
+            attributes.push(KeyValue::new(attr::SERVER_PORT, i64::from(*port)));
+        }
+        Peer::Unknown => {}
+    }
+    attributes
+}
+
+/// What a request's duration is recorded with, from the moment it is queued.
+#[derive(Debug)]
+pub(super) struct RequestTiming {
+    session: Arc<SessionTelemetry>,
+    method: &'static str,
+    /// The tool or prompt, with its attribute's name.
+    target: Option<(&'static str, String)>,
+    started: Instant,
+}
+
+impl RequestTiming {
+    pub(super) fn start(
+        session: &Arc<SessionTelemetry>,
+        method: &'static str,
+        head: &RequestHead<'_>,
+    ) -> Self {
+        let key = match method {
+            "tools/call" => Some(attr::GEN_AI_TOOL_NAME),
+            "prompts/get" => Some(attr::GEN_AI_PROMPT_NAME),
+            _ => None,
+        };
+        Self {
+            session: Arc::clone(session),
+            method,
+            target: key.zip(head.name).map(|(k, n)| (k, n.to_owned())),
+            started: Instant::now(),
+        }
+    }
+
+    /// Records the request's duration, with `error` when it failed.
+    pub(super) fn end(self, error: Option<&ErrorType<'_>>) {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let mut attributes = common(&self.session);
+        attributes.push(KeyValue::new(attr::MCP_METHOD_NAME, self.method));
+        if let Some((key, name)) = self.target {
+            if key == attr::GEN_AI_TOOL_NAME {
+                attributes.push(KeyValue::new(attr::GEN_AI_OPERATION_NAME, "execute_tool"));
+            }
+            attributes.push(KeyValue::new(key, name));
+        }
+        if let Some(error) = error {
+            attributes.push(KeyValue::new(attr::ERROR_TYPE, error.kind.to_string()));
+            if let Some(code) = error.code {
+                attributes.push(KeyValue::new(
+                    attr::RPC_RESPONSE_STATUS_CODE,
+                    code.to_string(),
+                ));
+            }
+        }
+        self.session.metrics.operation.record(elapsed, &attributes);
+    }
+}
