@@ -51,6 +51,7 @@ fn main() -> ExitCode {
                 .with_tracer(tracer_provider.tracer("telemetry-example"))
                 // Only the conventions' attributes: no code location, thread or busy/idle times.
                 .with_location(false)
+                .with_target(false)
                 .with_threads(false)
                 .with_tracked_inactivity(false),
         )

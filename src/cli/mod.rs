@@ -8,6 +8,8 @@ mod call;
 mod check;
 mod demo_server;
 mod session_cmds;
+#[cfg(feature = "otlp")]
+mod telemetry;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -180,7 +182,7 @@ pub fn demo_server() -> ExitCode {
 
 /// Runs a parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    init_tracing(cli.verbose);
+    let telemetry = init_tracing(cli.verbose);
     let verbose = cli.verbose > 0;
     let code = match cli.command {
         Command::Check(args) => check::run(&args),
@@ -228,15 +230,29 @@ pub fn run(cli: Cli) -> ExitCode {
             AuthCommand::Logout { server, project } => auth::logout(&project, &server),
         },
     };
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     ExitCode::from(code)
 }
 
+/// The OpenTelemetry export, when the environment asks for one (feature `otlp`).
+#[cfg(feature = "otlp")]
+type Telemetry = telemetry::Telemetry;
+/// Without the `otlp` feature there is none.
+#[cfg(not(feature = "otlp"))]
+type Telemetry = std::convert::Infallible;
+
 /// The log on stderr: off unless asked for (`-v`: warnings, `-vv`: info, `-vvv`: debug, or
 /// `RUST_LOG`), so a failure is told once, by the command's own `error:` line; colour only on
-/// a terminal and never with `NO_COLOR` set.
-fn init_tracing(verbose: u8) {
+/// a terminal and never with `NO_COLOR` set. With the `otlp` feature and the OpenTelemetry
+/// environment variables set, the request spans and metrics are exported too (see
+/// [`telemetry`]), whatever the log level.
+fn init_tracing(verbose: u8) -> Option<Telemetry> {
     use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _};
     let filter = match std::env::var("RUST_LOG") {
         Ok(v) if !v.trim().is_empty() => EnvFilter::new(v),
         _ => EnvFilter::new(match verbose {
@@ -248,11 +264,29 @@ fn init_tracing(verbose: u8) {
     };
     let colour = std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_ansi(colour)
         .with_writer(std::io::stderr)
+        .with_filter(filter);
+    #[cfg(feature = "otlp")]
+    let telemetry = match telemetry::from_env() {
+        Ok(t) => t,
+        Err(line) => {
+            eprintln!("warning: {line}");
+            None
+        }
+    };
+    #[cfg(not(feature = "otlp"))]
+    let telemetry: Option<Telemetry> = None;
+    #[cfg(feature = "otlp")]
+    let export = telemetry.as_ref().and_then(telemetry::Telemetry::layer);
+    #[cfg(not(feature = "otlp"))]
+    let export: Option<tracing_subscriber::layer::Identity> = None;
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(export)
         .try_init();
+    telemetry
 }
 
 /// Loads the configuration and resolves secrets, printing `error: …` lines on failure.

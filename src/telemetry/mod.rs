@@ -116,7 +116,7 @@ impl SessionTelemetry {
             network.transport = self.transport(),
             network.protocol.name = self.protocol_name(),
             server.address = self.address(),
-            server.port = self.port(),
+            server.port = self.port().map(i64::from),
             error.type = tracing::field::Empty,
             rpc.response.status_code = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,

@@ -102,7 +102,7 @@ impl SessionMetrics {
         if self.ended.swap(true, Ordering::AcqRel) {
             return;
         }
-        let mut attributes = common(session);
+        let mut attributes = common(session, session.version());
         if let Some(error) = error {
             attributes.push(KeyValue::new(attr::ERROR_TYPE, error));
         }
@@ -111,10 +111,11 @@ impl SessionMetrics {
     }
 }
 
-/// The attributes every metric of `session` carries: the version and where the server is.
-fn common(session: &SessionTelemetry) -> Vec<KeyValue> {
-    let mut attributes = Vec::with_capacity(8);
-    if let Some(version) = session.version() {
+/// The attributes every metric of `session` carries: the protocol `version` and where the
+/// server is.
+fn common(session: &SessionTelemetry, version: Option<&str>) -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(10);
+    if let Some(version) = version {
         attributes.push(KeyValue::new(
             attr::MCP_PROTOCOL_VERSION,
             version.to_owned(),
@@ -138,6 +139,9 @@ fn common(session: &SessionTelemetry) -> Vec<KeyValue> {
 pub(super) struct RequestTiming {
     session: Arc<SessionTelemetry>,
     method: &'static str,
+    /// The protocol version the request declares (a modern request, `initialize`), when it
+    /// declares one of ours; otherwise the session's, read when it ends.
+    version: Option<&'static str>,
     /// The tool or prompt, with its attribute's name.
     target: Option<(&'static str, String)>,
     started: Instant,
@@ -154,9 +158,21 @@ impl RequestTiming {
             "prompts/get" => Some(attr::GEN_AI_PROMPT_NAME),
             _ => None,
         };
+        let declared = match method {
+            "initialize" => Some(crate::protocol::LATEST_PROTOCOL_VERSION),
+            _ => head.protocol_version,
+        };
+        let version = declared.and_then(|v| {
+            crate::protocol::SUPPORTED_MODERN_VERSIONS
+                .iter()
+                .chain(crate::protocol::SUPPORTED_PROTOCOL_VERSIONS)
+                .find(|known| **known == v)
+                .copied()
+        });
         Self {
             session: Arc::clone(session),
             method,
+            version,
             target: key.zip(head.name).map(|(k, n)| (k, n.to_owned())),
             started: Instant::now(),
         }
@@ -165,7 +181,8 @@ impl RequestTiming {
     /// Records the request's duration, with `error` when it failed.
     pub(super) fn end(self, error: Option<&ErrorType<'_>>) {
         let elapsed = self.started.elapsed().as_secs_f64();
-        let mut attributes = common(&self.session);
+        let version = self.version.or_else(|| self.session.version());
+        let mut attributes = common(&self.session, version);
         attributes.push(KeyValue::new(attr::MCP_METHOD_NAME, self.method));
         if let Some((key, name)) = self.target {
             if key == attr::GEN_AI_TOOL_NAME {

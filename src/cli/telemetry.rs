@@ -1,0 +1,264 @@
+//! The CLI's OpenTelemetry export (feature `otlp`): with the OpenTelemetry environment
+//! variables set, every command's spans (the `mcp.request` spans of [`crate::telemetry`]) and
+//! metrics go to an OTLP/HTTP (protobuf) endpoint, and are flushed before the process exits.
+//!
+//! - On when `OTEL_EXPORTER_OTLP_ENDPOINT` (both signals), `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+//!   or `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (that signal) is set and not empty; off with
+//!   `OTEL_SDK_DISABLED=true`, and a signal is off with `OTEL_TRACES_EXPORTER=none` or
+//!   `OTEL_METRICS_EXPORTER=none`. Unset, nothing is built: no thread, no propagator, no
+//!   layer, nothing slower.
+//! - The exporter reads the rest of the standard variables itself (`…_HEADERS`, `…_TIMEOUT`,
+//!   `…_COMPRESSION`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
+//!   `OTEL_METRIC_EXPORT_INTERVAL`); the service is `kaged-mcp` unless `OTEL_SERVICE_NAME`
+//!   says otherwise. `grpc` as the protocol is not built in: http/protobuf is used.
+//! - Requests go through the crate's own HTTP client (hyper, rustls), on a one-thread runtime
+//!   of the exporter's own: the SDK's batch processor and periodic reader export from threads
+//!   of their own, and a command's runtime is gone by the time the last batch is flushed.
+//! - The W3C trace context (and baggage) propagator is installed, so a server that reads
+//!   `params._meta` joins the command's trace.
+
+use std::error::Error as StdError;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithHttpConfig as _};
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::Resource;
+use tower::ServiceExt as _;
+
+use crate::transport::http::client::HttpService;
+
+/// How long one export may take when `OTEL_EXPORTER_OTLP_TIMEOUT` does not say.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The running export: shut down (flushed) by [`Telemetry::shutdown`] before the process exits.
+#[derive(Debug)]
+pub(super) struct Telemetry {
+    tracer: Option<SdkTracerProvider>,
+    meter: Option<SdkMeterProvider>,
+    /// The runtime the exporter's HTTP requests run on (kept alive until after the flush).
+    runtime: tokio::runtime::Runtime,
+    /// The first failure of each endpoint, told at shutdown.
+    failures: Failures,
+}
+
+/// The first failed export to each endpoint: `(URL, reason)`.
+type Failures = Arc<Mutex<Vec<(String, String)>>>;
+
+/// The value of environment variable `name`, when set and not blank.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Whether signal `signal` (`TRACES`, `METRICS`) is to be exported.
+fn wanted(signal: &str) -> bool {
+    let endpoint = env("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .or_else(|| env(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")));
+    let exporter = env(&format!("OTEL_{signal}_EXPORTER"));
+    endpoint.is_some() && !exporter.is_some_and(|e| e.trim().eq_ignore_ascii_case("none"))
+}
+
+/// The export the environment asks for: `Ok(None)` when it asks for none.
+///
+/// # Errors
+/// A line for the operator when an exporter cannot be built (the endpoint is not a URL...).
+pub(super) fn from_env() -> Result<Option<Telemetry>, String> {
+    if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return Ok(None);
+    }
+    let (traces, metrics) = (wanted("TRACES"), wanted("METRICS"));
+    if !traces && !metrics {
+        return Ok(None);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("kaged-otlp")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("telemetry: cannot start the exporter's runtime: {e}"))?;
+    let failures = Failures::default();
+    let client = OtlpHttp {
+        failures: Arc::clone(&failures),
+        service: crate::transport::http::client::client(None, EXPORT_TIMEOUT),
+        runtime: runtime.handle().clone(),
+        timeout: env("OTEL_EXPORTER_OTLP_TIMEOUT")
+            .and_then(|ms| ms.trim().parse().ok())
+            .map_or(EXPORT_TIMEOUT, Duration::from_millis),
+    };
+    let mut resource = Resource::builder();
+    if env("OTEL_SERVICE_NAME").is_none() {
+        resource = resource.with_service_name("kaged-mcp");
+    }
+    let resource = resource.build();
+    let tracer = if traces {
+        let exporter = SpanExporter::builder()
+            .with_http()
+            .with_http_client(client.clone())
+            .build()
+            .map_err(|e| format!("telemetry: cannot export spans: {e} (check OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"))?;
+        Some(
+            SdkTracerProvider::builder()
+                .with_batch_exporter(exporter)
+                .with_resource(resource.clone())
+                .build(),
+        )
+    } else {
+        None
+    };
+    let meter = if metrics {
+        let exporter = MetricExporter::builder()
+            .with_http()
+            .with_http_client(client)
+            .build()
+            .map_err(|e| format!("telemetry: cannot export metrics: {e} (check OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)"))?;
+        let provider = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(exporter).build())
+            .with_resource(resource)
+            .build();
+        opentelemetry::global::set_meter_provider(provider.clone());
+        Some(provider)
+    } else {
+        None
+    };
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry::propagation::TextMapCompositePropagator::new(vec![
+            Box::new(TraceContextPropagator::new()),
+            Box::new(BaggagePropagator::new()),
+        ]),
+    );
+    Ok(Some(Telemetry {
+        tracer,
+        meter,
+        runtime,
+        failures,
+    }))
+}
+
+impl Telemetry {
+    /// The `tracing` layer that turns kaged-mcp's request spans into exported spans (none
+    /// when only metrics are exported). Only the spans of [`crate::telemetry::TARGET`] go
+    /// through it, with the conventions' attributes alone (no code location or thread).
+    pub(super) fn layer<S>(&self) -> Option<impl tracing_subscriber::Layer<S>>
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    {
+        use tracing_subscriber::Layer as _;
+        let tracer = self.tracer.as_ref()?.tracer("kaged-mcp");
+        Some(
+            tracing_opentelemetry::layer()
+                .with_tracer(tracer)
+                .with_location(false)
+                .with_target(false)
+                .with_threads(false)
+                .with_tracked_inactivity(false)
+                .with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target(crate::telemetry::TARGET, tracing::Level::INFO),
+                ),
+        )
+    }
+
+    /// Flushes and stops both exports (waiting for the last batch, bounded by the export
+    /// timeout). A failed export is one `warning:` line on stderr per endpoint, naming it and
+    /// the reason; the command's own outcome and exit code stay as they were.
+    pub(super) fn shutdown(self) {
+        let mut other = Vec::new();
+        if let Some(tracer) = self.tracer {
+            if let Err(e) = tracer.shutdown() {
+                other.push(format!("spans not exported: {e}"));
+            }
+        }
+        if let Some(meter) = self.meter {
+            if let Err(e) = meter.shutdown() {
+                other.push(format!("metrics not exported: {e}"));
+            }
+        }
+        self.runtime.shutdown_timeout(Duration::from_secs(1));
+        let failures =
+            std::mem::take(&mut *self.failures.lock().unwrap_or_else(PoisonError::into_inner));
+        // The exporter's own errors say less than ours ("Failed to shutdown"): told only
+        // when no request failed.
+        if failures.is_empty() {
+            for line in other {
+                eprintln!("warning: telemetry: {line}");
+            }
+        }
+        for (url, reason) in failures {
+            eprintln!(
+                "warning: telemetry: nothing exported to {url}: {reason} (check OTEL_EXPORTER_OTLP_ENDPOINT)"
+            );
+        }
+    }
+}
+
+/// The exporter's HTTP client: the crate's own, its requests run on the export runtime.
+#[derive(Debug, Clone)]
+struct OtlpHttp {
+    failures: Failures,
+    service: HttpService,
+    runtime: tokio::runtime::Handle,
+    timeout: Duration,
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for OtlpHttp {
+    async fn send_bytes(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> Result<http::Response<Bytes>, opentelemetry_http::HttpError> {
+        use http_body_util::BodyExt as _;
+        let url = url::Url::parse(&request.uri().to_string()).map_or_else(
+            |_| "the OTLP endpoint".into(),
+            |u| crate::transport::http::redacted(&u),
+        );
+        let service = self.service.clone();
+        let timeout = self.timeout;
+        let exchange = async move {
+            let request = request.map(http_body_util::Full::new);
+            let response = tokio::time::timeout(timeout, service.oneshot(request))
+                .await
+                .map_err(|_| "the OTLP endpoint did not answer in time")??;
+            let (parts, body) = response.into_parts();
+            let body = tokio::time::timeout(timeout, body.collect())
+                .await
+                .map_err(|_| "the OTLP endpoint did not finish its answer in time")??
+                .to_bytes();
+            Ok::<_, Box<dyn StdError + Send + Sync>>(http::Response::from_parts(parts, body))
+        };
+        let result = self.runtime.spawn(exchange).await?;
+        let failure = match &result {
+            Ok(response) if !response.status().is_success() => {
+                Some(format!("HTTP {}", response.status()))
+            }
+            Ok(_) => None,
+            Err(e) => Some(chain(&**e)),
+        };
+        if let Some(reason) = failure {
+            let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+            if !failures.iter().any(|(u, _)| *u == url) {
+                failures.push((url, reason));
+            }
+        }
+        result
+    }
+}
+
+/// An error and its sources, `: `-separated (hyper's "client error (Connect)" says little
+/// without "Connection refused").
+fn chain(e: &(dyn StdError + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let line = s.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = s.source();
+    }
+    text
+}

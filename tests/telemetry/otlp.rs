@@ -1,0 +1,160 @@
+//! The CLI's OTLP/HTTP export: `kaged-mcp call` with `OTEL_EXPORTER_OTLP_ENDPOINT` set sends
+//! its spans and both metrics to a receiver that decodes them with the official protobuf
+//! definitions (`otlp_receiver.py`, PyPI `opentelemetry-proto`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use kaged_mcp::telemetry::attributes as attr;
+use serde_json::Value;
+
+use crate::common::cli;
+use crate::common::peers::{self, PyMcp, SsePeer};
+
+fn receiver(out: &Path) -> Option<SsePeer> {
+    let python = PyMcp::V2.python();
+    let python = peers::require(python.is_file().then_some(python), "python mcp 2.3.0")?;
+    let command = vec![
+        python.display().to_string(),
+        peers::server_script("otlp_receiver.py")
+            .display()
+            .to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    Some(SsePeer::start_reporting_port(&command).unwrap())
+}
+
+fn lines(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn keys(item: &Value) -> BTreeSet<String> {
+    item["attributes"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn call_exports_its_spans_and_metrics_over_otlp_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("otlp.jsonl");
+    let Some(rx) = receiver(&out) else { return };
+    let demo = peers::repo_root().join("examples/demo");
+    let endpoint = format!("http://127.0.0.1:{}", rx.port());
+    let run = cli::run_env(
+        &[
+            "call",
+            "mcp.demo.echo",
+            "--args",
+            r#"{"message":"exported"}"#,
+        ],
+        &demo,
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout.trim(), "Echo: exported");
+    assert_eq!(run.stderr, "", "nothing on stderr when the export works");
+
+    let items = lines(&out);
+    let span = items
+        .iter()
+        .find(|i| i["signal"] == "span" && i["name"] == "tools/call echo")
+        .unwrap_or_else(|| panic!("no tools/call span exported: {items:#?}"));
+    assert_eq!(span["kind"], "CLIENT");
+    assert_eq!(span["resource"]["service.name"], "kaged-mcp");
+    let a = &span["attributes"];
+    assert_eq!(a[attr::MCP_METHOD_NAME], "tools/call");
+    assert_eq!(a[attr::GEN_AI_TOOL_NAME], "echo");
+    assert_eq!(a[attr::GEN_AI_OPERATION_NAME], "execute_tool");
+    assert_eq!(a[attr::NETWORK_TRANSPORT], "pipe");
+    assert!(a[attr::JSONRPC_REQUEST_ID].is_string(), "{a}");
+    assert!(a[attr::MCP_PROTOCOL_VERSION].is_string(), "{a}");
+    for key in keys(span) {
+        assert!(
+            attr::SPAN_ATTRIBUTES.contains(&key.as_str()),
+            "span attribute `{key}`"
+        );
+    }
+
+    let metric = |name: &str| -> Vec<&Value> {
+        items
+            .iter()
+            .filter(|i| i["signal"] == "metric" && i["name"] == name)
+            .collect()
+    };
+    let operations = metric(attr::OPERATION_DURATION);
+    let call = operations
+        .iter()
+        .find(|m| m["attributes"][attr::MCP_METHOD_NAME] == "tools/call")
+        .unwrap_or_else(|| panic!("no tools/call duration: {items:#?}"));
+    assert_eq!(call["type"], "histogram");
+    assert_eq!(call["unit"], "s");
+    assert_eq!(call["count"], 1);
+    assert_eq!(call["attributes"][attr::GEN_AI_TOOL_NAME], "echo");
+    let bounds: Vec<f64> = call["explicit_bounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_f64().unwrap())
+        .collect();
+    assert_eq!(bounds, attr::DURATION_BUCKETS);
+    for m in &operations {
+        for key in keys(m) {
+            assert!(
+                attr::OPERATION_METRIC_ATTRIBUTES.contains(&key.as_str()),
+                "operation metric attribute `{key}`"
+            );
+        }
+        assert!(
+            m["attributes"][attr::MCP_PROTOCOL_VERSION].is_string(),
+            "{m}"
+        );
+    }
+    let sessions = metric(attr::SESSION_DURATION);
+    assert_eq!(sessions.len(), 1, "one server session: {items:#?}");
+    for key in keys(sessions[0]) {
+        assert!(
+            attr::SESSION_METRIC_ATTRIBUTES.contains(&key.as_str()),
+            "session metric attribute `{key}`"
+        );
+    }
+    assert!(
+        sessions[0]["attributes"].get(attr::ERROR_TYPE).is_none(),
+        "a session the command closed ended without error: {}",
+        sessions[0]
+    );
+}
+
+#[test]
+fn an_unreachable_endpoint_is_one_warning_and_the_call_still_succeeds() {
+    let demo = peers::repo_root().join("examples/demo");
+    let port = peers::free_port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let run = cli::run_env(
+        &["call", "mcp.demo.echo", "--args", r#"{"message":"x"}"#],
+        &demo,
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout.trim(), "Echo: x");
+    // One line per endpoint, naming it and the reason, and the setting to check.
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", run.stderr);
+    for (line, signal) in lines.iter().zip(["traces", "metrics"]) {
+        let want = format!("warning: telemetry: nothing exported to {endpoint}/v1/{signal}: ");
+        assert!(line.starts_with(&want), "{line}");
+        assert!(line.contains("onnection refused"), "{line}");
+        assert!(
+            line.ends_with("(check OTEL_EXPORTER_OTLP_ENDPOINT)"),
+            "{line}"
+        );
+    }
+}
