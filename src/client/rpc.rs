@@ -856,6 +856,44 @@ mod tests {
         buf.split_off(10)
     }
 
+    fn traced(request: Value) -> Value {
+        let entries = [
+            (
+                "traceparent".to_owned(),
+                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_owned(),
+            ),
+            ("tracestate".to_owned(), "k=v".to_owned()),
+        ];
+        let mut buf = b"kept".to_vec();
+        write_traced(&mut buf, &entries, &mut |b| {
+            serde_json::to_writer(b, &request).map_err(io::Error::from)
+        })
+        .unwrap();
+        assert_eq!(&buf[..4], b"kept");
+        serde_json::from_slice(&buf[4..]).unwrap()
+    }
+
+    #[test]
+    fn the_trace_context_joins_params_meta_and_never_replaces_an_entry() {
+        // Beside the era's entries and the progress token.
+        let out = traced(serde_json::json!({
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "echo", "_meta": {"progressToken": 3, "traceparent": "theirs"}}
+        }));
+        assert_eq!(out["params"]["name"], "echo");
+        assert_eq!(out["params"]["_meta"]["progressToken"], 3);
+        assert_eq!(out["params"]["_meta"]["traceparent"], "theirs");
+        assert_eq!(out["params"]["_meta"]["tracestate"], "k=v");
+        // A request with no params (a legacy first tools/list page) gains them.
+        let out = traced(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        assert_eq!(
+            out["params"]["_meta"]["traceparent"],
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        );
+        assert_eq!(out["method"], "tools/list");
+        assert_eq!(out["id"], 1);
+    }
+
     #[test]
     fn requests_are_written_byte_for_byte_as_serde_writes_them() {
         let mut arguments = Map::new();

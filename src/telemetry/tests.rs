@@ -65,3 +65,137 @@ fn the_session_digest_is_stable_and_does_not_show_the_id() {
     assert_eq!(a.len(), 32);
     assert!(!a.contains("secret"));
 }
+
+/// The fields (name → value as text) of every `mcp.request` span opened under a capturing
+/// subscriber.
+#[derive(Clone, Default)]
+struct Capture(Arc<std::sync::Mutex<Vec<std::collections::BTreeMap<String, String>>>>);
+
+struct Fields<'a>(&'a mut std::collections::BTreeMap<String, String>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().into(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut fields = std::collections::BTreeMap::new();
+        fields.insert("<level>".into(), attrs.metadata().level().to_string());
+        fields.insert("<target>".into(), attrs.metadata().target().into());
+        attrs.record(&mut Fields(&mut fields));
+        self.0.lock().unwrap().push(fields);
+    }
+}
+
+/// The fields a request span is opened with, on a session reached through `peer`.
+fn opened(
+    peer: Peer,
+    agreed: Option<&str>,
+    method: &'static str,
+    name: Option<&str>,
+) -> Vec<String> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        let session = Arc::new(SessionTelemetry::new(peer));
+        if let Some(version) = agreed {
+            session.agreed(version, Some(Arc::from("0123456789abcdef0123456789abcdef")));
+        }
+        let head = RequestHead::new(method).name(name);
+        RequestTelemetry::start(&session, method, 7, &head).end(Outcome::Answered);
+    });
+    let spans = capture.0.lock().unwrap();
+    assert_eq!(spans.len(), 1);
+    let span = &spans[0];
+    assert_eq!(span["<level>"], "INFO");
+    assert_eq!(span["<target>"], TARGET);
+    assert_eq!(span["otel.kind"], "client");
+    assert_eq!(span["mcp.method.name"], method);
+    assert_eq!(span["jsonrpc.request.id"], "7");
+    span.keys()
+        .filter(|k| !k.starts_with('<') && !k.starts_with("otel."))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn each_request_kind_opens_its_span_with_the_conventions_attributes() {
+    let http = || Peer::Http {
+        address: Arc::from("127.0.0.1"),
+        port: 8080,
+    };
+    let all = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // Every name is one of the conventions', the target is in the name, and each conditional
+    // attribute appears exactly when its condition holds.
+    assert_eq!(
+        opened(Peer::Pipe, Some("2025-11-25"), "tools/call", Some("echo")),
+        all(&[
+            "gen_ai.operation.name",
+            "gen_ai.tool.name",
+            "jsonrpc.request.id",
+            "mcp.method.name",
+            "mcp.protocol.version",
+            "mcp.session.id",
+            "network.transport",
+        ])
+    );
+    assert_eq!(
+        opened(http(), Some("2025-11-25"), "prompts/get", Some("greet")),
+        all(&[
+            "gen_ai.prompt.name",
+            "jsonrpc.request.id",
+            "mcp.method.name",
+            "mcp.protocol.version",
+            "mcp.session.id",
+            "network.protocol.name",
+            "network.transport",
+            "server.address",
+            "server.port",
+        ])
+    );
+    assert_eq!(
+        opened(http(), None, "resources/read", Some("file:///a")),
+        all(&[
+            "jsonrpc.request.id",
+            "mcp.method.name",
+            "mcp.resource.uri",
+            "network.protocol.name",
+            "network.transport",
+            "server.address",
+            "server.port",
+        ])
+    );
+    // `initialize` names the version it asks for; an unknown transport names none.
+    assert_eq!(
+        opened(Peer::Unknown, None, "initialize", None),
+        all(&[
+            "jsonrpc.request.id",
+            "mcp.method.name",
+            "mcp.protocol.version"
+        ])
+    );
+    for name in attributes::SPAN_ATTRIBUTES {
+        assert!(name.contains('.'), "{name}");
+    }
+}
+
+#[test]
+fn no_span_and_no_field_work_without_a_subscriber() {
+    let session = Arc::new(SessionTelemetry::new(Peer::Pipe));
+    let head = RequestHead::new("tools/call").name(Some("echo"));
+    let t = RequestTelemetry::start(&session, "tools/call", 1, &head);
+    assert!(t.span.is_disabled());
+    assert!(t.trace_context().is_none());
+    t.end(Outcome::ToolError);
+}
