@@ -230,9 +230,12 @@ pub fn run(cli: Cli) -> ExitCode {
             AuthCommand::Logout { server, project } => auth::logout(&project, &server),
         },
     };
+    #[cfg(feature = "otlp")]
     if let Some(telemetry) = telemetry {
         telemetry.shutdown();
     }
+    #[cfg(not(feature = "otlp"))]
+    let _ = telemetry;
     ExitCode::from(code)
 }
 

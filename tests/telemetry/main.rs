@@ -333,4 +333,50 @@ async fn http_modern_joins_the_servers_trace() {
     joins_the_servers_trace(Transport::Http, "modern").await;
 }
 
+/// A JSON-RPC error ends the span with the code as `error.type` and
+/// `rpc.response.status_code`, and the server's message as the ERROR status (rmcp answers a
+/// call of a tool it does not have with -32602; the client is used below the registry, which
+/// would refuse the name before sending).
+#[tokio::test]
+async fn a_json_rpc_error_is_the_spans_error_type_and_status() {
+    use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
+    use kaged_mcp::transport::{StdioConfig, StdioTransport};
+    use tower::ServiceExt as _;
+    exporter();
+    let Some(cmd) = peers::require(peers::rmcp_server(), "rmcp_server") else {
+        return;
+    };
+    let transport = StdioTransport::new(StdioConfig::new(&cmd[0]).args(cmd[1..].iter().cloned()));
+    let client = McpClient::new("rmcp", transport, ClientOptions::default());
+    client.start().await.unwrap();
+    let root = tracing::info_span!(target: "telemetry", "test root");
+    let err = client
+        .clone()
+        .oneshot(ToolCall::new("no_such_tool"))
+        .instrument(root.clone())
+        .await
+        .unwrap_err();
+    let err = kaged_mcp::client::ClientError::find(&*err).unwrap();
+    let kaged_mcp::client::ClientError::JsonRpc { code, message, .. } = err else {
+        panic!("{err:?}");
+    };
+    client.shutdown().await;
+    let span = client_span(&root, "tools/call no_such_tool");
+    assert_conventions(&span, "tools/call");
+    let code = code.to_string();
+    assert_eq!(
+        text(&span, attr::ERROR_TYPE).as_deref(),
+        Some(code.as_str())
+    );
+    assert_eq!(
+        text(&span, attr::RPC_RESPONSE_STATUS_CODE).as_deref(),
+        Some(code.as_str())
+    );
+    assert_eq!(
+        span.status,
+        opentelemetry::trace::Status::error(message.clone()),
+        "the status carries the server's message"
+    );
+}
+
 mod otlp;
