@@ -8,7 +8,7 @@
 //!   `OTEL_METRICS_EXPORTER=none`. Unset, nothing is built: no thread, no propagator, no
 //!   layer, nothing slower.
 //! - The exporter reads the rest of the standard variables itself (`…_HEADERS`, `…_TIMEOUT`,
-//!   `…_COMPRESSION`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
+//!   `…_COMPRESSION` (`gzip`), `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
 //!   `OTEL_METRIC_EXPORT_INTERVAL`); the service is `kaged-mcp` unless `OTEL_SERVICE_NAME`
 //!   says otherwise. `grpc` as the protocol is not built in: http/protobuf is used.
 //! - Requests go through the crate's own HTTP client (hyper, rustls), on a one-thread runtime

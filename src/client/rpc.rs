@@ -562,11 +562,12 @@ impl RpcSession {
         self.notify::<()>(crate::protocol::notifications::INITIALIZED, None);
     }
 
-    /// A caller stopped waiting for `id`: forget it and tell the server.
-    fn abandon(&self, id: u64) {
+    /// A caller stopped waiting for `id` (its telemetry ends with `outcome`): forget it and
+    /// tell the server.
+    fn abandon(&self, id: u64, outcome: Outcome<'_>) {
         let removed = self.table().map.remove(&id);
         let Some(pending) = removed else { return };
-        pending.telemetry.end(Outcome::Abandoned);
+        pending.telemetry.end(outcome);
         if pending.method == "initialize" {
             return;
         }
@@ -814,11 +815,17 @@ impl CallGuard {
                 request: Some(request),
                 detail: "the session ended without answering".into(),
             }),
-            Err(_) => Err(ClientError::RequestTimeout {
-                server: self.server(),
-                request,
-                after: limit,
-            }),
+            Err(_) => {
+                let err = ClientError::RequestTimeout {
+                    server: self.server(),
+                    request,
+                    after: limit,
+                };
+                // Cancelled as a drop would, but its span says it timed out.
+                self.disarm();
+                self.session.abandon(self.id, Outcome::Failed(&err));
+                Err(err)
+            }
         }
     }
 }
@@ -826,7 +833,7 @@ impl CallGuard {
 impl Drop for CallGuard {
     fn drop(&mut self) {
         if self.armed {
-            self.session.abandon(self.id);
+            self.session.abandon(self.id, Outcome::Abandoned);
         }
     }
 }

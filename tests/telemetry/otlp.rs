@@ -25,6 +25,19 @@ fn receiver(out: &Path) -> Option<SsePeer> {
     Some(SsePeer::start_reporting_port(&command).unwrap())
 }
 
+/// A project whose one server, `demo`, is the bundled demo server run by the built binary
+/// (not the demo project's `cargo run`, which would wait for a build).
+fn demo() -> tempfile::TempDir {
+    let command = [env!("CARGO_BIN_EXE_kaged-mcp"), "demo-server"];
+    cli::project(
+        &format!(
+            "mcp:\n  demo:\n    transport: stdio\n    command: {}\n",
+            serde_json::to_string(&command).unwrap()
+        ),
+        "",
+    )
+}
+
 fn lines(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out)
         .unwrap_or_default()
@@ -47,7 +60,8 @@ fn call_exports_its_spans_and_metrics_over_otlp_http() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("otlp.jsonl");
     let Some(rx) = receiver(&out) else { return };
-    let demo = peers::repo_root().join("examples/demo");
+    let project = demo();
+    let demo = project.path();
     let endpoint = format!("http://127.0.0.1:{}", rx.port());
     let run = cli::run_env(
         &[
@@ -56,7 +70,7 @@ fn call_exports_its_spans_and_metrics_over_otlp_http() {
             "--args",
             r#"{"message":"exported"}"#,
         ],
-        &demo,
+        demo,
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
     );
     assert_eq!(run.code, Some(0), "{run:?}");
@@ -135,12 +149,13 @@ fn call_exports_its_spans_and_metrics_over_otlp_http() {
 
 #[test]
 fn an_unreachable_endpoint_is_one_warning_and_the_call_still_succeeds() {
-    let demo = peers::repo_root().join("examples/demo");
+    let project = demo();
+    let demo = project.path();
     let port = peers::free_port();
     let endpoint = format!("http://127.0.0.1:{port}");
     let run = cli::run_env(
         &["call", "mcp.demo.echo", "--args", r#"{"message":"x"}"#],
-        &demo,
+        demo,
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
     );
     assert_eq!(run.code, Some(0), "{run:?}");
@@ -157,4 +172,36 @@ fn an_unreachable_endpoint_is_one_warning_and_the_call_still_succeeds() {
             "{line}"
         );
     }
+}
+
+#[test]
+fn the_export_is_gzipped_when_the_environment_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("otlp.jsonl");
+    let Some(rx) = receiver(&out) else { return };
+    let project = demo();
+    let demo = project.path();
+    let endpoint = format!("http://127.0.0.1:{}", rx.port());
+    let run = cli::run_env(
+        &["call", "mcp.demo.echo", "--args", r#"{"message":"small"}"#],
+        demo,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stderr, "", "{run:?}");
+    // The receiver logs each request's path and content encoding.
+    let log = rx.stderr();
+    for path in ["/v1/traces", "/v1/metrics"] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains(&format!("POST {path} application/x-protobuf gzip"))),
+            "{path} not gzipped: {log}"
+        );
+    }
+    assert!(lines(&out)
+        .iter()
+        .any(|i| i["signal"] == "span" && i["name"] == "tools/call echo"));
 }
