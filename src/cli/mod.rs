@@ -182,7 +182,9 @@ pub fn demo_server() -> ExitCode {
 
 /// Runs a parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    let telemetry = init_tracing(cli.verbose);
+    // The demo server is a peer, not a command: it exports nothing (it inherits `OTEL_*`
+    // when a traced command starts it).
+    let telemetry = init_tracing(cli.verbose, !matches!(cli.command, Command::DemoServer));
     let verbose = cli.verbose > 0;
     let code = match cli.command {
         Command::Check(args) => check::run(&args),
@@ -251,7 +253,7 @@ type Telemetry = std::convert::Infallible;
 /// a terminal and never with `NO_COLOR` set. With the `otlp` feature and the OpenTelemetry
 /// environment variables set, the request spans and metrics are exported too (see
 /// [`telemetry`]), whatever the log level.
-fn init_tracing(verbose: u8) -> Option<Telemetry> {
+fn init_tracing(verbose: u8, export: bool) -> Option<Telemetry> {
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -272,15 +274,18 @@ fn init_tracing(verbose: u8) -> Option<Telemetry> {
         .with_writer(std::io::stderr)
         .with_filter(filter);
     #[cfg(feature = "otlp")]
-    let telemetry = match telemetry::from_env() {
-        Ok(t) => t,
+    let telemetry = match export.then(telemetry::from_env).transpose() {
+        Ok(t) => t.flatten(),
         Err(line) => {
             eprintln!("warning: {line}");
             None
         }
     };
     #[cfg(not(feature = "otlp"))]
-    let telemetry: Option<Telemetry> = None;
+    let telemetry: Option<Telemetry> = {
+        let _ = export;
+        None
+    };
     #[cfg(feature = "otlp")]
     let export = telemetry.as_ref().and_then(telemetry::Telemetry::layer);
     #[cfg(not(feature = "otlp"))]

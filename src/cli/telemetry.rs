@@ -32,6 +32,9 @@ use tower::ServiceExt as _;
 
 use crate::transport::http::client::HttpService;
 
+/// The most of a collector's answer that is read, in bytes.
+const MAX_ANSWER: usize = 64 * 1024;
+
 /// How long one export may take when `OTEL_EXPORTER_OTLP_TIMEOUT` does not say.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -44,6 +47,8 @@ pub(super) struct Telemetry {
     runtime: tokio::runtime::Runtime,
     /// The first failure of each endpoint, told at shutdown.
     failures: Failures,
+    /// `OTEL_EXPORTER_OTLP_TIMEOUT`: also how long the final flush of spans may take.
+    timeout: Duration,
 }
 
 /// The first failed export to each endpoint: `(URL, reason)`.
@@ -81,16 +86,22 @@ pub(super) fn from_env() -> Result<Option<Telemetry>, String> {
         .build()
         .map_err(|e| format!("telemetry: cannot start the exporter's runtime: {e}"))?;
     let failures = Failures::default();
+    let timeout = env("OTEL_EXPORTER_OTLP_TIMEOUT")
+        .and_then(|ms| ms.trim().parse().ok())
+        .map_or(EXPORT_TIMEOUT, Duration::from_millis);
     let client = OtlpHttp {
         failures: Arc::clone(&failures),
-        service: crate::transport::http::client::client(None, EXPORT_TIMEOUT),
+        service: crate::transport::http::client::client(None, timeout),
         runtime: runtime.handle().clone(),
-        timeout: env("OTEL_EXPORTER_OTLP_TIMEOUT")
-            .and_then(|ms| ms.trim().parse().ok())
-            .map_or(EXPORT_TIMEOUT, Duration::from_millis),
+        timeout,
     };
     let mut resource = Resource::builder();
-    if env("OTEL_SERVICE_NAME").is_none() {
+    let named = env("OTEL_SERVICE_NAME").is_some()
+        || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|a| {
+            a.split(',')
+                .any(|kv| kv.split('=').next().map(str::trim) == Some("service.name"))
+        });
+    if !named {
         resource = resource.with_service_name("kaged-mcp");
     }
     let resource = resource.build();
@@ -99,7 +110,12 @@ pub(super) fn from_env() -> Result<Option<Telemetry>, String> {
             .with_http()
             .with_http_client(client.clone())
             .build()
-            .map_err(|e| format!("telemetry: cannot export spans: {e} (check OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"))?;
+            .map_err(|e| {
+                format!(
+                    "telemetry: cannot export spans: {} (check OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_EXPORTER_OTLP_COMPRESSION)",
+                    without_endpoints(&e.to_string())
+                )
+            })?;
         Some(
             SdkTracerProvider::builder()
                 .with_batch_exporter(exporter)
@@ -114,7 +130,12 @@ pub(super) fn from_env() -> Result<Option<Telemetry>, String> {
             .with_http()
             .with_http_client(client)
             .build()
-            .map_err(|e| format!("telemetry: cannot export metrics: {e} (check OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)"))?;
+            .map_err(|e| {
+                format!(
+                    "telemetry: cannot export metrics: {} (check OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT and OTEL_EXPORTER_OTLP_COMPRESSION)",
+                    without_endpoints(&e.to_string())
+                )
+            })?;
         let provider = SdkMeterProvider::builder()
             .with_reader(PeriodicReader::builder(exporter).build())
             .with_resource(resource)
@@ -135,7 +156,28 @@ pub(super) fn from_env() -> Result<Option<Telemetry>, String> {
         meter,
         runtime,
         failures,
+        timeout,
     }))
+}
+
+/// `message` with the value of each endpoint variable in it replaced by its redacted form
+/// (an exporter's error quotes the endpoint, which may carry credentials or a query).
+fn without_endpoints(message: &str) -> String {
+    let mut message = message.to_owned();
+    for name in [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    ] {
+        if let Some(value) = env(name) {
+            let shown = url::Url::parse(value.trim()).map_or_else(
+                |_| format!("(the value of {name})"),
+                |u| crate::transport::http::redacted(&u),
+            );
+            message = message.replace(&value, &shown);
+        }
+    }
+    message
 }
 
 impl Telemetry {
@@ -162,13 +204,15 @@ impl Telemetry {
         )
     }
 
-    /// Flushes and stops both exports (waiting for the last batch, bounded by the export
-    /// timeout). A failed export is one `warning:` line on stderr per endpoint, naming it and
-    /// the reason; the command's own outcome and exit code stay as they were.
+    /// Flushes and stops both exports. The last spans may take the export timeout
+    /// (`OTEL_EXPORTER_OTLP_TIMEOUT`, default 10 s), the last metrics the SDK's own bound of
+    /// 5 s, and the runtime 1 s more: a hung endpoint delays the exit by at most their sum. A
+    /// failed export is one `warning:` line on stderr per endpoint, naming it and the reason;
+    /// the command's own outcome and exit code stay as they were.
     pub(super) fn shutdown(self) {
         let mut other = Vec::new();
         if let Some(tracer) = self.tracer {
-            if let Err(e) = tracer.shutdown() {
+            if let Err(e) = tracer.shutdown_with_timeout(self.timeout) {
                 other.push(format!("spans not exported: {e}"));
             }
         }
@@ -210,25 +254,11 @@ impl opentelemetry_http::HttpClient for OtlpHttp {
         &self,
         request: http::Request<Bytes>,
     ) -> Result<http::Response<Bytes>, opentelemetry_http::HttpError> {
-        use http_body_util::BodyExt as _;
         let url = url::Url::parse(&request.uri().to_string()).map_or_else(
             |_| "the OTLP endpoint".into(),
             |u| crate::transport::http::redacted(&u),
         );
-        let service = self.service.clone();
-        let timeout = self.timeout;
-        let exchange = async move {
-            let request = request.map(http_body_util::Full::new);
-            let response = tokio::time::timeout(timeout, service.oneshot(request))
-                .await
-                .map_err(|_| "the OTLP endpoint did not answer in time")??;
-            let (parts, body) = response.into_parts();
-            let body = tokio::time::timeout(timeout, body.collect())
-                .await
-                .map_err(|_| "the OTLP endpoint did not finish its answer in time")??
-                .to_bytes();
-            Ok::<_, Box<dyn StdError + Send + Sync>>(http::Response::from_parts(parts, body))
-        };
+        let exchange = exchange(self.service.clone(), request, self.timeout);
         let result = self.runtime.spawn(exchange).await?;
         let failure = match &result {
             Ok(response) if !response.status().is_success() => {
@@ -245,6 +275,39 @@ impl opentelemetry_http::HttpClient for OtlpHttp {
         }
         result
     }
+}
+
+/// One export request and its answer (at most [`MAX_ANSWER`] bytes of it), each bounded by
+/// `timeout`.
+async fn exchange(
+    service: HttpService,
+    request: http::Request<Bytes>,
+    timeout: Duration,
+) -> Result<http::Response<Bytes>, opentelemetry_http::HttpError> {
+    use http_body_util::BodyExt as _;
+    let request = request.map(http_body_util::Full::new);
+    let response = tokio::time::timeout(timeout, service.oneshot(request))
+        .await
+        .map_err(|_| "the OTLP endpoint did not answer in time")??;
+    let (parts, body) = response.into_parts();
+    // A collector answers with a small status message; more is not read.
+    let read = async move {
+        let mut body = body;
+        let mut answer = Vec::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame?.into_data() {
+                if answer.len() + data.len() > MAX_ANSWER {
+                    return Err("the OTLP endpoint's answer is too long".into());
+                }
+                answer.extend_from_slice(&data);
+            }
+        }
+        Ok::<_, tower::BoxError>(Bytes::from(answer))
+    };
+    let body = tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| "the OTLP endpoint did not finish its answer in time")??;
+    Ok(http::Response::from_parts(parts, body))
 }
 
 /// An error and its sources, `: `-separated (hyper's "client error (Connect)" says little

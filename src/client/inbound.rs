@@ -86,14 +86,7 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
     };
     let telemetry = pending.telemetry;
     let (tx, any_answer) = match pending.expect {
-        Expect::Other(completion) => {
-            let decoded = completion.complete(raw, &violation);
-            return telemetry.end(if decoded {
-                Outcome::Answered
-            } else {
-                Outcome::Invalid
-            });
-        }
+        Expect::Other(completion) => return completion.complete(raw, &violation, telemetry),
         Expect::CallTool(tx) => (tx, false),
         Expect::TaskCall(tx) => (tx, true),
     };
@@ -165,18 +158,11 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
                     session
                         .protocol_violation(Some(request.clone()), format!("invalid result: {e}"))
                 };
-                let decoded = completion.complete(raw.get(), &violation);
-                telemetry.end(if decoded {
-                    Outcome::Answered
-                } else {
-                    Outcome::Invalid
-                });
+                completion.complete(raw.get(), &violation, telemetry);
                 return Ok(());
             }
             Err(e) => {
-                let err = violation(&e);
-                telemetry.end(Outcome::Failed(&err));
-                completion.fail(err);
+                completion.fail(violation(&e), telemetry);
                 return Err(e);
             }
         },

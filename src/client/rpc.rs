@@ -29,7 +29,7 @@ use tower::{Service, ServiceExt};
 mod requests;
 mod route;
 
-pub(crate) use self::requests::{InputRetry, DISCOVER};
+pub(crate) use self::requests::{InputRetry, DISCOVER, LISTEN};
 use super::dialect::{Dialect, ParamHeaders};
 use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};
@@ -95,41 +95,48 @@ pub(crate) enum Expect {
 }
 
 /// Completes a request of any kind but `tools/call`: given the raw text of its `result` (or
-/// the error that ended it) and a maker of the protocol-violation error for a result that
-/// does not decode, it decodes the result and sends it to the waiting requester.
+/// the error that ended it), a maker of the protocol-violation error for a result that does
+/// not decode and the request's telemetry, it decodes the result, ends the telemetry with how
+/// it went, then sends it to the waiting requester (the span closes before the caller wakes).
 pub(crate) struct Completion(Box<CompleteFn>);
 
 /// What a [`Completion`] runs: the result's text (or the error that ended the request), and the
 /// maker of the error for a result that does not decode.
-type CompleteFn = dyn FnOnce(Result<&str, ClientError>, &Violation<'_>) -> Decoded + Send;
+type CompleteFn = dyn FnOnce(Result<&str, ClientError>, &Violation<'_>, RequestTelemetry) + Send;
 
 /// Makes the protocol-violation error of a result that does not decode.
 pub(crate) type Violation<'a> = dyn Fn(serde_json::Error) -> ClientError + 'a;
-
-/// Whether a [`Completion`]'s result decoded.
-pub(crate) type Decoded = bool;
 
 impl Completion {
     /// The completion of a request whose answer decodes into `R`, sent on `tx`.
     fn new<R: DeserializeOwned + Send + 'static>(
         tx: oneshot::Sender<Result<R, ClientError>>,
     ) -> Self {
-        Self(Box::new(move |raw, violation| {
+        Self(Box::new(move |raw, violation, telemetry| {
+            let decoded = raw.is_ok();
             let result = raw.and_then(|raw| serde_json::from_str::<R>(raw).map_err(violation));
-            let decoded = result.is_ok();
+            telemetry.end(match &result {
+                Ok(_) => Outcome::Answered,
+                Err(_) if decoded => Outcome::Invalid,
+                Err(e) => Outcome::Failed(e),
+            });
             let _ = tx.send(result);
-            decoded
         }))
     }
 
-    /// Decodes `raw` (a result's text) and sends it; says whether it decoded.
-    pub(crate) fn complete(self, raw: &str, violation: &Violation<'_>) -> Decoded {
-        (self.0)(Ok(raw), violation)
+    /// Decodes `raw` (a result's text) and sends it.
+    pub(crate) fn complete(
+        self,
+        raw: &str,
+        violation: &Violation<'_>,
+        telemetry: RequestTelemetry,
+    ) {
+        (self.0)(Ok(raw), violation, telemetry);
     }
 
     /// Ends the request with `err`.
-    pub(crate) fn fail(self, err: ClientError) {
-        (self.0)(Err(err), &|e| unreachable_violation(e));
+    pub(crate) fn fail(self, err: ClientError, telemetry: RequestTelemetry) {
+        (self.0)(Err(err), &|e| unreachable_violation(e), telemetry);
     }
 }
 
@@ -161,10 +168,12 @@ pub(crate) struct Pending {
 impl Pending {
     /// Completes the request with an error.
     pub(crate) fn fail(self, err: ClientError) {
-        self.telemetry.end(Outcome::Failed(&err));
         match self.expect {
-            Expect::CallTool(tx) | Expect::TaskCall(tx) => drop(tx.send(Err(err))),
-            Expect::Other(completion) => completion.fail(err),
+            Expect::CallTool(tx) | Expect::TaskCall(tx) => {
+                self.telemetry.end(Outcome::Failed(&err));
+                drop(tx.send(Err(err)));
+            }
+            Expect::Other(completion) => completion.fail(err, self.telemetry),
         }
     }
 }
@@ -378,7 +387,19 @@ impl RpcSession {
     ) -> Result<u64, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let telemetry = RequestTelemetry::start(&self.telemetry, method, id, &head);
-        let trace = telemetry.trace_context();
+        // A traced request is written here, outside the table's and the transport's locks,
+        // with its trace context spliced into `params._meta`; the transport then copies it.
+        let traced = match telemetry.trace_context() {
+            Some(entries) => {
+                let mut plain = Vec::new();
+                match write_params(id, &mut plain) {
+                    Ok(()) => Some(with_trace_context(&plain, &entries)),
+                    // Failed the same way below, where an untraced request fails.
+                    Err(_) => None,
+                }
+            }
+            None => None,
+        };
         let refused = {
             let mut table = self.table();
             if let Some(reason) = &table.closed {
@@ -412,9 +433,12 @@ impl RpcSession {
             err
         })?;
         let sent = match self.outbound.get() {
-            Some(out) => out.send_request(&RequestId::from(id), &head, &mut |buf| match &trace {
+            Some(out) => out.send_request(&RequestId::from(id), &head, &mut |buf| match &traced {
+                Some(bytes) => {
+                    buf.extend_from_slice(bytes);
+                    Ok(())
+                }
                 None => write_params(id, buf),
-                Some(entries) => write_traced(buf, entries, &mut |buf| write_params(id, buf)),
             }),
             None => Err(SendError::Closed),
         };
@@ -424,7 +448,8 @@ impl RpcSession {
                 request: Some(Self::request_ref(id, method)),
                 detail: format!("the request could not be queued: {e}"),
             };
-            if let Some(pending) = self.table().map.remove(&id) {
+            let removed = self.table().map.remove(&id);
+            if let Some(pending) = removed {
                 pending.telemetry.end(Outcome::Failed(&err));
             }
             return Err(err);
@@ -562,6 +587,13 @@ impl RpcSession {
         self.notify::<()>(crate::protocol::notifications::INITIALIZED, None);
     }
 
+    /// The client gave up on request `id` with `err` (an `initialize` out of time): its
+    /// telemetry ends with that error, and the server is told as for any abandoned request
+    /// (not at all for `initialize`).
+    pub(crate) fn gave_up(&self, id: u64, err: &ClientError) {
+        self.abandon(id, Outcome::Failed(err));
+    }
+
     /// A caller stopped waiting for `id` (its telemetry ends with `outcome`): forget it and
     /// tell the server.
     fn abandon(&self, id: u64, outcome: Outcome<'_>) {
@@ -695,8 +727,13 @@ impl RpcSession {
                 () => Some("connection_closed"),
             });
         }
-        for (id, pending) in drained {
+        for (id, mut pending) in drained {
             let request = Self::request_ref(id, pending.method);
+            if reason.requested && pending.method == LISTEN {
+                // A subscription lives as long as its session: closing it is its normal end.
+                std::mem::replace(&mut pending.telemetry, RequestTelemetry::none())
+                    .end(Outcome::Answered);
+            }
             pending.fail(self.closed_error(reason, Some(request)));
         }
     }
@@ -724,34 +761,110 @@ fn write_request<P: Serialize>(
     Ok(())
 }
 
-/// Writes a request with `write` and adds the trace context `entries` to its `params._meta`
-/// (creating both when absent), never replacing an entry already there. Only a traced request
-/// (an OpenTelemetry layer and propagator installed) comes here: the request is written, read
-/// back and written again, which costs far less than exporting its span.
-fn write_traced(
-    buf: &mut Vec<u8>,
-    entries: &[(String, String)],
-    write: &mut dyn FnMut(&mut Vec<u8>) -> io::Result<()>,
-) -> io::Result<()> {
-    let start = buf.len();
-    write(buf)?;
-    let mut request: serde_json::Map<String, Value> = serde_json::from_slice(&buf[start..])?;
-    buf.truncate(start);
-    let params = request
-        .entry("params")
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    if let Value::Object(params) = params {
-        let meta = params
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        if let Value::Object(meta) = meta {
-            for (key, value) in entries {
-                meta.entry(key.as_str())
-                    .or_insert_with(|| Value::String(value.clone()));
+/// The request `plain` (as `write_request` wrote it) with the trace context `entries` added
+/// to its `params._meta`, which are created when absent; an entry already there is never
+/// replaced. Only a traced request (an OpenTelemetry layer and propagator installed) comes
+/// here. Everything but the objects on the way to `_meta` is copied as it was written (keys in
+/// their order, numbers and strings byte for byte, any depth); a request that is not what
+/// this expects (params that are not an object) goes out as it was, untraced.
+fn with_trace_context(plain: &[u8], entries: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(plain.len() + 160);
+    let spliced = with_entry(&mut out, plain, "params", &mut |out, params| {
+        with_entry(out, params.unwrap_or(b"{}"), "_meta", &mut |out, meta| {
+            let meta = meta.unwrap_or(b"{}");
+            let fields = object_fields(meta)?;
+            let mut rest = entries
+                .iter()
+                .filter(|(key, _)| !fields.iter().any(|(k, _)| k == key))
+                .peekable();
+            if rest.peek().is_none() {
+                out.extend_from_slice(meta);
+                return Ok(());
             }
+            out.push(b'{');
+            let mut first = true;
+            for (key, value) in &fields {
+                put_key(out, &mut first, key)?;
+                out.extend_from_slice(value.get().as_bytes());
+            }
+            for (key, value) in rest {
+                put_key(out, &mut first, key)?;
+                serde_json::to_writer(&mut *out, value)?;
+            }
+            out.push(b'}');
+            Ok(())
+        })
+    });
+    match spliced {
+        Ok(()) => out,
+        Err(e) => {
+            tracing::debug!(error = %e, "trace context not added to a request");
+            plain.to_vec()
         }
     }
-    serde_json::to_writer(&mut *buf, &request)?;
+}
+
+/// The fields of the JSON object `raw`, in order, each value as its raw text.
+fn object_fields(raw: &[u8]) -> serde_json::Result<Vec<(String, &serde_json::value::RawValue)>> {
+    struct Fields;
+    impl<'de> serde::de::Visitor<'de> for Fields {
+        type Value = Vec<(String, &'de serde_json::value::RawValue)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut fields = Vec::new();
+            while let Some(field) = map.next_entry()? {
+                fields.push(field);
+            }
+            Ok(fields)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let fields = serde::Deserializer::deserialize_map(&mut de, Fields)?;
+    de.end()?;
+    Ok(fields)
+}
+
+/// Writes the JSON object `raw` with the value of `key` rewritten by `rewrite` (given its raw
+/// text, or `None` when the key is absent: then it is added at the end).
+fn with_entry(
+    out: &mut Vec<u8>,
+    raw: &[u8],
+    key: &str,
+    rewrite: &mut dyn FnMut(&mut Vec<u8>, Option<&[u8]>) -> serde_json::Result<()>,
+) -> serde_json::Result<()> {
+    let fields = object_fields(raw)?;
+    out.push(b'{');
+    let mut first = true;
+    let mut found = false;
+    for (k, value) in &fields {
+        put_key(out, &mut first, k)?;
+        if k == key && !found {
+            found = true;
+            rewrite(out, Some(value.get().as_bytes()))?;
+        } else {
+            out.extend_from_slice(value.get().as_bytes());
+        }
+    }
+    if !found {
+        put_key(out, &mut first, key)?;
+        rewrite(out, None)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// Writes `,"key":` (no comma before the first).
+fn put_key(out: &mut Vec<u8>, first: &mut bool, key: &str) -> serde_json::Result<()> {
+    if !std::mem::take(first) {
+        out.push(b',');
+    }
+    serde_json::to_writer(&mut *out, key)?;
+    out.push(b':');
     Ok(())
 }
 
@@ -863,42 +976,58 @@ mod tests {
         buf.split_off(10)
     }
 
-    fn traced(request: Value) -> Value {
+    const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    fn traced(request: &str) -> String {
         let entries = [
-            (
-                "traceparent".to_owned(),
-                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_owned(),
-            ),
+            ("traceparent".to_owned(), PARENT.to_owned()),
             ("tracestate".to_owned(), "k=v".to_owned()),
         ];
-        let mut buf = b"kept".to_vec();
-        write_traced(&mut buf, &entries, &mut |b| {
-            serde_json::to_writer(b, &request).map_err(io::Error::from)
-        })
-        .unwrap();
-        assert_eq!(&buf[..4], b"kept");
-        serde_json::from_slice(&buf[4..]).unwrap()
+        String::from_utf8(with_trace_context(request.as_bytes(), &entries)).unwrap()
     }
 
     #[test]
     fn the_trace_context_joins_params_meta_and_never_replaces_an_entry() {
-        // Beside the era's entries and the progress token.
-        let out = traced(serde_json::json!({
-            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": "echo", "_meta": {"progressToken": 3, "traceparent": "theirs"}}
-        }));
-        assert_eq!(out["params"]["name"], "echo");
-        assert_eq!(out["params"]["_meta"]["progressToken"], 3);
-        assert_eq!(out["params"]["_meta"]["traceparent"], "theirs");
-        assert_eq!(out["params"]["_meta"]["tracestate"], "k=v");
-        // A request with no params (a legacy first tools/list page) gains them.
-        let out = traced(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        // Beside the progress token, after an entry of the same name kept as it was; the rest
+        // byte for byte (key order, a float, an escape).
         assert_eq!(
-            out["params"]["_meta"]["traceparent"],
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+            traced(
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"e\"cho","arguments":{"x":0.30000000000000004},"_meta":{"progressToken":3,"traceparent":"theirs"}}}"#
+            ),
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"e\"cho","arguments":{"x":0.30000000000000004},"_meta":{"progressToken":3,"traceparent":"theirs","tracestate":"k=v"}}}"#
         );
-        assert_eq!(out["method"], "tools/list");
-        assert_eq!(out["id"], 1);
+        // A request with no params (a legacy first tools/list page) gains them.
+        assert_eq!(
+            traced(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{{"traceparent":"{PARENT}","tracestate":"k=v"}}}}}}"#
+            )
+        );
+        // Params without `_meta` gain it after their own keys.
+        assert_eq!(
+            traced(
+                r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":2,"method":"initialize","params":{{"protocolVersion":"2025-11-25","_meta":{{"traceparent":"{PARENT}","tracestate":"k=v"}}}}}}"#
+            )
+        );
+        // Every entry already there: the request as it was.
+        let full = format!(
+            r#"{{"id":1,"params":{{"_meta":{{"tracestate":"a","traceparent":"{PARENT}"}}}}}}"#
+        );
+        assert_eq!(traced(&full), full);
+        // Arguments deeper than serde_json's recursion limit are copied, not parsed.
+        let deep = format!(
+            r#"{{"id":1,"params":{{"arguments":{}1{}}}}}"#,
+            "[".repeat(500),
+            "]".repeat(500)
+        );
+        assert!(traced(&deep).contains(PARENT));
+        assert!(traced(&deep).contains(&"[".repeat(500)));
+        // Params that are not an object: untraced, as they were.
+        let odd = r#"{"id":1,"params":[1,2]}"#;
+        assert_eq!(traced(odd), odd);
     }
 
     #[test]

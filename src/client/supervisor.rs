@@ -426,7 +426,7 @@ impl Shared {
         self: &Arc<Self>,
         session: &Arc<RpcSession>,
     ) -> Result<InitializeResult, ClientError> {
-        let rx = session.initialize(
+        let (id, rx) = session.initialize(
             &self.options.client_info,
             self.options.elicitation_handler.is_some(),
         )?;
@@ -440,10 +440,12 @@ impl Shared {
                 })
             }
             Err(_) => {
-                return Err(ClientError::InitializeTimeout {
+                let err = ClientError::InitializeTimeout {
                     server: Arc::clone(&self.server),
                     after: self.options.initialize_timeout,
-                })
+                };
+                session.gave_up(id, &err);
+                return Err(err);
             }
         };
         if !is_supported_version(&init.protocol_version) {

@@ -179,7 +179,7 @@ impl SessionTelemetry {
 pub(crate) struct RequestTelemetry {
     span: tracing::Span,
     #[cfg(feature = "otel")]
-    timing: otel::RequestTiming,
+    timing: Option<otel::RequestTiming>,
 }
 
 impl RequestTelemetry {
@@ -194,7 +194,16 @@ impl RequestTelemetry {
         Self {
             span: session.request_span(method, id, head),
             #[cfg(feature = "otel")]
-            timing: otel::RequestTiming::start(session, method, head),
+            timing: Some(otel::RequestTiming::start(session, method, head)),
+        }
+    }
+
+    /// Telemetry that records nothing (what is left where a request's own was taken).
+    pub(crate) fn none() -> Self {
+        Self {
+            span: tracing::Span::none(),
+            #[cfg(feature = "otel")]
+            timing: None,
         }
     }
 
@@ -219,15 +228,36 @@ impl RequestTelemetry {
                         .record("rpc.response.status_code", tracing::field::display(code));
                 }
                 match error.message {
-                    // Sets the status to ERROR with the server's message.
-                    Some(message) => self.span.record("otel.status_description", message),
+                    // Sets the status to ERROR with the server's message (its first
+                    // `STATUS_DESCRIPTION_MAX` bytes: servers echo arguments into messages).
+                    Some(message) => self.span.record(
+                        "otel.status_description",
+                        clip(message, STATUS_DESCRIPTION_MAX),
+                    ),
                     None => self.span.record("otel.status_code", "error"),
                 };
             }
         }
         #[cfg(feature = "otel")]
-        self.timing.end(error.as_ref());
+        if let Some(timing) = self.timing {
+            timing.end(error.as_ref());
+        }
     }
+}
+
+/// The longest status description a span carries, in bytes.
+const STATUS_DESCRIPTION_MAX: usize = 512;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// What `error.type` (and `rpc.response.status_code`) say of a failed request.
@@ -272,7 +302,12 @@ impl<'a> ErrorType<'a> {
 fn error_word(e: &ClientError) -> &'static str {
     match e {
         ClientError::ConnectFailed { .. } => "connect_failed",
-        ClientError::Exited { .. } => "server_exited",
+        // An HTTP connection that ended unasked has no exit status: it was closed.
+        ClientError::Exited {
+            exit_status: Some(_),
+            ..
+        } => "server_exited",
+        ClientError::Exited { .. } => "connection_closed",
         ClientError::FrameTooLarge { .. } => "frame_too_large",
         ClientError::ConnectionClosed { .. } => "connection_closed",
         ClientError::SendFailed { .. } => "send_failed",
@@ -323,13 +358,23 @@ fn uri_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
     .flatten()
 }
 
-/// The digest `mcp.session.id` carries for session id `id`: the first 16 bytes of its SHA-256,
-/// in hex. The same session gives the same digest, so an operator can group a session's
-/// spans; the digest does not give the id back.
+/// The digest `mcp.session.id` carries for session id `id`: the first 16 bytes of its
+/// HMAC-SHA-256 under a key drawn at random once per process, in hex. The same session gives
+/// the same digest in this process (a session lives in one), so an operator can group its
+/// spans; the digest does not give the id back, even for a server whose ids are short or
+/// guessable (the key is never shown).
 #[cfg(feature = "http")]
 pub fn session_digest(id: &[u8]) -> Arc<str> {
     use std::fmt::Write as _;
-    let digest = ring::digest::digest(&ring::digest::SHA256, id);
+    static KEY: OnceLock<Option<ring::hmac::Key>> = OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        ring::hmac::Key::generate(ring::hmac::HMAC_SHA256, &ring::rand::SystemRandom::new()).ok()
+    });
+    let Some(key) = key else {
+        // No randomness from the system: no digest rather than a guessable one.
+        return Arc::from("unavailable");
+    };
+    let digest = ring::hmac::sign(key, id);
     let mut hex = String::with_capacity(32);
     for b in &digest.as_ref()[..16] {
         let _ = write!(hex, "{b:02x}");

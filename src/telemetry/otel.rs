@@ -17,21 +17,32 @@ use super::attributes as attr;
 use super::{ErrorType, SessionTelemetry};
 use crate::transport::{Peer, RequestHead};
 
-/// The `_meta` entries of the trace context of `span` (or, when it is disabled, of the
-/// current span), as the global propagator writes them; `None` when there is nothing to
-/// write (no OpenTelemetry layer, the no-op propagator, an invalid context).
+/// The `_meta` entries of the trace context of `span`, as the global propagator writes them;
+/// when that span is not an OpenTelemetry span (disabled, or enabled only for another layer),
+/// of the caller's current `tracing` span, or else of the current OpenTelemetry context (an
+/// embedder on OpenTelemetry's own spans). `None` when there is nothing to write (the no-op
+/// propagator, no valid context).
 pub(super) fn trace_context(span: &tracing::Span) -> Option<Vec<(String, String)>> {
-    let current;
-    let span = if span.is_disabled() {
-        current = tracing::Span::current();
-        if current.is_disabled() {
+    use opentelemetry::baggage::BaggageExt as _;
+    use opentelemetry::trace::TraceContextExt as _;
+    let valid = |cx: &opentelemetry::Context| cx.span().span_context().is_valid();
+    let mut cx = if span.is_disabled() {
+        opentelemetry::Context::new()
+    } else {
+        span.context()
+    };
+    if !valid(&cx) {
+        let current = tracing::Span::current();
+        if !current.is_disabled() {
+            cx = current.context();
+        }
+    }
+    if !valid(&cx) {
+        cx = opentelemetry::Context::current();
+        if !valid(&cx) && cx.baggage().is_empty() {
             return None;
         }
-        &current
-    } else {
-        span
-    };
-    let cx = span.context();
+    }
     let mut entries = Vec::new();
     global::get_text_map_propagator(|p| p.inject_context(&cx, &mut MetaInjector(&mut entries)));
     (!entries.is_empty()).then_some(entries)

@@ -42,6 +42,25 @@ fn error_types_follow_the_conventions() {
     let e = ErrorType::of(&Outcome::ToolError).unwrap();
     assert_eq!((e.kind.as_ref(), e.code), ("tool_error", None));
     assert!(ErrorType::of(&Outcome::Answered).is_none());
+    let exited = |exit_status| ClientError::Exited {
+        server: Arc::from("s"),
+        reason: "gone".into(),
+        exit_status,
+        stderr_tail: String::new(),
+        request: None,
+    };
+    use std::os::unix::process::ExitStatusExt as _;
+    let status = std::process::ExitStatus::from_raw(3 << 8);
+    assert_eq!(
+        ErrorType::of(&Outcome::Failed(&exited(Some(status))))
+            .unwrap()
+            .kind,
+        "server_exited"
+    );
+    assert_eq!(
+        ErrorType::of(&Outcome::Failed(&exited(None))).unwrap().kind,
+        "connection_closed"
+    );
     let timeout = ClientError::RequestTimeout {
         server: Arc::from("s"),
         request: crate::client::RequestRef {
@@ -191,11 +210,34 @@ fn each_request_kind_opens_its_span_with_the_conventions_attributes() {
 }
 
 #[test]
-fn no_span_and_no_field_work_without_a_subscriber() {
-    let session = Arc::new(SessionTelemetry::new(Peer::Pipe));
-    let head = RequestHead::new("tools/call").name(Some("echo"));
-    let t = RequestTelemetry::start(&session, "tools/call", 1, &head);
-    assert!(t.span.is_disabled());
-    assert!(t.trace_context().is_none());
-    t.end(Outcome::ToolError);
+fn no_span_without_a_subscriber_interested_in_the_target() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let start = || {
+        let session = Arc::new(SessionTelemetry::new(Peer::Pipe));
+        let head = RequestHead::new("tools/call").name(Some("echo"));
+        let t = RequestTelemetry::start(&session, "tools/call", 1, &head);
+        assert!(t.span.is_disabled());
+        assert!(t.trace_context().is_none());
+        t.end(Outcome::ToolError);
+    };
+    // Set as the default explicitly: tracing caches a callsite's interest process-wide, and
+    // another test's subscriber may have left it "always".
+    tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), start);
+    // A subscriber that takes everything else at TRACE, but not this target.
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing::Level::TRACE)
+        .with_target(TARGET, tracing_subscriber::filter::LevelFilter::OFF);
+    let subscriber = tracing_subscriber::registry()
+        .with(Capture::default())
+        .with(filter);
+    tracing::subscriber::with_default(subscriber, start);
+}
+
+#[test]
+fn a_status_description_is_clipped_at_a_character_boundary() {
+    assert_eq!(clip("short", 512), "short");
+    let long = "é".repeat(300);
+    let clipped = clip(&long, 512);
+    assert_eq!(clipped.len(), 512);
+    assert_eq!(clip(&long, 511).len(), 510);
 }

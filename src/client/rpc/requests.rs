@@ -7,20 +7,26 @@ use super::*;
 
 impl RpcSession {
     /// Sends `initialize`, advertising form-mode `elicitation` when `elicitation` is set; the
-    /// caller awaits the receiver. Never cancelled.
+    /// caller awaits the receiver and, if it gives up, ends the request with
+    /// [`gave_up`](Self::gave_up). Never cancelled.
     pub(crate) fn initialize(
         &self,
         client_info: &Implementation,
         elicitation: bool,
-    ) -> Result<oneshot::Receiver<Result<InitializeResult, ClientError>>, ClientError> {
+    ) -> Result<
+        (
+            u64,
+            oneshot::Receiver<Result<InitializeResult, ClientError>>,
+        ),
+        ClientError,
+    > {
         let params = InitializeParams {
             protocol_version: crate::protocol::LATEST_PROTOCOL_VERSION,
             capabilities: client_capabilities(elicitation),
             client_info,
         };
         let head = RequestHead::new("initialize");
-        let (_, rx) = self.send_typed("initialize", head, Some(&params), &mut |_| {})?;
-        Ok(rx)
+        self.send_typed("initialize", head, Some(&params), &mut |_| {})
     }
 
     /// Sends `server/discover` with the modern `_meta` entries `meta` (the era probe, or a
