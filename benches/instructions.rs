@@ -14,7 +14,12 @@
 //! ```
 //!
 //! `KAGED_ERA=legacy|modern` (default `legacy`), `N` (default 20 000; 200 when run as a test by
-//! `cargo test --benches`). The demo server's own instructions are not counted (callgrind does
+//! `cargo test --benches`). With the `otel` feature, `KAGED_TELEMETRY=1` installs what an
+//! embedder exporting telemetry would (issue 26): `tracing-opentelemetry`'s layer for the
+//! `kaged_mcp::telemetry` spans over a tracer provider with a batch processor, the W3C
+//! propagator (so every request carries its trace context) and a meter provider, with
+//! exporters that drop what they are given (the cost measured is kaged-mcp's and the SDK's,
+//! not a network's). The demo server's own instructions are not counted (callgrind does
 //! not follow children).
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -27,7 +32,63 @@ use tower::ServiceExt;
 const DEMO: &str = env!("CARGO_BIN_EXE_kaged-mcp");
 const IN_FLIGHT: usize = 64;
 
+/// A span exporter that drops every batch.
+#[cfg(feature = "otel")]
+#[derive(Debug)]
+struct Discard;
+
+#[cfg(feature = "otel")]
+impl opentelemetry_sdk::trace::SpanExporter for Discard {
+    async fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        drop(batch);
+        Ok(())
+    }
+}
+
+/// `KAGED_TELEMETRY=1`: the exporting embedder's setup (see the module docs); the providers
+/// are kept until the end.
+#[cfg(feature = "otel")]
+fn telemetry() -> Option<(
+    opentelemetry_sdk::trace::SdkTracerProvider,
+    opentelemetry_sdk::metrics::SdkMeterProvider,
+)> {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    std::env::var_os("KAGED_TELEMETRY")?;
+    let tracer = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(Discard)
+        .build();
+    let meter = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+        .with_reader(opentelemetry_sdk::metrics::ManualReader::builder().build())
+        .build();
+    opentelemetry::global::set_meter_provider(meter.clone());
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+    );
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::filter::Targets::new()
+                .with_target(kaged_mcp::telemetry::TARGET, tracing::Level::INFO),
+        )
+        .with(
+            tracing_opentelemetry::layer()
+                .with_tracer(tracer.tracer("bench"))
+                .with_location(false)
+                .with_target(false)
+                .with_threads(false)
+                .with_tracked_inactivity(false),
+        )
+        .init();
+    Some((tracer, meter))
+}
+
 fn main() {
+    #[cfg(feature = "otel")]
+    let _telemetry = telemetry();
     let bench = std::env::args().any(|a| a == "--bench");
     let n: usize = match std::env::var("N") {
         Ok(v) => v.parse().expect("N: a number of calls"),

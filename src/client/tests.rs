@@ -1248,3 +1248,177 @@ async fn a_modern_task_that_ends_without_its_outcome_fails_once_without_polling_
     let counts = c.task_counts();
     assert_eq!((counts.in_flight, counts.failed), (0, 1), "{counts:?}");
 }
+
+// --- telemetry: every request's span ends once, saying how ----------------------------------
+
+/// The `mcp.request` spans of a test: the fields each was opened with and recorded later, and
+/// how many times each field was recorded after it opened; a span moves to `closed` when it
+/// closes.
+#[derive(Clone, Default)]
+struct Spans {
+    open: Arc<Mutex<std::collections::HashMap<u64, SpanFields>>>,
+    closed: Arc<Mutex<Vec<SpanFields>>>,
+}
+
+#[derive(Clone, Default, Debug)]
+struct SpanFields {
+    values: std::collections::BTreeMap<String, String>,
+    records: std::collections::BTreeMap<String, usize>,
+}
+
+struct Visit<'a>(&'a mut SpanFields, bool);
+
+impl tracing::field::Visit for Visit<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.values.insert(
+            field.name().into(),
+            format!("{value:?}").trim_matches('"').into(),
+        );
+        if self.1 {
+            *self.0.records.entry(field.name().into()).or_default() += 1;
+        }
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Spans
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if attrs.metadata().target() != crate::telemetry::TARGET {
+            return;
+        }
+        let mut fields = SpanFields::default();
+        attrs.record(&mut Visit(&mut fields, false));
+        self.open.lock().unwrap().insert(id.into_u64(), fields);
+    }
+    fn on_record(
+        &self,
+        id: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if let Some(fields) = self.open.lock().unwrap().get_mut(&id.into_u64()) {
+            values.record(&mut Visit(fields, true));
+        }
+    }
+    fn on_close(&self, id: tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+        let closed = self.open.lock().unwrap().remove(&id.into_u64());
+        if let Some(fields) = closed {
+            self.closed.lock().unwrap().push(fields);
+        }
+    }
+}
+
+impl Spans {
+    /// Installs the capture on this thread until the guard drops.
+    fn install(&self) -> tracing::subscriber::DefaultGuard {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+    }
+
+    /// The `error.type` of each closed span of `method` (`-` for none), in closing order; no
+    /// span may still be open, and none may have recorded a field twice.
+    fn ended(&self, method: &str) -> Vec<String> {
+        let closed = self.closed.lock().unwrap();
+        for span in closed.iter() {
+            for (field, n) in &span.records {
+                assert_eq!(*n, 1, "{field} recorded {n} times: {span:?}");
+            }
+        }
+        closed
+            .iter()
+            .filter(|s| s.values["mcp.method.name"] == method)
+            .map(|s| {
+                s.values
+                    .get("error.type")
+                    .cloned()
+                    .unwrap_or_else(|| "-".into())
+            })
+            .collect()
+    }
+
+    fn still_open(&self) -> usize {
+        self.open.lock().unwrap().len()
+    }
+}
+
+#[tokio::test]
+async fn every_request_span_ends_once_with_how_the_request_ended() {
+    let spans = Spans::default();
+    let _guard = spans.install();
+    let t = MockTransport::new(|msg| match (method(msg), msg["params"]["name"].as_str()) {
+        ("tools/call", Some("tool_error")) => {
+            vec![Act::reply(msg, json!({"content": [], "isError": true}))]
+        }
+        ("tools/call", Some("rpc_error")) => vec![Act::error(msg, -32602, "no such tool")],
+        ("tools/call", Some("bad_result")) => {
+            vec![Act::reply(msg, json!({"content": [{"type": "text"}]}))]
+        }
+        ("tools/call", Some("never")) => vec![],
+        ("tools/call", Some("exit")) => vec![Act::close("the server quit")],
+        _ => well_behaved(msg),
+    });
+    let c = client(t.clone());
+    c.start().await.unwrap();
+    call(&c, echo("fine")).await.unwrap();
+    assert!(
+        call(&c, ToolCall::new("tool_error"))
+            .await
+            .unwrap()
+            .is_error
+    );
+    call(&c, ToolCall::new("rpc_error")).await.unwrap_err();
+    call(&c, ToolCall::new("bad_result")).await.unwrap_err();
+    let mut dropped = c.clone().call(ToolCall::new("never"));
+    assert!(futures::poll!(&mut dropped).is_pending());
+    drop(dropped);
+    let mut pending = c.clone().call(ToolCall::new("never"));
+    assert!(futures::poll!(&mut pending).is_pending());
+    call(&c, ToolCall::new("exit")).await.unwrap_err();
+    let closed = pending.await.unwrap_err();
+    assert!(matches!(
+        client_error(&closed),
+        ClientError::Exited { .. } | ClientError::ConnectionClosed { .. }
+    ));
+    c.shutdown().await;
+
+    assert_eq!(spans.ended("initialize"), ["-"]);
+    let calls = spans.ended("tools/call");
+    assert_eq!(
+        calls[..5],
+        [
+            "-",
+            "tool_error",
+            "-32602",
+            "protocol_violation",
+            "cancelled"
+        ],
+        "{calls:?}"
+    );
+    // The call the server quit on and the one pending then: both ended by the close.
+    assert_eq!(calls.len(), 7, "{calls:?}");
+    for ended in &calls[5..] {
+        assert!(
+            ["server_exited", "connection_closed"].contains(&ended.as_str()),
+            "{calls:?}"
+        );
+    }
+    assert_eq!(spans.still_open(), 0, "every span closed");
+    let rpc = spans
+        .closed
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.values.get("error.type").map(String::as_str) == Some("-32602"))
+        .cloned()
+        .unwrap();
+    assert_eq!(rpc.values["rpc.response.status_code"], "-32602");
+    assert_eq!(rpc.values["otel.status_description"], "no such tool");
+    assert_eq!(rpc.values["otel.name"], "tools/call rpc_error");
+}
