@@ -107,9 +107,34 @@ pub(crate) fn complete_from_str(session: &RpcSession, id: u64, pending: Pending,
 /// How a `tools/call` answer ends its request's telemetry.
 fn call_outcome<E>(answer: &Result<CallAnswer, E>) -> Outcome<'static> {
     match answer {
-        Ok(CallAnswer::Complete(result)) if result.is_error => Outcome::ToolError,
-        Ok(_) => Outcome::Answered,
+        Ok(answer) => answer.outcome(),
         Err(_) => Outcome::Invalid,
+    }
+}
+
+/// A decoded `tools/call` answer, as its request's telemetry ends.
+trait Answer {
+    fn outcome(&self) -> Outcome<'static>;
+}
+
+impl Answer for ToolResult {
+    #[inline]
+    fn outcome(&self) -> Outcome<'static> {
+        if self.is_error {
+            Outcome::ToolError
+        } else {
+            Outcome::Answered
+        }
+    }
+}
+
+impl Answer for CallAnswer {
+    #[inline]
+    fn outcome(&self) -> Outcome<'static> {
+        match self {
+            CallAnswer::Complete(result) => result.outcome(),
+            _ => Outcome::Answered,
+        }
     }
 }
 
@@ -135,9 +160,8 @@ fn complete_in_place<'de, A: MapAccess<'de>>(
         ($tx:expr, $ty:ty => $wrap:expr) => {
             match map.next_value::<$ty>() {
                 Ok(value) => {
-                    let answer = Ok($wrap(value));
-                    telemetry.end(call_outcome::<super::error::ClientError>(&answer));
-                    let _ = $tx.send(answer);
+                    telemetry.end(Answer::outcome(&value));
+                    let _ = $tx.send(Ok($wrap(value)));
                     Ok(())
                 }
                 Err(e) => {

@@ -829,13 +829,16 @@ fn object_fields(raw: &[u8]) -> serde_json::Result<Vec<(String, &serde_json::val
     Ok(fields)
 }
 
+/// Writes a field's new value, given its raw text (`None`: the field is absent).
+type Rewrite<'a> = dyn FnMut(&mut Vec<u8>, Option<&[u8]>) -> serde_json::Result<()> + 'a;
+
 /// Writes the JSON object `raw` with the value of `key` rewritten by `rewrite` (given its raw
 /// text, or `None` when the key is absent: then it is added at the end).
 fn with_entry(
     out: &mut Vec<u8>,
     raw: &[u8],
     key: &str,
-    rewrite: &mut dyn FnMut(&mut Vec<u8>, Option<&[u8]>) -> serde_json::Result<()>,
+    rewrite: &mut Rewrite<'_>,
 ) -> serde_json::Result<()> {
     let fields = object_fields(raw)?;
     out.push(b'{');

@@ -174,51 +174,74 @@ impl SessionTelemetry {
 }
 
 /// One request's telemetry, from the moment it is queued until it ends: its span and, with
-/// the `otel` feature, what its duration is recorded with.
+/// the `otel` feature, what its duration is recorded with. Nothing at all (one null pointer in
+/// the pending entry, no allocation) when the span is disabled and `otel` is off: the common
+/// case of the hot path.
 #[derive(Debug)]
-pub(crate) struct RequestTelemetry {
+pub(crate) struct RequestTelemetry(Option<Box<Active>>);
+
+/// What a [`RequestTelemetry`] keeps when there is something to keep.
+#[derive(Debug)]
+struct Active {
     span: tracing::Span,
     #[cfg(feature = "otel")]
-    timing: Option<otel::RequestTiming>,
+    timing: otel::RequestTiming,
 }
 
 impl RequestTelemetry {
     /// The telemetry of request `id` of `method` on `session` (see
     /// [`SessionTelemetry::request_span`]).
+    #[inline]
     pub(crate) fn start(
         session: &Arc<SessionTelemetry>,
         method: &'static str,
         id: u64,
         head: &RequestHead<'_>,
     ) -> Self {
-        Self {
-            span: session.request_span(method, id, head),
-            #[cfg(feature = "otel")]
-            timing: Some(otel::RequestTiming::start(session, method, head)),
+        let span = session.request_span(method, id, head);
+        #[cfg(not(feature = "otel"))]
+        if span.is_disabled() {
+            return Self(None);
         }
+        Self(Some(Box::new(Active {
+            span,
+            #[cfg(feature = "otel")]
+            timing: otel::RequestTiming::start(session, method, head),
+        })))
     }
 
     /// Telemetry that records nothing (what is left where a request's own was taken).
     pub(crate) fn none() -> Self {
-        Self {
-            span: tracing::Span::none(),
-            #[cfg(feature = "otel")]
-            timing: None,
-        }
+        Self(None)
+    }
+
+    /// Whether the request's span is disabled (no subscriber is interested in it).
+    #[cfg(test)]
+    pub(crate) fn span_is_disabled(&self) -> bool {
+        self.0.as_ref().is_none_or(|a| a.span.is_disabled())
     }
 
     /// The `_meta` entries of the request's trace context (feature `otel`; `None` when there
     /// is nothing to propagate).
     pub(crate) fn trace_context(&self) -> Option<Vec<(String, String)>> {
         #[cfg(feature = "otel")]
-        return otel::trace_context(&self.span);
+        return otel::trace_context(&self.0.as_ref()?.span);
         #[cfg(not(feature = "otel"))]
         None
     }
 
     /// The request ended with `outcome`: its span says how (then closes, when `self` is
     /// dropped) and its duration is recorded.
+    #[inline]
     pub(crate) fn end(self, outcome: Outcome<'_>) {
+        if let Some(active) = self.0 {
+            active.end(outcome);
+        }
+    }
+}
+
+impl Active {
+    fn end(self, outcome: Outcome<'_>) {
         let error = ErrorType::of(&outcome);
         if !self.span.is_disabled() {
             if let Some(error) = &error {
@@ -239,9 +262,7 @@ impl RequestTelemetry {
             }
         }
         #[cfg(feature = "otel")]
-        if let Some(timing) = self.timing {
-            timing.end(error.as_ref());
-        }
+        self.timing.end(error.as_ref());
     }
 }
 

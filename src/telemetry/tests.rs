@@ -216,7 +216,7 @@ fn no_span_without_a_subscriber_interested_in_the_target() {
         let session = Arc::new(SessionTelemetry::new(Peer::Pipe));
         let head = RequestHead::new("tools/call").name(Some("echo"));
         let t = RequestTelemetry::start(&session, "tools/call", 1, &head);
-        assert!(t.span.is_disabled());
+        assert!(t.span_is_disabled());
         assert!(t.trace_context().is_none());
         t.end(Outcome::ToolError);
     };
