@@ -19,7 +19,8 @@
 //! `kaged_mcp::telemetry` spans over a tracer provider with a batch processor, the W3C
 //! propagator (so every request carries its trace context) and a meter provider, with
 //! exporters that drop what they are given (the cost measured is kaged-mcp's and the SDK's,
-//! not a network's). The demo server's own instructions are not counted (callgrind does
+//! not a network's). `KAGED_METRICS=off` turns the histograms off
+//! (`kaged_mcp::telemetry::set_metrics(false)`), as the CLI does when it exports none. The demo server's own instructions are not counted (callgrind does
 //! not follow children).
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -63,7 +64,13 @@ fn telemetry() -> Option<(
         .with_batch_exporter(Discard)
         .build();
     let meter = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
-        .with_reader(opentelemetry_sdk::metrics::ManualReader::builder().build())
+        // Aggregated on every record; exported once a minute (never, in a run).
+        .with_reader(
+            opentelemetry_sdk::metrics::PeriodicReader::builder(
+                opentelemetry_sdk::metrics::InMemoryMetricExporter::default(),
+            )
+            .build(),
+        )
         .build();
     opentelemetry::global::set_meter_provider(meter.clone());
     opentelemetry::global::set_text_map_propagator(
@@ -87,6 +94,10 @@ fn telemetry() -> Option<(
 }
 
 fn main() {
+    #[cfg(feature = "otel")]
+    if std::env::var("KAGED_METRICS").as_deref() == Ok("off") {
+        kaged_mcp::telemetry::set_metrics(false);
+    }
     #[cfg(feature = "otel")]
     let _telemetry = telemetry();
     let bench = std::env::args().any(|a| a == "--bench");

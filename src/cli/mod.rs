@@ -286,6 +286,15 @@ fn init_tracing(verbose: u8, export: bool) -> Option<Telemetry> {
         let _ = export;
         None
     };
+    // Metrics are recorded only when they go somewhere.
+    #[cfg(feature = "otlp")]
+    crate::telemetry::set_metrics(
+        telemetry
+            .as_ref()
+            .is_some_and(telemetry::Telemetry::exports_metrics),
+    );
+    #[cfg(all(feature = "otel", not(feature = "otlp")))]
+    crate::telemetry::set_metrics(false);
     #[cfg(feature = "otlp")]
     let export = telemetry.as_ref().and_then(telemetry::Telemetry::layer);
     #[cfg(not(feature = "otlp"))]

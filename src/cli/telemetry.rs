@@ -181,6 +181,11 @@ fn without_endpoints(message: &str) -> String {
 }
 
 impl Telemetry {
+    /// Whether metrics are exported (when not, the library records none).
+    pub(super) fn exports_metrics(&self) -> bool {
+        self.meter.is_some()
+    }
+
     /// The `tracing` layer that turns kaged-mcp's request spans into exported spans (none
     /// when only metrics are exported). Only the spans of [`crate::telemetry::TARGET`] go
     /// through it, with the conventions' attributes alone (no code location or thread).

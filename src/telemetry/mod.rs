@@ -13,11 +13,11 @@
 //!   subscriber interested, nothing is computed (every field is evaluated only for an enabled
 //!   span) and it costs what a disabled span costs. The span is never entered: its duration is
 //!   the request's.
-//! - **Context** (feature `otel`): the W3C trace context of that span (or, when it is
-//!   disabled, of the caller's current span) is written into the request's `params._meta`
-//!   through the embedder's global propagator (`opentelemetry::global`), beside the entries
-//!   already there, never replacing one. With the default no-op propagator nothing is
-//!   written.
+//! - **Context** (feature `otel`): the W3C trace context of that span (or, when it is not an
+//!   OpenTelemetry span, of the caller's current `tracing` span, or else of OpenTelemetry's
+//!   current context) is written into the request's `params._meta` through the embedder's
+//!   global propagator (`opentelemetry::global`), beside the entries already there, never
+//!   replacing one. With the default no-op propagator nothing is written.
 //! - **Metrics** (feature `otel`): `mcp.client.operation.duration` per request and
 //!   `mcp.client.session.duration` per server session, histograms in seconds with the
 //!   conventions' buckets, through the global meter provider.
@@ -35,6 +35,16 @@ use crate::transport::{Peer, RequestHead};
 mod otel;
 
 pub mod attributes;
+
+/// Turns the two histograms on or off for the sessions started from now on (feature `otel`;
+/// on by default). They go to the global meter provider, a no-op until the embedder installs
+/// one: an embedder that installs none saves a clock read at each end of every request and
+/// the building of its attributes by turning them off. The `kaged-mcp` command line turns them
+/// off unless it exports metrics.
+#[cfg(feature = "otel")]
+pub fn set_metrics(on: bool) {
+    otel::set_metrics(on);
+}
 
 /// The target of the request spans, for filters (`RUST_LOG=kaged_mcp::telemetry=info`).
 pub const TARGET: &str = "kaged_mcp::telemetry";
@@ -63,8 +73,9 @@ pub(crate) struct SessionTelemetry {
     version: OnceLock<Arc<str>>,
     /// [`session_digest`] of the session id (2025-era Streamable HTTP).
     session_id: OnceLock<Arc<str>>,
+    /// The session's histograms, when metrics are on.
     #[cfg(feature = "otel")]
-    metrics: otel::SessionMetrics,
+    metrics: Option<otel::SessionMetrics>,
 }
 
 impl SessionTelemetry {
@@ -127,7 +138,9 @@ impl SessionTelemetry {
     /// The session ended (`error`: how, when it was not asked to): its duration is recorded.
     pub(crate) fn ended(&self, error: Option<&'static str>) {
         #[cfg(feature = "otel")]
-        self.metrics.session_ended(self, error);
+        if let Some(metrics) = &self.metrics {
+            metrics.session_ended(self, error);
+        }
         #[cfg(not(feature = "otel"))]
         let _ = error;
     }
@@ -185,7 +198,7 @@ pub(crate) struct RequestTelemetry(Option<Box<Active>>);
 struct Active {
     span: tracing::Span,
     #[cfg(feature = "otel")]
-    timing: otel::RequestTiming,
+    timing: Option<otel::RequestTiming>,
 }
 
 impl RequestTelemetry {
@@ -199,14 +212,19 @@ impl RequestTelemetry {
         head: &RequestHead<'_>,
     ) -> Self {
         let span = session.request_span(method, id, head);
+        #[cfg(feature = "otel")]
+        let timing = otel::RequestTiming::start(session, method, head);
+        #[cfg(feature = "otel")]
+        let idle = timing.is_none();
         #[cfg(not(feature = "otel"))]
-        if span.is_disabled() {
+        let idle = true;
+        if idle && span.is_disabled() {
             return Self(None);
         }
         Self(Some(Box::new(Active {
             span,
             #[cfg(feature = "otel")]
-            timing: otel::RequestTiming::start(session, method, head),
+            timing,
         })))
     }
 
@@ -225,7 +243,7 @@ impl RequestTelemetry {
     /// is nothing to propagate).
     pub(crate) fn trace_context(&self) -> Option<Vec<(String, String)>> {
         #[cfg(feature = "otel")]
-        return otel::trace_context(&self.0.as_ref()?.span);
+        return otel::trace_context(self.0.as_ref().map(|a| &a.span));
         #[cfg(not(feature = "otel"))]
         None
     }
@@ -241,6 +259,9 @@ impl RequestTelemetry {
 }
 
 impl Active {
+    // Out of line: the decode of an answer inlines `RequestTelemetry::end`, which must stay a
+    // null check there (the hot path has no subscriber and, often, no `otel`).
+    #[inline(never)]
     fn end(self, outcome: Outcome<'_>) {
         let error = ErrorType::of(&outcome);
         if !self.span.is_disabled() {
@@ -262,7 +283,9 @@ impl Active {
             }
         }
         #[cfg(feature = "otel")]
-        self.timing.end(error.as_ref());
+        if let Some(timing) = self.timing {
+            timing.end(error.as_ref());
+        }
     }
 }
 

@@ -2,10 +2,16 @@
 //! `params._meta` through the global propagator, and the two client histograms through the
 //! global meter provider (both from the `opentelemetry` API crate: the embedder installs the
 //! SDK, the exporter and the propagator it wants; until then both are no-ops).
+//!
+//! Cost: with the no-op propagator a request asks the propagator for its fields and stops
+//! there. The metrics cost a clock read at each end of a request, one allocation for its
+//! attributes (the session's own are built once and shared) and the record; an embedder that
+//! installs no meter provider turns them off with [`set_metrics`](super::set_metrics) (the CLI
+//! does when it exports no metrics).
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use opentelemetry::metrics::Histogram;
@@ -22,14 +28,17 @@ use crate::transport::{Peer, RequestHead};
 /// of the caller's current `tracing` span, or else of the current OpenTelemetry context (an
 /// embedder on OpenTelemetry's own spans). `None` when there is nothing to write (the no-op
 /// propagator, no valid context).
-pub(super) fn trace_context(span: &tracing::Span) -> Option<Vec<(String, String)>> {
+pub(super) fn trace_context(span: Option<&tracing::Span>) -> Option<Vec<(String, String)>> {
     use opentelemetry::baggage::BaggageExt as _;
     use opentelemetry::trace::TraceContextExt as _;
+    // The no-op propagator (the default) writes no field: nothing to look for.
+    if global::get_text_map_propagator(|p| p.fields().next().is_none()) {
+        return None;
+    }
     let valid = |cx: &opentelemetry::Context| cx.span().span_context().is_valid();
-    let mut cx = if span.is_disabled() {
-        opentelemetry::Context::new()
-    } else {
-        span.context()
+    let mut cx = match span {
+        Some(span) if !span.is_disabled() => span.context(),
+        _ => opentelemetry::Context::new(),
     };
     if !valid(&cx) {
         let current = tracing::Span::current();
@@ -59,6 +68,17 @@ impl Injector for MetaInjector<'_> {
     }
 }
 
+/// Whether the histograms are recorded (see [`super::set_metrics`]).
+static METRICS: AtomicBool = AtomicBool::new(true);
+
+pub(super) fn set_metrics(on: bool) {
+    METRICS.store(on, Ordering::Relaxed);
+}
+
+pub(super) fn metrics() -> bool {
+    METRICS.load(Ordering::Relaxed)
+}
+
 /// The instrumentation scope of kaged-mcp's metrics.
 fn scope() -> InstrumentationScope {
     InstrumentationScope::builder("kaged-mcp")
@@ -66,13 +86,15 @@ fn scope() -> InstrumentationScope {
         .build()
 }
 
-/// A session's histograms (from the global meter provider when the session starts) and its
-/// start.
+/// A session's histograms (from the global meter provider when the session starts), its
+/// start, and the attributes all its records share.
 pub(super) struct SessionMetrics {
     operation: Histogram<f64>,
     session: Histogram<f64>,
     started: Instant,
     ended: AtomicBool,
+    /// The version and the peer's attributes, built once the version is agreed.
+    common: OnceLock<Vec<KeyValue>>,
 }
 
 impl fmt::Debug for SessionMetrics {
@@ -84,7 +106,11 @@ impl fmt::Debug for SessionMetrics {
 }
 
 impl SessionMetrics {
-    pub(super) fn new() -> Self {
+    /// The session's metrics, or `None` when they are off.
+    pub(super) fn new() -> Option<Self> {
+        if !metrics() {
+            return None;
+        }
         let meter = global::meter_with_scope(scope());
         let histogram = |name: &'static str, what: &'static str| {
             meter
@@ -94,7 +120,7 @@ impl SessionMetrics {
                 .with_boundaries(attr::DURATION_BUCKETS.to_vec())
                 .build()
         };
-        Self {
+        Some(Self {
             operation: histogram(
                 attr::OPERATION_DURATION,
                 "The duration of an MCP request or notification, from sent to answered.",
@@ -105,7 +131,8 @@ impl SessionMetrics {
             ),
             started: Instant::now(),
             ended: AtomicBool::new(false),
-        }
+            common: OnceLock::new(),
+        })
     }
 
     /// Records the session's duration, once.
@@ -113,23 +140,40 @@ impl SessionMetrics {
         if self.ended.swap(true, Ordering::AcqRel) {
             return;
         }
-        let mut attributes = common(session, session.version());
+        let mut attributes = self.common_for(session, session.version());
         if let Some(error) = error {
             attributes.push(KeyValue::new(attr::ERROR_TYPE, error));
         }
         self.session
             .record(self.started.elapsed().as_secs_f64(), &attributes);
     }
+
+    /// The attributes every record of `session` carries: the protocol `version` and where
+    /// the server is; room for `RESERVE` more.
+    fn common_for(&self, session: &SessionTelemetry, version: Option<&str>) -> Vec<KeyValue> {
+        const RESERVE: usize = 5;
+        let agreed = session.version.get();
+        if let (Some(agreed), Some(version)) = (agreed, version) {
+            if **agreed == *version {
+                let common = self.common.get_or_init(|| common(session, Some(agreed)));
+                let mut attributes = Vec::with_capacity(common.len() + RESERVE);
+                attributes.extend_from_slice(common);
+                return attributes;
+            }
+        }
+        let mut attributes = common(session, version.map(Arc::from).as_ref());
+        attributes.reserve(RESERVE);
+        attributes
+    }
 }
 
-/// The attributes every metric of `session` carries: the protocol `version` and where the
-/// server is.
-fn common(session: &SessionTelemetry, version: Option<&str>) -> Vec<KeyValue> {
-    let mut attributes = Vec::with_capacity(10);
+/// The version and the peer's attributes (their strings shared, not copied, when cloned).
+fn common(session: &SessionTelemetry, version: Option<&Arc<str>>) -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(5);
     if let Some(version) = version {
         attributes.push(KeyValue::new(
             attr::MCP_PROTOCOL_VERSION,
-            version.to_owned(),
+            Arc::clone(version),
         ));
     }
     match &session.peer {
@@ -137,7 +181,7 @@ fn common(session: &SessionTelemetry, version: Option<&str>) -> Vec<KeyValue> {
         Peer::Http { address, port } => {
             attributes.push(KeyValue::new(attr::NETWORK_TRANSPORT, "tcp"));
             attributes.push(KeyValue::new(attr::NETWORK_PROTOCOL_NAME, "http"));
-            attributes.push(KeyValue::new(attr::SERVER_ADDRESS, address.to_string()));
+            attributes.push(KeyValue::new(attr::SERVER_ADDRESS, Arc::clone(address)));
             attributes.push(KeyValue::new(attr::SERVER_PORT, i64::from(*port)));
         }
         Peer::Unknown => {}
@@ -159,11 +203,13 @@ pub(super) struct RequestTiming {
 }
 
 impl RequestTiming {
+    /// The timing of a request on `session`, when the session records metrics.
     pub(super) fn start(
         session: &Arc<SessionTelemetry>,
         method: &'static str,
         head: &RequestHead<'_>,
-    ) -> Self {
+    ) -> Option<Self> {
+        session.metrics.as_ref()?;
         let key = match method {
             "tools/call" => Some(attr::GEN_AI_TOOL_NAME),
             "prompts/get" => Some(attr::GEN_AI_PROMPT_NAME),
@@ -180,20 +226,23 @@ impl RequestTiming {
                 .find(|known| **known == v)
                 .copied()
         });
-        Self {
+        Some(Self {
             session: Arc::clone(session),
             method,
             version,
             target: key.zip(head.name).map(|(k, n)| (k, n.to_owned())),
             started: Instant::now(),
-        }
+        })
     }
 
     /// Records the request's duration, with `error` when it failed.
     pub(super) fn end(self, error: Option<&ErrorType<'_>>) {
         let elapsed = self.started.elapsed().as_secs_f64();
+        let Some(metrics) = &self.session.metrics else {
+            return;
+        };
         let version = self.version.or_else(|| self.session.version());
-        let mut attributes = common(&self.session, version);
+        let mut attributes = metrics.common_for(&self.session, version);
         attributes.push(KeyValue::new(attr::MCP_METHOD_NAME, self.method));
         if let Some((key, name)) = self.target {
             if key == attr::GEN_AI_TOOL_NAME {
@@ -210,6 +259,6 @@ impl RequestTiming {
                 ));
             }
         }
-        self.session.metrics.operation.record(elapsed, &attributes);
+        metrics.operation.record(elapsed, &attributes);
     }
 }
