@@ -19,8 +19,8 @@
 //! `kaged_mcp::telemetry` spans over a tracer provider with a batch processor, the W3C
 //! propagator (so every request carries its trace context) and a meter provider, with
 //! exporters that drop what they are given (the cost measured is kaged-mcp's and the SDK's,
-//! not a network's). `KAGED_METRICS=off` turns the histograms off
-//! (`kaged_mcp::telemetry::set_metrics(false)`), as the CLI does when it exports none. The demo server's own instructions are not counted (callgrind does
+//! not a network's), and turns the histograms on. `KAGED_METRICS=on` turns them on alone (a
+//! no-op meter provider: what they cost an embedder that installs none). The demo server's own instructions are not counted (callgrind does
 //! not follow children).
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -73,6 +73,7 @@ fn telemetry() -> Option<(
         )
         .build();
     opentelemetry::global::set_meter_provider(meter.clone());
+    kaged_mcp::telemetry::set_metrics(true);
     opentelemetry::global::set_text_map_propagator(
         opentelemetry_sdk::propagation::TraceContextPropagator::new(),
     );
@@ -95,8 +96,8 @@ fn telemetry() -> Option<(
 
 fn main() {
     #[cfg(feature = "otel")]
-    if std::env::var("KAGED_METRICS").as_deref() == Ok("off") {
-        kaged_mcp::telemetry::set_metrics(false);
+    if std::env::var("KAGED_METRICS").as_deref() == Ok("on") {
+        kaged_mcp::telemetry::set_metrics(true);
     }
     #[cfg(feature = "otel")]
     let _telemetry = telemetry();

@@ -41,6 +41,7 @@ fn main() -> ExitCode {
     // The session's metrics come from the global meter provider and its trace context goes
     // through the global propagator: both are set before the session starts.
     opentelemetry::global::set_meter_provider(meter_provider.clone());
+    kaged_mcp::telemetry::set_metrics(true);
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     tracing_subscriber::registry()
         .with(tracing_subscriber::EnvFilter::new(

@@ -293,8 +293,6 @@ fn init_tracing(verbose: u8, export: bool) -> Option<Telemetry> {
             .as_ref()
             .is_some_and(telemetry::Telemetry::exports_metrics),
     );
-    #[cfg(all(feature = "otel", not(feature = "otlp")))]
-    crate::telemetry::set_metrics(false);
     #[cfg(feature = "otlp")]
     let export = telemetry.as_ref().and_then(telemetry::Telemetry::layer);
     #[cfg(not(feature = "otlp"))]

@@ -17,10 +17,12 @@
 //!   OpenTelemetry span, of the caller's current `tracing` span, or else of OpenTelemetry's
 //!   current context) is written into the request's `params._meta` through the embedder's
 //!   global propagator (`opentelemetry::global`), beside the entries already there, never
-//!   replacing one. With the default no-op propagator nothing is written.
-//! - **Metrics** (feature `otel`): `mcp.client.operation.duration` per request and
-//!   `mcp.client.session.duration` per server session, histograms in seconds with the
-//!   conventions' buckets, through the global meter provider.
+//!   replacing one. The propagator is looked at when a session starts: with the default
+//!   no-op one (install yours first), its requests do no propagation work.
+//! - **Metrics** (feature `otel`, once [`set_metrics`] turns them on):
+//!   `mcp.client.operation.duration` per request and `mcp.client.session.duration` per server
+//!   session, histograms in seconds with the conventions' buckets, through the global meter
+//!   provider.
 //! - **`mcp.session.id`** is never the raw `Mcp-Session-Id` (a credential for the session):
 //!   it is [`session_digest`]'s SHA-256 digest, and only for a 2025-era Streamable HTTP
 //!   session (the conventions leave it out of 2026-07-28 sessions, which have none).
@@ -37,10 +39,11 @@ mod otel;
 pub mod attributes;
 
 /// Turns the two histograms on or off for the sessions started from now on (feature `otel`;
-/// on by default). They go to the global meter provider, a no-op until the embedder installs
-/// one: an embedder that installs none saves a clock read at each end of every request and
-/// the building of its attributes by turning them off. The `kaged-mcp` command line turns them
-/// off unless it exports metrics.
+/// off until turned on). They go to the global meter provider: install it, then turn them on,
+/// before starting the sessions. Off, a request does no metric work at all (on, it reads the
+/// clock at each end and builds its attributes, which a no-op provider then drops: some 15 %
+/// of a call's instructions, see `benches/README.md`). The `kaged-mcp` command line turns
+/// them on when it exports metrics.
 #[cfg(feature = "otel")]
 pub fn set_metrics(on: bool) {
     otel::set_metrics(on);
@@ -73,6 +76,10 @@ pub(crate) struct SessionTelemetry {
     version: OnceLock<Arc<str>>,
     /// [`session_digest`] of the session id (2025-era Streamable HTTP).
     session_id: OnceLock<Arc<str>>,
+    /// The global propagator writes something (not the default no-op one) when the session
+    /// started: its requests carry their trace context.
+    #[cfg(feature = "otel")]
+    propagates: bool,
     /// The session's histograms, when metrics are on.
     #[cfg(feature = "otel")]
     metrics: Option<otel::SessionMetrics>,
@@ -84,6 +91,8 @@ impl SessionTelemetry {
         Self {
             #[cfg(feature = "otel")]
             metrics: otel::SessionMetrics::new(),
+            #[cfg(feature = "otel")]
+            propagates: otel::propagates(),
             peer,
             version: OnceLock::new(),
             session_id: OnceLock::new(),
@@ -191,7 +200,12 @@ impl SessionTelemetry {
 /// the pending entry, no allocation) when the span is disabled and `otel` is off: the common
 /// case of the hot path.
 #[derive(Debug)]
-pub(crate) struct RequestTelemetry(Option<Box<Active>>);
+pub(crate) struct RequestTelemetry(
+    Option<Box<Active>>,
+    /// The session propagates trace context (feature `otel`).
+    #[cfg(feature = "otel")]
+    bool,
+);
 
 /// What a [`RequestTelemetry`] keeps when there is something to keep.
 #[derive(Debug)]
@@ -218,19 +232,33 @@ impl RequestTelemetry {
         let idle = timing.is_none();
         #[cfg(not(feature = "otel"))]
         let idle = true;
+        #[cfg(feature = "otel")]
+        let propagates = session.propagates;
         if idle && span.is_disabled() {
-            return Self(None);
+            return Self(
+                None,
+                #[cfg(feature = "otel")]
+                propagates,
+            );
         }
-        Self(Some(Box::new(Active {
-            span,
+        Self(
+            Some(Box::new(Active {
+                span,
+                #[cfg(feature = "otel")]
+                timing,
+            })),
             #[cfg(feature = "otel")]
-            timing,
-        })))
+            propagates,
+        )
     }
 
     /// Telemetry that records nothing (what is left where a request's own was taken).
     pub(crate) fn none() -> Self {
-        Self(None)
+        Self(
+            None,
+            #[cfg(feature = "otel")]
+            false,
+        )
     }
 
     /// Whether the request's span is disabled (no subscriber is interested in it).
@@ -243,7 +271,10 @@ impl RequestTelemetry {
     /// is nothing to propagate).
     pub(crate) fn trace_context(&self) -> Option<Vec<(String, String)>> {
         #[cfg(feature = "otel")]
-        return otel::trace_context(self.0.as_ref().map(|a| &a.span));
+        return self
+            .1
+            .then(|| otel::trace_context(self.0.as_ref().map(|a| &a.span)))
+            .flatten();
         #[cfg(not(feature = "otel"))]
         None
     }

@@ -3,11 +3,11 @@
 //! global meter provider (both from the `opentelemetry` API crate: the embedder installs the
 //! SDK, the exporter and the propagator it wants; until then both are no-ops).
 //!
-//! Cost: with the no-op propagator a request asks the propagator for its fields and stops
-//! there. The metrics cost a clock read at each end of a request, one allocation for its
-//! attributes (the session's own are built once and shared) and the record; an embedder that
-//! installs no meter provider turns them off with [`set_metrics`](super::set_metrics) (the CLI
-//! does when it exports no metrics).
+//! Cost: a session asks the propagator once, when it starts, whether it writes anything; with
+//! the no-op one its requests do no propagation work. The metrics, off until
+//! [`set_metrics`](super::set_metrics) turns them on, cost a clock read at each end of a
+//! request, one allocation for its attributes (the session's own are built once and shared)
+//! and the record.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,10 +31,6 @@ use crate::transport::{Peer, RequestHead};
 pub(super) fn trace_context(span: Option<&tracing::Span>) -> Option<Vec<(String, String)>> {
     use opentelemetry::baggage::BaggageExt as _;
     use opentelemetry::trace::TraceContextExt as _;
-    // The no-op propagator (the default) writes no field: nothing to look for.
-    if global::get_text_map_propagator(|p| p.fields().next().is_none()) {
-        return None;
-    }
     let valid = |cx: &opentelemetry::Context| cx.span().span_context().is_valid();
     let mut cx = match span {
         Some(span) if !span.is_disabled() => span.context(),
@@ -57,6 +53,12 @@ pub(super) fn trace_context(span: Option<&tracing::Span>) -> Option<Vec<(String,
     (!entries.is_empty()).then_some(entries)
 }
 
+/// Whether the global propagator writes anything: not the default no-op one, which names no
+/// field. Asked once per session, when it starts.
+pub(super) fn propagates() -> bool {
+    global::get_text_map_propagator(|p| p.fields().next().is_some())
+}
+
 /// Collects what a propagator writes (an empty `tracestate` is left out).
 struct MetaInjector<'a>(&'a mut Vec<(String, String)>);
 
@@ -69,7 +71,7 @@ impl Injector for MetaInjector<'_> {
 }
 
 /// Whether the histograms are recorded (see [`super::set_metrics`]).
-static METRICS: AtomicBool = AtomicBool::new(true);
+static METRICS: AtomicBool = AtomicBool::new(false);
 
 pub(super) fn set_metrics(on: bool) {
     METRICS.store(on, Ordering::Relaxed);
