@@ -322,6 +322,7 @@ impl<'de> serde::de::Visitor<'de> for AnswerVisitor {
                             result: None,
                             error: None,
                             input_requests: None,
+                            last_updated_at: None,
                         })))
                     }
                     _ => Err(A::Error::custom(

@@ -149,6 +149,10 @@ pub struct TaskState {
     /// 2026-07-28, `input_required`: the server's requests by key.
     #[serde(default)]
     pub input_requests: Option<Map<String, Value>>,
+    /// When the server last changed the task (ISO 8601), when it says: a state older than
+    /// one already seen (a poll's answer overtaken by a status notification) is stale.
+    #[serde(default)]
+    pub last_updated_at: Option<String>,
 }
 
 /// The JSON-RPC error a failed task carries (2026-07-28). Lenient: a server that sends a bare

@@ -64,8 +64,9 @@ pub(super) struct Watch {
     /// progress token.
     token: (u64, u64),
     /// The status and message last reported, so a notification and the poll that follows it
-    /// report a change once.
-    last: Mutex<Option<(TaskStatus, Option<String>)>>,
+    /// report a change once, and the newest `lastUpdatedAt` seen, so a stale state (a poll's
+    /// answer that a status notification overtook) does not take the status back.
+    last: Mutex<(Option<(TaskStatus, Option<String>)>, Option<String>)>,
 }
 
 impl Watch {
@@ -75,7 +76,7 @@ impl Watch {
             wake: Notify::new(),
             progress,
             token,
-            last: Mutex::new(None),
+            last: Mutex::new((None, None)),
         }
     }
 
@@ -86,11 +87,22 @@ impl Watch {
         let Some(handle) = &self.progress else { return };
         let changed = {
             let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            let (reported, newest) = &mut *last;
+            // ISO 8601 times of one server compare as text.
+            let stale = matches!(
+                (&state.last_updated_at, &*newest),
+                (Some(at), Some(seen)) if at < seen
+            );
+            if let Some(at) = &state.last_updated_at {
+                if !stale {
+                    *newest = Some(at.clone());
+                }
+            }
             let now = (state.status, state.status_message.clone());
-            if last.as_ref() == Some(&now) {
+            if stale || reported.as_ref() == Some(&now) {
                 false
             } else {
-                *last = Some(now);
+                *reported = Some(now);
                 true
             }
         };
@@ -188,5 +200,68 @@ fn report(handle: &ProgressHandle, state: &TaskState) {
         });
     } else {
         handle.notify();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(status: &str, message: &str, at: Option<&str>) -> TaskState {
+        let mut s: TaskState = serde_json::from_value(serde_json::json!({
+            "taskId": "t", "status": status, "statusMessage": message,
+        }))
+        .unwrap();
+        s.last_updated_at = at.map(str::to_owned);
+        s
+    }
+
+    #[test]
+    fn a_change_is_reported_once_and_a_stale_state_never_takes_it_back() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&seen);
+        let handle = ProgressHandle::observed(Arc::new(move |p: &Progress| {
+            keep.lock()
+                .unwrap()
+                .push(p.message.clone().unwrap_or_default());
+        }));
+        let watch = Watch::new(Some(handle), (0, 0));
+        watch.report(&state(
+            "working",
+            "Gathering",
+            Some("2026-12-02T10:00:01.000Z"),
+        ));
+        watch.report(&state(
+            "working",
+            "Gathering",
+            Some("2026-12-02T10:00:01.000Z"),
+        ));
+        // A notification of the next step, then the answer of a poll sent before it.
+        watch.report(&state(
+            "working",
+            "Analyzing",
+            Some("2026-12-02T10:00:02.000Z"),
+        ));
+        watch.report(&state(
+            "working",
+            "Gathering",
+            Some("2026-12-02T10:00:01.000Z"),
+        ));
+        // No time: taken as it comes (a 2026-07-28 creation answer has none).
+        watch.report(&state("working", "Synthesizing", None));
+        watch.report(&state(
+            "completed",
+            "Done",
+            Some("2026-12-02T10:00:04.000Z"),
+        ));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "working: Gathering",
+                "working: Analyzing",
+                "working: Synthesizing",
+                "completed: Done"
+            ]
+        );
     }
 }
