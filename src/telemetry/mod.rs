@@ -225,7 +225,13 @@ impl RequestTelemetry {
         id: u64,
         head: &RequestHead<'_>,
     ) -> Self {
-        let span = session.request_span(method, id, head);
+        // The level check inline (one atomic load: no subscriber takes INFO, the usual case of
+        // a daemon's hot path); the span's own callsite check only past it.
+        let span = if tracing::level_enabled!(tracing::Level::INFO) {
+            session.request_span(method, id, head)
+        } else {
+            tracing::Span::none()
+        };
         #[cfg(feature = "otel")]
         let timing = otel::RequestTiming::start(session, method, head);
         #[cfg(feature = "otel")]
