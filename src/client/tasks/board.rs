@@ -66,7 +66,16 @@ pub(super) struct Watch {
     /// The status and message last reported, so a notification and the poll that follows it
     /// report a change once, and the newest `lastUpdatedAt` seen, so a stale state (a poll's
     /// answer that a status notification overtook) does not take the status back.
-    last: Mutex<(Option<(TaskStatus, Option<String>)>, Option<String>)>,
+    last: Mutex<Reported>,
+}
+
+/// What a [`Watch`] last reported, and the newest state it saw.
+#[derive(Debug, Default)]
+struct Reported {
+    /// The status and message last reported.
+    status: Option<(TaskStatus, Option<String>)>,
+    /// The newest `lastUpdatedAt` seen.
+    newest: Option<String>,
 }
 
 impl Watch {
@@ -76,7 +85,7 @@ impl Watch {
             wake: Notify::new(),
             progress,
             token,
-            last: Mutex::new((None, None)),
+            last: Mutex::new(Reported::default()),
         }
     }
 
@@ -87,7 +96,10 @@ impl Watch {
         let Some(handle) = &self.progress else { return };
         let changed = {
             let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-            let (reported, newest) = &mut *last;
+            let Reported {
+                status: reported,
+                newest,
+            } = &mut *last;
             // ISO 8601 times of one server compare as text.
             let stale = matches!(
                 (&state.last_updated_at, &*newest),
