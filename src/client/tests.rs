@@ -1357,6 +1357,11 @@ async fn every_request_span_ends_once_with_how_the_request_ended() {
             vec![Act::reply(msg, json!({"content": [], "isError": true}))]
         }
         ("tools/call", Some("rpc_error")) => vec![Act::error(msg, -32602, "no such tool")],
+        ("tools/call", Some("rpc_secret")) => vec![Act::error(
+            msg,
+            -32001,
+            "bad key sk-live0123456789abcdefghij",
+        )],
         ("tools/call", Some("bad_result")) => {
             vec![Act::reply(msg, json!({"content": [{"type": "text"}]}))]
         }
@@ -1375,6 +1380,7 @@ async fn every_request_span_ends_once_with_how_the_request_ended() {
     );
     call(&c, ToolCall::new("rpc_error")).await.unwrap_err();
     call(&c, ToolCall::new("bad_result")).await.unwrap_err();
+    call(&c, ToolCall::new("rpc_secret")).await.unwrap_err();
     let mut dropped = c.clone().call(ToolCall::new("never"));
     assert!(futures::poll!(&mut dropped).is_pending());
     drop(dropped);
@@ -1391,19 +1397,20 @@ async fn every_request_span_ends_once_with_how_the_request_ended() {
     assert_eq!(spans.ended("initialize"), ["-"]);
     let calls = spans.ended("tools/call");
     assert_eq!(
-        calls[..5],
+        calls[..6],
         [
             "-",
             "tool_error",
             "-32602",
             "protocol_violation",
+            "-32001",
             "cancelled"
         ],
         "{calls:?}"
     );
     // The call the server quit on and the one pending then: both ended by the close.
-    assert_eq!(calls.len(), 7, "{calls:?}");
-    for ended in &calls[5..] {
+    assert_eq!(calls.len(), 8, "{calls:?}");
+    for ended in &calls[6..] {
         assert!(
             ["server_exited", "connection_closed"].contains(&ended.as_str()),
             "{calls:?}"
@@ -1421,4 +1428,14 @@ async fn every_request_span_ends_once_with_how_the_request_ended() {
     assert_eq!(rpc.values["rpc.response.status_code"], "-32602");
     assert_eq!(rpc.values["otel.status_description"], "no such tool");
     assert_eq!(rpc.values["otel.name"], "tools/call rpc_error");
+    // A credential the server echoes into its message is hidden from the span.
+    let secret = spans
+        .closed
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.values.get("error.type").map(String::as_str) == Some("-32001"))
+        .cloned()
+        .unwrap();
+    assert_eq!(secret.values["otel.status_description"], "bad key ***");
 }

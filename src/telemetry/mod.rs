@@ -309,11 +309,13 @@ impl Active {
                         .record("rpc.response.status_code", tracing::field::display(code));
                 }
                 match error.message {
-                    // Sets the status to ERROR with the server's message (its first
-                    // `STATUS_DESCRIPTION_MAX` bytes: servers echo arguments into messages).
+                    // Sets the status to ERROR with the server's message: its first
+                    // `STATUS_DESCRIPTION_MAX` bytes, token-like runs hidden (servers echo
+                    // arguments, credentials included, into their messages).
                     Some(message) => self.span.record(
                         "otel.status_description",
-                        clip(message, STATUS_DESCRIPTION_MAX),
+                        crate::transport::redact_tokens(clip(message, STATUS_DESCRIPTION_MAX))
+                            .as_str(),
                     ),
                     None => self.span.record("otel.status_code", "error"),
                 };
