@@ -17,7 +17,6 @@
 //! - The W3C trace context (and baggage) propagator is installed, so a server that reads
 //!   `params._meta` joins the command's trace.
 
-use std::error::Error as StdError;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -28,9 +27,8 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
-use tower::ServiceExt as _;
 
-use crate::transport::http::client::HttpService;
+use crate::transport::http::client::{fetch, HttpService};
 
 /// The most of a collector's answer that is read, in bytes.
 const MAX_ANSWER: usize = 64 * 1024;
@@ -51,8 +49,8 @@ pub(super) struct Telemetry {
     timeout: Duration,
 }
 
-/// The first failed export to each endpoint: `(URL, reason)`.
-type Failures = Arc<Mutex<Vec<(String, String)>>>;
+/// The first failed export to each endpoint: `(URL, reason, the variable that set the URL)`.
+type Failures = Arc<Mutex<Vec<(String, String, &'static str)>>>;
 
 /// The value of environment variable `name`, when set and not blank.
 fn env(name: &str) -> Option<String> {
@@ -94,6 +92,7 @@ pub(super) fn from_env() -> Result<Option<Telemetry>, String> {
         service: crate::transport::http::client::client(None, timeout),
         runtime: runtime.handle().clone(),
         timeout,
+        variable: "OTEL_EXPORTER_OTLP_ENDPOINT",
     };
     let mut resource = Resource::builder();
     let named = env("OTEL_SERVICE_NAME").is_some()
@@ -108,7 +107,7 @@ pub(super) fn from_env() -> Result<Option<Telemetry>, String> {
     let tracer = if traces {
         let exporter = SpanExporter::builder()
             .with_http()
-            .with_http_client(client.clone())
+            .with_http_client(client.for_signal("TRACES"))
             .build()
             .map_err(|e| {
                 format!(
@@ -128,7 +127,7 @@ pub(super) fn from_env() -> Result<Option<Telemetry>, String> {
     let meter = if metrics {
         let exporter = MetricExporter::builder()
             .with_http()
-            .with_http_client(client)
+            .with_http_client(client.for_signal("METRICS"))
             .build()
             .map_err(|e| {
                 format!(
@@ -236,10 +235,8 @@ impl Telemetry {
                 eprintln!("warning: telemetry: {line}");
             }
         }
-        for (url, reason) in failures {
-            eprintln!(
-                "warning: telemetry: nothing exported to {url}: {reason} (check OTEL_EXPORTER_OTLP_ENDPOINT)"
-            );
+        for (url, reason, variable) in failures {
+            eprintln!("warning: telemetry: nothing exported to {url}: {reason} (check {variable})");
         }
     }
 }
@@ -251,6 +248,28 @@ struct OtlpHttp {
     service: HttpService,
     runtime: tokio::runtime::Handle,
     timeout: Duration,
+    /// The variable that set this exporter's endpoint, for the operator's hint.
+    variable: &'static str,
+}
+
+impl OtlpHttp {
+    /// This client for the exporter of `signal` (`TRACES`, `METRICS`), named by the variable
+    /// that sets its endpoint: the signal's own when set, else the shared one.
+    fn for_signal(&self, signal: &str) -> Self {
+        let variable = match signal {
+            "TRACES" if env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some() => {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+            }
+            "METRICS" if env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").is_some() => {
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+            }
+            _ => "OTEL_EXPORTER_OTLP_ENDPOINT",
+        };
+        Self {
+            variable,
+            ..self.clone()
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -270,63 +289,28 @@ impl opentelemetry_http::HttpClient for OtlpHttp {
                 Some(format!("HTTP {}", response.status()))
             }
             Ok(_) => None,
-            Err(e) => Some(chain(&**e)),
+            Err(reason) => Some(reason.clone()),
         };
         if let Some(reason) = failure {
             let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-            if !failures.iter().any(|(u, _)| *u == url) {
-                failures.push((url, reason));
+            if !failures.iter().any(|(u, _, _)| *u == url) {
+                failures.push((url, reason, self.variable));
             }
         }
-        result
+        result.map_err(Into::into)
     }
 }
 
-/// One export request and its answer (at most [`MAX_ANSWER`] bytes of it), each bounded by
-/// `timeout`.
+/// One export request and its answer (at most [`MAX_ANSWER`] bytes of it: a collector answers
+/// with a small status message), within `timeout`.
 async fn exchange(
     service: HttpService,
     request: http::Request<Bytes>,
     timeout: Duration,
-) -> Result<http::Response<Bytes>, opentelemetry_http::HttpError> {
-    use http_body_util::BodyExt as _;
+) -> Result<http::Response<Bytes>, String> {
     let request = request.map(http_body_util::Full::new);
-    let response = tokio::time::timeout(timeout, service.oneshot(request))
-        .await
-        .map_err(|_| "the OTLP endpoint did not answer in time")??;
-    let (parts, body) = response.into_parts();
-    // A collector answers with a small status message; more is not read.
-    let read = async move {
-        let mut body = body;
-        let mut answer = Vec::new();
-        while let Some(frame) = body.frame().await {
-            if let Ok(data) = frame?.into_data() {
-                if answer.len() + data.len() > MAX_ANSWER {
-                    return Err("the OTLP endpoint's answer is too long".into());
-                }
-                answer.extend_from_slice(&data);
-            }
-        }
-        Ok::<_, tower::BoxError>(Bytes::from(answer))
-    };
-    let body = tokio::time::timeout(timeout, read)
-        .await
-        .map_err(|_| "the OTLP endpoint did not finish its answer in time")??;
-    Ok(http::Response::from_parts(parts, body))
-}
-
-/// An error and its sources, `: `-separated (hyper's "client error (Connect)" says little
-/// without "Connection refused").
-fn chain(e: &(dyn StdError + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let line = s.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = s.source();
+    match tokio::time::timeout(timeout, fetch(service, request, MAX_ANSWER)).await {
+        Ok(answer) => answer,
+        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
     }
-    text
 }

@@ -10,13 +10,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use serde_json::Value;
-use tower::ServiceExt;
 use url::Url;
 
 use crate::transport::http::client::{self, HttpService};
-use crate::transport::http::{chain, redacted};
+use crate::transport::http::redacted;
 
 /// The largest answer read from an authorization server (metadata, tokens): 1 MiB.
 const MAX_BODY: usize = 1024 * 1024;
@@ -72,7 +71,7 @@ impl OAuthHttp {
             Err(_) => req.uri().path().to_owned(),
         };
         let client = self.client.clone();
-        match tokio::time::timeout(REQUEST_TIMEOUT, exchange(client, req)).await {
+        match tokio::time::timeout(REQUEST_TIMEOUT, client::fetch(client, req, MAX_BODY)).await {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(reason)) => Err(HttpError {
                 method,
@@ -145,32 +144,6 @@ fn build(
             url: redacted(url),
             reason: e.to_string(),
         })
-}
-
-/// One request and its whole answer; the error as text.
-async fn exchange(
-    client: HttpService,
-    req: Request<Full<Bytes>>,
-) -> Result<Response<Bytes>, String> {
-    let response = match client.oneshot(req).await {
-        Ok(r) => r,
-        Err(e) => return Err(chain(e.as_ref())),
-    };
-    let (parts, mut body) = response.into_parts();
-    let mut bytes = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = match frame {
-            Ok(f) => f,
-            Err(e) => return Err(format!("reading the answer: {}", chain(e.as_ref()))),
-        };
-        if let Ok(data) = frame.into_data() {
-            if bytes.len() + data.len() > MAX_BODY {
-                return Err(format!("the answer is longer than {MAX_BODY} bytes"));
-            }
-            bytes.extend_from_slice(&data);
-        }
-    }
-    Ok(Response::from_parts(parts, Bytes::from(bytes)))
 }
 
 fn fetched(response: &Response<Bytes>) -> Fetched {

@@ -38,6 +38,17 @@ fn demo() -> tempfile::TempDir {
     )
 }
 
+/// `kaged-mcp call mcp.demo.echo` with `message`, on [`demo`], with `env` added.
+fn echo(message: &str, env: &[(&str, &str)]) -> cli::Out {
+    let project = demo();
+    let args = serde_json::json!({ "message": message }).to_string();
+    cli::run_env(
+        &["call", "mcp.demo.echo", "--args", &args],
+        project.path(),
+        env,
+    )
+}
+
 fn lines(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out)
         .unwrap_or_default()
@@ -60,19 +71,8 @@ fn call_exports_its_spans_and_metrics_over_otlp_http() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("otlp.jsonl");
     let Some(rx) = receiver(&out) else { return };
-    let project = demo();
-    let demo = project.path();
     let endpoint = format!("http://127.0.0.1:{}", rx.port());
-    let run = cli::run_env(
-        &[
-            "call",
-            "mcp.demo.echo",
-            "--args",
-            r#"{"message":"exported"}"#,
-        ],
-        demo,
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
-    );
+    let run = echo("exported", &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout.trim(), "Echo: exported");
     assert_eq!(run.stderr, "", "nothing on stderr when the export works");
@@ -149,15 +149,9 @@ fn call_exports_its_spans_and_metrics_over_otlp_http() {
 
 #[test]
 fn an_unreachable_endpoint_is_one_warning_and_the_call_still_succeeds() {
-    let project = demo();
-    let demo = project.path();
     let port = peers::free_port();
     let endpoint = format!("http://127.0.0.1:{port}");
-    let run = cli::run_env(
-        &["call", "mcp.demo.echo", "--args", r#"{"message":"x"}"#],
-        demo,
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
-    );
+    let run = echo("x", &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout.trim(), "Echo: x");
     // One line per endpoint, naming it and the reason, and the setting to check.
@@ -179,12 +173,9 @@ fn the_export_is_gzipped_when_the_environment_asks() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("otlp.jsonl");
     let Some(rx) = receiver(&out) else { return };
-    let project = demo();
-    let demo = project.path();
     let endpoint = format!("http://127.0.0.1:{}", rx.port());
-    let run = cli::run_env(
-        &["call", "mcp.demo.echo", "--args", r#"{"message":"small"}"#],
-        demo,
+    let run = echo(
+        "small",
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
             ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
@@ -204,4 +195,27 @@ fn the_export_is_gzipped_when_the_environment_asks() {
     assert!(lines(&out)
         .iter()
         .any(|i| i["signal"] == "span" && i["name"] == "tools/call echo"));
+}
+
+#[test]
+fn a_failed_export_names_the_variable_that_set_its_endpoint() {
+    let port = peers::free_port();
+    let traces = format!("http://127.0.0.1:{port}/v1/traces");
+    let run = echo("x", &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &traces)]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    // Only traces are exported: one line, naming the traces variable.
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].starts_with(&format!(
+            "warning: telemetry: nothing exported to {traces}: "
+        )),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].ends_with("(check OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"),
+        "{}",
+        lines[0]
+    );
 }

@@ -79,6 +79,36 @@ pub(crate) fn client(
     BoxCloneSyncService::new(service)
 }
 
+/// Sends `req` through `client` and reads its whole answer, at most `max_body` bytes of it;
+/// the error as one line of text (the error and its sources). For the requests the crate
+/// makes outside a session (OAuth's, the CLI's OTLP exports): an MCP session streams its
+/// answers instead. The caller bounds the time.
+pub(crate) async fn fetch(
+    client: HttpService,
+    req: Request<Full<Bytes>>,
+    max_body: usize,
+) -> Result<Response<Bytes>, String> {
+    let response = match tower::ServiceExt::oneshot(client, req).await {
+        Ok(r) => r,
+        Err(e) => return Err(super::chain(e.as_ref())),
+    };
+    let (parts, mut body) = response.into_parts();
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => return Err(format!("reading the answer: {}", super::chain(e.as_ref()))),
+        };
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > max_body {
+                return Err(format!("the answer is longer than {max_body} bytes"));
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(Response::from_parts(parts, Bytes::from(bytes)))
+}
+
 /// The request's span: method and path, never the query (it may carry a token) nor headers.
 fn span_without_query<B>(request: &Request<B>) -> tracing::Span {
     tracing::debug_span!(
