@@ -13,7 +13,6 @@ use super::super::rpc::{CallGuard, RpcSession};
 use super::board::{TaskBoard, Watch};
 use crate::protocol::tasks::{TaskIdParams, TASKS_CANCEL};
 use crate::protocol::ToolResult;
-use crate::transport::RequestHead;
 
 /// A task being followed: registered on the board (status notifications, progress, the
 /// counters) while it lives; dropped before the task ended, it sends `tasks/cancel`.
@@ -175,8 +174,6 @@ fn send_cancel(
         task_id,
         meta: session.meta(),
     };
-    let head = RequestHead::new(TASKS_CANCEL)
-        .name(Some(task_id))
-        .protocol_version(session.declared_version());
+    let head = super::task_head(TASKS_CANCEL, task_id, session);
     session.request::<IgnoredAny, _>(TASKS_CANCEL, head, Some(&params))
 }

@@ -116,6 +116,18 @@ pub(crate) struct Origin {
     pub(crate) request: RequestRef,
 }
 
+/// The head of a task request `method` about `task_id` on `session`: the task id is the
+/// request's name (mirrored by Streamable HTTP as `Mcp-Name`), the modern version declared.
+pub(super) fn task_head<'a>(
+    method: &'a str,
+    task_id: &'a str,
+    session: &'a RpcSession,
+) -> RequestHead<'a> {
+    RequestHead::new(method)
+        .name(Some(task_id))
+        .protocol_version(session.declared_version())
+}
+
 /// Follows the task `created` (the answer to `origin`, sent on `session`) to its end: see the
 /// [module docs](self).
 pub(crate) async fn follow(
@@ -341,9 +353,7 @@ impl Follower<'_> {
             task_id: self.task_id,
             meta: session.meta(),
         };
-        let head = RequestHead::new(TASKS_GET)
-            .name(Some(self.task_id))
-            .protocol_version(session.declared_version());
+        let head = task_head(TASKS_GET, self.task_id, session);
         let (rx, guard) = session.request::<TaskState, _>(TASKS_GET, head, Some(&params))?;
         guard
             .answer_within(rx, TASKS_GET, self.board.request_timeout)
@@ -383,9 +393,7 @@ impl Follower<'_> {
             input_responses: responses,
             meta: session.meta(),
         };
-        let head = RequestHead::new(TASKS_UPDATE)
-            .name(Some(self.task_id))
-            .protocol_version(session.declared_version());
+        let head = task_head(TASKS_UPDATE, self.task_id, session);
         let (rx, guard) = session.request::<IgnoredAny, _>(TASKS_UPDATE, head, Some(&params))?;
         guard
             .answer_within(rx, TASKS_UPDATE, self.board.request_timeout)
@@ -404,9 +412,7 @@ impl Follower<'_> {
             task_id: self.task_id,
             meta: session.meta(),
         };
-        let head = RequestHead::new(TASKS_RESULT)
-            .name(Some(self.task_id))
-            .protocol_version(session.declared_version());
+        let head = task_head(TASKS_RESULT, self.task_id, session);
         let (rx, mut guard) =
             session.request::<CallAnswer, _>(TASKS_RESULT, head, Some(&params))?;
         let answer = rx.await;
