@@ -286,7 +286,35 @@ pub fn client_options(config: &Config, server: &McpServerConfig) -> ClientOption
     if let Some(probe_timeout) = overrides.probe_timeout {
         options.probe_timeout = probe_timeout;
     }
+    options.log_level = overrides.log_level;
     options
+}
+
+/// The roots of `server` (`roots:` in `project.yaml`), resolved against the project root with
+/// symlinks followed: `None` when it declares none.
+///
+/// # Errors
+/// [`InvalidTransport`] naming the server when a root does not exist, is not a directory, or
+/// resolves outside the project (a symlink out of it).
+pub fn roots(
+    config: &Config,
+    server: &McpServerConfig,
+) -> Result<Option<Vec<crate::client::Root>>, InvalidTransport> {
+    let Some(roots) = &server.roots else {
+        return Ok(None);
+    };
+    roots
+        .iter()
+        .map(|rel| {
+            config::resolve_inside(&config.project_root, rel, "roots")
+                .map(|dir| crate::client::Root::for_dir(&dir, Some(rel.display().to_string())))
+                .map_err(|message| InvalidTransport {
+                    server: server.key.clone(),
+                    message: format!("server `{}`: {message}", server.key),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 /// The settings of `server`'s stack: the result cap, its call timeout (`timeout_ms`, else

@@ -69,6 +69,38 @@ pub enum Error {
         /// The server.
         server: String,
     },
+    /// A request other than a tool call (`resources/read`, `prompts/get`, …) failed: the
+    /// source names the server, the request and the cause (a JSON-RPC error, a timeout, a
+    /// capability the server does not offer).
+    #[error("server `{server}`: {method}: {}", source.reason())]
+    Request {
+        /// The server.
+        server: String,
+        /// The request's method.
+        method: &'static str,
+        /// The underlying error.
+        #[source]
+        source: crate::client::ClientError,
+    },
+    /// A resource read whose blobs do not fit the result cap: refused whole, never cut.
+    #[error("server `{server}`: resources/read: {source} (raise `result_max_bytes` under [mcp] in config.toml)")]
+    ReadTooLarge {
+        /// The server.
+        server: String,
+        /// The URI, the size and the cap.
+        source: crate::protocol::ReadTooLarge,
+    },
+    /// The agent may not read the server's resources: it is granted none of the server's
+    /// tools; no server was contacted.
+    #[error("agent `{agent}` may not read `{uri}` of server `{server}`: it is granted none of the server's tools")]
+    ResourceNotGranted {
+        /// The agent.
+        agent: String,
+        /// The server.
+        server: String,
+        /// The URI asked for.
+        uri: String,
+    },
     /// No server of that key is declared.
     #[error("unknown MCP server `{server}`")]
     UnknownServer {
@@ -146,7 +178,8 @@ impl Error {
     /// What kind of failure this is, as one stable word scripts can match on (`kaged-mcp call
     /// --json` prints it): `config`, `unknown_tool`, `server_not_ready`, `not_granted`,
     /// `unknown_agent`, `login_required`, `unknown_server`, `registration`, `timeout`,
-    /// `call_failed`, `invalid_arguments`, `invalid_result`, `handler`.
+    /// `call_failed`, `invalid_arguments`, `invalid_result`, `handler`, `request_failed`,
+    /// `read_too_large`, `resource_not_granted`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Config(_) => "config",
@@ -162,6 +195,9 @@ impl Error {
             Error::InvalidArguments { .. } => "invalid_arguments",
             Error::InvalidResult { .. } => "invalid_result",
             Error::Handler { .. } => "handler",
+            Error::Request { .. } => "request_failed",
+            Error::ReadTooLarge { .. } => "read_too_large",
+            Error::ResourceNotGranted { .. } => "resource_not_granted",
         }
     }
 
@@ -174,7 +210,10 @@ impl Error {
             | Error::Timeout { server, .. }
             | Error::Call { server, .. }
             | Error::InvalidArguments { server, .. }
-            | Error::InvalidResult { server, .. } => Some(server),
+            | Error::InvalidResult { server, .. }
+            | Error::Request { server, .. }
+            | Error::ReadTooLarge { server, .. }
+            | Error::ResourceNotGranted { server, .. } => Some(server),
             _ => None,
         }
     }

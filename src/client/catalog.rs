@@ -1,48 +1,18 @@
 //! The server's tool catalog as the client reads it: `tools/list` followed page by page
-//! (bounded pages, cursors, tool counts and time), its 2026-07-28 freshness (`ttlMs`), the
-//! `x-mcp-header` parameters of its tools, and the `subscriptions/listen` stream that hears
-//! a modern server's list changes.
+//! ([`pages`](super::pages): bounded pages, cursors, tool counts and time), its 2026-07-28
+//! freshness (`ttlMs`) and the `x-mcp-header` parameters of its tools. The
+//! `subscriptions/listen` stream that hears a modern server's list changes is in
+//! [`listen`](super::listen).
 
 use super::*;
+use crate::protocol::ListToolsResult;
 
-/// The most `tools/list` pages followed.
-pub const MAX_TOOL_PAGES: usize = 100;
+/// The most `tools/list` pages followed (as for every list: [`MAX_PAGES`](super::pages::MAX_PAGES)).
+pub const MAX_TOOL_PAGES: usize = super::pages::MAX_PAGES;
 
-/// The most tools accepted from one server.
-pub const MAX_TOOLS: usize = 10_000;
-
-/// The pause before a `subscriptions/listen` stream that ended is opened again; it doubles
-/// with each stream that ends within [`LISTEN_STEADY`], up to [`LISTEN_MAX_PAUSE`], and each
-/// pause is drawn between half of that and all of it (equal jitter).
-pub const LISTEN_FIRST_PAUSE: Duration = Duration::from_secs(1);
-
-/// The longest pause before a `subscriptions/listen` stream is opened again.
-pub const LISTEN_MAX_PAUSE: Duration = Duration::from_secs(60);
-
-/// A `subscriptions/listen` stream that lasted this long was a working one: the next pause
-/// is [`LISTEN_FIRST_PAUSE`] again (a proxy that cuts idle streams every 30 s costs a 1 s gap
-/// each time), and a JSON-RPC error that ends it is no refusal.
-pub const LISTEN_STEADY: Duration = Duration::from_secs(10);
-
-/// Whether `error`, ending a `subscriptions/listen` that lasted `lasted`, means the server (or
-/// what stands before it) refuses the subscription, so asking again would only repeat it: a
-/// JSON-RPC error within [`LISTEN_STEADY`], or an HTTP refusal (`401`/`403` and any other
-/// `4xx` but `408`, `425` and `429`, or `202` with no answer). A cut, an error after a working
-/// stream, a `5xx` or a request that could not be sent are not.
-pub(super) fn listen_refused(error: &ClientError, lasted: Duration) -> bool {
-    match error {
-        ClientError::JsonRpc { .. } => lasted < LISTEN_STEADY,
-        ClientError::SendFailed { failure, .. } => {
-            failure.is_permanent()
-                || match failure.http_status() {
-                    Some(202) => true,
-                    Some(status) => (400..500).contains(&status) && !is_transient_status(status),
-                    None => false,
-                }
-        }
-        _ => false,
-    }
-}
+/// The most tools accepted from one server (as items of any list:
+/// [`MAX_ITEMS`](super::pages::MAX_ITEMS)).
+pub const MAX_TOOLS: usize = super::pages::MAX_ITEMS;
 
 impl McpClient {
     /// Lists the server's tools, following `nextCursor` to the end. Each page is bounded by
@@ -78,48 +48,22 @@ impl McpClient {
 
     pub(super) async fn list_tools_unnoted(&self) -> Result<Vec<ToolInfo>, ClientError> {
         let session = self.shared.session().await?;
-        let pagination = |detail: String| ClientError::Pagination {
-            server: Arc::clone(&self.shared.server),
-            detail,
-        };
-        let mut tools = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor: Option<String> = None;
         let received = Instant::now();
         // The shortest positive ttl of the pages; none if a page named none (or 0).
         let mut ttl: Option<Duration> = Some(Duration::MAX);
-        for page in 1..=MAX_TOOL_PAGES {
-            let (rx, guard) = session.list_tools_page(cursor.as_deref())?;
-            let limit = self.shared.options.request_timeout;
-            let result = guard.answer_within(rx, "tools/list", limit).await?;
-            ttl = match (ttl, result.ttl_ms) {
-                (Some(t), Some(ms)) if ms > 0 => Some(t.min(Duration::from_millis(ms))),
-                _ => None,
-            };
-            tools.extend(result.tools);
-            if tools.len() > MAX_TOOLS {
-                return Err(pagination(format!("more than {MAX_TOOLS} tools")));
-            }
-            match result.next_cursor {
-                Some(next) if !next.is_empty() => {
-                    if !seen.insert(next.clone()) {
-                        return Err(pagination(format!(
-                            "the cursor {next:?} came back twice (page {page})"
-                        )));
-                    }
-                    cursor = Some(next);
-                }
-                _ => {
-                    self.shared.lock().tools_fresh_until =
-                        ttl.and_then(|ttl| received.checked_add(ttl));
-                    if session.dialect().mirrors_param_headers() {
-                        tools = self.with_param_headers(&session, tools);
-                    }
-                    return Ok(tools);
-                }
-            }
+        let tools = self
+            .follow_pages(&session, |page: &ListToolsResult| {
+                ttl = match (ttl, page.ttl_ms) {
+                    (Some(t), Some(ms)) if ms > 0 => Some(t.min(Duration::from_millis(ms))),
+                    _ => None,
+                };
+            })
+            .await?;
+        self.shared.lock().tools_fresh_until = ttl.and_then(|ttl| received.checked_add(ttl));
+        if session.dialect().mirrors_param_headers() {
+            return Ok(self.with_param_headers(&session, tools));
         }
-        Err(pagination(format!("more than {MAX_TOOL_PAGES} pages")))
+        Ok(tools)
     }
 
     /// Whether the last tool list is stale by the server's own cache hint (2026-07-28
@@ -174,74 +118,5 @@ impl McpClient {
             .collect();
         session.dialect().set_param_headers(headers);
         kept
-    }
-}
-
-impl Shared {
-    /// Keeps a `subscriptions/listen` stream open for a modern server that offers list
-    /// changes, for the life of `session`. A stream that ends while the session lives (the
-    /// server ended it, or the transport cut it: an idle timeout, a proxy), or that could not
-    /// be sent, is opened again after a pause ([`LISTEN_FIRST_PAUSE`], doubling up to
-    /// [`LISTEN_MAX_PAUSE`]; the first again after a stream that lasted [`LISTEN_STEADY`]);
-    /// its acknowledgement has the tool list read again, since a change may have come in the
-    /// gap. A refusal ([`listen_refused`]) ends it for the session.
-    pub(super) fn listen_for_tool_changes(&self, session: &Arc<RpcSession>) {
-        let server = Arc::clone(&self.server);
-        let session = Arc::downgrade(session);
-        tokio::spawn(async move {
-            // Equal jitter: between half the doubling pause and all of it.
-            let mut backoff = JitteredBackoff::new(LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE)
-                .expect("the listen pauses are valid")
-                .jitter(Jitter::Equal);
-            let mut retry = 0;
-            let mut reopened = false;
-            loop {
-                let Some(live) = session.upgrade() else {
-                    return;
-                };
-                let opened = Instant::now();
-                let sent = live.listen_for_tool_changes(reopened);
-                drop(live);
-                let outcome = match sent {
-                    Ok(rx) => match rx.await {
-                        Ok(outcome) => outcome,
-                        Err(_) => return,
-                    },
-                    // Not sent (the bound on requests in flight, a full stdio pipe, or the
-                    // session's end, seen just below): tried again like a cut.
-                    Err(e) => Err(e),
-                };
-                match session.upgrade() {
-                    Some(live) if !live.is_closed() => {}
-                    _ => return,
-                }
-                let lasted = opened.elapsed();
-                if lasted >= LISTEN_STEADY {
-                    retry = 0;
-                }
-                let pause = backoff.delay(retry);
-                let pause_ms = pause.as_millis() as u64;
-                match &outcome {
-                    Err(e) if listen_refused(e, lasted) => {
-                        tracing::warn!(server = &*server, error = %e, "the server refused subscriptions/listen; tool changes are seen at the ttl or a restart");
-                        return;
-                    }
-                    Ok(_) => tracing::info!(
-                        server = &*server,
-                        pause_ms,
-                        "the server ended the tools/list_changed subscription; opening it again"
-                    ),
-                    Err(e) => tracing::info!(
-                        server = &*server,
-                        error = %e,
-                        pause_ms,
-                        "the tools/list_changed subscription was cut; opening it again"
-                    ),
-                }
-                tokio::time::sleep(pause).await;
-                retry = retry.saturating_add(1);
-                reopened = true;
-            }
-        });
     }
 }

@@ -335,7 +335,7 @@ mod tests {
     }
 
     fn stack(elicitation: Option<ElicitationService>) -> server_requests::ServerRequestService {
-        server_requests::stack("github", None, elicitation, RejectedCounter::new())
+        server_requests::stack("github", None, elicitation, None, RejectedCounter::new())
     }
 
     #[tokio::test]
@@ -442,7 +442,7 @@ mod tests {
     async fn with_a_handler_ping_is_answered_and_sampling_still_refused() {
         let (h, seen) = handler(ElicitResult::Accept(Map::new()));
         let counter = RejectedCounter::new();
-        let svc = server_requests::stack("github", None, Some(h), counter.clone());
+        let svc = server_requests::stack("github", None, Some(h), None, counter.clone());
         assert_eq!(
             svc.clone()
                 .oneshot(request("ping", json!({})))
@@ -468,7 +468,13 @@ mod tests {
             |req: ServerRequest| async move { Ok::<_, BoxError>(json!({"custom": req.method})) },
         ));
         let (h, _) = handler(ElicitResult::Cancel);
-        let svc = server_requests::stack("github", Some(custom), Some(h), RejectedCounter::new());
+        let svc = server_requests::stack(
+            "github",
+            Some(custom),
+            Some(h),
+            None,
+            RejectedCounter::new(),
+        );
         assert_eq!(
             svc.clone()
                 .oneshot(request(ELICITATION_CREATE, form()))

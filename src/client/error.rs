@@ -208,11 +208,13 @@ pub enum ClientError {
         /// The server.
         server: Arc<str>,
     },
-    /// `tools/list` pagination did not end properly.
-    #[error("MCP server `{server}`: tools/list stopped: {detail}")]
+    /// A list (`tools/list`, `resources/list`, …) did not end properly.
+    #[error("MCP server `{server}`: {method} stopped: {detail}")]
     Pagination {
         /// The server.
         server: Arc<str>,
+        /// The list's method.
+        method: &'static str,
         /// What went wrong (a cursor seen twice, too many pages or tools).
         detail: String,
     },
@@ -357,6 +359,18 @@ pub enum ClientError {
         /// What to change, when the client can tell.
         hint: Option<Box<str>>,
     },
+    /// The server's capabilities do not offer what a request needs: it was not sent.
+    #[error("MCP server `{server}` does not offer {capability} (its capabilities at start); {method} {name} was not sent")]
+    NotOffered {
+        /// The server.
+        server: Arc<str>,
+        /// The request's method.
+        method: &'static str,
+        /// What the request was about: a URI, a prompt.
+        name: Box<str>,
+        /// The capability it needs, e.g. `resources.subscribe`.
+        capability: Box<str>,
+    },
     /// The server had to be started outside a tokio runtime.
     #[error("MCP server `{server}` cannot be started outside a tokio runtime")]
     NoRuntime {
@@ -392,6 +406,7 @@ impl ClientError {
             | Self::TaskCancelled { server, .. }
             | Self::TaskLost { server, .. }
             | Self::MissingCapability { server, .. }
+            | Self::NotOffered { server, .. }
             | Self::NoRuntime { server } => server,
         }
     }

@@ -79,15 +79,19 @@ pub mod era;
 mod error;
 mod future;
 mod inbound;
+mod listen;
 pub mod mrtr;
 mod options;
+mod pages;
+mod prompts;
+mod resources;
+pub mod roots;
 mod rpc;
 pub mod server_requests;
 mod state;
 mod supervisor;
 pub mod tasks;
 
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
@@ -100,22 +104,24 @@ use tokio::time::Instant;
 use tower::{BoxError, Service};
 
 pub use self::call::ToolCall;
-pub use self::catalog::{
-    LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE, LISTEN_STEADY, MAX_TOOLS, MAX_TOOL_PAGES,
-};
+pub use self::catalog::{MAX_TOOLS, MAX_TOOL_PAGES};
 pub use self::era::{Era, EraPreference};
 pub(crate) use self::error::without_server;
 pub use self::error::{ClientError, RequestRef};
 pub use self::future::ResponseFuture;
+pub use self::listen::{LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE, LISTEN_STEADY};
 pub use self::mrtr::MAX_INPUT_ROUNDS;
 pub use self::options::ClientOptions;
+pub use self::pages::{MAX_ITEMS, MAX_PAGES};
+pub use self::resources::{ServerChange, CHANGES_CAPACITY};
+pub use self::roots::Root;
 pub use self::state::ServerState;
 use self::supervisor::{session_close_requested, Acquire, Supervisor};
 pub use self::tasks::TaskCounts;
 
 use self::rpc::RpcSession;
 use self::server_requests::ServerRequestService;
-use crate::protocol::lifecycle::{client_capabilities, is_supported_version};
+use crate::protocol::lifecycle::is_supported_version;
 use crate::protocol::modern::{param_headers, ModernMeta, MODERN_PROTOCOL_VERSION};
 use crate::protocol::{Implementation, InitializeResult, ToolInfo};
 use crate::transport::{is_transient_status, CloseReason, ConnectContext, Connection, Transport};
@@ -150,6 +156,8 @@ pub(crate) struct Shared {
     param_headers: dialect::ParamHeaders,
     /// The tasks being followed, and their counters (shared by every session).
     tasks: Arc<tasks::TaskBoard>,
+    /// The resources subscribed to, and where every session sends the changes it hears.
+    subscriptions: Arc<resources::Subscriptions>,
 }
 
 impl McpClient {
@@ -167,17 +175,17 @@ impl McpClient {
             &server,
             options.server_request_handler.clone(),
             options.elicitation_handler.clone(),
+            options.roots.as_deref(),
             sampling_refused.clone(),
         );
         let (tools_changed, _) = watch::channel(0);
-        let capabilities = tasks::modern_capabilities(
-            client_capabilities(options.elicitation_handler.is_some()),
-            options.tasks.enabled(),
-        );
+        let capabilities =
+            tasks::modern_capabilities(options.capabilities(), options.tasks.enabled());
         let modern_meta = match ModernMeta::new(
             MODERN_PROTOCOL_VERSION,
             &capabilities,
             &options.client_info,
+            options.log_level,
         ) {
             Ok(meta) => Some(Arc::new(meta)),
             Err(e) => {
@@ -215,6 +223,7 @@ impl McpClient {
                 modern_meta,
                 param_headers: dialect::ParamHeaders::default(),
                 tasks: Arc::new(tasks::TaskBoard::new(request_timeout)),
+                subscriptions: Arc::default(),
             }),
         };
         client.shared.tasks.bind(Arc::downgrade(&client.shared));

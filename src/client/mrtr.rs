@@ -1,5 +1,5 @@
-//! Multi round-trip requests (2026-07-28): answering a `tools/call` that came back
-//! `resultType: "input_required"`.
+//! Multi round-trip requests (2026-07-28): answering a `tools/call`, `resources/read` or
+//! `prompts/get` that came back `resultType: "input_required"`.
 //!
 //! Each input request (`{"method", "params"}` under a key the server chose) is what a legacy
 //! server would have sent as a request of its own, so it goes through the same server-request
@@ -17,7 +17,9 @@
 //!
 //! The answers and the server's `requestState` (echoed unchanged) go on a retry of the call
 //! with a new request id ([`ResponseFuture`](super::ResponseFuture)), at most
-//! [`MAX_INPUT_ROUNDS`] times; the call's timeout bounds the whole exchange.
+//! [`MAX_INPUT_ROUNDS`] times; the call's timeout bounds the whole exchange. A
+//! `resources/read` or `prompts/get` goes the same way through [`with_input`], each round
+//! bounded by the request timeout.
 
 use std::sync::Arc;
 
@@ -25,13 +27,62 @@ use serde_json::{Map, Value};
 use tower::ServiceExt;
 
 use super::error::{ClientError, RequestRef};
-use super::rpc::{InputRetry, RpcSession};
+use super::rpc::{CallGuard, InputRetry, RpcSession};
 use super::server_requests::to_jsonrpc_error;
+use crate::protocol::modern::Answer;
 use crate::protocol::server_request::ELICITATION_CREATE;
 use crate::protocol::{InputRequired, RequestId, ServerRequest};
 
 /// The most `input_required` answers one call may get before it is given up.
 pub const MAX_INPUT_ROUNDS: u32 = 8;
+
+/// Sends a request of `method` with `send` (given the answers of the last round, if any) until
+/// it is answered with a result: each `input_required` answer is resolved ([`resolve`]) and
+/// the request sent again with a new id, at most [`MAX_INPUT_ROUNDS`] times; each round is
+/// bounded by `limit`.
+pub(crate) async fn with_input<R, F>(
+    session: &Arc<RpcSession>,
+    method: &'static str,
+    limit: std::time::Duration,
+    mut send: F,
+) -> Result<R, ClientError>
+where
+    F: FnMut(
+        Option<&InputRetry>,
+    ) -> Result<
+        (
+            tokio::sync::oneshot::Receiver<Result<Answer<R>, ClientError>>,
+            CallGuard,
+        ),
+        ClientError,
+    >,
+{
+    let mut retry = None;
+    for round in 0..=MAX_INPUT_ROUNDS {
+        let (rx, guard) = send(retry.as_ref())?;
+        let request = RpcSession::request_ref(guard.id(), method);
+        match guard.answer_within(rx, method, limit).await? {
+            Answer::Complete(result) => return Ok(result),
+            Answer::InputRequired(_) if round == MAX_INPUT_ROUNDS => {
+                return Err(ClientError::InputRounds {
+                    server: Arc::clone(&session.server),
+                    request,
+                    rounds: round,
+                })
+            }
+            Answer::InputRequired(asked) => {
+                tracing::debug!(
+                    server = &*session.server,
+                    method,
+                    inputs = asked.input_requests.len(),
+                    "input_required: answering the server's input requests"
+                );
+                retry = Some(resolve(Arc::clone(session), request, asked).await?);
+            }
+        }
+    }
+    unreachable!("the last round returns")
+}
 
 /// Answers the input requests of `asked` (the answer to `request`), one after the other, in
 /// the order of their keys.

@@ -6,11 +6,12 @@ use std::time::Duration;
 use kaged_mcp_layers::retry::{Jitter, JitterRng, JitteredBackoff};
 
 use crate::config::TaskMode;
-use crate::protocol::Implementation;
+use crate::protocol::{Implementation, LoggingLevel};
 use crate::transport::DEFAULT_FRAME_LIMIT;
 
 use super::elicitation::ElicitationService;
 use super::era::EraPreference;
+use super::roots::Root;
 use super::server_requests::ServerRequestService;
 
 /// How a [`McpClient`](super::McpClient) runs and supervises its server.
@@ -89,6 +90,13 @@ pub struct ClientOptions {
     /// default 10 min, the stack's progress cap; the session sets it to the longer of that cap
     /// and the server's call timeout, so no call outlives its task).
     pub task_ttl: Duration,
+    /// The level the server is asked to log at (`logging/setLevel`, sent at each start when
+    /// the server offers `logging`; default none: the server's own level). Its messages reach
+    /// `tracing` at the matching level either way.
+    pub log_level: Option<LoggingLevel>,
+    /// The roots the server may see (default none: the `roots` capability is not advertised
+    /// and `roots/list` is refused); see [`roots`](super::roots).
+    pub roots: Option<Vec<Root>>,
 }
 
 impl Default for ClientOptions {
@@ -111,6 +119,8 @@ impl Default for ClientOptions {
             probe_timeout: Duration::from_secs(10),
             tasks: TaskMode::Required,
             task_ttl: Duration::from_secs(600),
+            log_level: None,
+            roots: None,
         }
     }
 }
@@ -195,6 +205,29 @@ impl ClientOptions {
         self
     }
 
+    /// Sets [`log_level`](Self::log_level).
+    #[must_use]
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
+    /// Sets [`roots`](Self::roots), which turns the `roots` capability on.
+    #[must_use]
+    pub fn roots(mut self, roots: Vec<Root>) -> Self {
+        self.roots = Some(roots);
+        self
+    }
+
+    /// The client's capabilities as these options make them (see
+    /// [`client_capabilities`](crate::protocol::lifecycle::client_capabilities)).
+    pub(crate) fn capabilities(&self) -> serde_json::Map<String, serde_json::Value> {
+        crate::protocol::lifecycle::client_capabilities(
+            self.elicitation_handler.is_some(),
+            self.roots.is_some(),
+        )
+    }
+
     /// Sets [`era`](Self::era).
     #[must_use]
     pub fn era(mut self, era: EraPreference) -> Self {
@@ -276,6 +309,8 @@ impl fmt::Debug for ClientOptions {
             .field("probe_timeout", &self.probe_timeout)
             .field("tasks", &self.tasks)
             .field("task_ttl", &self.task_ttl)
+            .field("log_level", &self.log_level)
+            .field("roots", &self.roots)
             .field(
                 "server_request_handler",
                 &self.server_request_handler.as_ref().map(|_| "custom"),

@@ -30,7 +30,7 @@ mod requests;
 mod route;
 mod traced;
 
-pub(crate) use self::requests::{InputRetry, DISCOVER, LISTEN};
+pub(crate) use self::requests::{InputRetry, ListenFilter, DISCOVER, LISTEN};
 use self::traced::with_trace_context;
 use super::dialect::{Dialect, ParamHeaders};
 use super::error::{ClientError, RequestRef};
@@ -38,7 +38,7 @@ use super::inbound::{self, Frame};
 use super::server_requests::{self, ServerRequestService};
 use super::tasks::TaskBoard;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
-use crate::protocol::lifecycle::{client_capabilities, InitializeParams};
+use crate::protocol::lifecycle::InitializeParams;
 use crate::protocol::modern::{
     DiscoverParams, ModernMeta, RequestMeta, MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -50,10 +50,10 @@ use crate::protocol::notifications::{
 use crate::protocol::tasks::{
     TaskMetadata, TaskState, TASKS_NOTIFICATION, TASK_STATUS_NOTIFICATION,
 };
-use crate::protocol::tools::{CallToolParams, LegacyCallToolParams, ListToolsParams, ProgressMeta};
+use crate::protocol::tools::{CallToolParams, LegacyCallToolParams, ProgressMeta};
 use crate::protocol::{
-    CallAnswer, DiscoverResult, Implementation, InitializeResult, JsonRpcError, ListToolsResult,
-    RequestId, ServerRequest,
+    CallAnswer, DiscoverResult, Implementation, InitializeResult, JsonRpcError, RequestId,
+    ServerRequest,
 };
 use crate::telemetry::{Outcome, RequestTelemetry, SessionTelemetry};
 use crate::transport::{
@@ -229,6 +229,11 @@ pub(crate) struct RpcSession {
     abandoned_calls: Mutex<std::collections::VecDeque<u64>>,
     /// What every request's span and metrics say of the session (see [`crate::telemetry`]).
     telemetry: Arc<SessionTelemetry>,
+    /// Where the changes the server announces go (resource updates, list changes).
+    changes: tokio::sync::broadcast::Sender<super::ServerChange>,
+    /// A modern session's resource subscription stream is running
+    /// ([`listen_for_resources`](super::Shared::listen_for_resources)).
+    pub(crate) resource_stream: AtomicBool,
 }
 
 /// How many abandoned `tools/call` ids a session remembers, to cancel a task that answers one
@@ -292,6 +297,8 @@ pub(crate) struct SessionSettings {
     pub(crate) tasks_declared: bool,
     /// The session's telemetry (where the server is: the transport's peer).
     pub(crate) telemetry: Arc<SessionTelemetry>,
+    /// Where the changes the server announces go.
+    pub(crate) changes: tokio::sync::broadcast::Sender<super::ServerChange>,
 }
 
 impl RpcSession {
@@ -312,6 +319,7 @@ impl RpcSession {
             task_ttl,
             tasks_declared,
             telemetry,
+            changes,
         } = settings;
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
@@ -340,6 +348,8 @@ impl RpcSession {
             tasks_declared,
             abandoned_calls: Mutex::new(std::collections::VecDeque::new()),
             telemetry,
+            changes,
+            resource_stream: AtomicBool::new(false),
         })
     }
 
@@ -350,7 +360,7 @@ impl RpcSession {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn request_ref(id: u64, method: &'static str) -> RequestRef {
+    pub(crate) fn request_ref(id: u64, method: &'static str) -> RequestRef {
         RequestRef {
             id: RequestId::from(id),
             method,
@@ -598,7 +608,7 @@ impl RpcSession {
 
     /// A caller stopped waiting for `id` (its telemetry ends with `outcome`): forget it and
     /// tell the server.
-    fn abandon(&self, id: u64, outcome: Outcome<'_>) {
+    pub(crate) fn abandon(&self, id: u64, outcome: Outcome<'_>) {
         let removed = self.table().map.remove(&id);
         let Some(pending) = removed else { return };
         pending.telemetry.end(outcome);

@@ -1,4 +1,5 @@
-//! The server→client request stack: `RejectSampling` → elicitation (if plugged) → the handler.
+//! The server→client request stack: `RejectSampling` → roots (if set) → elicitation (if
+//! plugged) → the handler.
 //!
 //! Every request a server sends to the client passes through [`RejectSampling`] first, so
 //! `sampling/createMessage` never reaches a handler (ADR-0043 §5), whatever an embedder puts
@@ -6,7 +7,7 @@
 //! ([`ClientOptions::elicitation_handler`](super::ClientOptions::elicitation_handler)),
 //! `elicitation/create` goes to it next (see [`elicitation`](super::elicitation)). The default
 //! handler, [`DefaultServerRequests`], answers `ping` with `{}` and every other method
-//! (`roots/list`, `elicitation/create` when no elicitation handler is plugged in, anything
+//! (`roots/list` when no roots are set, `elicitation/create` when no elicitation handler is plugged in, anything
 //! unknown) with JSON-RPC error −32601. A refused sampling request is answered −32601 too, with
 //! a message saying why; the refusal is counted
 //! ([`McpClient::sampling_refused_count`](super::McpClient::sampling_refused_count)) and logged
@@ -40,6 +41,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service};
 
 use super::elicitation::{Elicit, ElicitationService};
+use super::roots::{Root, Roots};
 use crate::protocol::jsonrpc::{JsonRpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::protocol::server_request::PING;
 use crate::protocol::ServerRequest;
@@ -68,18 +70,24 @@ impl Service<ServerRequest> for DefaultServerRequests {
     }
 }
 
-/// The full stack for one server: `RejectSampling` over the elicitation handler, if any
-/// (see [`elicitation`](super::elicitation)), over `handler` or the default one.
+/// The full stack for one server: `RejectSampling` over the roots, if any (see
+/// [`roots`](super::roots)), over the elicitation handler, if any (see
+/// [`elicitation`](super::elicitation)), over `handler` or the default one.
 pub(crate) fn stack(
     server: &str,
     handler: Option<ServerRequestService>,
     elicitation: Option<ElicitationService>,
+    roots: Option<&[Root]>,
     counter: RejectedCounter,
 ) -> ServerRequestService {
     let handler = handler.unwrap_or_else(|| ServerRequestService::new(DefaultServerRequests));
     let inner = match elicitation {
         Some(elicit) => ServerRequestService::new(Elicit::new(handler, elicit, server)),
         None => handler,
+    };
+    let inner = match roots {
+        Some(roots) => ServerRequestService::new(Roots::new(inner, roots)),
+        None => inner,
     };
     ServerRequestService::new(RejectSampling::with_counter(inner, server, counter))
 }
@@ -118,7 +126,7 @@ mod tests {
 
     #[tokio::test]
     async fn ping_is_answered_with_an_empty_object() {
-        let svc = stack("s", None, None, RejectedCounter::new());
+        let svc = stack("s", None, None, None, RejectedCounter::new());
         assert_eq!(
             svc.oneshot(req("ping")).await.unwrap(),
             serde_json::json!({})
@@ -128,7 +136,7 @@ mod tests {
     #[tokio::test]
     async fn sampling_is_refused_with_method_not_found_and_counted() {
         let counter = RejectedCounter::new();
-        let svc = stack("s", None, None, counter.clone());
+        let svc = stack("s", None, None, None, counter.clone());
         let err = svc
             .oneshot(req("sampling/createMessage"))
             .await
@@ -142,7 +150,7 @@ mod tests {
     #[tokio::test]
     async fn roots_elicitation_and_unknown_methods_are_not_found() {
         for method in ["roots/list", "elicitation/create", "x/unknown"] {
-            let svc = stack("s", None, None, RejectedCounter::new());
+            let svc = stack("s", None, None, None, RejectedCounter::new());
             let err = svc.oneshot(req(method)).await.unwrap_err();
             let rpc = to_jsonrpc_error(&err);
             assert_eq!(rpc.code, METHOD_NOT_FOUND, "{method}");
@@ -156,7 +164,7 @@ mod tests {
             Ok::<_, BoxError>(serde_json::json!({"model": "leaked"}))
         }));
         let counter = RejectedCounter::new();
-        let svc = stack("s", Some(handler), None, counter.clone());
+        let svc = stack("s", Some(handler), None, None, counter.clone());
         assert!(svc
             .clone()
             .oneshot(req("sampling/createMessage"))

@@ -218,7 +218,9 @@ impl Shared {
                 sup.ready_at = Some(Instant::now());
                 sup.next_attempt = None;
                 self.set_state(&mut sup, ServerState::Ready);
+                let capabilities = sup.init.as_ref().map(|i| i.capabilities.clone());
                 drop(sup);
+                self.after_start(&session, capabilities.as_ref());
                 for waiter in waiters {
                     let _ = waiter.send(Ok(Arc::clone(&session)));
                 }
@@ -266,6 +268,60 @@ impl Shared {
         }
     }
 
+    /// What a session that just became ready is sent before anything else the client asks:
+    /// the operator's log level (`logging/setLevel`, when the server offers `logging`), and
+    /// the client's resource subscriptions again (a new session knows none of them): one
+    /// `resources/subscribe` each in the legacy era, the resource stream in the modern one.
+    /// On a task of its own; a failure is logged and ends nothing.
+    pub(super) fn after_start(
+        self: &Arc<Self>,
+        session: &Arc<RpcSession>,
+        capabilities: Option<&serde_json::Value>,
+    ) {
+        let null = serde_json::Value::Null;
+        let capabilities = capabilities.unwrap_or(&null);
+        // A modern request carries the level in its own `_meta` (`logging/setLevel` is gone).
+        let level = self
+            .options
+            .log_level
+            .filter(|_| !session.is_modern() && capabilities.get("logging").is_some());
+        let uris = self.subscriptions.uris();
+        let mut resubscribe = Vec::new();
+        if !uris.is_empty() {
+            if session.is_modern() {
+                self.listen_for_resources(session);
+            } else if capabilities["resources"]["subscribe"] == true {
+                resubscribe = uris;
+            }
+        }
+        if level.is_none() && resubscribe.is_empty() {
+            return;
+        }
+        let session = Arc::clone(session);
+        let limit = self.options.request_timeout;
+        tokio::spawn(async move {
+            if let Some(level) = level {
+                super::prompts::set_log_level(&session, level, limit).await;
+            }
+            for uri in resubscribe {
+                let sent = match session.about_resource::<serde::de::IgnoredAny>(
+                    "resources/subscribe",
+                    &uri,
+                    None,
+                ) {
+                    Ok((rx, guard)) => guard
+                        .answer_within(rx, "resources/subscribe", limit)
+                        .await
+                        .map(drop),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = sent {
+                    tracing::warn!(server = &*session.server, uri = %uri, error = %e, "the resource subscription could not be sent again after the start");
+                }
+            }
+        });
+    }
+
     /// Opens a connection with a new session on it.
     pub(super) async fn connect(
         self: &Arc<Self>,
@@ -311,6 +367,7 @@ impl Shared {
                 telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(
                     self.transport.peer(),
                 )),
+                changes: self.subscriptions.changes.clone(),
             },
         );
         let ctx = ConnectContext {
@@ -381,9 +438,10 @@ impl Shared {
                     );
                     session.dialect().speak_modern(Arc::clone(meta));
                     session.telemetry().agreed(&init.protocol_version, None);
-                    if init.capabilities["tools"]["listChanged"] == true {
-                        self.listen_for_tool_changes(&session);
-                    }
+                    self.listen_for_changes(
+                        &session,
+                        rpc::ListenFilter::list_changes(&init.capabilities),
+                    );
                     return Ok((session, init, Era::Modern));
                 }
                 era::Probe::Failed(e) => {
@@ -426,10 +484,8 @@ impl Shared {
         self: &Arc<Self>,
         session: &Arc<RpcSession>,
     ) -> Result<InitializeResult, ClientError> {
-        let (id, rx) = session.initialize(
-            &self.options.client_info,
-            self.options.elicitation_handler.is_some(),
-        )?;
+        let (id, rx) =
+            session.initialize(&self.options.client_info, self.options.capabilities())?;
         let init = match tokio::time::timeout(self.options.initialize_timeout, rx).await {
             Ok(Ok(answer)) => answer?,
             Ok(Err(_)) => {

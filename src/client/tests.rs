@@ -15,7 +15,7 @@ use kaged_mcp_layers::timeout::ProgressHandle;
 use serde_json::{json, Value};
 use tower::{BoxError, Service, ServiceExt};
 
-use super::catalog::listen_refused;
+use super::listen::listen_refused;
 use super::*;
 use crate::test_util::{Act, MockTransport};
 
@@ -945,7 +945,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
             "mock".into(),
             1,
             Arc::new(|_: &RpcSession, _: super::rpc::SessionEvent<'_>| {}),
-            server_requests::stack("mock", None, None, RejectedCounter::new()),
+            server_requests::stack("mock", None, None, None, RejectedCounter::new()),
             Arc::new(watch::channel(0).0),
             super::rpc::SessionSettings {
                 max_in_flight: 8,
@@ -958,6 +958,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
                 telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(
                     crate::transport::Peer::Unknown,
                 )),
+                changes: tokio::sync::broadcast::Sender::new(1),
             },
         );
         for i in 0..1000 {

@@ -1,6 +1,7 @@
 //! `local.toml`: the operator's overrides (`[mcp.<key>]`) and secrets (`[secrets.<path>]`),
 //! ADR-0043 §7. Never part of the project; never printed.
 
+use crate::protocol::LoggingLevel;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -42,6 +43,11 @@ pub struct ServerOverrides {
     /// `tasks = "required" | "prefer" | "off"`: which calls run as MCP tasks (default
     /// `required`: only the tools that require it; see [`TaskMode`]).
     pub tasks: TaskMode,
+    /// `log_level = "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" |
+    /// "emergency"`: the level the server is asked to log at (`logging/setLevel` at each start
+    /// of a legacy session whose server offers `logging`; the `_meta` log level of every
+    /// 2026-07-28 request). Default none: the server decides.
+    pub log_level: Option<LoggingLevel>,
 }
 
 /// The parsed `local.toml`.
@@ -183,6 +189,31 @@ fn overrides(
                     type_name(other)
                 ),
             )),
+            ("log_level", value) => {
+                let level = match value {
+                    DeValue::String(text) => LoggingLevel::from_name(text),
+                    _ => None,
+                };
+                match level {
+                    Some(level) => o.log_level = Some(level),
+                    None => errors.push(doc.err(
+                        v.span(),
+                        p,
+                        format!(
+                            "expected one of {}, found {}",
+                            LoggingLevel::NAMES
+                                .iter()
+                                .map(|n| format!("\"{n}\""))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            match value {
+                                DeValue::String(text) => format!("\"{text}\""),
+                                other => type_name(other).to_owned(),
+                            }
+                        ),
+                    )),
+                }
+            }
             ("timeout_ms", value) => o.timeout = milliseconds(doc, v.span(), value, p, errors),
             ("probe_timeout_ms", value) => {
                 o.probe_timeout = milliseconds(doc, v.span(), value, p, errors);
@@ -191,7 +222,7 @@ fn overrides(
                 k.span(),
                 p,
                 format!(
-                    "unknown key `{other}`; [mcp.<server>] has disabled, era, probe_timeout_ms, tasks, timeout_ms, trust_annotations, validate"
+                    "unknown key `{other}`; [mcp.<server>] has disabled, era, log_level, probe_timeout_ms, tasks, timeout_ms, trust_annotations, validate"
                 ),
             )),
         }

@@ -402,23 +402,30 @@ fn read_file(path: &Path, errors: &mut Vec<ConfigError>) -> Option<String> {
 /// Resolves a stdio server's `cwd` against the project root, following symlinks, and checks
 /// the result is still inside the project.
 pub fn resolve_cwd(project_root: &Path, cwd: &Path) -> Result<PathBuf, String> {
+    resolve_inside(project_root, cwd, "cwd")
+}
+
+/// Resolves the directory `rel` (the setting `key`: `cwd`, `roots`) against the project root,
+/// following symlinks, and checks the result is an existing directory still inside the
+/// project.
+pub fn resolve_inside(project_root: &Path, rel: &Path, key: &str) -> Result<PathBuf, String> {
     let root = project_root
         .canonicalize()
         .map_err(|e| format!("project root {}: {e}", project_root.display()))?;
-    let joined = root.join(cwd);
+    let joined = root.join(rel);
     let real = joined
         .canonicalize()
-        .map_err(|e| format!("cwd {}: {e}", joined.display()))?;
+        .map_err(|e| format!("{key} {}: {e}", joined.display()))?;
     if !real.starts_with(&root) {
         return Err(format!(
-            "cwd `{}` resolves to {}, outside the project root {}",
-            cwd.display(),
+            "{key} `{}` resolves to {}, outside the project root {}",
+            rel.display(),
             real.display(),
             root.display()
         ));
     }
     if !real.is_dir() {
-        return Err(format!("cwd `{}` is not a directory", cwd.display()));
+        return Err(format!("{key} `{}` is not a directory", rel.display()));
     }
     Ok(real)
 }

@@ -61,13 +61,17 @@ pub(crate) struct InitializeParams<'a> {
     pub(crate) client_info: &'a Implementation,
 }
 
-/// The client's `capabilities` in `initialize`: `{}`, or `{"elicitation": {"form": {}}}` when
-/// elicitation is on (form mode only; `2025-11-25` reads a bare `{}` as form mode too, and
-/// older revisions only look for the key).
-pub(crate) fn client_capabilities(elicitation: bool) -> Map<String, Value> {
+/// The client's `capabilities` in `initialize` (and in a modern request's `_meta`): `{}`, with
+/// `{"elicitation": {"form": {}}}` when elicitation is on (form mode only; `2025-11-25` reads a
+/// bare `{}` as form mode too, and older revisions only look for the key) and
+/// `{"roots": {"listChanged": false}}` when the client has roots.
+pub(crate) fn client_capabilities(elicitation: bool, roots: bool) -> Map<String, Value> {
     let mut capabilities = Map::new();
     if elicitation {
         capabilities.insert("elicitation".into(), serde_json::json!({ "form": {} }));
+    }
+    if roots {
+        capabilities.insert("roots".into(), serde_json::json!({ "listChanged": false }));
     }
     capabilities
 }
@@ -108,7 +112,7 @@ mod tests {
         let info = Implementation::this_client();
         let params = InitializeParams {
             protocol_version: LATEST_PROTOCOL_VERSION,
-            capabilities: client_capabilities(false),
+            capabilities: client_capabilities(false, false),
             client_info: &info,
         };
         let json = serde_json::to_value(&params).unwrap();
@@ -121,10 +125,22 @@ mod tests {
     #[test]
     fn elicitation_is_advertised_as_form_mode_only_when_on() {
         assert_eq!(
-            Value::Object(client_capabilities(true)),
+            Value::Object(client_capabilities(true, false)),
             serde_json::json!({"elicitation": {"form": {}}})
         );
-        assert!(client_capabilities(false).is_empty());
+        assert!(client_capabilities(false, false).is_empty());
+    }
+
+    #[test]
+    fn roots_are_advertised_without_list_changes_only_when_set() {
+        assert_eq!(
+            Value::Object(client_capabilities(false, true)),
+            serde_json::json!({"roots": {"listChanged": false}})
+        );
+        assert_eq!(
+            Value::Object(client_capabilities(true, true)),
+            serde_json::json!({"elicitation": {"form": {}}, "roots": {"listChanged": false}})
+        );
     }
 
     #[test]

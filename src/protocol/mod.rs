@@ -37,6 +37,8 @@ pub mod jsonrpc;
 pub mod lifecycle;
 pub mod modern;
 pub mod notifications;
+pub mod prompts;
+pub mod resources;
 pub mod result;
 pub mod server_request;
 pub mod tasks;
@@ -55,6 +57,10 @@ pub use self::modern::{
     CallAnswer, DiscoverResult, InputRequired, MODERN_PROTOCOL_VERSION, SUPPORTED_MODERN_VERSIONS,
 };
 pub use self::notifications::{LoggingLevel, ProgressParams};
+pub use self::prompts::{
+    Completion, CompletionRef, GetPromptResult, Prompt, PromptArgument, PromptMessage,
+};
+pub use self::resources::{ReadResourceResult, ReadTooLarge, Resource, ResourceTemplate};
 pub use self::result::ToolResult;
 pub use self::server_request::ServerRequest;
 pub use self::tasks::{TaskState, TaskStatus, TaskSupport};

@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::lifecycle::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
+use super::notifications::LoggingLevel;
 use super::result::ToolResult;
 
 /// The modern revision this client speaks.
@@ -39,6 +40,9 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key: the client's identity.
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the level at or above which the server may send `notifications/message` for
+/// this request (absent: none at all). It replaces `logging/setLevel` in 2026-07-28.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key (of a result): the server's identity.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
@@ -105,16 +109,19 @@ pub(crate) struct ModernMeta {
     version_json: Box<RawValue>,
     capabilities: Box<RawValue>,
     client_info: Box<RawValue>,
+    /// The operator's log level, when set.
+    log_level: Option<LoggingLevel>,
     /// The whole `_meta` object of a request without a progress token: written with one copy.
     object: Box<RawValue>,
 }
 
 impl ModernMeta {
-    /// The entries for `version`, `capabilities` and `client_info`.
+    /// The entries for `version`, `capabilities`, `client_info` and, when set, `log_level`.
     pub(crate) fn new(
         version: &'static str,
         capabilities: &Map<String, Value>,
         client_info: &Implementation,
+        log_level: Option<LoggingLevel>,
     ) -> Result<Self, serde_json::Error> {
         let mut object = Map::new();
         object.insert(META_PROTOCOL_VERSION.into(), Value::from(version));
@@ -123,11 +130,15 @@ impl ModernMeta {
             Value::Object(capabilities.clone()),
         );
         object.insert(META_CLIENT_INFO.into(), serde_json::to_value(client_info)?);
+        if let Some(level) = log_level {
+            object.insert(META_LOG_LEVEL.into(), serde_json::to_value(level)?);
+        }
         Ok(Self {
             version,
             version_json: serde_json::value::to_raw_value(version)?,
             capabilities: serde_json::value::to_raw_value(capabilities)?,
             client_info: serde_json::value::to_raw_value(client_info)?,
+            log_level,
             object: serde_json::value::to_raw_value(&object)?,
         })
     }
@@ -159,8 +170,10 @@ impl Serialize for RequestMeta<'_> {
             // The common case: the prebuilt object, one copy.
             return m.object.serialize(serializer);
         }
-        let len =
-            usize::from(self.progress_token.is_some()) + 3 * usize::from(self.modern.is_some());
+        let len = usize::from(self.progress_token.is_some())
+            + self
+                .modern
+                .map_or(0, |m| 3 + usize::from(m.log_level.is_some()));
         let mut map = serializer.serialize_map(Some(len))?;
         if let Some(token) = self.progress_token {
             map.serialize_entry("progressToken", &token)?;
@@ -169,6 +182,9 @@ impl Serialize for RequestMeta<'_> {
             map.serialize_entry(META_PROTOCOL_VERSION, &*m.version_json)?;
             map.serialize_entry(META_CLIENT_CAPABILITIES, &*m.capabilities)?;
             map.serialize_entry(META_CLIENT_INFO, &*m.client_info)?;
+            if let Some(level) = &m.log_level {
+                map.serialize_entry(META_LOG_LEVEL, level)?;
+            }
         }
         map.end()
     }
@@ -193,6 +209,45 @@ pub enum CallAnswer {
     /// in 2025-11-25): the client follows it to its end ([`crate::client::tasks`]). Boxed:
     /// every answer travels in this enum, and a task's state is larger than a result.
     Task(Box<super::tasks::TaskState>),
+}
+
+/// The answer to a request other than `tools/call` that a 2026-07-28 server may answer
+/// `input_required` (`resources/read`, `prompts/get`): its result, or what the server asks
+/// for first. A legacy answer (no `resultType`) is a result.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer<R> {
+    /// `resultType: "complete"`, or none.
+    Complete(R),
+    /// `resultType: "input_required"`.
+    InputRequired(InputRequired),
+}
+
+impl<'de, R: serde::de::DeserializeOwned> Deserialize<'de> for Answer<R> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut value = Value::deserialize(deserializer)?;
+        if value.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            return R::deserialize(value)
+                .map(Self::Complete)
+                .map_err(serde::de::Error::custom);
+        }
+        let input_requests = match value.get_mut("inputRequests").map(Value::take) {
+            Some(Value::Object(map)) => map,
+            _ => {
+                return Err(serde::de::Error::custom(
+                    "an input_required result without an `inputRequests` object",
+                ))
+            }
+        };
+        let request_state = match value.get_mut("requestState").map(Value::take) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(state)) => Some(state),
+            Some(_) => return Err(serde::de::Error::custom("`requestState` is not a string")),
+        };
+        Ok(Self::InputRequired(InputRequired {
+            input_requests,
+            request_state,
+        }))
+    }
 }
 
 /// `resultType: "input_required"`: what the server asks for before it can answer.
@@ -520,7 +575,13 @@ mod tests {
             title: None,
             extra: Map::new(),
         };
-        ModernMeta::new(MODERN_PROTOCOL_VERSION, &client_capabilities(false), &info).unwrap()
+        ModernMeta::new(
+            MODERN_PROTOCOL_VERSION,
+            &client_capabilities(false, false),
+            &info,
+            None,
+        )
+        .unwrap()
     }
 
     #[test]

@@ -16,6 +16,12 @@ pub const PROGRESS: &str = "notifications/progress";
 pub const MESSAGE: &str = "notifications/message";
 /// `notifications/tools/list_changed`.
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+/// `notifications/resources/updated`: a subscribed resource changed.
+pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+/// `notifications/resources/list_changed`.
+pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+/// `notifications/prompts/list_changed`.
+pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
 /// `notifications/subscriptions/acknowledged` (2026-07-28): the first message of a
 /// `subscriptions/listen` stream.
 pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
@@ -85,6 +91,35 @@ pub enum LoggingLevel {
     Alert,
     /// `emergency`
     Emergency,
+}
+
+impl LoggingLevel {
+    /// Every level's name, least severe first.
+    pub const NAMES: [&'static str; 8] = [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ];
+
+    /// The level named `name` (as MCP writes it: `debug` … `emergency`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "debug" => Self::Debug,
+            "info" => Self::Info,
+            "notice" => Self::Notice,
+            "warning" => Self::Warning,
+            "error" => Self::Error,
+            "critical" => Self::Critical,
+            "alert" => Self::Alert,
+            "emergency" => Self::Emergency,
+            _ => return None,
+        })
+    }
 }
 
 /// The parameters of `notifications/message`.

@@ -7,8 +7,11 @@
 //! `structuredContent`. A result whose size is at most the cap is left untouched.
 //!
 //! Over the cap, `structuredContent` comes first: kept whole when it fits the cap on its own,
-//! dropped otherwise (it is JSON: a part of it would not parse). What it leaves of the cap is
-//! the budget of the blocks of `content`, visited in order: a block that fits is kept; the text
+//! dropped otherwise (it is JSON: a part of it would not parse). The `resource_link` blocks
+//! come next: when they fit together in what is left, they are all kept whole, wherever they
+//! are (a link is how the agent reads back what the cut removed: see
+//! [`Session::read_resource_as`](crate::Session::read_resource_as)); a link is never cut. What
+//! is left of the cap is the budget of the other blocks of `content`, visited in order: a block that fits is kept; the text
 //! block that crosses the budget is cut at a character boundary (and kept if anything is left
 //! of it); a non-text block that does not fit is dropped whole (later, smaller blocks may still
 //! fit). A server that sends its structured result twice, as JSON text and as
@@ -162,8 +165,23 @@ impl Truncatable for ToolResult {
                 self.structured_content = Some(structured);
             }
         }
+        // The links, kept whole ahead of the rest when they fit together.
+        let links: usize = self
+            .content
+            .iter()
+            .filter(|b| matches!(b, ContentBlock::ResourceLink(_)))
+            .map(block_size)
+            .sum();
+        let links_kept = links <= remaining;
+        if links_kept {
+            remaining -= links;
+        }
         let mut kept = Vec::with_capacity(self.content.len() + 1);
         for block in self.content.drain(..) {
+            if links_kept && matches!(block, ContentBlock::ResourceLink(_)) {
+                kept.push(block);
+                continue;
+            }
             let size = block_size(&block);
             if size <= remaining {
                 remaining -= size;
@@ -285,6 +303,61 @@ mod tests {
                 ContentBlock::text("12345"),
                 ContentBlock::text("abc\n[... truncated at 10 bytes]")
             ]
+        );
+    }
+
+    fn link(uri: &str) -> ContentBlock {
+        ContentBlock::ResourceLink(crate::protocol::ResourceLink {
+            uri: uri.into(),
+            name: "r".into(),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn resource_links_are_kept_whole_ahead_of_the_text_that_crosses_the_cap() {
+        // The text comes first and alone would use the whole cap: the link after it, the way
+        // back to what the cut removes, is kept all the same.
+        let big = "x".repeat(1000);
+        let mut r = ToolResult {
+            content: vec![
+                ContentBlock::text(big),
+                link("demo://resource/dynamic/text/1"),
+            ],
+            ..ToolResult::default()
+        };
+        let link_size = block_size(&r.content[1]);
+        r.truncate_to(100);
+        assert!(r.truncated);
+        assert_eq!(r.content.len(), 3, "{:?}", r.content);
+        assert_eq!(
+            r.content[0].as_text().map(|t| t.len()),
+            Some(100 - link_size),
+            "the text gets what the link leaves"
+        );
+        assert_eq!(r.content[1], link("demo://resource/dynamic/text/1"));
+        assert_eq!(
+            r.content[2].as_text(),
+            Some("\n[... truncated at 100 bytes]")
+        );
+    }
+
+    #[test]
+    fn links_that_do_not_fit_together_are_dropped_whole_never_cut() {
+        let mut r = ToolResult {
+            content: vec![link("a://1"), link("a://2"), ContentBlock::text("t")],
+            ..ToolResult::default()
+        };
+        let one = block_size(&r.content[0]);
+        r.truncate_to(one + 1);
+        assert_eq!(
+            r.content[0],
+            link("a://1"),
+            "the first fits and is kept whole"
+        );
+        assert!(
+            !r.content.contains(&link("a://2")),
+            "the second does not fit and is dropped, not cut"
         );
     }
 

@@ -111,15 +111,6 @@ pub struct ListToolsResult {
     pub cache_scope: Option<String>,
 }
 
-/// `tools/list` parameters: the cursor, and `_meta` in a modern session.
-#[derive(Debug, Serialize)]
-pub(crate) struct ListToolsParams<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) cursor: Option<&'a str>,
-    #[serde(rename = "_meta", skip_serializing_if = "RequestMeta::is_empty")]
-    pub(crate) meta: RequestMeta<'a>,
-}
-
 /// `tools/call` parameters in a legacy session: the progress token in `_meta` when the caller
 /// wants progress, nothing else (the hot path of a legacy session: no modern fields to check).
 #[derive(Debug, Serialize)]

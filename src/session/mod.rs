@@ -39,6 +39,7 @@ use kaged_mcp_layers::stats::CallStats;
 
 mod catalog;
 mod explain;
+mod protocol;
 mod status;
 
 pub use self::catalog::{build_catalog, rebuild_catalog};
@@ -234,6 +235,7 @@ fn client_for(
 ) -> Result<McpClient, String> {
     let mut options = assemble::client_options(config, server);
     options.elicitation_handler = session.elicitation.clone();
+    options.roots = assemble::roots(config, server).map_err(|e| e.to_string())?;
     let transport =
         assemble::transport(config, server, secret, source).map_err(|e| e.to_string())?;
     Ok(McpClient::new(server.key.clone(), transport, options))

@@ -1,18 +1,29 @@
 //! The request kinds the client sends, each built on [`RpcSession::request`] (or, for
 //! `tools/call`, the hot path's own writer): `initialize`, `server/discover`,
-//! `subscriptions/listen`, a `tools/list` page and `tools/call`, with their parameters. A new
+//! `subscriptions/listen`, a page of any list, the resource requests, `prompts/get`,
+//! `completion/complete`, `logging/setLevel` and `tools/call`, with their parameters. A new
 //! kind is a method here.
 
+use serde_json::Map;
+
 use super::*;
+use crate::protocol::modern::Answer;
+use crate::protocol::prompts::{
+    CompleteArgument, CompleteContext, CompleteParams, CompleteResult, CompletionRef,
+    GetPromptParams, GetPromptResult, SetLevelParams,
+};
+use crate::protocol::resources::{PageParams, UriParams};
+use crate::protocol::LoggingLevel;
 
 impl RpcSession {
-    /// Sends `initialize`, advertising form-mode `elicitation` when `elicitation` is set; the
-    /// caller awaits the receiver and, if it gives up, ends the request with
-    /// [`gave_up`](Self::gave_up). Never cancelled.
+    /// Sends `initialize`, advertising `capabilities` (see
+    /// [`ClientOptions::capabilities`](super::super::ClientOptions)); the caller awaits the
+    /// receiver and, if it gives up, ends the request with [`gave_up`](Self::gave_up). Never
+    /// cancelled.
     pub(crate) fn initialize(
         &self,
         client_info: &Implementation,
-        elicitation: bool,
+        capabilities: serde_json::Map<String, Value>,
     ) -> Result<
         (
             u64,
@@ -22,7 +33,7 @@ impl RpcSession {
     > {
         let params = InitializeParams {
             protocol_version: crate::protocol::LATEST_PROTOCOL_VERSION,
-            capabilities: client_capabilities(elicitation),
+            capabilities,
             client_info,
         };
         let head = RequestHead::new("initialize");
@@ -47,20 +58,21 @@ impl RpcSession {
         self.send_typed(DISCOVER, head, Some(&params), &mut |_| {})
     }
 
-    /// Opens a modern `subscriptions/listen` stream for `notifications/tools/list_changed`
-    /// (which bump the tools generation like a legacy server's); the receiver completes when
-    /// the subscription ends, and it stays in the request table until then. With `relist`
-    /// (a stream opened again), its acknowledgement has the tool list read again: only then
-    /// is a change sure to be heard, so one made while no stream was open is not missed.
-    pub(crate) fn listen_for_tool_changes(
+    /// Opens a modern `subscriptions/listen` stream for the notifications `filter` asks for
+    /// (list changes, which take the legacy path once received, and the updates of subscribed
+    /// resources); the receiver completes when the subscription ends, and it stays in the
+    /// request table until then (or until [`abandon`](Self::abandon)ed by its id). With
+    /// `relist` (a stream opened again), its acknowledgement has the tool list read again:
+    /// only then is a change sure to be heard, so one made while no stream was open is not
+    /// missed.
+    pub(crate) fn listen(
         &self,
+        filter: &ListenFilter,
         relist: bool,
-    ) -> Result<oneshot::Receiver<Result<IgnoredAny, ClientError>>, ClientError> {
+    ) -> Result<(u64, oneshot::Receiver<Result<IgnoredAny, ClientError>>), ClientError> {
         let params = ListenParams {
             meta: self.meta(),
-            notifications: ListenFilter {
-                tools_list_changed: true,
-            },
+            notifications: filter,
         };
         let head = RequestHead::new(LISTEN).protocol_version(self.declared_version());
         // Set before the request can reach the server, so its acknowledgement finds it.
@@ -69,27 +81,120 @@ impl RpcSession {
                 self.relist_on_ack.store(id, Ordering::Release);
             }
         };
-        let (_, rx) = self.send_typed(LISTEN, head, Some(&params), &mut on_id)?;
-        Ok(rx)
+        self.send_typed(LISTEN, head, Some(&params), &mut on_id)
     }
 
-    /// Sends one `tools/list` page request.
-    pub(crate) fn list_tools_page(
+    /// Sends one page request of a list (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`) whose page decodes into `R`.
+    pub(crate) fn list_page<R>(
         self: &Arc<Self>,
+        method: &'static str,
         cursor: Option<&str>,
+    ) -> Result<(oneshot::Receiver<Result<R, ClientError>>, CallGuard), ClientError>
+    where
+        R: DeserializeOwned + Send + 'static,
+    {
+        let meta = self.meta();
+        // A legacy first page has no params at all.
+        let params =
+            (cursor.is_some() || meta.modern.is_some()).then_some(PageParams { cursor, meta });
+        let head = RequestHead::new(method).protocol_version(self.declared_version());
+        self.request(method, head, params.as_ref())
+    }
+
+    /// Sends a request about one resource (`resources/read`, `resources/subscribe`,
+    /// `resources/unsubscribe`), with a multi round-trip `retry`'s answers; the URI is the
+    /// request's name in its head.
+    pub(crate) fn about_resource<R>(
+        self: &Arc<Self>,
+        method: &'static str,
+        uri: &str,
+        retry: Option<&InputRetry>,
+    ) -> Result<(oneshot::Receiver<Result<R, ClientError>>, CallGuard), ClientError>
+    where
+        R: DeserializeOwned + Send + 'static,
+    {
+        let params = UriParams {
+            uri,
+            meta: self.meta(),
+            input_responses: retry.map(|r| &r.responses),
+            request_state: retry.and_then(|r| r.state.as_deref()),
+        };
+        let head = RequestHead::new(method)
+            .name(Some(uri))
+            .protocol_version(self.declared_version());
+        self.request(method, head, Some(&params))
+    }
+
+    /// Sends `prompts/get` for the prompt `name` with `arguments`, and a multi round-trip
+    /// `retry`'s answers.
+    pub(crate) fn get_prompt(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: Option<&Map<String, Value>>,
+        retry: Option<&InputRetry>,
     ) -> Result<
         (
-            oneshot::Receiver<Result<ListToolsResult, ClientError>>,
+            oneshot::Receiver<Result<Answer<GetPromptResult>, ClientError>>,
             CallGuard,
         ),
         ClientError,
     > {
-        let meta = self.meta();
-        // A legacy first page has no params at all.
-        let params =
-            (cursor.is_some() || meta.modern.is_some()).then_some(ListToolsParams { cursor, meta });
-        let head = RequestHead::new("tools/list").protocol_version(self.declared_version());
-        self.request("tools/list", head, params.as_ref())
+        let params = GetPromptParams {
+            name,
+            arguments,
+            meta: self.meta(),
+            input_responses: retry.map(|r| &r.responses),
+            request_state: retry.and_then(|r| r.state.as_deref()),
+        };
+        let head = RequestHead::new(PROMPTS_GET)
+            .name(Some(name))
+            .protocol_version(self.declared_version());
+        self.request(PROMPTS_GET, head, Some(&params))
+    }
+
+    /// Sends `completion/complete` for the argument `name` of `reference`, typed so far as
+    /// `value`, with the arguments already chosen (`context.arguments`).
+    pub(crate) fn complete(
+        self: &Arc<Self>,
+        reference: &CompletionRef,
+        name: &str,
+        value: &str,
+        chosen: Option<&Map<String, Value>>,
+    ) -> Result<
+        (
+            oneshot::Receiver<Result<CompleteResult, ClientError>>,
+            CallGuard,
+        ),
+        ClientError,
+    > {
+        let params = CompleteParams {
+            reference,
+            argument: CompleteArgument { name, value },
+            context: chosen.map(|arguments| CompleteContext { arguments }),
+            meta: self.meta(),
+        };
+        let head = RequestHead::new(COMPLETE).protocol_version(self.declared_version());
+        self.request(COMPLETE, head, Some(&params))
+    }
+
+    /// Sends `logging/setLevel`.
+    pub(crate) fn set_log_level(
+        self: &Arc<Self>,
+        level: LoggingLevel,
+    ) -> Result<
+        (
+            oneshot::Receiver<Result<IgnoredAny, ClientError>>,
+            CallGuard,
+        ),
+        ClientError,
+    > {
+        let params = SetLevelParams {
+            level,
+            meta: self.meta(),
+        };
+        let head = RequestHead::new(SET_LEVEL).protocol_version(self.declared_version());
+        self.request(SET_LEVEL, head, Some(&params))
     }
 
     /// Sends one `tools/call`; a multi round-trip retry carries the answers to the server's
@@ -162,19 +267,58 @@ pub(crate) const DISCOVER: &str = "server/discover";
 /// The `subscriptions/listen` method.
 pub(crate) const LISTEN: &str = "subscriptions/listen";
 
+/// The `prompts/get` method.
+pub(crate) const PROMPTS_GET: &str = "prompts/get";
+
+/// The `completion/complete` method.
+pub(crate) const COMPLETE: &str = "completion/complete";
+
+/// The `logging/setLevel` method.
+pub(crate) const SET_LEVEL: &str = "logging/setLevel";
+
 /// `subscriptions/listen` parameters.
 #[derive(Debug, Serialize)]
 struct ListenParams<'a> {
     #[serde(rename = "_meta")]
     meta: RequestMeta<'a>,
-    notifications: ListenFilter,
+    notifications: &'a ListenFilter,
 }
 
-/// The notifications a subscription asks for.
-#[derive(Debug, Serialize)]
+/// The notifications a `subscriptions/listen` stream asks for (2026-07-28): list changes
+/// (each asked only when the server offers it), and the updates of subscribed resources.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ListenFilter {
-    tools_list_changed: bool,
+pub(crate) struct ListenFilter {
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) tools_list_changed: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) prompts_list_changed: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) resources_list_changed: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) resource_subscriptions: Vec<String>,
+}
+
+impl ListenFilter {
+    /// The list changes `capabilities` (a server's) offer: `tools`, `prompts` and `resources`
+    /// with `listChanged: true`.
+    pub(crate) fn list_changes(capabilities: &Value) -> Self {
+        let offers = |what: &str| capabilities[what]["listChanged"] == true;
+        Self {
+            tools_list_changed: offers("tools"),
+            prompts_list_changed: offers("prompts"),
+            resources_list_changed: offers("resources"),
+            resource_subscriptions: Vec::new(),
+        }
+    }
+
+    /// Nothing to listen for.
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.tools_list_changed
+            && !self.prompts_list_changed
+            && !self.resources_list_changed
+            && self.resource_subscriptions.is_empty()
+    }
 }
 
 /// What a multi round-trip retry of a `tools/call` adds to it.

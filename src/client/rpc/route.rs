@@ -5,6 +5,11 @@
 //! end of the connection) to the session's [`InboundHandler`] methods.
 
 use super::*;
+use crate::client::ServerChange;
+use crate::protocol::notifications::{
+    PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RESOURCES_UPDATED,
+};
+use crate::protocol::resources::ResourceUpdatedParams;
 
 impl RpcSession {
     fn handle_frame(&self, bytes: &[u8]) {
@@ -224,6 +229,30 @@ impl RpcSession {
             TOOLS_LIST_CHANGED => {
                 self.tools_may_have_changed();
                 tracing::debug!(server = &*self.server, "server says its tools changed");
+            }
+            RESOURCES_UPDATED => {
+                match params.map(|p| serde_json::from_str::<ResourceUpdatedParams>(p.get())) {
+                    Some(Ok(updated)) => {
+                        tracing::debug!(server = &*self.server, uri = %updated.uri, "server says a resource changed");
+                        // No receiver is no error: nobody listens yet.
+                        let _ = self
+                            .changes
+                            .send(ServerChange::ResourceUpdated { uri: updated.uri });
+                    }
+                    _ => tracing::debug!(
+                        server = &*self.server,
+                        method,
+                        "resource update without a uri; ignored"
+                    ),
+                }
+            }
+            RESOURCES_LIST_CHANGED => {
+                tracing::debug!(server = &*self.server, "server says its resources changed");
+                let _ = self.changes.send(ServerChange::ResourcesListChanged);
+            }
+            PROMPTS_LIST_CHANGED => {
+                tracing::debug!(server = &*self.server, "server says its prompts changed");
+                let _ = self.changes.send(ServerChange::PromptsListChanged);
             }
             _ => tracing::trace!(server = &*self.server, method, "notification ignored"),
         }

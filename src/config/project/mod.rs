@@ -63,6 +63,11 @@ pub struct McpServerConfig {
     pub auth: Option<AuthConfig>,
     /// Which of its tools get registered.
     pub tools: ToolFilter,
+    /// `roots:`: the directories the server may see, relative to the project root (checked
+    /// not to climb out of it; symlinks are checked at start by
+    /// [`resolve_inside`](crate::config::resolve_inside)). `None` when not declared: the client
+    /// then advertises no `roots` capability.
+    pub roots: Option<Vec<PathBuf>>,
 }
 
 /// `transport:` and the fields that go with it.

@@ -1,6 +1,6 @@
 //! The `mcp:` block: the server keys, each server's `transport:` and the fields that go with
-//! it (`command`, `cwd`, `env` for stdio; `url`, `headers` for the HTTP transports), and the
-//! unknown or misplaced keys. A server's `auth:` and `tools:` blocks are read by
+//! it (`command`, `cwd`, `env` for stdio; `url`, `headers` for the HTTP transports), its
+//! `roots:`, and the unknown or misplaced keys. A server's `auth:` and `tools:` blocks are read by
 //! [`super::auth`] and [`super::filter`].
 
 use std::collections::BTreeMap;
@@ -193,6 +193,10 @@ fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpSer
         None => Some(ToolFilter::default()),
         Some(t) => tool_filter(w, t, &format!("{path}.tools")),
     };
+    let roots = match node.get("roots") {
+        None => Some(None),
+        Some(r) => roots(w, r, &format!("{path}.roots")).map(Some),
+    };
     if w.errors.len() != before {
         return None;
     }
@@ -201,6 +205,7 @@ fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpSer
         transport: transport?,
         auth,
         tools: tools?,
+        roots: roots?,
     })
 }
 
@@ -241,7 +246,7 @@ fn stdio(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<StdioServerConfig>
             let p = format!("{path}.cwd");
             match w.string(c, &p) {
                 None => None,
-                Some(s) => match check_relative(&s) {
+                Some(s) => match check_relative(&s, "cwd") {
                     Ok(pb) => Some(Some(pb)),
                     Err(msg) => {
                         w.err(c, &p, msg);
@@ -262,12 +267,32 @@ fn stdio(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<StdioServerConfig>
     })
 }
 
-/// Checks that `s` is a relative path that stays inside the directory it is relative to.
-fn check_relative(s: &str) -> Result<PathBuf, String> {
+/// `roots:`: a list of directories inside the project, each checked like `cwd` (relative,
+/// never above the project root); symlinks are followed, and checked, when the server starts
+/// ([`crate::config::resolve_inside`]).
+fn roots(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<Vec<PathBuf>> {
+    let list = w.string_list(node, path)?;
+    let mut out = Vec::with_capacity(list.len());
+    let mut ok = true;
+    for (i, (s, item)) in list.into_iter().enumerate() {
+        match check_relative(&s, "roots") {
+            Ok(p) => out.push(p),
+            Err(msg) => {
+                w.err(&item, &format!("{path}[{i}]"), msg);
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Checks that `s` is a relative path that stays inside the directory it is relative to
+/// (`key` names the setting in the error).
+fn check_relative(s: &str, key: &str) -> Result<PathBuf, String> {
     let p = Path::new(s);
     if p.is_absolute() {
         return Err(format!(
-            "`{s}` is absolute; `cwd` is relative to the project root"
+            "`{s}` is absolute; `{key}` is relative to the project root"
         ));
     }
     let mut depth: i64 = 0;
@@ -283,7 +308,7 @@ fn check_relative(s: &str) -> Result<PathBuf, String> {
             Component::CurDir => {}
             Component::RootDir | Component::Prefix(_) => {
                 return Err(format!(
-                    "`{s}` is absolute; `cwd` is relative to the project root"
+                    "`{s}` is absolute; `{key}` is relative to the project root"
                 ))
             }
         }

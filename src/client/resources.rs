@@ -1,0 +1,247 @@
+//! The server's resources as the client reads them: `resources/list` and
+//! `resources/templates/list` (through [`pages`](super::pages)), `resources/read`, and
+//! subscriptions to a resource's updates, kept across restarts: `resources/subscribe` and
+//! `resources/unsubscribe` in the legacy era, one `subscriptions/listen` stream naming every
+//! subscribed URI in the 2026-07-28 era ([`listen`](super::listen)). What the server says
+//! changed reaches the embedder through [`McpClient::changes`].
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde::de::IgnoredAny;
+use tokio::sync::broadcast;
+
+use super::error::ClientError;
+use super::rpc::RpcSession;
+use super::McpClient;
+use crate::protocol::modern::Answer;
+use crate::protocol::resources::{ListResourcesPage, ListTemplatesPage};
+use crate::protocol::{ReadResourceResult, Resource, ResourceTemplate};
+
+/// How many changes a receiver of [`McpClient::changes`] may fall behind before it misses
+/// some (it then reads [`broadcast::error::RecvError::Lagged`]).
+pub const CHANGES_CAPACITY: usize = 256;
+
+/// A change a server announced: a subscribed resource was updated, or one of its lists
+/// changed. See [`McpClient::changes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerChange {
+    /// `notifications/resources/updated`: the resource at `uri` changed (read it again).
+    ResourceUpdated {
+        /// The resource's URI, as the server sent it.
+        uri: String,
+    },
+    /// `notifications/resources/list_changed`.
+    ResourcesListChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsListChanged,
+}
+
+/// The resources a client is subscribed to, and the sender of its changes.
+#[derive(Debug)]
+pub(crate) struct Subscriptions {
+    /// The subscribed URIs, sent again to every new session.
+    pub(crate) uris: std::sync::Mutex<BTreeSet<String>>,
+    /// Bumped when [`uris`](Self::uris) changes: a modern session's resource stream is opened
+    /// again with the new set.
+    pub(crate) generation: tokio::sync::watch::Sender<u64>,
+    /// Where every session sends the changes it hears.
+    pub(crate) changes: broadcast::Sender<ServerChange>,
+}
+
+impl Default for Subscriptions {
+    fn default() -> Self {
+        Self {
+            uris: std::sync::Mutex::default(),
+            generation: tokio::sync::watch::Sender::new(0),
+            changes: broadcast::Sender::new(CHANGES_CAPACITY),
+        }
+    }
+}
+
+impl Subscriptions {
+    /// The subscribed URIs.
+    pub(crate) fn uris(&self) -> Vec<String> {
+        self.lock().iter().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.uris
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl McpClient {
+    /// Lists the server's resources, following `nextCursor` to the end (each page bounded by
+    /// [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout), the
+    /// pagination guarded as [`list_tools`](Self::list_tools)'s). Empty when the server does not
+    /// offer `resources`.
+    ///
+    /// # Errors
+    /// [`ClientError::Pagination`], [`ClientError::RequestTimeout`], or any error of the
+    /// session.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        let session = self.shared.session().await?;
+        if !self.offers("resources") {
+            return Ok(Vec::new());
+        }
+        self.follow_pages::<ListResourcesPage>(&session, |_| {})
+            .await
+    }
+
+    /// Lists the server's resource templates, as [`list_resources`](Self::list_resources)
+    /// lists its resources.
+    ///
+    /// # Errors
+    /// As [`list_resources`](Self::list_resources).
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        let session = self.shared.session().await?;
+        if !self.offers("resources") {
+            return Ok(Vec::new());
+        }
+        self.follow_pages::<ListTemplatesPage>(&session, |_| {})
+            .await
+    }
+
+    /// Reads the resource at `uri` (`resources/read`), bounded by the request timeout (each
+    /// round of a 2026-07-28 `input_required` exchange, see [`mrtr`](super::mrtr)). The
+    /// contents come as the server sent them: capping them is the caller's (the
+    /// [`Session`](crate::Session)'s read caps them at the server's `result_max_bytes`, see
+    /// [`ReadResourceResult::cap`]).
+    ///
+    /// # Errors
+    /// [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`] when the server refuses (an
+    /// unknown URI is -32002 in the specification); any error of the session.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        let session = self.shared.session().await?;
+        let limit = self.shared.options.request_timeout;
+        super::mrtr::with_input(&session, "resources/read", limit, |retry| {
+            session.about_resource::<Answer<ReadResourceResult>>("resources/read", uri, retry)
+        })
+        .await
+    }
+
+    /// Subscribes to the updates of the resource at `uri`: each one reaches
+    /// [`changes`](Self::changes) as [`ServerChange::ResourceUpdated`]. The subscription is the
+    /// client's: it is sent again to every new session (after a restart). In the legacy era it
+    /// is `resources/subscribe` (the server must offer `resources.subscribe`); in the
+    /// 2026-07-28 era the session's resource stream (`subscriptions/listen` with
+    /// `resourceSubscriptions`) is opened again with this URI added.
+    ///
+    /// # Errors
+    /// [`ClientError::NotOffered`] when the server does not offer resource
+    /// subscriptions (nothing is kept); the errors of the request otherwise (the subscription
+    /// is kept, and sent again at the next start).
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
+        let session = self.shared.session().await?;
+        if !self.offers_subscriptions() {
+            return Err(self.not_offered("resources/subscribe", uri, "resources.subscribe"));
+        }
+        let added = self.shared.subscriptions.lock().insert(uri.to_owned());
+        if !added {
+            return Ok(());
+        }
+        if session.is_modern() {
+            self.shared
+                .subscriptions
+                .generation
+                .send_modify(|g| *g = g.wrapping_add(1));
+            self.shared.listen_for_resources(&session);
+            return Ok(());
+        }
+        self.ask_about::<IgnoredAny>(&session, "resources/subscribe", uri)
+            .await
+            .map(drop)
+    }
+
+    /// Ends the subscription to `uri` (`resources/unsubscribe` in the legacy era; the
+    /// resource stream opened again without it in the 2026-07-28 era). Nothing is sent when the
+    /// client was not subscribed.
+    ///
+    /// # Errors
+    /// The errors of the request (the subscription is forgotten either way).
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
+        let removed = self.shared.subscriptions.lock().remove(uri);
+        if !removed {
+            return Ok(());
+        }
+        self.shared
+            .subscriptions
+            .generation
+            .send_modify(|g| *g = g.wrapping_add(1));
+        let session = self.shared.session().await?;
+        if session.is_modern() {
+            return Ok(());
+        }
+        self.ask_about::<IgnoredAny>(&session, "resources/unsubscribe", uri)
+            .await
+            .map(drop)
+    }
+
+    /// The URIs the client is subscribed to.
+    pub fn subscribed_resources(&self) -> Vec<String> {
+        self.shared.subscriptions.uris()
+    }
+
+    /// A receiver of the changes the server announces ([`ServerChange`]): updates of
+    /// subscribed resources and changes of the resource and prompt lists, from every session
+    /// of this client. Tool list changes go to [`tools_changed`](Self::tools_changed). A
+    /// receiver that falls more than [`CHANGES_CAPACITY`] behind misses the oldest.
+    pub fn changes(&self) -> broadcast::Receiver<ServerChange> {
+        self.shared.subscriptions.changes.subscribe()
+    }
+
+    /// Sends `method` about `uri` on `session` and awaits its answer within the request
+    /// timeout.
+    async fn ask_about<R>(
+        &self,
+        session: &Arc<RpcSession>,
+        method: &'static str,
+        uri: &str,
+    ) -> Result<R, ClientError>
+    where
+        R: serde::de::DeserializeOwned + Send + 'static,
+    {
+        let (rx, guard) = session.about_resource::<R>(method, uri, None)?;
+        guard
+            .answer_within(rx, method, self.shared.options.request_timeout)
+            .await
+    }
+
+    /// Whether the server offers resource subscriptions (`resources.subscribe`, in either era:
+    /// in 2026-07-28 it says the server honours `resourceSubscriptions` on
+    /// `subscriptions/listen`).
+    fn offers_subscriptions(&self) -> bool {
+        self.shared
+            .lock()
+            .init
+            .as_ref()
+            .is_some_and(|init| init.capabilities["resources"]["subscribe"] == true)
+    }
+
+    /// Whether the server's capabilities (as its start found them) name `capability`.
+    pub(super) fn offers(&self, capability: &str) -> bool {
+        self.shared
+            .lock()
+            .init
+            .as_ref()
+            .is_some_and(|init| init.capabilities.get(capability).is_some())
+    }
+
+    /// The error for a request the server's capabilities do not offer.
+    pub(super) fn not_offered(
+        &self,
+        method: &'static str,
+        name: &str,
+        capability: &str,
+    ) -> ClientError {
+        ClientError::NotOffered {
+            server: Arc::clone(&self.shared.server),
+            method,
+            name: name.into(),
+            capability: capability.into(),
+        }
+    }
+}

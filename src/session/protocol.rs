@@ -1,0 +1,217 @@
+//! The rest of the client protocol through the session: resources (listed, read and capped at
+//! the server's result cap, subscribed), prompts and completions, by server key, for the
+//! daemon and the CLI; and the read an agent makes of a resource a tool result linked or
+//! embedded, checked against its grants before any server is contacted.
+//!
+//! # Who may read a server's resources
+//! An agent may read the resources of the server `S` when its `tools:` grants enable at least
+//! one of `S`'s tools in the current catalog (`mcp.S.<tool>`, by exact name, dot-boundary
+//! prefix or glob, the most specific key deciding, as for calls). A server none of whose tools
+//! the agent may call is closed to it, resources included: [`Error::ResourceNotGranted`],
+//! and no request is sent. A server that lists no tools is readable by the daemon
+//! ([`Session::read_resource`]) only. The `mcp.` namespace stays reserved: nothing here
+//! registers a tool.
+
+use serde_json::{Map, Value};
+
+use super::Session;
+use crate::client::{ClientError, McpClient, ServerChange};
+use crate::protocol::{
+    Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate,
+};
+use crate::registry::grants;
+use crate::Error;
+
+impl Session {
+    /// The running client of `server`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownServer`] for a key the project does not declare (or the session did not
+    /// start); [`Error::ServerNotReady`] for a server disabled in `local.toml`.
+    pub fn client(&self, server: &str) -> Result<&McpClient, Error> {
+        let s = self
+            .servers
+            .get(server)
+            .ok_or_else(|| Error::UnknownServer {
+                server: server.to_owned(),
+            })?;
+        s.client.as_ref().ok_or_else(|| Error::ServerNotReady {
+            server: server.to_owned(),
+            state: "disabled".into(),
+            last_error: None,
+        })
+    }
+
+    /// The resources and resource templates of `server` (both empty when it does not offer
+    /// `resources`).
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] naming the method when a list fails.
+    pub async fn resources(
+        &self,
+        server: &str,
+    ) -> Result<(Vec<Resource>, Vec<ResourceTemplate>), Error> {
+        let client = self.client(server)?;
+        let resources = client
+            .list_resources()
+            .await
+            .map_err(|e| request_error(server, "resources/list", e))?;
+        let templates = client
+            .list_resource_templates()
+            .await
+            .map_err(|e| request_error(server, "resources/templates/list", e))?;
+        Ok((resources, templates))
+    }
+
+    /// Reads the resource `uri` of `server`, capped at the result cap (`result_max_bytes`):
+    /// text cut with the marker and `truncated` set, a blob over the cap refused whole (see
+    /// [`ReadResourceResult::cap`]). No grant is checked: this is the daemon's (or the
+    /// operator's) read; an agent's goes through [`read_resource_as`](Self::read_resource_as).
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] when the read fails;
+    /// [`Error::ReadTooLarge`] for blobs over the cap.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<ReadResourceResult, Error> {
+        let client = self.client(server)?;
+        let mut read = client
+            .read_resource(uri)
+            .await
+            .map_err(|e| request_error(server, "resources/read", e))?;
+        let cap = self.config.daemon.result_max_bytes;
+        read.cap(cap).map_err(|source| Error::ReadTooLarge {
+            server: server.to_owned(),
+            source,
+        })?;
+        Ok(read)
+    }
+
+    /// Reads, for `agent`, the resource `uri` of `server`: what a tool result of that server
+    /// linked (`resource_link`) or embedded (`resource`), read back. Checked against the agent's
+    /// grants first (see the [module docs](self)); then as
+    /// [`read_resource`](Self::read_resource).
+    ///
+    /// # Errors
+    /// [`Error::UnknownAgent`]; [`Error::ResourceNotGranted`] (no server contacted); as
+    /// [`read_resource`](Self::read_resource).
+    pub async fn read_resource_as(
+        &self,
+        agent: &str,
+        server: &str,
+        uri: &str,
+    ) -> Result<ReadResourceResult, Error> {
+        let granted = self.grants(agent)?;
+        let prefix = format!("mcp.{server}.");
+        let may_read = self
+            .registry
+            .catalog()
+            .iter()
+            .filter(|d| d.name.starts_with(&prefix))
+            .any(|d| grants::is_granted(granted, &d.name));
+        if !may_read {
+            return Err(Error::ResourceNotGranted {
+                agent: agent.to_owned(),
+                server: server.to_owned(),
+                uri: uri.to_owned(),
+            });
+        }
+        self.read_resource(server, uri).await
+    }
+
+    /// Subscribes to the updates of the resource `uri` of `server`; they arrive on
+    /// [`changes`](Self::changes). Kept across the server's restarts.
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] when the server does not offer
+    /// subscriptions or refuses.
+    pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), Error> {
+        self.client(server)?
+            .subscribe_resource(uri)
+            .await
+            .map_err(|e| request_error(server, "resources/subscribe", e))
+    }
+
+    /// Ends the subscription to `uri` of `server`.
+    ///
+    /// # Errors
+    /// As [`subscribe_resource`](Self::subscribe_resource).
+    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), Error> {
+        self.client(server)?
+            .unsubscribe_resource(uri)
+            .await
+            .map_err(|e| request_error(server, "resources/unsubscribe", e))
+    }
+
+    /// The changes `server` announces: updates of subscribed resources, resource and prompt
+    /// list changes (see [`McpClient::changes`]).
+    ///
+    /// # Errors
+    /// As [`client`](Self::client).
+    pub fn changes(
+        &self,
+        server: &str,
+    ) -> Result<tokio::sync::broadcast::Receiver<ServerChange>, Error> {
+        Ok(self.client(server)?.changes())
+    }
+
+    /// The prompts of `server` (empty when it does not offer `prompts`).
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] when the list fails.
+    pub async fn prompts(&self, server: &str) -> Result<Vec<Prompt>, Error> {
+        self.client(server)?
+            .list_prompts()
+            .await
+            .map_err(|e| request_error(server, "prompts/list", e))
+    }
+
+    /// The prompt `name` of `server` with `arguments` (strings, as the specification has them).
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] when the server refuses (an unknown
+    /// prompt, a missing argument) or fails.
+    pub async fn prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<&Map<String, Value>>,
+    ) -> Result<GetPromptResult, Error> {
+        self.client(server)?
+            .get_prompt(name, arguments)
+            .await
+            .map_err(|e| request_error(server, "prompts/get", e))
+    }
+
+    /// The values `server` offers for the argument `argument` of `reference`, typed so far as
+    /// `value`, given the arguments already `chosen`.
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] when the server does not offer
+    /// `completions`, refuses or fails.
+    pub async fn complete(
+        &self,
+        server: &str,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        chosen: Option<&Map<String, Value>>,
+    ) -> Result<Completion, Error> {
+        self.client(server)?
+            .complete(reference, argument, value, chosen)
+            .await
+            .map_err(|e| request_error(server, "completion/complete", e))
+    }
+}
+
+/// The session's error for a failed request of `method` to `server`.
+fn request_error(server: &str, method: &'static str, source: ClientError) -> Error {
+    Error::Request {
+        server: server.to_owned(),
+        method,
+        source,
+    }
+}
