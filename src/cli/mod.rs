@@ -7,6 +7,7 @@ mod auth;
 mod call;
 mod check;
 mod demo_server;
+mod protocol_cmds;
 mod session_cmds;
 #[cfg(feature = "otlp")]
 mod telemetry;
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, ConfigPaths};
+pub use self::protocol_cmds::{CompleteArgs, PromptArgs, PromptsArgs, ReadArgs, ResourcesArgs, Verb};
 
 /// The operator's command line for kaged's MCP client.
 #[derive(Debug, Parser)]
@@ -80,7 +82,8 @@ pub enum Command {
         json: bool,
     },
     /// Start a session once, then answer commands read from stdin, one per line:
-    /// `tools`, `call TOOL [JSON]`, `status`, `enable SERVER`, `quit`.
+    /// `tools`, `call TOOL [JSON]`, `status`, `enable SERVER`, `resources`, `read`, `prompts`,
+    /// `prompt`, `complete` (with the arguments of the commands of those names), `quit`.
     Shell {
         /// Where the configuration is.
         #[command(flatten)]
@@ -89,6 +92,70 @@ pub enum Command {
         #[command(flatten)]
         who: AgentArg,
         /// Answer every command with exactly one line of JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start the servers and print their resources and resource templates: server, URI (or
+    /// URI template), name, MIME type, size.
+    Resources {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// Which server.
+        #[command(flatten)]
+        args: ResourcesArgs,
+        /// Print `{"resources": [...], "templates": [...]}`, each item with its `server`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start one server and read one of its resources: text to stdout, binary contents with
+    /// `--out FILE` (or to a redirected stdout).
+    Read {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// What to read.
+        #[command(flatten)]
+        args: ReadArgs,
+        /// Print `{"contents": [...], "truncated": bool}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start the servers and print their prompts: name, description, arguments (which are
+    /// required).
+    Prompts {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// Which server.
+        #[command(flatten)]
+        args: PromptsArgs,
+        /// Print a JSON array of prompts, each with its `server`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start one server and get one of its prompts with arguments: its messages.
+    Prompt {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// Which prompt, with which arguments.
+        #[command(flatten)]
+        args: PromptArgs,
+        /// Print the `GetPromptResult`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start one server and complete a prompt's argument or a resource template's variable:
+    /// the values, one a line.
+    Complete {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// What to complete.
+        #[command(flatten)]
+        args: CompleteArgs,
+        /// Print `{"values": [...], "total"?, "hasMore"?}`.
         #[arg(long)]
         json: bool,
     },
@@ -225,6 +292,31 @@ pub fn run(cli: Cli) -> ExitCode {
             json,
             verbose,
         ),
+        Command::Resources {
+            project,
+            args,
+            json,
+        } => protocol_cmds::run(&project, &Verb::Resources(args), json, verbose),
+        Command::Read {
+            project,
+            args,
+            json,
+        } => protocol_cmds::run(&project, &Verb::Read(args), json, verbose),
+        Command::Prompts {
+            project,
+            args,
+            json,
+        } => protocol_cmds::run(&project, &Verb::Prompts(args), json, verbose),
+        Command::Prompt {
+            project,
+            args,
+            json,
+        } => protocol_cmds::run(&project, &Verb::Prompt(args), json, verbose),
+        Command::Complete {
+            project,
+            args,
+            json,
+        } => protocol_cmds::run(&project, &Verb::Complete(args), json, verbose),
         Command::DemoServer => demo_server::run(),
         Command::Auth { command } => match command {
             AuthCommand::Login { server, project } => auth::login(&project, &server),

@@ -11,7 +11,7 @@ use crate::registry::ToolDefinition;
 use crate::session::{ServerStatus, Session, SessionOptions};
 use crate::Error;
 
-use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
+use super::{load_config, protocol_cmds, ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// What `tools`, `call` and `shell` act as: the daemon itself, or one agent.
 pub(super) struct Who<'a> {
@@ -43,6 +43,9 @@ pub(super) enum Scope<'a> {
     /// Only the server of this tool name (`call`): none when the name names no declared
     /// server, so the call fails with the unknown tool's hint without starting anything.
     ToolOf(&'a str),
+    /// Only this server (`read`, `prompt`, `complete`, or `resources SERVER`): none when it is
+    /// not declared, so the verb fails naming it without starting anything.
+    Server(&'a str),
 }
 
 /// The server key of `mcp.<server>.<tool>`.
@@ -52,15 +55,15 @@ pub(super) fn server_of(tool: &str) -> Option<&str> {
 }
 
 fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
-    match scope {
-        Scope::All => SessionOptions::new(),
-        Scope::ToolOf(tool) => {
-            let only = server_of(tool)
-                .filter(|s| config.project.servers.iter().any(|d| d.key == *s))
-                .map(str::to_owned);
-            SessionOptions::new().only_servers(only)
-        }
-    }
+    let server = match scope {
+        Scope::All => return SessionOptions::new(),
+        Scope::ToolOf(tool) => server_of(tool),
+        Scope::Server(server) => Some(*server),
+    };
+    let only = server
+        .filter(|s| config.project.servers.iter().any(|d| d.key == *s))
+        .map(str::to_owned);
+    SessionOptions::new().only_servers(only)
 }
 
 /// Loads the configuration and starts a session; prints errors and returns the exit code on
@@ -399,9 +402,30 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool)
                         }
                     }
                 }
+                "resources" | "read" | "prompts" | "prompt" | "complete" => {
+                    match ShellVerb::parse_line(line) {
+                        Err(e) => err(&mut out, e),
+                        Ok(verb) => {
+                            drop(out);
+                            // One answer per line: binary contents go to `--out` only.
+                            let mut answer = Vec::new();
+                            let r = protocol_cmds::execute(&session, &verb, json, &mut answer, true).await;
+                            let mut out = std::io::stdout().lock();
+                            match r {
+                                Ok(errors) => {
+                                    let _ = out.write_all(&answer);
+                                    for e in errors {
+                                        err(&mut out, e.reason());
+                                    }
+                                }
+                                Err(f) => err(&mut out, f.message),
+                            }
+                        }
+                    }
+                }
                 _ => err(
                     &mut out,
-                    format!("unknown command `{line}`; commands: tools, call TOOL [JSON], status, enable SERVER, quit"),
+                    format!("unknown command `{line}`; commands: tools, call TOOL [JSON], status, enable SERVER, resources [SERVER], read SERVER URI [--out FILE], prompts [SERVER], prompt SERVER NAME [--args JSON], complete SERVER (--prompt NAME | --template URI) ARG PREFIX [--context JSON], quit"),
                 ),
             }
             let _ = std::io::stdout().flush();
@@ -409,4 +433,122 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool)
         session.shutdown().await;
         EXIT_OK
     })
+}
+
+/// A shell line of one of the protocol verbs, parsed by the command line's own types.
+#[derive(Debug, clap::Parser)]
+#[command(name = "kaged-mcp shell", no_binary_name = true, disable_help_flag = true)]
+struct ShellVerb {
+    #[command(subcommand)]
+    verb: protocol_cmds::Verb,
+}
+
+impl ShellVerb {
+    /// Parses `line` (words split as a shell would: single and double quotes, backslash
+    /// escapes) into a verb, or the one-line reason it is not one.
+    fn parse_line(line: &str) -> Result<protocol_cmds::Verb, String> {
+        use clap::Parser;
+        let words = split_words(line)?;
+        ShellVerb::try_parse_from(words)
+            .map(|v| v.verb)
+            .map_err(|e| {
+                // clap's message, up to its usage block, on one line.
+                let text = e.to_string();
+                let said: Vec<&str> = text
+                    .lines()
+                    .map(str::trim)
+                    .take_while(|l| !l.starts_with("Usage:"))
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                said.join(" ").trim_start_matches("error: ").to_owned()
+            })
+    }
+}
+
+/// Splits `line` into words: whitespace separates them, single quotes keep everything as is,
+/// double quotes keep everything but `\"` and `\\`, a backslash outside quotes escapes the next
+/// character.
+fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("a single quote is not closed".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err("a double quote is not closed".into()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("a double quote is not closed".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(c) = chars.next() {
+                    word.push(c);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_split_like_a_shell() {
+        assert_eq!(
+            split_words(r#"prompt everything args-prompt --args '{"city": "Paris"}'"#).unwrap(),
+            ["prompt", "everything", "args-prompt", "--args", r#"{"city": "Paris"}"#]
+        );
+        assert_eq!(
+            split_words(r#"complete s --prompt p name "" --context "{\"a\": \"b c\"}""#).unwrap(),
+            ["complete", "s", "--prompt", "p", "name", "", "--context", r#"{"a": "b c"}"#]
+        );
+        assert!(split_words("read s 'unclosed").is_err());
+    }
+
+    #[test]
+    fn shell_verbs_parse_with_the_command_line_types() {
+        let verb = ShellVerb::parse_line("read everything demo://x --out /tmp/f").unwrap();
+        assert!(matches!(verb, protocol_cmds::Verb::Read(a) if a.uri == "demo://x" && a.out.is_some()));
+        let err = ShellVerb::parse_line("complete everything name x").unwrap_err();
+        assert!(err.contains("--prompt") || err.contains("--template"), "{err}");
+    }
 }

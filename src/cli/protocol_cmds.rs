@@ -1,0 +1,432 @@
+//! `kaged-mcp resources`, `read`, `prompts`, `prompt` and `complete`: the rest of the client
+//! protocol for the operator, one verb each, also answered by `kaged-mcp shell` (the same
+//! arguments, parsed by the same clap types). A verb about one server starts only that server.
+//!
+//! Exit codes as for `call`: 0 done; 1 a server failed (its line names the server, the method
+//! and the cause); 2 a usage or configuration error (an undeclared server, bad `--args` or
+//! `--context`, a binary read with nowhere to go).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use clap::{Args, Subcommand};
+use serde_json::{json, Map, Value};
+
+use crate::protocol::{CompletionRef, ContentBlock, ReadResourceResult, ResourceContents};
+use crate::session::Session;
+use crate::Error;
+
+use super::session_cmds::{parse_args, report, runtime, start, Scope};
+use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
+
+/// `resources [SERVER]`.
+#[derive(Debug, Clone, Args)]
+pub struct ResourcesArgs {
+    /// Only this server [default: every server].
+    pub server: Option<String>,
+}
+
+/// `read SERVER URI [--out FILE]`.
+#[derive(Debug, Clone, Args)]
+pub struct ReadArgs {
+    /// The server's key.
+    pub server: String,
+    /// The resource's URI, such as `demo://resource/dynamic/text/1`.
+    pub uri: String,
+    /// Write the contents (text or binary) to this file instead of stdout. Binary contents
+    /// need it on a terminal.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `prompts [SERVER]`.
+#[derive(Debug, Clone, Args)]
+pub struct PromptsArgs {
+    /// Only this server [default: every server].
+    pub server: Option<String>,
+}
+
+/// `prompt SERVER NAME [--args JSON]`.
+#[derive(Debug, Clone, Args)]
+pub struct PromptArgs {
+    /// The server's key.
+    pub server: String,
+    /// The prompt's name.
+    pub name: String,
+    /// The prompt's arguments, a JSON object of strings, e.g. `{"city": "Paris"}`.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+}
+
+/// `complete SERVER (--prompt NAME | --template URI_TEMPLATE) ARG PREFIX [--context JSON]`.
+#[derive(Debug, Clone, Args)]
+pub struct CompleteArgs {
+    /// The server's key.
+    pub server: String,
+    /// Complete an argument of this prompt.
+    #[arg(long, value_name = "NAME", conflicts_with = "template", required_unless_present = "template")]
+    pub prompt: Option<String>,
+    /// Complete a variable of this resource template (as listed, e.g.
+    /// `demo://resource/dynamic/text/{resourceId}`).
+    #[arg(long, value_name = "URI_TEMPLATE")]
+    pub template: Option<String>,
+    /// The argument (or template variable) to complete.
+    pub argument: String,
+    /// What is typed so far ("" for everything).
+    pub prefix: String,
+    /// The arguments already chosen, a JSON object of strings, e.g. `{"department": "Sales"}`.
+    #[arg(long, value_name = "JSON")]
+    pub context: Option<String>,
+}
+
+/// One verb, as the command line and the shell give it.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Verb {
+    /// The resources and resource templates of every (or one) server.
+    Resources(ResourcesArgs),
+    /// Read one resource.
+    Read(ReadArgs),
+    /// The prompts of every (or one) server, with their arguments.
+    Prompts(PromptsArgs),
+    /// Get one prompt's messages.
+    Prompt(PromptArgs),
+    /// Complete a prompt's argument or a resource template's variable.
+    Complete(CompleteArgs),
+}
+
+impl Verb {
+    /// The one server the verb is about, if it is about one.
+    fn server(&self) -> Option<&str> {
+        match self {
+            Verb::Resources(a) => a.server.as_deref(),
+            Verb::Prompts(a) => a.server.as_deref(),
+            Verb::Read(a) => Some(&a.server),
+            Verb::Prompt(a) => Some(&a.server),
+            Verb::Complete(a) => Some(&a.server),
+        }
+    }
+}
+
+/// Why a verb failed: the exit code and the operator's line.
+pub(super) struct Failure {
+    pub(super) code: u8,
+    pub(super) message: String,
+}
+
+impl Failure {
+    fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: EXIT_CONFIG,
+            message: message.into(),
+        }
+    }
+
+    fn of(e: &Error) -> Self {
+        let code = match e {
+            Error::UnknownServer { .. } | Error::LoginRequired { .. } | Error::Config(_) => {
+                EXIT_CONFIG
+            }
+            _ => EXIT_FAILED,
+        };
+        Self {
+            code,
+            message: e.reason(),
+        }
+    }
+}
+
+/// `kaged-mcp <verb>`: starts the servers the verb needs, runs it, prints its answer on stdout
+/// and any failure as `error:` lines on stderr.
+pub(super) fn run(project: &ProjectArgs, verb: &Verb, json: bool, verbose: bool) -> u8 {
+    runtime().block_on(async {
+        let scope = match verb.server() {
+            Some(server) => Scope::Server(server),
+            None => Scope::All,
+        };
+        let (session, _) = match start(project, scope, verb.server().is_none(), verbose).await {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        let mut out = std::io::stdout().lock();
+        let code = match execute(&session, verb, json, &mut out, std::io::stdout().is_terminal()).await {
+            Ok(errors) => {
+                for e in &errors {
+                    report(e, verbose);
+                }
+                let failed = !errors.is_empty()
+                    || (verb.server().is_none() && !session.start_failures().is_empty());
+                if failed {
+                    EXIT_FAILED
+                } else {
+                    EXIT_OK
+                }
+            }
+            Err(f) => {
+                eprintln!("error: {}", f.message);
+                f.code
+            }
+        };
+        let _ = out.flush();
+        drop(out);
+        session.shutdown().await;
+        code
+    })
+}
+
+/// Runs `verb` on `session`, writing its answer to `out` (`terminal`: `out` is one, so
+/// binary contents are refused). A verb over every server lists what it can: the servers that
+/// failed come back as errors, to print after the answer; a verb about one server fails whole.
+pub(super) async fn execute(
+    session: &Session,
+    verb: &Verb,
+    json: bool,
+    out: &mut dyn Write,
+    terminal: bool,
+) -> Result<Vec<Error>, Failure> {
+    let io = |e: std::io::Error| Failure {
+        code: EXIT_FAILED,
+        message: format!("cannot write the answer: {e}"),
+    };
+    match verb {
+        Verb::Resources(a) => {
+            let mut resources = Vec::new();
+            let mut templates = Vec::new();
+            let mut errors = Vec::new();
+            for server in servers(session, a.server.as_deref()).map_err(|e| Failure::of(&e))? {
+                match session.resources(&server).await {
+                    Ok((r, t)) => {
+                        resources.extend(r.into_iter().map(|r| (server.clone(), r)));
+                        templates.extend(t.into_iter().map(|t| (server.clone(), t)));
+                    }
+                    Err(e) if a.server.is_some() => return Err(Failure::of(&e)),
+                    Err(e) => errors.push(e),
+                }
+            }
+            if json {
+                let with_server = |server: &str, item: Value| match item {
+                    Value::Object(mut m) => {
+                        m.insert("server".into(), Value::from(server));
+                        Value::Object(m)
+                    }
+                    other => other,
+                };
+                let answer = json!({
+                    "resources": resources.iter().map(|(s, r)| with_server(s, json!(r))).collect::<Vec<_>>(),
+                    "templates": templates.iter().map(|(s, t)| with_server(s, json!(t))).collect::<Vec<_>>(),
+                });
+                writeln!(out, "{answer}").map_err(io)?;
+            } else {
+                for (server, r) in &resources {
+                    let size = r.size.map_or_else(|| "-".to_owned(), |s| s.to_string());
+                    let mime = r.mime_type.as_deref().unwrap_or("-");
+                    writeln!(out, "{server}\t{}\t{}\t{mime}\t{size}", r.uri, r.name).map_err(io)?;
+                }
+                for (server, t) in &templates {
+                    let mime = t.mime_type.as_deref().unwrap_or("-");
+                    writeln!(out, "{server}\t{}\t{}\t{mime}\ttemplate", t.uri_template, t.name)
+                        .map_err(io)?;
+                }
+            }
+            Ok(errors)
+        }
+        Verb::Read(a) => {
+            let read = session
+                .read_resource(&a.server, &a.uri)
+                .await
+                .map_err(|e| Failure::of(&e))?;
+            write_read(&read, a, json, out, terminal)?;
+            if read.truncated {
+                eprintln!(
+                    "note: the text was over the cap of {} bytes and was cut to fit it (`result_max_bytes` under [mcp] in config.toml)",
+                    session.config().daemon.result_max_bytes
+                );
+            }
+            Ok(Vec::new())
+        }
+        Verb::Prompts(a) => {
+            let mut prompts = Vec::new();
+            let mut errors = Vec::new();
+            for server in servers(session, a.server.as_deref()).map_err(|e| Failure::of(&e))? {
+                match session.prompts(&server).await {
+                    Ok(p) => prompts.extend(p.into_iter().map(|p| (server.clone(), p))),
+                    Err(e) if a.server.is_some() => return Err(Failure::of(&e)),
+                    Err(e) => errors.push(e),
+                }
+            }
+            if json {
+                let list: Vec<Value> = prompts
+                    .iter()
+                    .map(|(server, p)| {
+                        let mut v = json!(p);
+                        if let Value::Object(m) = &mut v {
+                            m.insert("server".into(), Value::from(server.as_str()));
+                        }
+                        v
+                    })
+                    .collect();
+                writeln!(out, "{}", Value::Array(list)).map_err(io)?;
+            } else {
+                for (server, p) in &prompts {
+                    let desc = p
+                        .description
+                        .as_deref()
+                        .and_then(|d| d.lines().next())
+                        .unwrap_or("");
+                    writeln!(out, "{server}\t{}\t{desc}", p.name).map_err(io)?;
+                    for arg in &p.arguments {
+                        let required = if arg.required { " (required)" } else { "" };
+                        let desc = arg.description.as_deref().unwrap_or("");
+                        writeln!(out, "  {}{required}\t{desc}", arg.name).map_err(io)?;
+                    }
+                }
+            }
+            Ok(errors)
+        }
+        Verb::Prompt(a) => {
+            let arguments = strings("--args", a.args.as_deref())?;
+            let got = session
+                .prompt(&a.server, &a.name, arguments.as_ref())
+                .await
+                .map_err(|e| Failure::of(&e))?;
+            if json {
+                writeln!(out, "{}", json!(got)).map_err(io)?;
+            } else {
+                for m in &got.messages {
+                    writeln!(out, "{}: {}", m.role, describe(&m.content)).map_err(io)?;
+                }
+            }
+            Ok(Vec::new())
+        }
+        Verb::Complete(a) => {
+            let reference = match (&a.prompt, &a.template) {
+                (Some(name), None) => CompletionRef::Prompt { name: name.clone() },
+                (None, Some(uri)) => CompletionRef::ResourceTemplate { uri: uri.clone() },
+                _ => return Err(Failure::usage("give exactly one of --prompt NAME and --template URI_TEMPLATE")),
+            };
+            let chosen = strings("--context", a.context.as_deref())?;
+            let completion = session
+                .complete(&a.server, &reference, &a.argument, &a.prefix, chosen.as_ref())
+                .await
+                .map_err(|e| Failure::of(&e))?;
+            if json {
+                writeln!(out, "{}", json!(completion)).map_err(io)?;
+            } else {
+                for v in &completion.values {
+                    writeln!(out, "{v}").map_err(io)?;
+                }
+                if completion.has_more == Some(true) {
+                    let total = completion
+                        .total
+                        .map(|t| format!(" of {t}"))
+                        .unwrap_or_default();
+                    eprintln!("note: {} values shown{total}; type more to narrow them", completion.values.len());
+                }
+            }
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// The servers a verb lists: `only` (which must be declared and enabled), or every server
+/// that started.
+fn servers(session: &Session, only: Option<&str>) -> Result<Vec<String>, Error> {
+    if let Some(server) = only {
+        session.client(server)?;
+        return Ok(vec![server.to_owned()]);
+    }
+    let failed: Vec<String> = session
+        .start_failures()
+        .into_iter()
+        .map(|f| f.server)
+        .collect();
+    Ok(session
+        .status()
+        .into_iter()
+        .map(|s| s.server)
+        .filter(|s| !failed.contains(s) && session.client(s).is_ok())
+        .collect())
+}
+
+/// A JSON object of strings from `--args` or `--context` (`flag`).
+fn strings(flag: &str, text: Option<&str>) -> Result<Option<Map<String, Value>>, Failure> {
+    let map = parse_args(text).map_err(|e| Failure::usage(format!("{flag}: {e}")))?;
+    if let Some((key, _)) = map.iter().flatten().find(|(_, v)| !v.is_string()) {
+        return Err(Failure::usage(format!(
+            "{flag}: `{key}` is not a string (prompt arguments are strings)"
+        )));
+    }
+    Ok(map)
+}
+
+/// One line for a content block of a prompt message.
+fn describe(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Image(i) => format!("[image {}]", i.mime_type),
+        ContentBlock::Audio(a) => format!("[audio {}]", a.mime_type),
+        ContentBlock::ResourceLink(l) => format!("[resource link {}]", l.uri),
+        ContentBlock::Resource(r) => match &r.resource {
+            ResourceContents::Text(t) => format!("[resource {}]\n{}", t.uri, t.text),
+            ResourceContents::Blob(b) => format!("[binary resource {}]", b.uri),
+        },
+        other => format!("[{} content]", other.kind()),
+    }
+}
+
+/// Writes a read: JSON `{"contents", "truncated"}`; or the text to stdout (or `--out`), and the
+/// blob's bytes to `--out` (or to stdout when it is not a terminal).
+fn write_read(
+    read: &ReadResourceResult,
+    a: &ReadArgs,
+    json: bool,
+    out: &mut dyn Write,
+    terminal: bool,
+) -> Result<(), Failure> {
+    let io = |e: std::io::Error| Failure {
+        code: EXIT_FAILED,
+        message: format!("cannot write the contents: {e}"),
+    };
+    if json {
+        let answer = json!({"contents": read.contents, "truncated": read.truncated});
+        return writeln!(out, "{answer}").map_err(io);
+    }
+    let mut bytes = Vec::new();
+    let mut binary = false;
+    for c in &read.contents {
+        match c {
+            ResourceContents::Text(t) => bytes.extend_from_slice(t.text.as_bytes()),
+            ResourceContents::Blob(b) => {
+                binary = true;
+                let decoded = base64::engine::general_purpose::STANDARD
+                    .decode(b.blob.trim())
+                    .map_err(|e| Failure {
+                        code: EXIT_FAILED,
+                        message: format!(
+                            "server `{}`: resources/read {}: the blob is not valid base64: {e}",
+                            a.server, b.uri
+                        ),
+                    })?;
+                bytes.extend_from_slice(&decoded);
+            }
+        }
+    }
+    match &a.out {
+        Some(path) => std::fs::write(path, &bytes).map_err(|e| Failure {
+            code: EXIT_FAILED,
+            message: format!("cannot write {}: {e}", path.display()),
+        }),
+        None if binary && terminal => Err(Failure::usage(format!(
+            "{} is binary ({} bytes): write it with --out FILE (or redirect stdout)",
+            a.uri,
+            bytes.len()
+        ))),
+        None => {
+            out.write_all(&bytes).map_err(io)?;
+            if !binary && !bytes.ends_with(b"\n") {
+                writeln!(out).map_err(io)?;
+            }
+            Ok(())
+        }
+    }
+}
