@@ -17,8 +17,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use self::protocol_cmds::{
+    CompleteArgs, PromptArgs, PromptsArgs, ReadArgs, ResourcesArgs, Verb,
+};
 use crate::config::{self, ConfigPaths};
-pub use self::protocol_cmds::{CompleteArgs, PromptArgs, PromptsArgs, ReadArgs, ResourcesArgs, Verb};
 
 /// The operator's command line for kaged's MCP client.
 #[derive(Debug, Parser)]

@@ -65,7 +65,12 @@ pub struct CompleteArgs {
     /// The server's key.
     pub server: String,
     /// Complete an argument of this prompt.
-    #[arg(long, value_name = "NAME", conflicts_with = "template", required_unless_present = "template")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "template",
+        required_unless_present = "template"
+    )]
     pub prompt: Option<String>,
     /// Complete a variable of this resource template (as listed, e.g.
     /// `demo://resource/dynamic/text/{resourceId}`).
@@ -149,7 +154,15 @@ pub(super) fn run(project: &ProjectArgs, verb: &Verb, json: bool, verbose: bool)
             Err(code) => return code,
         };
         let mut out = std::io::stdout().lock();
-        let code = match execute(&session, verb, json, &mut out, std::io::stdout().is_terminal()).await {
+        let code = match execute(
+            &session,
+            verb,
+            json,
+            &mut out,
+            std::io::stdout().is_terminal(),
+        )
+        .await
+        {
             Ok(errors) => {
                 for e in &errors {
                     report(e, verbose);
@@ -224,8 +237,12 @@ pub(super) async fn execute(
                 }
                 for (server, t) in &templates {
                     let mime = t.mime_type.as_deref().unwrap_or("-");
-                    writeln!(out, "{server}\t{}\t{}\t{mime}\ttemplate", t.uri_template, t.name)
-                        .map_err(io)?;
+                    writeln!(
+                        out,
+                        "{server}\t{}\t{}\t{mime}\ttemplate",
+                        t.uri_template, t.name
+                    )
+                    .map_err(io)?;
                 }
             }
             Ok(errors)
@@ -302,11 +319,21 @@ pub(super) async fn execute(
             let reference = match (&a.prompt, &a.template) {
                 (Some(name), None) => CompletionRef::Prompt { name: name.clone() },
                 (None, Some(uri)) => CompletionRef::ResourceTemplate { uri: uri.clone() },
-                _ => return Err(Failure::usage("give exactly one of --prompt NAME and --template URI_TEMPLATE")),
+                _ => {
+                    return Err(Failure::usage(
+                        "give exactly one of --prompt NAME and --template URI_TEMPLATE",
+                    ))
+                }
             };
             let chosen = strings("--context", a.context.as_deref())?;
             let completion = session
-                .complete(&a.server, &reference, &a.argument, &a.prefix, chosen.as_ref())
+                .complete(
+                    &a.server,
+                    &reference,
+                    &a.argument,
+                    &a.prefix,
+                    chosen.as_ref(),
+                )
                 .await
                 .map_err(|e| Failure::of(&e))?;
             if json {
@@ -320,7 +347,10 @@ pub(super) async fn execute(
                         .total
                         .map(|t| format!(" of {t}"))
                         .unwrap_or_default();
-                    eprintln!("note: {} values shown{total}; type more to narrow them", completion.values.len());
+                    eprintln!(
+                        "note: {} values shown{total}; type more to narrow them",
+                        completion.values.len()
+                    );
                 }
             }
             Ok(Vec::new())

@@ -437,7 +437,11 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool)
 
 /// A shell line of one of the protocol verbs, parsed by the command line's own types.
 #[derive(Debug, clap::Parser)]
-#[command(name = "kaged-mcp shell", no_binary_name = true, disable_help_flag = true)]
+#[command(
+    name = "kaged-mcp shell",
+    no_binary_name = true,
+    disable_help_flag = true
+)]
 struct ShellVerb {
     #[command(subcommand)]
     verb: protocol_cmds::Verb,
@@ -535,11 +539,26 @@ mod tests {
     fn shell_words_split_like_a_shell() {
         assert_eq!(
             split_words(r#"prompt everything args-prompt --args '{"city": "Paris"}'"#).unwrap(),
-            ["prompt", "everything", "args-prompt", "--args", r#"{"city": "Paris"}"#]
+            [
+                "prompt",
+                "everything",
+                "args-prompt",
+                "--args",
+                r#"{"city": "Paris"}"#
+            ]
         );
         assert_eq!(
             split_words(r#"complete s --prompt p name "" --context "{\"a\": \"b c\"}""#).unwrap(),
-            ["complete", "s", "--prompt", "p", "name", "", "--context", r#"{"a": "b c"}"#]
+            [
+                "complete",
+                "s",
+                "--prompt",
+                "p",
+                "name",
+                "",
+                "--context",
+                r#"{"a": "b c"}"#
+            ]
         );
         assert!(split_words("read s 'unclosed").is_err());
     }
@@ -547,8 +566,13 @@ mod tests {
     #[test]
     fn shell_verbs_parse_with_the_command_line_types() {
         let verb = ShellVerb::parse_line("read everything demo://x --out /tmp/f").unwrap();
-        assert!(matches!(verb, protocol_cmds::Verb::Read(a) if a.uri == "demo://x" && a.out.is_some()));
+        assert!(
+            matches!(verb, protocol_cmds::Verb::Read(a) if a.uri == "demo://x" && a.out.is_some())
+        );
         let err = ShellVerb::parse_line("complete everything name x").unwrap_err();
-        assert!(err.contains("--prompt") || err.contains("--template"), "{err}");
+        assert!(
+            err.contains("--prompt") || err.contains("--template"),
+            "{err}"
+        );
     }
 }

@@ -9,5 +9,6 @@ mod env_secret;
 mod http;
 mod lifecycle;
 mod operator;
+mod protocol;
 mod session;
 mod tasks;
