@@ -418,4 +418,6 @@ impl Service<ToolCall> for McpClient {
 }
 
 #[cfg(test)]
+mod protocol_tests;
+#[cfg(test)]
 mod tests;

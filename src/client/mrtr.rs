@@ -58,30 +58,30 @@ where
     >,
 {
     let mut retry = None;
-    for round in 0..=MAX_INPUT_ROUNDS {
+    let mut rounds = 0;
+    loop {
         let (rx, guard) = send(retry.as_ref())?;
         let request = RpcSession::request_ref(guard.id(), method);
-        match guard.answer_within(rx, method, limit).await? {
+        let asked = match guard.answer_within(rx, method, limit).await? {
             Answer::Complete(result) => return Ok(result),
-            Answer::InputRequired(_) if round == MAX_INPUT_ROUNDS => {
-                return Err(ClientError::InputRounds {
-                    server: Arc::clone(&session.server),
-                    request,
-                    rounds: round,
-                })
-            }
-            Answer::InputRequired(asked) => {
-                tracing::debug!(
-                    server = &*session.server,
-                    method,
-                    inputs = asked.input_requests.len(),
-                    "input_required: answering the server's input requests"
-                );
-                retry = Some(resolve(Arc::clone(session), request, asked).await?);
-            }
+            Answer::InputRequired(asked) => asked,
+        };
+        if rounds == MAX_INPUT_ROUNDS {
+            return Err(ClientError::InputRounds {
+                server: Arc::clone(&session.server),
+                request,
+                rounds,
+            });
         }
+        rounds += 1;
+        tracing::debug!(
+            server = &*session.server,
+            method,
+            inputs = asked.input_requests.len(),
+            "input_required: answering the server's input requests"
+        );
+        retry = Some(resolve(Arc::clone(session), request, asked).await?);
     }
-    unreachable!("the last round returns")
 }
 
 /// Answers the input requests of `asked` (the answer to `request`), one after the other, in

@@ -568,6 +568,58 @@ mod tests {
     use super::*;
     use crate::protocol::lifecycle::client_capabilities;
 
+    #[test]
+    fn the_log_level_rides_every_modern_request_when_set() {
+        let info = Implementation::this_client();
+        let caps = client_capabilities(false, true);
+        let meta =
+            ModernMeta::new(MODERN_PROTOCOL_VERSION, &caps, &info, Some(LoggingLevel::Warning))
+                .unwrap();
+        for token in [None, Some(3)] {
+            let written = serde_json::to_value(RequestMeta {
+                progress_token: token,
+                modern: Some(&meta),
+            })
+            .unwrap();
+            assert_eq!(written[META_LOG_LEVEL], "warning", "{written}");
+            assert_eq!(written[META_CLIENT_CAPABILITIES], serde_json::json!({"roots": {"listChanged": false}}));
+        }
+        let without = ModernMeta::new(MODERN_PROTOCOL_VERSION, &caps, &info, None).unwrap();
+        let written = serde_json::to_value(RequestMeta {
+            progress_token: Some(1),
+            modern: Some(&without),
+        })
+        .unwrap();
+        assert!(written.get(META_LOG_LEVEL).is_none(), "{written}");
+    }
+
+    #[test]
+    fn an_answer_is_a_result_or_the_input_the_server_asks_for() {
+        let done: Answer<crate::protocol::ReadResourceResult> = serde_json::from_str(
+            r#"{"resultType":"complete","contents":[{"uri":"a://x","text":"hi"}],"ttlMs":0}"#,
+        )
+        .unwrap();
+        assert!(matches!(done, Answer::Complete(r) if r.joined_text() == "hi"));
+        let legacy: Answer<crate::protocol::ReadResourceResult> =
+            serde_json::from_str(r#"{"contents":[]}"#).unwrap();
+        assert!(matches!(legacy, Answer::Complete(_)));
+        let asked: Answer<crate::protocol::GetPromptResult> = serde_json::from_str(
+            r#"{"resultType":"input_required","inputRequests":{"roots":{"method":"roots/list"}},"requestState":"s"}"#,
+        )
+        .unwrap();
+        match asked {
+            Answer::InputRequired(i) => {
+                assert_eq!(i.input_requests["roots"]["method"], "roots/list");
+                assert_eq!(i.request_state.as_deref(), Some("s"));
+            }
+            Answer::Complete(_) => panic!("an input request read as a result"),
+        }
+        assert!(serde_json::from_str::<Answer<crate::protocol::GetPromptResult>>(
+            r#"{"resultType":"input_required"}"#
+        )
+        .is_err());
+    }
+
     fn meta() -> ModernMeta {
         let info = Implementation {
             name: "kaged-mcp".into(),

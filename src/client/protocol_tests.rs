@@ -1,0 +1,297 @@
+//! Unit tests of the rest of the client protocol over the scripted transport: subscriptions
+//! kept across restarts and the log level sent at each start (legacy), the modern resource
+//! stream opened again when the set changes, reads that follow `input_required` with the
+//! client's roots, and capabilities that are checked before anything is sent.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::protocol::{LoggingLevel, ResourceContents};
+use crate::test_util::{Act, MockTransport};
+
+fn method(msg: &Value) -> &str {
+    msg.get("method").and_then(Value::as_str).unwrap_or("")
+}
+
+/// A legacy server offering resources (`subscribe` as given) and logging.
+fn legacy(subscribe: bool) -> MockTransport {
+    MockTransport::new(move |msg| match method(msg) {
+        "initialize" => vec![Act::reply(
+            msg,
+            json!({"protocolVersion": "2025-11-25",
+                "capabilities": {"resources": {"subscribe": subscribe}, "logging": {}},
+                "serverInfo": {"name": "mock", "version": "1"}}),
+        )],
+        "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
+            vec![Act::reply(msg, json!({}))]
+        }
+        "resources/read" => vec![Act::reply(
+            msg,
+            json!({"contents": [{"uri": msg["params"]["uri"], "blob": "AAEC", "mimeType": "x/y"}]}),
+        )],
+        _ => vec![],
+    })
+}
+
+/// Lets the client's spawned tasks run (the scripted server answers synchronously).
+async fn settle() {
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+fn legacy_options() -> ClientOptions {
+    ClientOptions::default()
+        .era(EraPreference::Legacy)
+        .backoff_jitter(kaged_mcp_layers::retry::Jitter::None)
+}
+
+/// The `(method, params)` of every request after the `n`-th `notifications/initialized`.
+fn after_start(t: &MockTransport, n: usize) -> Vec<(String, Value)> {
+    let seen = t.seen();
+    let start = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| method(m) == "notifications/initialized")
+        .nth(n)
+        .map(|(i, _)| i + 1)
+        .unwrap_or_else(|| panic!("no start #{n}: {seen:?}"));
+    let end = seen[start..]
+        .iter()
+        .position(|m| method(m) == "initialize")
+        .map_or(seen.len(), |p| start + p);
+    seen[start..end]
+        .iter()
+        .map(|m| (method(m).to_owned(), m["params"].clone()))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_legacy_subscription_and_the_log_level_are_sent_again_at_every_start() {
+    let t = legacy(true);
+    let c = McpClient::new(
+        "mock",
+        t.clone(),
+        legacy_options().log_level(LoggingLevel::Warning),
+    );
+    let mut changes = c.changes();
+    c.subscribe_resource("a://x").await.unwrap();
+    settle().await;
+    let first = after_start(&t, 0);
+    assert!(
+        first.contains(&("logging/setLevel".into(), json!({"level": "warning"}))),
+        "{first:?}"
+    );
+    assert!(
+        first.contains(&("resources/subscribe".into(), json!({"uri": "a://x"}))),
+        "{first:?}"
+    );
+    // An update reaches the embedder.
+    t.push(vec![Act::Reply(json!({"jsonrpc": "2.0",
+        "method": "notifications/resources/updated", "params": {"uri": "a://x"}}))]);
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        ServerChange::ResourceUpdated {
+            uri: "a://x".into()
+        }
+    );
+    // The server exits; the next start subscribes again and sets the level again, unasked.
+    t.push(vec![Act::close("exited (exit status: 1)")]);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    c.start().await.unwrap();
+    settle().await;
+    let second = after_start(&t, 1);
+    assert_eq!(
+        second,
+        [
+            ("logging/setLevel".into(), json!({"level": "warning"})),
+            ("resources/subscribe".into(), json!({"uri": "a://x"})),
+        ]
+    );
+    // Unsubscribed: forgotten, and not sent again at the next start.
+    c.unsubscribe_resource("a://x").await.unwrap();
+    assert!(c.subscribed_resources().is_empty());
+    assert!(t
+        .seen_methods()
+        .contains(&"resources/unsubscribe".to_owned()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_subscription_is_sent_to_a_server_that_does_not_offer_them() {
+    let t = legacy(false);
+    let c = McpClient::new("mock", t.clone(), legacy_options());
+    let err = c.subscribe_resource("a://x").await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::NotOffered { capability, method, .. } if &**capability == "resources.subscribe" && *method == "resources/subscribe"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("a://x"), "{err}");
+    assert!(!t.seen_methods().contains(&"resources/subscribe".to_owned()));
+    assert!(c.subscribed_resources().is_empty());
+    // No level set: no setLevel either.
+    assert!(!t.seen_methods().contains(&"logging/setLevel".to_owned()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_returns_the_blob_as_sent() {
+    let c = McpClient::new("mock", legacy(false), legacy_options());
+    let read = c.read_resource("a://bin").await.unwrap();
+    assert!(
+        matches!(&read.contents[0], ResourceContents::Blob(b) if b.blob == "AAEC" && b.uri == "a://bin")
+    );
+    assert!(!read.truncated);
+}
+
+/// A modern server offering resources (subscriptions, list changes): it acknowledges each
+/// `subscriptions/listen` and answers a read `input_required` for the roots once.
+fn modern() -> MockTransport {
+    MockTransport::new(|msg| match method(msg) {
+        "server/discover" => vec![Act::reply(
+            msg,
+            json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"resources": {"subscribe": true, "listChanged": true}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mock", "version": "1"}}}),
+        )],
+        "subscriptions/listen" => vec![Act::Reply(json!({"jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": msg["id"]},
+                "notifications": msg["params"]["notifications"]}}))],
+        "resources/read" if msg["params"].get("inputResponses").is_none() => vec![Act::reply(
+            msg,
+            json!({"resultType": "input_required",
+                "inputRequests": {"roots": {"method": "roots/list"}}, "requestState": "st-1"}),
+        )],
+        "resources/read" => vec![Act::reply(
+            msg,
+            json!({"resultType": "complete", "contents": [{"uri": msg["params"]["uri"],
+                "text": msg["params"]["inputResponses"]["roots"]["roots"][0]["uri"]}]}),
+        )],
+        _ => vec![],
+    })
+    .modern()
+}
+
+/// The `subscriptions/listen` requests sent, and the ids of the requests cancelled.
+fn listens(t: &MockTransport) -> (Vec<(Value, Value)>, Vec<Value>) {
+    let seen = t.seen();
+    let listens = seen
+        .iter()
+        .filter(|m| method(m) == "subscriptions/listen")
+        .map(|m| (m["id"].clone(), m["params"]["notifications"].clone()))
+        .collect();
+    let cancelled = seen
+        .iter()
+        .filter(|m| method(m) == "notifications/cancelled")
+        .map(|m| m["params"]["requestId"].clone())
+        .collect();
+    (listens, cancelled)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_modern_resource_stream_is_opened_again_with_every_change_of_the_set() {
+    let t = modern();
+    let c = McpClient::new(
+        "mock",
+        t.clone(),
+        ClientOptions::default().era(EraPreference::Modern),
+    );
+    let mut changes = c.changes();
+    c.start().await.unwrap();
+    settle().await;
+    // The list stream: the resource list changes the server offers, nothing it does not.
+    let (l, _) = listens(&t);
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(l[0].1, json!({"resourcesListChanged": true}));
+
+    c.subscribe_resource("a://1").await.unwrap();
+    settle().await;
+    c.subscribe_resource("a://2").await.unwrap();
+    settle().await;
+    let (l, cancelled) = listens(&t);
+    assert_eq!(l.len(), 3, "{l:?}");
+    assert_eq!(l[1].1, json!({"resourceSubscriptions": ["a://1"]}));
+    assert_eq!(l[2].1, json!({"resourceSubscriptions": ["a://1", "a://2"]}));
+    assert_eq!(
+        cancelled,
+        [l[1].0.clone()],
+        "the stream of the old set ends"
+    );
+    assert!(!t.seen_methods().contains(&"resources/subscribe".to_owned()));
+
+    // Updates on the stream reach the embedder, as do list changes on the other.
+    t.push(vec![Act::Reply(
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+        "params": {"uri": "a://2", "_meta": {"io.modelcontextprotocol/subscriptionId": l[2].0}}}),
+    )]);
+    t.push(vec![Act::Reply(
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": l[0].0}}}),
+    )]);
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        ServerChange::ResourceUpdated {
+            uri: "a://2".into()
+        }
+    );
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        ServerChange::ResourcesListChanged
+    );
+
+    // Empty set: the stream ends and none opens.
+    c.unsubscribe_resource("a://1").await.unwrap();
+    settle().await;
+    c.unsubscribe_resource("a://2").await.unwrap();
+    settle().await;
+    let (l2, cancelled) = listens(&t);
+    assert_eq!(l2.len(), 4, "{l2:?}");
+    assert_eq!(l2[3].1, json!({"resourceSubscriptions": ["a://2"]}));
+    assert_eq!(cancelled, [l[1].0.clone(), l[2].0.clone(), l2[3].0.clone()]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_modern_read_asked_for_the_roots_is_sent_again_with_them() {
+    let t = modern();
+    let roots = vec![Root::for_dir(
+        std::path::Path::new("/p/data"),
+        Some("./data".into()),
+    )];
+    let options = ClientOptions::default()
+        .era(EraPreference::Modern)
+        .roots(roots)
+        .log_level(LoggingLevel::Error);
+    let c = McpClient::new("mock", t.clone(), options);
+    let read = c.read_resource("a://x").await.unwrap();
+    assert_eq!(read.joined_text(), "file:///p/data");
+    let reads: Vec<Value> = t
+        .seen()
+        .into_iter()
+        .filter(|m| method(m) == "resources/read")
+        .collect();
+    assert_eq!(reads.len(), 2);
+    assert_ne!(
+        reads[0]["id"], reads[1]["id"],
+        "a retry has an id of its own"
+    );
+    assert_eq!(reads[1]["params"]["requestState"], "st-1");
+    assert_eq!(
+        reads[1]["params"]["inputResponses"],
+        json!({"roots": {"roots": [{"uri": "file:///p/data", "name": "./data"}]}})
+    );
+    let meta = &reads[0]["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"]["roots"],
+        json!({"listChanged": false})
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/logLevel"], "error",
+        "the level rides _meta"
+    );
+    assert!(
+        !t.seen_methods().contains(&"logging/setLevel".to_owned()),
+        "no logging/setLevel in 2026-07-28"
+    );
+}
