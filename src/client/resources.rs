@@ -158,7 +158,8 @@ impl McpClient {
 
     /// Ends the subscription to `uri` (`resources/unsubscribe` in the legacy era; the
     /// resource stream opened again without it in the 2026-07-28 era). Nothing is sent when the
-    /// client was not subscribed.
+    /// client was not subscribed, or has no session running (a new one will not be told), and
+    /// nothing is started.
     ///
     /// # Errors
     /// The errors of the request (the subscription is forgotten either way).
@@ -171,7 +172,15 @@ impl McpClient {
             .subscriptions
             .generation
             .send_modify(|g| *g = g.wrapping_add(1));
-        let session = self.shared.session().await?;
+        let running = {
+            let sup = self.shared.lock();
+            sup.session
+                .clone()
+                .filter(|s| sup.is_ready_with(s) && !s.is_closed())
+        };
+        let Some(session) = running else {
+            return Ok(());
+        };
         if session.is_modern() {
             return Ok(());
         }

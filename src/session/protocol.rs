@@ -105,13 +105,11 @@ impl Session {
         uri: &str,
     ) -> Result<ReadResourceResult, Error> {
         let granted = self.grants(agent)?;
-        let prefix = format!("mcp.{server}.");
+        // The catalog's keys are the tools' full names, `mcp.<server>.<tool>`.
         let may_read = self
             .registry
-            .catalog()
-            .iter()
-            .filter(|d| d.name.starts_with(&prefix))
-            .any(|d| grants::is_granted(granted, &d.name));
+            .server_catalog(server)
+            .is_some_and(|c| c.tools.keys().any(|name| grants::is_granted(granted, name)));
         if !may_read {
             return Err(Error::ResourceNotGranted {
                 agent: agent.to_owned(),
