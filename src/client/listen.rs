@@ -96,25 +96,27 @@ impl Shared {
                 let Some(live) = session.upgrade() else {
                     return;
                 };
-                let filter = match &stream {
-                    Stream::Lists(filter) => filter.clone(),
+                let (filter, generation) = match &stream {
+                    Stream::Lists(filter) => (filter.clone(), None),
                     Stream::Resources => {
-                        set_changed.borrow_and_update();
+                        let generation = *set_changed.borrow_and_update();
                         let uris = subscriptions.uris();
                         if uris.is_empty() {
                             live.resource_stream.store(false, Ordering::Release);
+                            subscriptions.settle(generation, None);
                             return;
                         }
-                        ListenFilter {
+                        let filter = ListenFilter {
                             resource_subscriptions: uris,
                             ..ListenFilter::default()
-                        }
+                        };
+                        (filter, Some(generation))
                     }
                 };
                 let opened = Instant::now();
                 // Only the list stream's acknowledgement has the tool list read again.
                 let relist = reopened && filter.tools_list_changed;
-                let sent = live.listen(&filter, relist);
+                let sent = live.listen(&filter, relist, generation);
                 drop(live);
                 let outcome = match sent {
                     Ok((id, rx)) => {
@@ -153,8 +155,9 @@ impl Shared {
                 match &outcome {
                     Err(e) if listen_refused(e, lasted) => {
                         tracing::warn!(server = &*server, error = %e, what, "the server refused subscriptions/listen; changes are seen at the ttl or a restart");
-                        if let (Stream::Resources, Some(live)) = (&stream, session.upgrade()) {
+                        if let (Some(generation), Some(live)) = (generation, session.upgrade()) {
                             live.resource_stream.store(false, Ordering::Release);
+                            subscriptions.settle(generation, Some(e.clone()));
                         }
                         return;
                     }

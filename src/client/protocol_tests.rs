@@ -148,7 +148,11 @@ async fn a_read_returns_the_blob_as_sent() {
 /// A modern server offering resources (subscriptions, list changes): it acknowledges each
 /// `subscriptions/listen` and answers a read `input_required` for the roots once.
 fn modern() -> MockTransport {
-    MockTransport::new(|msg| match method(msg) {
+    MockTransport::new(modern_script).modern()
+}
+
+fn modern_script(msg: &Value) -> Vec<Act> {
+    match method(msg) {
         "server/discover" => vec![Act::reply(
             msg,
             json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
@@ -170,8 +174,7 @@ fn modern() -> MockTransport {
                 "text": msg["params"]["inputResponses"]["roots"]["roots"][0]["uri"]}]}),
         )],
         _ => vec![],
-    })
-    .modern()
+    }
 }
 
 /// The `subscriptions/listen` requests sent, and the ids of the requests cancelled.
@@ -294,4 +297,64 @@ async fn a_modern_read_asked_for_the_roots_is_sent_again_with_them() {
         !t.seen_methods().contains(&"logging/setLevel".to_owned()),
         "no logging/setLevel in 2026-07-28"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_modern_subscription_fails_and_is_not_kept() {
+    let t = MockTransport::new(|msg| match method(msg) {
+        "subscriptions/listen"
+            if msg["params"]["notifications"]
+                .get("resourceSubscriptions")
+                .is_some() =>
+        {
+            vec![Act::error(msg, -32602, "no such resource")]
+        }
+        _ => modern_script(msg),
+    })
+    .modern();
+    let c = McpClient::new(
+        "mock",
+        t.clone(),
+        ClientOptions::default().era(EraPreference::Modern),
+    );
+    let err = c.subscribe_resource("a://gone").await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::JsonRpc { code: -32602, message, .. } if message == "no such resource"),
+        "{err}"
+    );
+    assert!(c.subscribed_resources().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn updates_reach_the_embedder_only_for_subscribed_resources() {
+    let t = legacy(true);
+    let c = McpClient::new("mock", t.clone(), legacy_options());
+    let mut changes = c.changes();
+    c.subscribe_resource("file:///notes").await.unwrap();
+    let update = |uri: &str| {
+        Act::Reply(
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": uri}}),
+        )
+    };
+    t.push(vec![
+        update("file:///other"),
+        update("file:///notesx"),
+        update("file:///notes/a.txt"),
+        update("file:///notes"),
+    ]);
+    // The sub-resource and the resource itself; not a sibling whose name starts the same.
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        ServerChange::ResourceUpdated {
+            uri: "file:///notes/a.txt".into()
+        }
+    );
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        ServerChange::ResourceUpdated {
+            uri: "file:///notes".into()
+        }
+    );
+    assert!(changes.try_recv().is_err());
 }

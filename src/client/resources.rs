@@ -46,6 +46,9 @@ pub(crate) struct Subscriptions {
     /// Bumped when [`uris`](Self::uris) changes: a modern session's resource stream is opened
     /// again with the new set.
     pub(crate) generation: tokio::sync::watch::Sender<u64>,
+    /// The last generation of the set a modern resource stream settled: acknowledged by the
+    /// server, or ended because the set is empty (`None`), or refused (the error).
+    pub(crate) settled: tokio::sync::watch::Sender<(u64, Option<ClientError>)>,
     /// Where every session sends the changes it hears.
     pub(crate) changes: broadcast::Sender<ServerChange>,
 }
@@ -55,6 +58,7 @@ impl Default for Subscriptions {
         Self {
             uris: std::sync::Mutex::default(),
             generation: tokio::sync::watch::Sender::new(0),
+            settled: tokio::sync::watch::Sender::new((0, None)),
             changes: broadcast::Sender::new(CHANGES_CAPACITY),
         }
     }
@@ -64,6 +68,44 @@ impl Subscriptions {
     /// The subscribed URIs.
     pub(crate) fn uris(&self) -> Vec<String> {
         self.lock().iter().cloned().collect()
+    }
+
+    /// Whether an update of `uri` is one the client asked for: `uri` is subscribed, or is a
+    /// sub-resource of one that is (the specification lets a server say so), so an update
+    /// that overtook an unsubscription, or one nobody asked for, reaches nobody.
+    pub(crate) fn covers(&self, uri: &str) -> bool {
+        self.lock().iter().any(|s| {
+            uri == s
+                || uri
+                    .strip_prefix(s.as_str())
+                    .is_some_and(|rest| s.ends_with('/') || rest.starts_with('/'))
+        })
+    }
+
+    /// Changes the set with `change` (`true` when it changed it) and bumps the generation;
+    /// returns the new generation, or `None` when nothing changed.
+    fn change(&self, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> Option<u64> {
+        if !change(&mut self.lock()) {
+            return None;
+        }
+        let mut generation = 0;
+        self.generation.send_modify(|g| {
+            *g = g.wrapping_add(1);
+            generation = *g;
+        });
+        Some(generation)
+    }
+
+    /// A modern resource stream settled the set's `generation`: acknowledged, ended (empty
+    /// set) or `refused`.
+    pub(crate) fn settle(&self, generation: u64, refused: Option<ClientError>) {
+        self.settled.send_if_modified(|s| {
+            if s.0 > generation {
+                return false;
+            }
+            *s = (generation, refused);
+            true
+        });
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
@@ -139,21 +181,55 @@ impl McpClient {
         if !self.offers_subscriptions() {
             return Err(self.not_offered("resources/subscribe", uri, "resources.subscribe"));
         }
-        let added = self.shared.subscriptions.lock().insert(uri.to_owned());
-        if !added {
+        let subscriptions = &self.shared.subscriptions;
+        let Some(generation) = subscriptions.change(|set| set.insert(uri.to_owned())) else {
             return Ok(());
-        }
+        };
         if session.is_modern() {
-            self.shared
-                .subscriptions
-                .generation
-                .send_modify(|g| *g = g.wrapping_add(1));
             self.shared.listen_for_resources(&session);
-            return Ok(());
+            let settled = self.stream_settled(&session, generation).await;
+            if settled.is_err() {
+                // Refused or never acknowledged: not subscribed (the stream goes on without it).
+                subscriptions.change(|set| set.remove(uri));
+            }
+            return settled;
         }
         self.ask_about::<IgnoredAny>(&session, "resources/subscribe", uri)
             .await
             .map(drop)
+    }
+
+    /// Waits, within the request timeout, until a modern resource stream has settled the set's
+    /// `generation` (or a later one): acknowledged by the server, or ended because the set is
+    /// empty. Only then is an update of a URI just added sure to come, and one of a URI just
+    /// removed sure not to.
+    async fn stream_settled(
+        &self,
+        session: &RpcSession,
+        generation: u64,
+    ) -> Result<(), ClientError> {
+        let limit = self.shared.options.request_timeout;
+        let mut settled = self.shared.subscriptions.settled.subscribe();
+        let waited = tokio::time::timeout(limit, settled.wait_for(|s| s.0 >= generation)).await;
+        match waited {
+            Ok(Ok(s)) => match &s.1 {
+                Some(refused) if s.0 == generation => Err(refused.clone()),
+                _ => Ok(()),
+            },
+            // The sender lives as long as the client.
+            Ok(Err(_)) => Ok(()),
+            Err(_) => {
+                let (id, _) = *session
+                    .resource_stream_at
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                Err(ClientError::RequestTimeout {
+                    server: Arc::clone(&self.shared.server),
+                    request: RpcSession::request_ref(id, super::rpc::LISTEN),
+                    after: limit,
+                })
+            }
+        }
     }
 
     /// Ends the subscription to `uri` (`resources/unsubscribe` in the legacy era; the
@@ -164,14 +240,9 @@ impl McpClient {
     /// # Errors
     /// The errors of the request (the subscription is forgotten either way).
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
-        let removed = self.shared.subscriptions.lock().remove(uri);
-        if !removed {
+        let Some(generation) = self.shared.subscriptions.change(|set| set.remove(uri)) else {
             return Ok(());
-        }
-        self.shared
-            .subscriptions
-            .generation
-            .send_modify(|g| *g = g.wrapping_add(1));
+        };
         let running = {
             let sup = self.shared.lock();
             sup.session
@@ -182,7 +253,13 @@ impl McpClient {
             return Ok(());
         };
         if session.is_modern() {
-            return Ok(());
+            if !session
+                .resource_stream
+                .load(std::sync::atomic::Ordering::Acquire)
+            {
+                return Ok(());
+            }
+            return self.stream_settled(&session, generation).await;
         }
         self.ask_about::<IgnoredAny>(&session, "resources/unsubscribe", uri)
             .await

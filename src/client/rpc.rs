@@ -229,8 +229,15 @@ pub(crate) struct RpcSession {
     abandoned_calls: Mutex<std::collections::VecDeque<u64>>,
     /// What every request's span and metrics say of the session (see [`crate::telemetry`]).
     telemetry: Arc<SessionTelemetry>,
-    /// Where the changes the server announces go (resource updates, list changes).
-    changes: tokio::sync::broadcast::Sender<super::ServerChange>,
+    /// The client's resource subscriptions, and where the changes the server announces go
+    /// (resource updates, list changes).
+    pub(crate) subscriptions: Arc<super::resources::Subscriptions>,
+    /// The id of this session's resource stream (`subscriptions/listen` naming the subscribed
+    /// URIs), [`NO_RELIST`] when none, and the generation of the set it names: its
+    /// acknowledgement publishes that generation ([`Subscriptions::settled`]).
+    ///
+    /// [`Subscriptions::settled`]: super::resources::Subscriptions::settled
+    pub(crate) resource_stream_at: Mutex<(u64, u64)>,
     /// A modern session's resource subscription stream is running
     /// ([`listen_for_resources`](super::Shared::listen_for_resources)).
     pub(crate) resource_stream: AtomicBool,
@@ -241,7 +248,7 @@ pub(crate) struct RpcSession {
 const ABANDONED_CALLS: usize = 64;
 
 /// [`RpcSession::relist_on_ack`]: no listen waits for its acknowledgement.
-const NO_RELIST: u64 = u64::MAX;
+pub(crate) const NO_RELIST: u64 = u64::MAX;
 
 impl std::fmt::Debug for RpcSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -297,8 +304,8 @@ pub(crate) struct SessionSettings {
     pub(crate) tasks_declared: bool,
     /// The session's telemetry (where the server is: the transport's peer).
     pub(crate) telemetry: Arc<SessionTelemetry>,
-    /// Where the changes the server announces go.
-    pub(crate) changes: tokio::sync::broadcast::Sender<super::ServerChange>,
+    /// The client's resource subscriptions and changes.
+    pub(crate) subscriptions: Arc<super::resources::Subscriptions>,
 }
 
 impl RpcSession {
@@ -319,7 +326,7 @@ impl RpcSession {
             task_ttl,
             tasks_declared,
             telemetry,
-            changes,
+            subscriptions,
         } = settings;
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
@@ -348,8 +355,9 @@ impl RpcSession {
             tasks_declared,
             abandoned_calls: Mutex::new(std::collections::VecDeque::new()),
             telemetry,
-            changes,
+            subscriptions,
             resource_stream: AtomicBool::new(false),
+            resource_stream_at: Mutex::new((NO_RELIST, 0)),
         })
     }
 

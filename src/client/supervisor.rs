@@ -218,9 +218,7 @@ impl Shared {
                 sup.ready_at = Some(Instant::now());
                 sup.next_attempt = None;
                 self.set_state(&mut sup, ServerState::Ready);
-                let capabilities = sup.init.as_ref().map(|i| i.capabilities.clone());
                 drop(sup);
-                self.after_start(&session, capabilities.as_ref());
                 for waiter in waiters {
                     let _ = waiter.send(Ok(Arc::clone(&session)));
                 }
@@ -268,58 +266,45 @@ impl Shared {
         }
     }
 
-    /// What a session that just became ready is sent before anything else the client asks:
-    /// the operator's log level (`logging/setLevel`, when the server offers `logging`), and
-    /// the client's resource subscriptions again (a new session knows none of them): one
-    /// `resources/subscribe` each in the legacy era, the resource stream in the modern one.
-    /// On a task of its own; a failure is logged and ends nothing.
-    pub(super) fn after_start(
+    /// What a session that just started is sent before it is ready, so before anything else the
+    /// client asks: in the legacy era the operator's log level (`logging/setLevel`, when the
+    /// server offers `logging`) and the client's resource subscriptions again (a new session
+    /// knows none of them), one `resources/subscribe` each, all awaited, each within the
+    /// request timeout; in the modern era the resource stream is opened (the level rides each
+    /// request's `_meta`). A failure is a WARN and ends nothing.
+    pub(super) async fn prepare(
         self: &Arc<Self>,
         session: &Arc<RpcSession>,
-        capabilities: Option<&serde_json::Value>,
+        capabilities: &serde_json::Value,
     ) {
-        let null = serde_json::Value::Null;
-        let capabilities = capabilities.unwrap_or(&null);
-        // A modern request carries the level in its own `_meta` (`logging/setLevel` is gone).
-        let level = self
-            .options
-            .log_level
-            .filter(|_| !session.is_modern() && capabilities.get("logging").is_some());
         let uris = self.subscriptions.uris();
-        let mut resubscribe = Vec::new();
-        if !uris.is_empty() {
-            if session.is_modern() {
+        if session.is_modern() {
+            if !uris.is_empty() {
                 self.listen_for_resources(session);
-            } else if capabilities["resources"]["subscribe"] == true {
-                resubscribe = uris;
             }
-        }
-        if level.is_none() && resubscribe.is_empty() {
             return;
         }
-        let session = Arc::clone(session);
         let limit = self.options.request_timeout;
-        tokio::spawn(async move {
-            if let Some(level) = level {
-                super::prompts::set_log_level(&session, level, limit).await;
-            }
-            for uri in resubscribe {
-                let sent = match session.about_resource::<serde::de::IgnoredAny>(
-                    "resources/subscribe",
-                    &uri,
-                    None,
-                ) {
-                    Ok((rx, guard)) => guard
-                        .answer_within(rx, "resources/subscribe", limit)
-                        .await
-                        .map(drop),
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = sent {
-                    tracing::warn!(server = &*session.server, uri = %uri, error = %e, "the resource subscription could not be sent again after the start");
-                }
+        if let Some(level) = self
+            .options
+            .log_level
+            .filter(|_| capabilities.get("logging").is_some())
+        {
+            super::prompts::set_log_level(session, level, limit).await;
+        }
+        if uris.is_empty() || capabilities["resources"]["subscribe"] != true {
+            return;
+        }
+        let resubscribed = uris.iter().map(|uri| async move {
+            let sent = match session.about_resource::<serde::de::IgnoredAny>("resources/subscribe", uri, None) {
+                Ok((rx, guard)) => guard.answer_within(rx, "resources/subscribe", limit).await.map(drop),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = sent {
+                tracing::warn!(server = &*session.server, uri = %uri, error = %e, "the resource subscription could not be sent again after the start");
             }
         });
+        futures::future::join_all(resubscribed).await;
     }
 
     /// Opens a connection with a new session on it.
@@ -367,7 +352,7 @@ impl Shared {
                 telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(
                     self.transport.peer(),
                 )),
-                changes: self.subscriptions.changes.clone(),
+                subscriptions: Arc::clone(&self.subscriptions),
             },
         );
         let ctx = ConnectContext {
@@ -442,6 +427,7 @@ impl Shared {
                         &session,
                         rpc::ListenFilter::list_changes(&init.capabilities),
                     );
+                    self.prepare(&session, &init.capabilities).await;
                     return Ok((session, init, Era::Modern));
                 }
                 era::Probe::Failed(e) => {
@@ -476,6 +462,7 @@ impl Shared {
             }
         }
         let init = self.initialize(&session).await?;
+        self.prepare(&session, &init.capabilities).await;
         Ok((session, init, Era::Legacy))
     }
 

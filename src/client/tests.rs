@@ -958,7 +958,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
                 telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(
                     crate::transport::Peer::Unknown,
                 )),
-                changes: tokio::sync::broadcast::Sender::new(1),
+                subscriptions: Arc::default(),
             },
         );
         for i in 0..1000 {

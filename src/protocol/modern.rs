@@ -572,9 +572,13 @@ mod tests {
     fn the_log_level_rides_every_modern_request_when_set() {
         let info = Implementation::this_client();
         let caps = client_capabilities(false, true);
-        let meta =
-            ModernMeta::new(MODERN_PROTOCOL_VERSION, &caps, &info, Some(LoggingLevel::Warning))
-                .unwrap();
+        let meta = ModernMeta::new(
+            MODERN_PROTOCOL_VERSION,
+            &caps,
+            &info,
+            Some(LoggingLevel::Warning),
+        )
+        .unwrap();
         for token in [None, Some(3)] {
             let written = serde_json::to_value(RequestMeta {
                 progress_token: token,
@@ -582,7 +586,10 @@ mod tests {
             })
             .unwrap();
             assert_eq!(written[META_LOG_LEVEL], "warning", "{written}");
-            assert_eq!(written[META_CLIENT_CAPABILITIES], serde_json::json!({"roots": {"listChanged": false}}));
+            assert_eq!(
+                written[META_CLIENT_CAPABILITIES],
+                serde_json::json!({"roots": {"listChanged": false}})
+            );
         }
         let without = ModernMeta::new(MODERN_PROTOCOL_VERSION, &caps, &info, None).unwrap();
         let written = serde_json::to_value(RequestMeta {
@@ -614,10 +621,12 @@ mod tests {
             }
             Answer::Complete(_) => panic!("an input request read as a result"),
         }
-        assert!(serde_json::from_str::<Answer<crate::protocol::GetPromptResult>>(
-            r#"{"resultType":"input_required"}"#
-        )
-        .is_err());
+        assert!(
+            serde_json::from_str::<Answer<crate::protocol::GetPromptResult>>(
+                r#"{"resultType":"input_required"}"#
+            )
+            .is_err()
+        );
     }
 
     fn meta() -> ModernMeta {

@@ -1,10 +1,10 @@
 //! Where the integration tests find their MCP peers, and how they run them.
 //!
 //! The real peers are installed by `.ci/install-peers` into `$KAGED_PEERS_DIR` (default
-//! `<repo>/.peers`): `@modelcontextprotocol/server-everything` from npm and two Python venvs with
-//! the PyPI `mcp` SDK (1.30.0 and 2.3.0). The rmcp peer is the example `rmcp_server`, built by
-//! `cargo build --example rmcp_server` (and by `cargo test`, which builds examples). The
-//! misbehaving servers in `tests/servers/` need only `python3`.
+//! `<repo>/.peers`): `@modelcontextprotocol/server-everything` and `server-filesystem` from npm
+//! and two Python venvs with the PyPI `mcp` SDK (1.30.0 and 2.3.0). The rmcp peer is the example
+//! `rmcp_server`, built by `cargo build --example rmcp_server` (and by `cargo test`, which
+//! builds examples). The misbehaving servers in `tests/servers/` need only `python3`.
 //!
 //! Each finder returns `None` when its peer is missing; pass the answer through [`require`],
 //! which skips the test with a line on stderr, or fails it when the `CI` variable is set:
@@ -100,6 +100,18 @@ pub(crate) fn everything_http(port: u16) -> Option<(Vec<String>, Env)> {
         vec!["node".into(), string(&entry), "streamableHttp".into()],
         vec![("PORT".into(), port.to_string())],
     ))
+}
+
+/// The pinned `@modelcontextprotocol/server-filesystem` version (see `.ci/install-peers`).
+pub(crate) const FILESYSTEM_VERSION: &str = "2026.8.31";
+
+/// `node <server-filesystem>/dist/index.js`: server-filesystem over stdio, if installed (and
+/// `node` is on `PATH`), with no directory argument: it asks the client for its roots
+/// (`roots/list`) as soon as `notifications/initialized` arrives, and allows those.
+pub(crate) fn filesystem_stdio() -> Option<Vec<String>> {
+    let entry = peers_dir()
+        .join("npm-filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    (entry.is_file() && on_path("node")).then(|| vec!["node".into(), string(&entry)])
 }
 
 /// The official conformance suite and the Node 22 that runs it, if installed:
@@ -221,6 +233,27 @@ pub(crate) fn python_server(version: PyMcp, mode: PyMode) -> Option<Vec<String>>
                 cmd.push("--json".into());
             }
         }
+    }
+    Some(cmd)
+}
+
+/// `<venv>/bin/python tests/servers/py_resources_server.py stdio` (or `streamable-http --port
+/// 0`, which prints `PORT=<n>`: start it with [`SsePeer::start_reporting_port`]): resources,
+/// templates, prompts, completions, logging, roots and subscriptions (see the script's
+/// docstring). `None` when the venv is missing.
+pub(crate) fn py_resources_server(version: PyMcp, http: bool) -> Option<Vec<String>> {
+    let python = version.python();
+    if !python.is_file() {
+        return None;
+    }
+    let mut cmd = vec![
+        string(&python),
+        string(&server_script("py_resources_server.py")),
+    ];
+    if http {
+        cmd.extend(["streamable-http".into(), "--port".into(), "0".into()]);
+    } else {
+        cmd.push("stdio".into());
     }
     Some(cmd)
 }

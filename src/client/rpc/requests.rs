@@ -65,10 +65,14 @@ impl RpcSession {
     /// `relist` (a stream opened again), its acknowledgement has the tool list read again:
     /// only then is a change sure to be heard, so one made while no stream was open is not
     /// missed.
+    /// A stream of resource subscriptions gives `resources`, the generation of the set it
+    /// names: its id is kept with it before it can reach the server, so its acknowledgement
+    /// settles that generation.
     pub(crate) fn listen(
         &self,
         filter: &ListenFilter,
         relist: bool,
+        resources: Option<u64>,
     ) -> Result<(u64, oneshot::Receiver<Result<IgnoredAny, ClientError>>), ClientError> {
         let params = ListenParams {
             meta: self.meta(),
@@ -79,6 +83,12 @@ impl RpcSession {
         let mut on_id = |id| {
             if relist {
                 self.relist_on_ack.store(id, Ordering::Release);
+            }
+            if let Some(generation) = resources {
+                *self
+                    .resource_stream_at
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = (id, generation);
             }
         };
         self.send_typed(LISTEN, head, Some(&params), &mut on_id)

@@ -214,6 +214,13 @@ impl RpcSession {
                     if relist {
                         self.tools_may_have_changed();
                     }
+                    let (stream, generation) = *self
+                        .resource_stream_at
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if stream == id {
+                        self.subscriptions.settle(generation, None);
+                    }
                 }
             }
             TASK_STATUS_NOTIFICATION | TASKS_NOTIFICATION => {
@@ -232,13 +239,19 @@ impl RpcSession {
             }
             RESOURCES_UPDATED => {
                 match params.map(|p| serde_json::from_str::<ResourceUpdatedParams>(p.get())) {
-                    Some(Ok(updated)) => {
+                    Some(Ok(updated)) if self.subscriptions.covers(&updated.uri) => {
                         tracing::debug!(server = &*self.server, uri = %updated.uri, "server says a resource changed");
                         // No receiver is no error: nobody listens yet.
                         let _ = self
+                            .subscriptions
                             .changes
                             .send(ServerChange::ResourceUpdated { uri: updated.uri });
                     }
+                    Some(Ok(updated)) => tracing::debug!(
+                        server = &*self.server,
+                        uri = %updated.uri,
+                        "update of a resource not subscribed to; ignored"
+                    ),
                     _ => tracing::debug!(
                         server = &*self.server,
                         method,
@@ -248,11 +261,17 @@ impl RpcSession {
             }
             RESOURCES_LIST_CHANGED => {
                 tracing::debug!(server = &*self.server, "server says its resources changed");
-                let _ = self.changes.send(ServerChange::ResourcesListChanged);
+                let _ = self
+                    .subscriptions
+                    .changes
+                    .send(ServerChange::ResourcesListChanged);
             }
             PROMPTS_LIST_CHANGED => {
                 tracing::debug!(server = &*self.server, "server says its prompts changed");
-                let _ = self.changes.send(ServerChange::PromptsListChanged);
+                let _ = self
+                    .subscriptions
+                    .changes
+                    .send(ServerChange::PromptsListChanged);
             }
             _ => tracing::trace!(server = &*self.server, method, "notification ignored"),
         }
