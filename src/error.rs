@@ -92,7 +92,7 @@ pub enum Error {
     },
     /// The agent may not read the server's resources: it is granted none of the server's
     /// tools; no server was contacted.
-    #[error("agent `{agent}` may not read `{uri}` of server `{server}`: it is granted none of the server's tools")]
+    #[error("agent `{agent}` may not read `{}` of server `{server}`: it is granted none of the server's tools", crate::transport::text::redact_uri(uri))]
     ResourceNotGranted {
         /// The agent.
         agent: String,

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use crate::client::EraPreference;
 use crate::config::{AuthKind, Config, TaskMode, TransportConfig, Validation};
+use crate::protocol::LoggingLevel;
 
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_OK};
 
@@ -22,7 +23,16 @@ pub(super) fn run(args: &ProjectArgs) -> u8 {
         }
     };
     print!("{}", describe(&config));
-    if secrets_ok {
+    // The roots are resolved as a start resolves them: a missing directory or a symlink out
+    // of the project is found here, not only when the server starts.
+    let mut roots_ok = true;
+    for server in &config.project.servers {
+        if let Err(e) = crate::assemble::roots(&config, server) {
+            eprintln!("error: {e}");
+            roots_ok = false;
+        }
+    }
+    if secrets_ok && roots_ok {
         EXIT_OK
     } else {
         EXIT_CONFIG
@@ -146,6 +156,18 @@ pub(crate) fn describe(config: &Config) -> String {
         let _ = writeln!(out, "  tasks: {}", tasks_line(o.tasks));
         if let Some(t) = o.probe_timeout {
             let _ = writeln!(out, "  probe timeout: {} ms (local.toml)", t.as_millis());
+        }
+        let _ = writeln!(
+            out,
+            "  log level: {}",
+            o.log_level.map_or(
+                "none: the server decides (set `log_level` under [mcp.<key>] in local.toml)",
+                LoggingLevel::name
+            )
+        );
+        if let Some(roots) = &s.roots {
+            let shown: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+            let _ = writeln!(out, "  roots: [{}]", shown.join(", "));
         }
     }
     let agents = config.project.agents.agent_names();

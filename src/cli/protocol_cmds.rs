@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::protocol::{CompletionRef, ContentBlock, ReadResourceResult, ResourceContents};
 use crate::session::Session;
+use crate::transport::text::{clean, redact_uri};
 use crate::Error;
 
 use super::session_cmds::{parse_args, report, runtime, start, Scope};
@@ -233,14 +234,23 @@ pub(super) async fn execute(
                 for (server, r) in &resources {
                     let size = r.size.map_or_else(|| "-".to_owned(), |s| s.to_string());
                     let mime = r.mime_type.as_deref().unwrap_or("-");
-                    writeln!(out, "{server}\t{}\t{}\t{mime}\t{size}", r.uri, r.name).map_err(io)?;
+                    writeln!(
+                        out,
+                        "{server}\t{}\t{}\t{}\t{size}",
+                        cell(&r.uri),
+                        cell(&r.name),
+                        cell(mime)
+                    )
+                    .map_err(io)?;
                 }
                 for (server, t) in &templates {
                     let mime = t.mime_type.as_deref().unwrap_or("-");
                     writeln!(
                         out,
-                        "{server}\t{}\t{}\t{mime}\ttemplate",
-                        t.uri_template, t.name
+                        "{server}\t{}\t{}\t{}\ttemplate",
+                        cell(&t.uri_template),
+                        cell(&t.name),
+                        cell(mime)
                     )
                     .map_err(io)?;
                 }
@@ -290,11 +300,12 @@ pub(super) async fn execute(
                         .as_deref()
                         .and_then(|d| d.lines().next())
                         .unwrap_or("");
-                    writeln!(out, "{server}\t{}\t{desc}", p.name).map_err(io)?;
+                    writeln!(out, "{server}\t{}\t{}", cell(&p.name), cell(desc)).map_err(io)?;
                     for arg in &p.arguments {
                         let required = if arg.required { " (required)" } else { "" };
                         let desc = arg.description.as_deref().unwrap_or("");
-                        writeln!(out, "  {}{required}\t{desc}", arg.name).map_err(io)?;
+                        writeln!(out, "  {}{required}\t{}", cell(&arg.name), cell(desc))
+                            .map_err(io)?;
                     }
                 }
             }
@@ -389,6 +400,12 @@ fn strings(flag: &str, text: Option<&str>) -> Result<Option<Map<String, Value>>,
     Ok(map)
 }
 
+/// A server's string fit for one cell of a tab-separated line: no control characters, no
+/// escape sequences, no tab or line break (each run of white space one space).
+fn cell(text: &str) -> String {
+    clean(text, 4096)
+}
+
 /// One line for a content block of a prompt message.
 fn describe(block: &ContentBlock) -> String {
     match block {
@@ -421,26 +438,40 @@ fn write_read(
         let answer = json!({"contents": read.contents, "truncated": read.truncated});
         return writeln!(out, "{answer}").map_err(io);
     }
-    let mut bytes = Vec::new();
-    let mut binary = false;
-    for c in &read.contents {
-        match c {
-            ResourceContents::Text(t) => bytes.extend_from_slice(t.text.as_bytes()),
-            ResourceContents::Blob(b) => {
-                binary = true;
+    let blobs = read
+        .contents
+        .iter()
+        .filter(|c| matches!(c, ResourceContents::Blob(_)))
+        .count();
+    let binary = blobs > 0;
+    if binary && blobs != read.contents.len() {
+        return Err(Failure::usage(format!(
+            "{} reads as text and binary contents together: read it with --json",
+            redact_uri(&a.uri)
+        )));
+    }
+    let bytes = if binary {
+        let mut bytes = Vec::new();
+        for c in &read.contents {
+            if let ResourceContents::Blob(b) = c {
                 let decoded = base64::engine::general_purpose::STANDARD
                     .decode(b.blob.trim())
                     .map_err(|e| Failure {
                         code: EXIT_FAILED,
                         message: format!(
                             "server `{}`: resources/read {}: the blob is not valid base64: {e}",
-                            a.server, b.uri
+                            a.server,
+                            redact_uri(&b.uri)
                         ),
                     })?;
                 bytes.extend_from_slice(&decoded);
             }
         }
-    }
+        bytes
+    } else {
+        // Texts one after the other, a line between them.
+        read.joined_text().into_bytes()
+    };
     match &a.out {
         Some(path) => std::fs::write(path, &bytes).map_err(|e| Failure {
             code: EXIT_FAILED,
@@ -448,7 +479,7 @@ fn write_read(
         }),
         None if binary && terminal => Err(Failure::usage(format!(
             "{} is binary ({} bytes): write it with --out FILE (or redirect stdout)",
-            a.uri,
+            redact_uri(&a.uri),
             bytes.len()
         ))),
         None => {

@@ -91,6 +91,8 @@ impl Shared {
                 .jitter(Jitter::Equal);
             let mut retry = 0;
             let mut reopened = false;
+            // The last resource stream was cut (not ended for a new set).
+            let mut cut = false;
             let mut set_changed = subscriptions.generation.subscribe();
             loop {
                 let Some(live) = session.upgrade() else {
@@ -102,15 +104,18 @@ impl Shared {
                         let generation = *set_changed.borrow_and_update();
                         let uris = subscriptions.uris();
                         if uris.is_empty() {
-                            live.resource_stream.store(false, Ordering::Release);
-                            subscriptions.settle(generation, None);
-                            return;
+                            if subscriptions.may_end(&live.resource_stream, generation) {
+                                subscriptions.settle(generation, None, None);
+                                return;
+                            }
+                            continue;
                         }
                         let filter = ListenFilter {
                             resource_subscriptions: uris,
                             ..ListenFilter::default()
                         };
-                        (filter, Some(generation))
+                        // A stream opened again after a cut: an update may have come in the gap.
+                        (filter, Some((generation, cut)))
                     }
                 };
                 let opened = Instant::now();
@@ -134,6 +139,7 @@ impl Shared {
                                 if changed.is_err() {
                                     return;
                                 }
+                                cut = false;
                                 continue;
                             }
                         }
@@ -154,12 +160,23 @@ impl Shared {
                 let pause_ms = pause.as_millis() as u64;
                 match &outcome {
                     Err(e) if listen_refused(e, lasted) => {
-                        tracing::warn!(server = &*server, error = %e, what, "the server refused subscriptions/listen; changes are seen at the ttl or a restart");
-                        if let (Some(generation), Some(live)) = (generation, session.upgrade()) {
-                            live.resource_stream.store(false, Ordering::Release);
-                            subscriptions.settle(generation, Some(e.clone()));
+                        let Some((generation, _)) = generation else {
+                            tracing::warn!(server = &*server, error = %e, what, "the server refused subscriptions/listen; changes are seen at the ttl or a restart");
+                            return;
+                        };
+                        // The subscriptions waiting on this set fail, and remove their URIs;
+                        // a set changed meanwhile is asked for at once.
+                        tracing::warn!(server = &*server, error = %e, what, "the server refused subscriptions/listen for the subscribed resources");
+                        subscriptions.settle(generation, None, Some(e.clone()));
+                        match session.upgrade() {
+                            Some(live)
+                                if !subscriptions.may_end(&live.resource_stream, generation) =>
+                            {
+                                cut = false;
+                                continue;
+                            }
+                            _ => return,
                         }
-                        return;
                     }
                     Ok(_) => tracing::info!(
                         server = &*server,
@@ -175,7 +192,16 @@ impl Shared {
                         "a subscriptions/listen stream was cut; opening it again"
                     ),
                 }
-                tokio::time::sleep(pause).await;
+                cut = true;
+                if matches!(stream, Stream::Resources) {
+                    // A change of the set does not wait out the pause.
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        changed = set_changed.changed() => if changed.is_err() { return },
+                    }
+                } else {
+                    tokio::time::sleep(pause).await;
+                }
                 retry = retry.saturating_add(1);
                 reopened = true;
             }

@@ -80,7 +80,19 @@ where
             inputs = asked.input_requests.len(),
             "input_required: answering the server's input requests"
         );
-        retry = Some(resolve(Arc::clone(session), request, asked).await?);
+        // The answers (an elicitation handler, the embedder's) are bounded like a round.
+        let resolved =
+            tokio::time::timeout(limit, resolve(Arc::clone(session), request.clone(), asked));
+        retry = Some(match resolved.await {
+            Ok(answers) => answers?,
+            Err(_) => {
+                return Err(ClientError::RequestTimeout {
+                    server: Arc::clone(&session.server),
+                    request,
+                    after: limit,
+                })
+            }
+        });
     }
 }
 

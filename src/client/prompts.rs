@@ -54,7 +54,7 @@ impl McpClient {
     ///
     /// # Errors
     /// [`ClientError::NotOffered`] when the server does not offer `completions` (nothing is
-    /// sent); [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`]; any error of the
+    /// sent; a 2024-11-05 server, which cannot declare it, is asked); [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`]; any error of the
     /// session.
     pub async fn complete(
         &self,
@@ -64,7 +64,10 @@ impl McpClient {
         chosen: Option<&Map<String, Value>>,
     ) -> Result<Completion, ClientError> {
         let session = self.shared.session().await?;
-        if !self.offers("completions") {
+        // `completions` came with 2025-03-26: a 2024-11-05 server cannot declare it, and its
+        // own answer (-32601 or values) says whether it completes.
+        let predates = self.protocol_version().as_deref() == Some("2024-11-05");
+        if !predates && !self.offers("completions") {
             let name = match reference {
                 CompletionRef::Prompt { name } => name,
                 CompletionRef::ResourceTemplate { uri } => uri,

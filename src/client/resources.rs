@@ -43,14 +43,25 @@ pub enum ServerChange {
 pub(crate) struct Subscriptions {
     /// The subscribed URIs, sent again to every new session.
     pub(crate) uris: std::sync::Mutex<BTreeSet<String>>,
-    /// Bumped when [`uris`](Self::uris) changes: a modern session's resource stream is opened
-    /// again with the new set.
+    /// Bumped (under the [`uris`](Self::uris) lock) when the set changes: a modern session's
+    /// resource stream is opened again with the new set.
     pub(crate) generation: tokio::sync::watch::Sender<u64>,
-    /// The last generation of the set a modern resource stream settled: acknowledged by the
-    /// server, or ended because the set is empty (`None`), or refused (the error).
-    pub(crate) settled: tokio::sync::watch::Sender<(u64, Option<ClientError>)>,
+    /// What a modern resource stream made of the set's latest generation it settled.
+    pub(crate) settled: tokio::sync::watch::Sender<Settled>,
     /// Where every session sends the changes it hears.
     pub(crate) changes: broadcast::Sender<ServerChange>,
+}
+
+/// How a modern resource stream settled a generation of the subscribed set.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Settled {
+    /// The generation.
+    pub(crate) generation: u64,
+    /// The URIs the server's acknowledgement names (`None`: the stream ended with the set
+    /// empty, or was refused).
+    pub(crate) honored: Option<Arc<BTreeSet<String>>>,
+    /// Why the stream was refused.
+    pub(crate) refused: Option<ClientError>,
 }
 
 impl Default for Subscriptions {
@@ -58,7 +69,7 @@ impl Default for Subscriptions {
         Self {
             uris: std::sync::Mutex::default(),
             generation: tokio::sync::watch::Sender::new(0),
-            settled: tokio::sync::watch::Sender::new((0, None)),
+            settled: tokio::sync::watch::Sender::new(Settled::default()),
             changes: broadcast::Sender::new(CHANGES_CAPACITY),
         }
     }
@@ -82,10 +93,19 @@ impl Subscriptions {
         })
     }
 
-    /// Changes the set with `change` (`true` when it changed it) and bumps the generation;
-    /// returns the new generation, or `None` when nothing changed.
+    /// Tells the embedder that every subscribed resource may have changed (a gap in which an
+    /// update could have been missed: a restart, a stream cut and opened again).
+    pub(crate) fn announce_all(&self) {
+        for uri in self.uris() {
+            let _ = self.changes.send(ServerChange::ResourceUpdated { uri });
+        }
+    }
+
+    /// Changes the set with `change` (`true` when it changed it) and bumps the generation under
+    /// the same lock; returns the new generation, or `None` when nothing changed.
     fn change(&self, change: impl FnOnce(&mut BTreeSet<String>) -> bool) -> Option<u64> {
-        if !change(&mut self.lock()) {
+        let mut set = self.lock();
+        if !change(&mut set) {
             return None;
         }
         let mut generation = 0;
@@ -93,17 +113,38 @@ impl Subscriptions {
             *g = g.wrapping_add(1);
             generation = *g;
         });
+        drop(set);
         Some(generation)
     }
 
-    /// A modern resource stream settled the set's `generation`: acknowledged, ended (empty
-    /// set) or `refused`.
-    pub(crate) fn settle(&self, generation: u64, refused: Option<ClientError>) {
+    /// Whether a resource stream loop that saw generation `seen` may end: only when the set
+    /// has not changed since, and then `running` is lowered under the set's lock, so a
+    /// subscription either sees it lowered (and starts a loop) or its change is seen here.
+    pub(crate) fn may_end(&self, running: &std::sync::atomic::AtomicBool, seen: u64) -> bool {
+        let _set = self.lock();
+        if *self.generation.borrow() != seen {
+            return false;
+        }
+        running.store(false, std::sync::atomic::Ordering::Release);
+        true
+    }
+
+    /// A modern resource stream settled the set's `generation` (see [`Settled`]).
+    pub(crate) fn settle(
+        &self,
+        generation: u64,
+        honored: Option<BTreeSet<String>>,
+        refused: Option<ClientError>,
+    ) {
         self.settled.send_if_modified(|s| {
-            if s.0 > generation {
+            if s.generation > generation {
                 return false;
             }
-            *s = (generation, refused);
+            *s = Settled {
+                generation,
+                honored: honored.map(Arc::new),
+                refused,
+            };
             true
         });
     }
@@ -150,7 +191,7 @@ impl McpClient {
     /// Reads the resource at `uri` (`resources/read`), bounded by the request timeout (each
     /// round of a 2026-07-28 `input_required` exchange, see [`mrtr`](super::mrtr)). The
     /// contents come as the server sent them: capping them is the caller's (the
-    /// [`Session`](crate::Session)'s read caps them at the server's `result_max_bytes`, see
+    /// [`Session`](crate::Session)'s read caps them at the daemon's `result_max_bytes`, see
     /// [`ReadResourceResult::cap`]).
     ///
     /// # Errors
@@ -182,17 +223,20 @@ impl McpClient {
             return Err(self.not_offered("resources/subscribe", uri, "resources.subscribe"));
         }
         let subscriptions = &self.shared.subscriptions;
-        let Some(generation) = subscriptions.change(|set| set.insert(uri.to_owned())) else {
-            return Ok(());
-        };
+        let added = subscriptions.change(|set| set.insert(uri.to_owned()));
         if session.is_modern() {
+            // Already subscribed: wait for the set as it is to be settled all the same.
+            let generation = added.unwrap_or_else(|| *subscriptions.generation.borrow());
             self.shared.listen_for_resources(&session);
-            let settled = self.stream_settled(&session, generation).await;
-            if settled.is_err() {
-                // Refused or never acknowledged: not subscribed (the stream goes on without it).
-                subscriptions.change(|set| set.remove(uri));
+            let settled = self.stream_settled(&session, generation, Some(uri)).await;
+            if settled.is_err() && subscriptions.change(|set| set.remove(uri)).is_some() {
+                // The other URIs keep a stream (the refused one ended it).
+                self.shared.listen_for_resources(&session);
             }
             return settled;
+        }
+        if added.is_none() {
+            return Ok(());
         }
         self.ask_about::<IgnoredAny>(&session, "resources/subscribe", uri)
             .await
@@ -202,33 +246,55 @@ impl McpClient {
     /// Waits, within the request timeout, until a modern resource stream has settled the set's
     /// `generation` (or a later one): acknowledged by the server, or ended because the set is
     /// empty. Only then is an update of a URI just added sure to come, and one of a URI just
-    /// removed sure not to.
+    /// removed sure not to. With `uri` (a subscription), a stream refused, or acknowledged
+    /// without `uri`, fails it.
     async fn stream_settled(
         &self,
         session: &RpcSession,
         generation: u64,
+        uri: Option<&str>,
     ) -> Result<(), ClientError> {
         let limit = self.shared.options.request_timeout;
         let mut settled = self.shared.subscriptions.settled.subscribe();
-        let waited = tokio::time::timeout(limit, settled.wait_for(|s| s.0 >= generation)).await;
-        match waited {
-            Ok(Ok(s)) => match &s.1 {
-                Some(refused) if s.0 == generation => Err(refused.clone()),
-                _ => Ok(()),
-            },
+        let waited =
+            tokio::time::timeout(limit, settled.wait_for(|s| s.generation >= generation)).await;
+        let s = match waited {
+            Ok(Ok(s)) => s.clone(),
             // The sender lives as long as the client.
-            Ok(Err(_)) => Ok(()),
+            Ok(Err(_)) => return Ok(()),
             Err(_) => {
-                let (id, _) = *session
+                let (id, _, _) = *session
                     .resource_stream_at
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                Err(ClientError::RequestTimeout {
-                    server: Arc::clone(&self.shared.server),
-                    request: RpcSession::request_ref(id, super::rpc::LISTEN),
-                    after: limit,
-                })
+                return Err(if id == super::rpc::NO_RELIST {
+                    ClientError::ConnectionClosed {
+                        server: Arc::clone(&self.shared.server),
+                        request: None,
+                        detail: "no resource subscription stream could be opened in time".into(),
+                    }
+                } else {
+                    ClientError::RequestTimeout {
+                        server: Arc::clone(&self.shared.server),
+                        request: RpcSession::request_ref(id, super::rpc::LISTEN),
+                        after: limit,
+                    }
+                });
             }
+        };
+        let Some(uri) = uri else {
+            return Ok(());
+        };
+        if let Some(refused) = s.refused {
+            return Err(refused);
+        }
+        match &s.honored {
+            Some(honored) if !honored.contains(uri) => Err(self.not_offered(
+                super::rpc::LISTEN,
+                uri,
+                "updates of this resource (its acknowledgement left it out)",
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -259,7 +325,7 @@ impl McpClient {
             {
                 return Ok(());
             }
-            return self.stream_settled(&session, generation).await;
+            return self.stream_settled(&session, generation, None).await;
         }
         self.ask_about::<IgnoredAny>(&session, "resources/unsubscribe", uri)
             .await
@@ -326,7 +392,7 @@ impl McpClient {
         ClientError::NotOffered {
             server: Arc::clone(&self.shared.server),
             method,
-            name: name.into(),
+            name: crate::transport::text::redact_uri(name).into(),
             capability: capability.into(),
         }
     }

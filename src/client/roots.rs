@@ -34,11 +34,24 @@ pub struct Root {
 }
 
 impl Root {
+    /// The root at `uri` (a `file://` URI, as the specification asks), named `name`.
+    pub fn new(uri: impl Into<String>, name: Option<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name,
+        }
+    }
+
     /// The root for the absolute directory `path`, named `name`: its `file://` URI, with every
-    /// byte outside the unreserved set and `/` percent-encoded (RFC 3986).
+    /// byte of the path outside the unreserved set and `/` percent-encoded (RFC 3986; on Unix
+    /// the path's own bytes, so a path that is not UTF-8 keeps them).
     pub fn for_dir(path: &Path, name: Option<String>) -> Self {
+        #[cfg(unix)]
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec();
+        #[cfg(not(unix))]
+        let bytes = path.to_string_lossy().replace('\\', "/").into_bytes();
         let mut uri = String::from("file://");
-        for b in path.to_string_lossy().bytes() {
+        for b in bytes {
             if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
                 uri.push(b as char);
             } else {
@@ -108,6 +121,14 @@ mod tests {
             method: method.into(),
             params: None,
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_path_that_is_not_utf8_keeps_its_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::OsStr::from_bytes(b"/p/\xff");
+        assert_eq!(Root::for_dir(Path::new(path), None).uri, "file:///p/%FF");
     }
 
     #[test]

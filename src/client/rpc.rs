@@ -233,11 +233,15 @@ pub(crate) struct RpcSession {
     /// (resource updates, list changes).
     pub(crate) subscriptions: Arc<super::resources::Subscriptions>,
     /// The id of this session's resource stream (`subscriptions/listen` naming the subscribed
-    /// URIs), [`NO_RELIST`] when none, and the generation of the set it names: its
-    /// acknowledgement publishes that generation ([`Subscriptions::settled`]).
+    /// URIs), [`NO_RELIST`] when none; the generation of the set it names, which its
+    /// acknowledgement settles ([`Subscriptions::settled`]); and whether that acknowledgement
+    /// announces every subscribed resource as changed (a stream opened again after a cut).
     ///
     /// [`Subscriptions::settled`]: super::resources::Subscriptions::settled
-    pub(crate) resource_stream_at: Mutex<(u64, u64)>,
+    pub(crate) resource_stream_at: Mutex<(u64, u64, bool)>,
+    /// The list changes (prompts, resources) this session's list stream asked for: announced
+    /// when a reopened list stream is acknowledged, as the tool list is read again.
+    pub(crate) lists_asked: Mutex<(bool, bool)>,
     /// A modern session's resource subscription stream is running
     /// ([`listen_for_resources`](super::Shared::listen_for_resources)).
     pub(crate) resource_stream: AtomicBool,
@@ -357,7 +361,8 @@ impl RpcSession {
             telemetry,
             subscriptions,
             resource_stream: AtomicBool::new(false),
-            resource_stream_at: Mutex::new((NO_RELIST, 0)),
+            resource_stream_at: Mutex::new((NO_RELIST, 0, false)),
+            lists_asked: Mutex::new((false, false)),
         })
     }
 

@@ -269,42 +269,68 @@ impl Shared {
     /// What a session that just started is sent before it is ready, so before anything else the
     /// client asks: in the legacy era the operator's log level (`logging/setLevel`, when the
     /// server offers `logging`) and the client's resource subscriptions again (a new session
-    /// knows none of them), one `resources/subscribe` each, all awaited, each within the
-    /// request timeout; in the modern era the resource stream is opened (the level rides each
-    /// request's `_meta`). A failure is a WARN and ends nothing.
+    /// knows none of them), one `resources/subscribe` each, concurrently; in the modern era the
+    /// resource stream, until it is acknowledged (the level rides each request's `_meta`). All
+    /// within the request timeout; a failure is a WARN and ends nothing. After a restart, every
+    /// subscribed resource is announced as changed (an update may have been missed), and so
+    /// are the server's prompt and resource lists.
     pub(super) async fn prepare(
         self: &Arc<Self>,
         session: &Arc<RpcSession>,
         capabilities: &serde_json::Value,
     ) {
+        let limit = self.options.request_timeout;
         let uris = self.subscriptions.uris();
+        let subscribable = capabilities["resources"]["subscribe"] == true;
+        if self.restarts.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            self.subscriptions.announce_all();
+            if capabilities.get("resources").is_some() {
+                let _ = self
+                    .subscriptions
+                    .changes
+                    .send(ServerChange::ResourcesListChanged);
+            }
+            if capabilities.get("prompts").is_some() {
+                let _ = self
+                    .subscriptions
+                    .changes
+                    .send(ServerChange::PromptsListChanged);
+            }
+        }
         if session.is_modern() {
-            if !uris.is_empty() {
-                self.listen_for_resources(session);
+            if uris.is_empty() || !subscribable {
+                return;
+            }
+            let generation = *self.subscriptions.generation.borrow();
+            let mut settled = self.subscriptions.settled.subscribe();
+            self.listen_for_resources(session);
+            let acked =
+                tokio::time::timeout(limit, settled.wait_for(|s| s.generation >= generation)).await;
+            if !matches!(acked, Ok(Ok(ref s)) if s.refused.is_none()) {
+                tracing::warn!(server = &*self.server, "the resource subscriptions were not acknowledged at start; their updates may be missed until they are");
             }
             return;
         }
-        let limit = self.options.request_timeout;
-        if let Some(level) = self
+        let level = self
             .options
             .log_level
-            .filter(|_| capabilities.get("logging").is_some())
-        {
-            super::prompts::set_log_level(session, level, limit).await;
-        }
-        if uris.is_empty() || capabilities["resources"]["subscribe"] != true {
-            return;
-        }
+            .filter(|_| capabilities.get("logging").is_some());
+        let set_level = async {
+            if let Some(level) = level {
+                super::prompts::set_log_level(session, level, limit).await;
+            }
+        };
+        let uris = if subscribable { uris } else { Vec::new() };
         let resubscribed = uris.iter().map(|uri| async move {
             let sent = match session.about_resource::<serde::de::IgnoredAny>("resources/subscribe", uri, None) {
                 Ok((rx, guard)) => guard.answer_within(rx, "resources/subscribe", limit).await.map(drop),
                 Err(e) => Err(e),
             };
             if let Err(e) = sent {
-                tracing::warn!(server = &*session.server, uri = %uri, error = %e, "the resource subscription could not be sent again after the start");
+                tracing::warn!(server = &*session.server, uri = %crate::transport::text::redact_uri(uri), error = %e, "the resource subscription could not be sent again after the start");
             }
         });
-        futures::future::join_all(resubscribed).await;
+        futures::future::join(set_level, futures::future::join_all(resubscribed)).await;
     }
 
     /// Opens a connection with a new session on it.

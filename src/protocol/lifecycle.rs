@@ -2,9 +2,9 @@
 //!
 //! The client offers [`LATEST_PROTOCOL_VERSION`] and accepts a server that answers any of
 //! [`SUPPORTED_PROTOCOL_VERSIONS`]; any other answer ends the session with an error naming the
-//! server and the version. It advertises no `sampling` (ADR-0043 §5) and no `roots`; it
-//! advertises `elicitation` (form mode) only when an elicitation handler is plugged in
-//! ([`crate::client::elicitation`]).
+//! server and the version. It advertises no `sampling` (ADR-0043 §5); it advertises `roots`
+//! only when the server has roots ([`crate::client::roots`]), and `elicitation` (form mode)
+//! only when an elicitation handler is plugged in ([`crate::client::elicitation`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

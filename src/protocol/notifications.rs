@@ -32,10 +32,24 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// What the client reads of `notifications/subscriptions/acknowledged`: which subscription it
 /// acknowledges.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
 pub struct AcknowledgedParams {
     /// `_meta`.
     #[serde(rename = "_meta", default)]
     pub meta: Option<SubscriptionMeta>,
+    /// What the server agreed to honour (a subset of what was asked).
+    #[serde(default)]
+    pub notifications: Option<AcknowledgedFilter>,
+}
+
+/// The part of an acknowledged `subscriptions/listen` filter the client reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AcknowledgedFilter {
+    /// The resource URIs whose updates the server will send (absent: none).
+    #[serde(default)]
+    pub resource_subscriptions: Option<Vec<String>>,
 }
 
 /// The `_meta` of a message on a `subscriptions/listen` stream.
@@ -106,6 +120,20 @@ impl LoggingLevel {
         "emergency",
     ];
 
+    /// The level's name, as MCP writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Notice => "notice",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Critical => "critical",
+            Self::Alert => "alert",
+            Self::Emergency => "emergency",
+        }
+    }
+
     /// The level named `name` (as MCP writes it: `debug` … `emergency`).
     pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
@@ -154,6 +182,16 @@ mod tests {
                 .unwrap();
         assert_eq!(p.progress_token, RequestId::Number(3));
         assert!((p.total.unwrap() - 2.5).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn every_level_reads_back_from_its_name() {
+        for name in LoggingLevel::NAMES {
+            let level = LoggingLevel::from_name(name).unwrap();
+            assert_eq!(level.name(), name);
+            assert_eq!(serde_json::to_value(level).unwrap(), name);
+        }
+        assert_eq!(LoggingLevel::from_name("WARNING"), None);
     }
 
     #[test]

@@ -91,6 +91,7 @@ pub struct PromptMessage {
 /// template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum CompletionRef {
     /// `{"type": "ref/prompt", "name": …}`
     #[serde(rename = "ref/prompt")]

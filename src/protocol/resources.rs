@@ -3,9 +3,12 @@
 //! cap.
 //!
 //! # Capping a read
-//! A read is capped like a tool result, by its own rule (see [`ReadResourceResult::cap`]):
-//! blobs are never cut (a part of a file is not that file), so the blobs' decoded bytes must fit
-//! the cap together, or the read is refused with [`ReadTooLarge`] naming their size and the cap.
+//! A read is capped like a tool result, by its own rule (see [`ReadResourceResult::cap`]).
+//! The size of a read is what the agent would receive, counted as for a tool result: the UTF-8
+//! bytes of the texts and the base64 length of the blobs (URIs, MIME types and `_meta` are not
+//! counted, as a text block's are not). Blobs are never cut (a part of a file is not that
+//! file), so the blobs must fit the cap together, or the read is refused with [`ReadTooLarge`]
+//! naming their size and the cap.
 //! The text contents share what the blobs leave, visited in order: a text that fits is kept,
 //! the one that crosses the budget is cut at a character boundary, the ones after it are
 //! dropped, and the marker `\n[... truncated at N bytes]` is appended to the last text kept
@@ -116,11 +119,14 @@ pub struct ReadResourceResult {
 
 /// A read whose blobs do not fit the result cap: it is refused whole, never cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReadTooLarge {
-    /// The URI of the first blob, or of the resource read.
+    /// The URI of the first blob.
     pub uri: String,
-    /// The decoded size of its blobs, in bytes.
+    /// The size of its blobs as the agent would receive them (base64), in bytes.
     pub size: u64,
+    /// The bytes they decode to.
+    pub decoded: u64,
     /// The cap, in bytes.
     pub cap: usize,
 }
@@ -129,9 +135,12 @@ impl std::fmt::Display for ReadTooLarge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "the binary contents of {} are {} bytes, over the result cap of {} bytes \
-             (`result_max_bytes`); a blob is never cut",
-            self.uri, self.size, self.cap
+            "the binary contents of {} are {} bytes as base64 ({} decoded), over the result cap \
+             of {} bytes; a blob is never cut",
+            crate::transport::text::redact_uri(&self.uri),
+            self.size,
+            self.decoded,
+            self.cap
         )
     }
 }
@@ -165,16 +174,18 @@ impl ReadResourceResult {
     /// bytes removed.
     ///
     /// # Errors
-    /// [`ReadTooLarge`] when the blobs' decoded bytes are over `max_bytes` (the read is left as
-    /// it was).
+    /// [`ReadTooLarge`] when the blobs (as base64) are over `max_bytes` (the read is left as it
+    /// was).
     pub fn cap(&mut self, max_bytes: usize) -> Result<usize, ReadTooLarge> {
         let mut blobs = 0u64;
+        let mut decoded = 0u64;
         let mut first_blob = None;
         let mut texts = 0usize;
         for c in &self.contents {
             match c {
                 ResourceContents::Blob(b) => {
-                    blobs += decoded_len(&b.blob);
+                    blobs += b.blob.len() as u64;
+                    decoded += decoded_len(&b.blob);
                     first_blob.get_or_insert(&b.uri);
                 }
                 ResourceContents::Text(t) => texts += t.text.len(),
@@ -184,6 +195,7 @@ impl ReadResourceResult {
             return Err(ReadTooLarge {
                 uri: first_blob.cloned().unwrap_or_default(),
                 size: blobs,
+                decoded,
                 cap: max_bytes,
             });
         }
@@ -342,25 +354,30 @@ mod tests {
         };
         let before = r.clone();
         let err = r.cap(100).unwrap_err();
-        assert_eq!(err.size, 300);
+        assert_eq!(err.size, 400, "the base64 the agent would receive");
+        assert_eq!(err.decoded, 300);
         assert_eq!(err.cap, 100);
         assert_eq!(err.uri, "a://big.bin");
-        assert!(err.to_string().contains("300 bytes"), "{err}");
-        assert!(err.to_string().contains("result_max_bytes"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("400 bytes as base64 (300 decoded), over the result cap of 100 bytes"),
+            "{err}"
+        );
         assert_eq!(r, before);
     }
 
     #[test]
     fn texts_share_what_the_blobs_leave() {
+        // 6 bytes are 8 base64 characters: 4 are left for the text.
         let mut r = ReadResourceResult {
             contents: vec![text("a://t", "0123456789"), blob("a://b", 6)],
             ..Default::default()
         };
-        assert_eq!(r.cap(10), Ok(6));
+        assert_eq!(r.cap(12), Ok(6));
         assert!(
             matches!(&r.contents[1], ResourceContents::Blob(_)),
             "the blob is kept whole"
         );
-        assert_eq!(r.joined_text(), "0123\n[... truncated at 10 bytes]");
+        assert_eq!(r.joined_text(), "0123\n[... truncated at 12 bytes]");
     }
 }

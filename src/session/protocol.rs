@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::Session;
 use crate::client::{ClientError, McpClient, ServerChange};
+use crate::protocol::jsonrpc::METHOD_NOT_FOUND;
 use crate::protocol::{
     Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult, Resource,
     ResourceTemplate,
@@ -28,7 +29,9 @@ impl Session {
     ///
     /// # Errors
     /// [`Error::UnknownServer`] for a key the project does not declare (or the session did not
-    /// start); [`Error::ServerNotReady`] for a server disabled in `local.toml`.
+    /// start); [`Error::LoginRequired`] for an OAuth server that needs a login;
+    /// [`Error::ServerNotReady`] for a server disabled in `local.toml` or one that could not be
+    /// built (a root that does not resolve, a missing token), with its error.
     pub fn client(&self, server: &str) -> Result<&McpClient, Error> {
         let s = self
             .servers
@@ -36,10 +39,22 @@ impl Session {
             .ok_or_else(|| Error::UnknownServer {
                 server: server.to_owned(),
             })?;
-        s.client.as_ref().ok_or_else(|| Error::ServerNotReady {
+        if let Some(client) = &s.client {
+            return Ok(client);
+        }
+        #[cfg(feature = "oauth")]
+        if s.oauth.as_ref().is_some_and(|o| o.needs_login()) {
+            return Err(Error::LoginRequired {
+                server: server.to_owned(),
+            });
+        }
+        let status = self.status().into_iter().find(|st| st.server == server);
+        Err(Error::ServerNotReady {
             server: server.to_owned(),
-            state: "disabled".into(),
-            last_error: None,
+            state: status
+                .as_ref()
+                .map_or_else(|| "failed".to_owned(), |st| st.state.clone()),
+            last_error: status.and_then(|st| st.last_error),
         })
     }
 
@@ -57,10 +72,11 @@ impl Session {
             .list_resources()
             .await
             .map_err(|e| request_error(server, "resources/list", e))?;
-        let templates = client
-            .list_resource_templates()
-            .await
-            .map_err(|e| request_error(server, "resources/templates/list", e))?;
+        // A server that offers resources but no templates may refuse the list: it has none.
+        let templates = match client.list_resource_templates().await {
+            Err(ClientError::JsonRpc { code, .. }) if code == METHOD_NOT_FOUND => Vec::new(),
+            listed => listed.map_err(|e| request_error(server, "resources/templates/list", e))?,
+        };
         Ok((resources, templates))
     }
 

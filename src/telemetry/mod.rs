@@ -131,7 +131,8 @@ impl SessionTelemetry {
             gen_ai.operation.name = tool_of(method, head).map(|_| "execute_tool"),
             gen_ai.tool.name = tool_of(method, head),
             gen_ai.prompt.name = (method == "prompts/get").then_some(head.name).flatten(),
-            mcp.resource.uri = uri_of(method, head),
+            // Without the user info and the query, where credentials travel.
+            mcp.resource.uri = uri_of(method, head).map(crate::transport::text::redact_uri).as_deref(),
             mcp.session.id = self.session_id.get().map(|s| &**s),
             network.transport = self.transport(),
             network.protocol.name = self.protocol_name(),

@@ -256,3 +256,31 @@ fn check_on_an_sse_server_names_exactly_the_era_values_it_accepts() {
         }
     }
 }
+
+#[test]
+fn check_shows_the_log_level_and_the_roots_and_refuses_roots_that_do_not_resolve() {
+    use crate::common::cli::{project, run};
+    let d = project(
+        "mcp:\n  fs:\n    transport: stdio\n    command: [\"srv\"]\n    roots: [./data]\n  other:\n    transport: stdio\n    command: [\"srv\"]\n",
+        "[mcp.fs]\nlog_level = \"warning\"\n",
+    );
+    std::fs::create_dir(d.path().join("data")).unwrap();
+    let o = run(&["check"], d.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.contains("  log level: warning\n"), "{}", o.stdout);
+    assert!(o.stdout.contains("  roots: [./data]\n"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("  log level: none: the server decides (set `log_level` under [mcp.<key>] in local.toml)\n"),
+        "{}",
+        o.stdout
+    );
+    // A root that is not there: found by check, not only at start.
+    std::fs::remove_dir(d.path().join("data")).unwrap();
+    let o = run(&["check"], d.path());
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("server `fs`: roots") && o.stderr.contains("data"),
+        "{}",
+        o.stderr
+    );
+}

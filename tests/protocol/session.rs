@@ -440,24 +440,11 @@ async fn python_reads_at_and_over_the_cap() {
         .unwrap();
     assert_eq!(readme.joined_text(), "hello from mcp 2");
     assert!(!readme.truncated, "16 bytes at a 16-byte cap are untouched");
-    let pixel = session
-        .read_resource("py", "data://pixel.png")
-        .await
-        .unwrap();
-    assert!(!pixel.truncated);
-    assert!(
-        matches!(&pixel.contents[..], [ResourceContents::Blob(b)] if b.blob == "iVBORw0KGgoAAQIDBAUGBw==")
-    );
     let big = session.read_resource("py", "data://big.txt").await.unwrap();
     assert!(big.truncated);
     assert_eq!(big.joined_text(), format!("0123456789012345{}", marker(16)));
-    session.shutdown().await;
-
-    let config = Sources::new(yaml)
-        .config("[mcp]\nresult_max_bytes = 15\n")
-        .load()
-        .unwrap();
-    let session = Session::start(config).await.unwrap();
+    // The 16-byte PNG is 24 bytes as base64, what an agent would receive: over a 16-byte cap,
+    // refused whole.
     let err = session
         .read_resource("py", "data://pixel.png")
         .await
@@ -466,17 +453,34 @@ async fn python_reads_at_and_over_the_cap() {
         Error::ReadTooLarge { server, source } => {
             assert_eq!(server, "py");
             assert_eq!(
-                (source.uri.as_str(), source.size, source.cap),
-                ("data://pixel.png", 16, 15)
+                (source.uri.as_str(), source.size, source.decoded, source.cap),
+                ("data://pixel.png", 24, 16, 16)
             );
             let said = err.to_string();
             assert!(
-                said.contains("16 bytes") && said.contains("15 bytes"),
+                said.contains("24 bytes as base64 (16 decoded)")
+                    && said.contains("cap of 16 bytes"),
                 "{said}"
             );
         }
         other => panic!("{other:?}"),
     }
+    session.shutdown().await;
+
+    // At exactly its base64 size, the blob is untouched.
+    let config = Sources::new(yaml)
+        .config("[mcp]\nresult_max_bytes = 24\n")
+        .load()
+        .unwrap();
+    let session = Session::start(config).await.unwrap();
+    let pixel = session
+        .read_resource("py", "data://pixel.png")
+        .await
+        .unwrap();
+    assert!(!pixel.truncated);
+    assert!(
+        matches!(&pixel.contents[..], [ResourceContents::Blob(b)] if b.blob == "iVBORw0KGgoAAQIDBAUGBw==")
+    );
     session.shutdown().await;
 }
 

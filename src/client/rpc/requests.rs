@@ -65,15 +65,23 @@ impl RpcSession {
     /// `relist` (a stream opened again), its acknowledgement has the tool list read again:
     /// only then is a change sure to be heard, so one made while no stream was open is not
     /// missed.
-    /// A stream of resource subscriptions gives `resources`, the generation of the set it
-    /// names: its id is kept with it before it can reach the server, so its acknowledgement
+    /// A stream of resource subscriptions gives `resources`: the generation of the set it
+    /// names, and whether its acknowledgement announces every subscribed resource as changed.
+    /// Its id is kept with them before it can reach the server, so its acknowledgement
     /// settles that generation.
     pub(crate) fn listen(
         &self,
         filter: &ListenFilter,
         relist: bool,
-        resources: Option<u64>,
+        resources: Option<(u64, bool)>,
     ) -> Result<(u64, oneshot::Receiver<Result<IgnoredAny, ClientError>>), ClientError> {
+        if filter.prompts_list_changed || filter.resources_list_changed {
+            *self
+                .lists_asked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                (filter.prompts_list_changed, filter.resources_list_changed);
+        }
         let params = ListenParams {
             meta: self.meta(),
             notifications: filter,
@@ -84,11 +92,12 @@ impl RpcSession {
             if relist {
                 self.relist_on_ack.store(id, Ordering::Release);
             }
-            if let Some(generation) = resources {
+            if let Some((generation, announce)) = resources {
                 *self
                     .resource_stream_at
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = (id, generation);
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    (id, generation, announce);
             }
         };
         self.send_typed(LISTEN, head, Some(&params), &mut on_id)

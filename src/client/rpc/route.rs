@@ -10,6 +10,7 @@ use crate::protocol::notifications::{
     PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RESOURCES_UPDATED,
 };
 use crate::protocol::resources::ResourceUpdatedParams;
+use crate::transport::text::redact_uri;
 
 impl RpcSession {
     fn handle_frame(&self, bytes: &[u8]) {
@@ -197,30 +198,17 @@ impl RpcSession {
                 log_server_message(&self.server, &params);
             }
             SUBSCRIPTIONS_ACKNOWLEDGED => {
-                let id = params
-                    .and_then(|p| serde_json::from_str::<AcknowledgedParams>(p.get()).ok())
-                    .and_then(|p| p.meta?.subscription_id?.as_u64());
+                let acknowledged =
+                    params.and_then(|p| serde_json::from_str::<AcknowledgedParams>(p.get()).ok());
+                let Some(acknowledged) = acknowledged else {
+                    return;
+                };
+                let id = acknowledged
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.subscription_id.as_ref()?.as_u64());
                 if let Some(id) = id {
-                    let relist = self
-                        .relist_on_ack
-                        .compare_exchange(id, NO_RELIST, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok();
-                    tracing::debug!(
-                        server = &*self.server,
-                        subscription_id = id,
-                        relist,
-                        "subscription acknowledged"
-                    );
-                    if relist {
-                        self.tools_may_have_changed();
-                    }
-                    let (stream, generation) = *self
-                        .resource_stream_at
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if stream == id {
-                        self.subscriptions.settle(generation, None);
-                    }
+                    self.acknowledged(id, acknowledged);
                 }
             }
             TASK_STATUS_NOTIFICATION | TASKS_NOTIFICATION => {
@@ -240,7 +228,7 @@ impl RpcSession {
             RESOURCES_UPDATED => {
                 match params.map(|p| serde_json::from_str::<ResourceUpdatedParams>(p.get())) {
                     Some(Ok(updated)) if self.subscriptions.covers(&updated.uri) => {
-                        tracing::debug!(server = &*self.server, uri = %updated.uri, "server says a resource changed");
+                        tracing::debug!(server = &*self.server, uri = %redact_uri(&updated.uri), "server says a resource changed");
                         // No receiver is no error: nobody listens yet.
                         let _ = self
                             .subscriptions
@@ -249,7 +237,7 @@ impl RpcSession {
                     }
                     Some(Ok(updated)) => tracing::debug!(
                         server = &*self.server,
-                        uri = %updated.uri,
+                        uri = %redact_uri(&updated.uri),
                         "update of a resource not subscribed to; ignored"
                     ),
                     _ => tracing::debug!(
@@ -274,6 +262,53 @@ impl RpcSession {
                     .send(ServerChange::PromptsListChanged);
             }
             _ => tracing::trace!(server = &*self.server, method, "notification ignored"),
+        }
+    }
+
+    /// The server acknowledged the `subscriptions/listen` stream `id`: a reopened list stream
+    /// has the tool list read again and its other list changes announced (a change may have
+    /// come in the gap); the resource stream settles the generation of the set it names, with
+    /// the URIs the server agreed to honour.
+    fn acknowledged(&self, id: u64, acknowledged: AcknowledgedParams) {
+        let relist = self
+            .relist_on_ack
+            .compare_exchange(id, NO_RELIST, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        tracing::debug!(
+            server = &*self.server,
+            subscription_id = id,
+            relist,
+            "subscription acknowledged"
+        );
+        if relist {
+            self.tools_may_have_changed();
+            let (prompts, resources) = *self
+                .lists_asked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let changes = &self.subscriptions.changes;
+            if prompts {
+                let _ = changes.send(ServerChange::PromptsListChanged);
+            }
+            if resources {
+                let _ = changes.send(ServerChange::ResourcesListChanged);
+            }
+        }
+        let (stream, generation, announce) = *self
+            .resource_stream_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if stream != id {
+            return;
+        }
+        let honored = acknowledged
+            .notifications
+            .and_then(|n| n.resource_subscriptions)
+            .unwrap_or_default();
+        self.subscriptions
+            .settle(generation, Some(honored.into_iter().collect()), None);
+        if announce {
+            self.subscriptions.announce_all();
         }
     }
 

@@ -272,10 +272,23 @@ fn stdio(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<StdioServerConfig>
 /// ([`crate::config::resolve_inside`]).
 fn roots(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<Vec<PathBuf>> {
     let list = w.string_list(node, path)?;
+    if list.is_empty() {
+        w.err(
+            node,
+            path,
+            "must not be empty: name the directories the server may see (`.` for the project), or leave `roots` out",
+        );
+        return None;
+    }
     let mut out = Vec::with_capacity(list.len());
     let mut ok = true;
     for (i, (s, item)) in list.into_iter().enumerate() {
-        match check_relative(&s, "roots") {
+        let checked = if s.trim().is_empty() {
+            Err("an empty path; write `.` for the project root".to_owned())
+        } else {
+            check_relative(&s, "roots")
+        };
+        match checked {
             Ok(p) => out.push(p),
             Err(msg) => {
                 w.err(&item, &format!("{path}[{i}]"), msg);
