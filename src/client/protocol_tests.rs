@@ -358,3 +358,60 @@ async fn updates_reach_the_embedder_only_for_subscribed_resources() {
     );
     assert!(changes.try_recv().is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_uri_the_acknowledgement_leaves_out_is_not_subscribed() {
+    // The server honours every URI but `a://secret`.
+    let t = MockTransport::new(|msg| match method(msg) {
+        "subscriptions/listen" => {
+            let mut asked = msg["params"]["notifications"].clone();
+            if let Some(uris) = asked
+                .get_mut("resourceSubscriptions")
+                .and_then(Value::as_array_mut)
+            {
+                uris.retain(|u| u != "a://secret");
+            }
+            vec![Act::Reply(json!({"jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": msg["id"]},
+                    "notifications": asked}}))]
+        }
+        _ => modern_script(msg),
+    })
+    .modern();
+    let c = McpClient::new(
+        "mock",
+        t,
+        ClientOptions::default().era(EraPreference::Modern),
+    );
+    c.subscribe_resource("a://open").await.unwrap();
+    let err = c.subscribe_resource("a://secret").await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::NotOffered { name, .. } if &**name == "a://secret"),
+        "{err}"
+    );
+    assert_eq!(c.subscribed_resources(), ["a://open"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_announces_every_subscribed_resource_as_changed() {
+    let t = legacy(true);
+    let c = McpClient::new("mock", t.clone(), legacy_options());
+    c.subscribe_resource("a://x").await.unwrap();
+    let mut changes = c.changes();
+    t.push(vec![Act::close("exited (exit status: 1)")]);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    c.start().await.unwrap();
+    // An update may have come while no session listened: the embedder reads it again.
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        ServerChange::ResourceUpdated {
+            uri: "a://x".into()
+        }
+    );
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        ServerChange::ResourcesListChanged
+    );
+}
