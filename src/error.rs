@@ -78,9 +78,9 @@ pub enum Error {
         server: String,
         /// The request's method.
         method: &'static str,
-        /// The underlying error.
+        /// The underlying error (boxed: every `Result` of the session carries this enum).
         #[source]
-        source: crate::client::ClientError,
+        source: Box<crate::client::ClientError>,
     },
     /// A resource read whose blobs do not fit the result cap: refused whole, never cut.
     #[error("server `{server}`: resources/read: {source} (raise `result_max_bytes` under [mcp] in config.toml)")]

@@ -226,6 +226,6 @@ fn request_error(server: &str, method: &'static str, source: ClientError) -> Err
     Error::Request {
         server: server.to_owned(),
         method,
-        source,
+        source: Box::new(source),
     }
 }

@@ -118,8 +118,8 @@ async fn roots_are_the_only_directories_the_server_may_read() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Request { method: "completion/complete", source: ClientError::NotOffered { capability, .. }, .. }
-            if &**capability == "completions"),
+        matches!(&err, Error::Request { method: "completion/complete", source, .. }
+            if matches!(&**source, ClientError::NotOffered { capability, .. } if &**capability == "completions")),
         "{err:?}"
     );
     let err = session
@@ -127,8 +127,8 @@ async fn roots_are_the_only_directories_the_server_may_read() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Request { source: ClientError::NotOffered { capability, .. }, .. }
-            if &**capability == "resources.subscribe"),
+        matches!(&err, Error::Request { source, .. }
+            if matches!(&**source, ClientError::NotOffered { capability, .. } if &**capability == "resources.subscribe")),
         "{err:?}"
     );
     assert!(session

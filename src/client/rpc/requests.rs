@@ -152,13 +152,7 @@ impl RpcSession {
         name: &str,
         arguments: Option<&Map<String, Value>>,
         retry: Option<&InputRetry>,
-    ) -> Result<
-        (
-            oneshot::Receiver<Result<Answer<GetPromptResult>, ClientError>>,
-            CallGuard,
-        ),
-        ClientError,
-    > {
+    ) -> Result<(AnswerReceiver<GetPromptResult>, CallGuard), ClientError> {
         let params = GetPromptParams {
             name,
             arguments,
@@ -285,6 +279,9 @@ pub(crate) const DISCOVER: &str = "server/discover";
 
 /// The `subscriptions/listen` method.
 pub(crate) const LISTEN: &str = "subscriptions/listen";
+
+/// The receiver of a request that may be answered `input_required`.
+pub(crate) type AnswerReceiver<R> = oneshot::Receiver<Result<Answer<R>, ClientError>>;
 
 /// The `prompts/get` method.
 pub(crate) const PROMPTS_GET: &str = "prompts/get";
