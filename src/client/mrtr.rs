@@ -18,7 +18,7 @@
 //! The answers and the server's `requestState` (echoed unchanged) go on a retry of the call
 //! with a new request id ([`ResponseFuture`](super::ResponseFuture)), at most
 //! [`MAX_INPUT_ROUNDS`] times; the call's timeout bounds the whole exchange. A
-//! `resources/read` or `prompts/get` goes the same way through [`with_input`], each round
+//! `resources/read` or `prompts/get` goes the same way through `with_input`, each round
 //! bounded by the request timeout.
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Roots: the directories an operator lets a server see (`project.yaml`
 //! `mcp.<key>.roots`), given to the server as `file://` URIs. With roots set
 //! ([`ClientOptions::roots`](super::ClientOptions::roots)), the client advertises the `roots`
-//! capability (`listChanged: false`: the roots are fixed for the client's life) and [`Roots`]
+//! capability (`listChanged: false`: the roots are fixed for the client's life) and `Roots`
 //! answers `roots/list` in the server→client request stack, in either era (a 2026-07-28
 //! server asks for them in an `input_required` answer, which takes the same stack); without,
 //! nothing is advertised and `roots/list` is refused "method not found" as any unknown request.

@@ -159,6 +159,16 @@ struct Server {
 ///
 /// Dropping the session stops the rediscovery tasks; the clients kill their processes when
 /// the last handle to them goes away. Call [`Session::shutdown`] for an orderly stop.
+///
+/// # Who may read a server's resources
+/// An agent may read the resources of the server `S` ([`Session::read_resource_as`]: what a
+/// tool result of `S` linked or embedded) when its `tools:` grants enable at least one of
+/// `S`'s tools in the current catalog (`mcp.S.<tool>`, by exact name, dot-boundary prefix or
+/// glob, the most specific key deciding, as for calls). A server none of whose tools the agent
+/// may call is closed to it, resources included: [`Error::ResourceNotGranted`], and no request
+/// is sent. A server that lists no tools is readable by the daemon
+/// ([`Session::read_resource`]) only. The `mcp.` namespace stays reserved: reading registers
+/// no tool.
 pub struct Session {
     config: Arc<Config>,
     registry: Arc<ToolRegistry>,

@@ -108,7 +108,7 @@ impl Session {
 
     /// Reads, for `agent`, the resource `uri` of `server`: what a tool result of that server
     /// linked (`resource_link`) or embedded (`resource`), read back. Checked against the agent's
-    /// grants first (see the [module docs](self)); then as
+    /// grants first (see [Who may read a server's resources](Session#who-may-read-a-servers-resources)); then as
     /// [`read_resource`](Self::read_resource).
     ///
     /// # Errors
