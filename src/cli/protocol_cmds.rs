@@ -491,3 +491,65 @@ fn write_read(
         }
     }
 }
+
+/// A shell line of one of the verbs, parsed by the command line's own types.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "kaged-mcp shell",
+    no_binary_name = true,
+    disable_help_flag = true
+)]
+struct ShellVerb {
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+/// Parses a `kaged-mcp shell` line into a verb (its words split as a POSIX shell splits them:
+/// quotes and backslashes, by `shlex`), or the one-line reason it is not one.
+pub(super) fn parse_shell_line(line: &str) -> Result<Verb, String> {
+    use clap::Parser;
+    let words = shlex::split(line).ok_or("a quote is not closed")?;
+    ShellVerb::try_parse_from(words)
+        .map(|v| v.verb)
+        .map_err(|e| {
+            // clap's message, up to its usage block, on one line.
+            let text = e.to_string();
+            let said: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:"))
+                .filter(|l| !l.is_empty())
+                .collect();
+            said.join(" ").trim_start_matches("error: ").to_owned()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_lines_split_like_a_shell_and_parse_with_the_command_line_types() {
+        let verb = parse_shell_line(r#"prompt everything args-prompt --args '{"city": "Paris"}'"#)
+            .unwrap();
+        assert!(
+            matches!(&verb, Verb::Prompt(a) if a.args.as_deref() == Some(r#"{"city": "Paris"}"#))
+        );
+        let verb =
+            parse_shell_line(r#"complete s --prompt p name "" --context "{\"a\": \"b c\"}""#)
+                .unwrap();
+        assert!(matches!(&verb, Verb::Complete(a)
+            if a.prefix.is_empty() && a.context.as_deref() == Some(r#"{"a": "b c"}"#)));
+        let verb = parse_shell_line("read everything demo://x --out /tmp/f").unwrap();
+        assert!(matches!(verb, Verb::Read(a) if a.uri == "demo://x" && a.out.is_some()));
+        assert_eq!(
+            parse_shell_line("read s 'unclosed").unwrap_err(),
+            "a quote is not closed"
+        );
+        let err = parse_shell_line("complete everything name x").unwrap_err();
+        assert!(
+            err.contains("--prompt") || err.contains("--template"),
+            "{err}"
+        );
+    }
+}
