@@ -42,7 +42,7 @@ pub enum ServerChange {
 #[derive(Debug)]
 pub(crate) struct Subscriptions {
     /// The subscribed URIs, sent again to every new session.
-    pub(crate) uris: std::sync::Mutex<BTreeSet<String>>,
+    uris: std::sync::Mutex<BTreeSet<String>>,
     /// Bumped (under the [`uris`](Self::uris) lock) when the set changes: a modern session's
     /// resource stream is opened again with the new set.
     pub(crate) generation: tokio::sync::watch::Sender<u64>,

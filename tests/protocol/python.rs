@@ -363,20 +363,13 @@ async fn log_level(case: Case) {
     else {
         return;
     };
-    // Legacy: `logging/setLevel` goes out on a task of its own when the session starts, and a
-    // request made at once may overtake it (over HTTP each request is its own POST); that race
-    // is pinned by `legacy_log_level_is_set_before_the_first_request`. Here, wait it out.
+    // Legacy: `logging/setLevel` is answered before the session is ready, so the first call
+    // already sees it (the race it once lost is pinned by
+    // `legacy_log_level_is_set_before_the_first_request`). Modern: no setLevel at all.
     let want = if case.modern() { "unset" } else { "warning" };
-    let mut level = String::new();
-    for _ in 0..50 {
-        level = call(&client, &who, "log_level", json!({}))
-            .await
-            .joined_text();
-        if level == want || case.modern() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let level = call(&client, &who, "log_level", json!({}))
+        .await
+        .joined_text();
     assert_eq!(level, want, "{who}");
 
     let info = call(
@@ -448,19 +441,17 @@ async fn log_level(case: Case) {
 
 /// The level set in the options is in force for the first request made once `start()` has
 /// returned: `ClientOptions::log_level` says `logging/setLevel` is "sent at each start", and
-/// `after_start` that it is sent "before anything else the client asks". Several fresh
+/// `Shared::prepare` that it is sent "before anything else the client asks". Several fresh
 /// sessions per legacy configuration, each asking `log_level` at once.
 ///
-/// Fails over Streamable HTTP today (a library bug, see the report): `after_start` sends
-/// `logging/setLevel` from a spawned task and nothing waits for it, so the first `tools/call`
-/// (its own POST) is often handled first and the tool answers "unset" (observed: `tools/call
-/// sent … request_id=3` logged before `logging/setLevel answered`; the server's stderr shows
-/// the setLevel arriving after).
+/// It once failed over Streamable HTTP: `logging/setLevel` went out from a spawned task, and
+/// the first `tools/call` (its own POST) was often handled first ("unset"). `Shared::prepare`
+/// now awaits it before the session is ready.
 #[tokio::test]
 async fn legacy_log_level_is_set_before_the_first_request() {
     let mut answers = Vec::new();
-    // A quarter or so of the HTTP sessions lose the race on this machine: 8 each make a
-    // pass by luck unlikely (about 1 %).
+    // A quarter or so of the HTTP sessions lost the race before the fix: 8 each make a pass by
+    // luck unlikely (about 1 %).
     for (case, sessions) in [
         (V1_LEGACY, 2),
         (V2_LEGACY, 2),
@@ -565,34 +556,6 @@ async fn touch_and_wait(
     .await;
 }
 
-/// Calls `touch` on `uri` every second until its update arrives (at most [`CHANGE_TIMEOUT`]);
-/// returns how many touches it took. For the modern era, where `subscribe_resource` returns
-/// before its `subscriptions/listen` stream is even sent (see [`subscriptions`]): an update
-/// the server sends before the stream is open is lost for good, so a test of what comes after
-/// subscribing must wait for the stream first.
-async fn touch_until_updated(
-    client: &McpClient,
-    who: &str,
-    uri: &str,
-    changes: &mut tokio::sync::broadcast::Receiver<ServerChange>,
-) -> usize {
-    let deadline = tokio::time::Instant::now() + CHANGE_TIMEOUT;
-    let mut touches = 0;
-    while tokio::time::Instant::now() < deadline {
-        let touched = call(client, who, "touch", json!({"uri": uri})).await;
-        assert_eq!(touched.joined_text(), format!("touched {uri}"), "{who}");
-        touches += 1;
-        let seen = changes_within(changes, Duration::from_secs(1)).await;
-        if seen
-            .iter()
-            .any(|c| matches!(c, ServerChange::ResourceUpdated { uri: u } if u == uri))
-        {
-            return touches;
-        }
-    }
-    panic!("{who}: no update of {uri} after {touches} touches");
-}
-
 /// Subscribe, touch → `ResourceUpdated`: once `subscribe_resource` has returned, the
 /// subscription is in force. Legacy: `resources/subscribe` was answered, and the server holds
 /// it (its `subscribed` tool); unsubscribing removes it there (this server sends updates for
@@ -602,12 +565,9 @@ async fn touch_until_updated(
 /// client opened at start, since the server offers `resources.listChanged`), and the new
 /// resource is listed and readable.
 ///
-/// In the modern era this fails on the first touch (a library bug, see the report): the
-/// resource stream (`subscriptions/listen` with `resourceSubscriptions`) is opened by a task
-/// `subscribe_resource` spawns without waiting for it, so the `tools/call` of the touch is
-/// written before the listen request and the server's one update goes to no stream.
-/// [`subscription_stream_once_open`] checks the rest of the modern behaviour
-/// with the race waited out.
+/// The first touch after `subscribe_resource` returns is delivered in both eras: a modern
+/// subscription returns once the server acknowledged a stream naming the URI (it once returned
+/// before the stream was even sent, and that update went to no stream).
 async fn subscriptions(case: Case) {
     let who = case.who();
     let Some(client) = case.client(ClientOptions::default()).await else {
@@ -686,10 +646,10 @@ async fn list_change_checks(
     );
 }
 
-/// The modern era with the subscribe race waited out ([`touch_until_updated`]): updates of the
-/// subscribed URI arrive on the `subscriptions/listen` stream, one per touch; a URI not
-/// subscribed gets none; after `unsubscribe_resource` (and a moment for the stream's end to
-/// reach the server) none either; list changes arrive on the list stream.
+/// The modern era: once `subscribe_resource` has returned (the server acknowledged a stream
+/// naming the URI), updates of it arrive on the `subscriptions/listen` stream, one per touch,
+/// the first touch included; a URI not subscribed gets none; once `unsubscribe_resource` has
+/// returned none either; list changes arrive on the list stream.
 async fn subscription_stream_once_open(case: Case) {
     let who = case.who();
     let Some(client) = case.client(ClientOptions::default()).await else {
@@ -697,10 +657,8 @@ async fn subscription_stream_once_open(case: Case) {
     };
     let mut changes = client.changes();
     client.subscribe_resource(README).await.unwrap();
-    let touches = touch_until_updated(&client, &who, README, &mut changes).await;
-    eprintln!("{who}: the first update came after {touches} touch(es)");
-    // Open now: each touch is one update.
-    for _ in 0..3 {
+    // Acknowledged: each touch is one update, the first too.
+    for _ in 0..4 {
         touch_and_wait(&client, &who, README, &mut changes).await;
     }
     let touched = call(&client, &who, "touch", json!({"uri": "data://pixel.png"})).await;
@@ -714,7 +672,6 @@ async fn subscription_stream_once_open(case: Case) {
     );
 
     client.unsubscribe_resource(README).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let _ = changes_within(&mut changes, Duration::from_millis(100)).await;
     let touched = call(&client, &who, "touch", json!({"uri": README})).await;
     assert_eq!(touched.joined_text(), format!("touched {README}"), "{who}");
@@ -729,12 +686,9 @@ async fn subscription_stream_once_open(case: Case) {
     client.shutdown().await;
 }
 
-/// Once `unsubscribe_resource` has returned, no update of that URI reaches `changes()`: the
-/// other half of [`subscriptions`]' modern failure, checked on its own (with the subscribe race
-/// waited out). Fails today (a library bug, see the report): the resource stream is ended by the
-/// spawned listen task, after the `tools/call` of the touch has gone out, so the server's update
-/// still rides the old stream and the client passes it on, although the URI is no longer in
-/// `subscribed_resources()`.
+/// Once `unsubscribe_resource` has returned, no update of that URI reaches `changes()`, even
+/// for a touch sent right after it (the stream naming it has ended, and an update that overtook
+/// the end is not passed on).
 async fn no_update_once_unsubscribe_returns(case: Case) {
     let who = case.who();
     let Some(client) = case.client(ClientOptions::default()).await else {
@@ -742,7 +696,7 @@ async fn no_update_once_unsubscribe_returns(case: Case) {
     };
     let mut changes = client.changes();
     client.subscribe_resource(README).await.unwrap();
-    touch_until_updated(&client, &who, README, &mut changes).await;
+    touch_and_wait(&client, &who, README, &mut changes).await;
     client.unsubscribe_resource(README).await.unwrap();
     assert!(client.subscribed_resources().is_empty(), "{who}");
     let touched = call(&client, &who, "touch", json!({"uri": README})).await;
@@ -780,8 +734,9 @@ async fn http_v2_modern_no_update_once_unsubscribe_returns() {
 /// Subscriptions are the client's and outlive a session: after a restart (a new server
 /// process, which knows none) the client sends them again: `resources/subscribe` in the legacy
 /// era (the new process's `subscribed` tool lists the URI), the resource stream in the modern
-/// one (a touch is delivered). Sent from the start's own task, so the checks wait (bounded)
-/// for it. Stdio only: an HTTP server process keeps its state across sessions.
+/// one (a touch is delivered). Sent before the new session is ready, so the first request
+/// after the start already finds them. Stdio only: an HTTP server process keeps its state
+/// across sessions.
 async fn resubscribed_after_a_restart(case: Case) {
     let who = case.who();
     let Some(client) = case.client(ClientOptions::default()).await else {
@@ -792,21 +747,23 @@ async fn resubscribed_after_a_restart(case: Case) {
     client.shutdown().await;
     client.reenable();
     let mut changes = client.changes();
+    client.start().await.unwrap();
+    // A restart announces every subscribed resource as changed (an update may have been missed
+    // while no session listened); that is not the stream, so it is read first.
+    wait_for_change(
+        &mut changes,
+        CHANGE_TIMEOUT,
+        &who,
+        |c| matches!(c, ServerChange::ResourceUpdated { uri } if uri == README),
+    )
+    .await;
+    let _ = changes_within(&mut changes, Duration::from_millis(100)).await;
     if case.modern() {
-        // The first request starts the new session (and its resource stream).
-        let touches = touch_until_updated(&client, &who, README, &mut changes).await;
-        eprintln!("{who}: after the restart the first update came after {touches} touch(es)");
+        touch_and_wait(&client, &who, README, &mut changes).await;
     } else {
-        let mut held = String::new();
-        for _ in 0..50 {
-            held = call(&client, &who, "subscribed", json!({}))
-                .await
-                .joined_text();
-            if held != "[]" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let held = call(&client, &who, "subscribed", json!({}))
+            .await
+            .joined_text();
         assert_eq!(held, format!("[\"{README}\"]"), "{who}");
     }
     assert_eq!(client.restarts(), 1, "{who}");
