@@ -61,7 +61,7 @@ use tower::{BoxError, Service, ServiceExt};
 
 pub use crate::protocol::elicitation::{ElicitMode, ElicitParams, ElicitResult};
 use crate::protocol::jsonrpc::{JsonRpcError, INVALID_PARAMS};
-use crate::protocol::server_request::ELICITATION_CREATE;
+use crate::protocol::method::{CreateElicitation, ServerRequestKind as _};
 use crate::protocol::{RequestId, ServerRequest};
 
 #[cfg(doc)]
@@ -124,17 +124,17 @@ where
     }
 
     fn call(&mut self, req: ServerRequest) -> Self::Future {
-        if req.method != ELICITATION_CREATE {
+        if req.method != CreateElicitation::METHOD {
             return ResponseFuture::inner(self.inner.call(req));
         }
         let params = req.params.unwrap_or_else(|| Value::Object(Map::new()));
         let params = match serde_json::from_value::<ElicitParams>(params) {
             Ok(params) => params,
             Err(e) => {
-                tracing::warn!(server = &*self.server, method = ELICITATION_CREATE, error = %e, "invalid elicitation request; refused");
+                tracing::warn!(server = &*self.server, method = CreateElicitation::METHOD, error = %e, "invalid elicitation request; refused");
                 return ResponseFuture::error(JsonRpcError::new(
                     INVALID_PARAMS,
-                    format!("invalid {ELICITATION_CREATE} params: {e}"),
+                    format!("invalid {} params: {e}", CreateElicitation::METHOD),
                 ));
             }
         };
@@ -271,7 +271,7 @@ where
                 }
                 tracing::debug!(
                     server = &**server,
-                    method = ELICITATION_CREATE,
+                    method = CreateElicitation::METHOD,
                     action = result.action(),
                     defaults_filled = filled,
                     "elicitation answered"
@@ -342,7 +342,7 @@ mod tests {
     async fn an_empty_accept_gets_every_default_of_each_primitive_type() {
         let (h, seen) = handler(ElicitResult::Accept(Map::new()));
         let answer = stack(Some(h))
-            .oneshot(request(ELICITATION_CREATE, form()))
+            .oneshot(request(CreateElicitation::METHOD, form()))
             .await
             .unwrap();
         assert_eq!(
@@ -363,7 +363,7 @@ mod tests {
             "verified": false, "nickname": null});
         let (h, _) = handler(ElicitResult::Accept(given.as_object().unwrap().clone()));
         let answer = stack(Some(h))
-            .oneshot(request(ELICITATION_CREATE, form()))
+            .oneshot(request(CreateElicitation::METHOD, form()))
             .await
             .unwrap();
         assert_eq!(answer, json!({"action": "accept", "content": given}));
@@ -375,7 +375,7 @@ mod tests {
             json!({"age": 7}).as_object().unwrap().clone(),
         ));
         let answer = stack(Some(h))
-            .oneshot(request(ELICITATION_CREATE, form()))
+            .oneshot(request(CreateElicitation::METHOD, form()))
             .await
             .unwrap();
         assert_eq!(answer["content"]["age"], 7);
@@ -391,7 +391,7 @@ mod tests {
         ] {
             let (h, _) = handler(result);
             let answer = stack(Some(h))
-                .oneshot(request(ELICITATION_CREATE, form()))
+                .oneshot(request(CreateElicitation::METHOD, form()))
                 .await
                 .unwrap();
             assert_eq!(answer, json!({ "action": action }));
@@ -406,7 +406,7 @@ mod tests {
         let params = json!({"mode": "url", "message": "open", "url": "https://e.example/k",
             "elicitationId": "e-1"});
         let answer = stack(Some(h))
-            .oneshot(request(ELICITATION_CREATE, params))
+            .oneshot(request(CreateElicitation::METHOD, params))
             .await
             .unwrap();
         assert_eq!(answer, json!({"action": "accept"}));
@@ -420,7 +420,10 @@ mod tests {
     async fn invalid_params_are_refused_without_reaching_the_handler() {
         let (h, seen) = handler(ElicitResult::Decline);
         let err = stack(Some(h))
-            .oneshot(request(ELICITATION_CREATE, json!({"mode": "telepathy"})))
+            .oneshot(request(
+                CreateElicitation::METHOD,
+                json!({"mode": "telepathy"}),
+            ))
             .await
             .unwrap_err();
         let rpc = to_jsonrpc_error(&err);
@@ -432,7 +435,7 @@ mod tests {
     #[tokio::test]
     async fn without_a_handler_elicitation_is_method_not_found() {
         let err = stack(None)
-            .oneshot(request(ELICITATION_CREATE, form()))
+            .oneshot(request(CreateElicitation::METHOD, form()))
             .await
             .unwrap_err();
         assert_eq!(to_jsonrpc_error(&err).code, METHOD_NOT_FOUND);
@@ -477,7 +480,7 @@ mod tests {
         );
         assert_eq!(
             svc.clone()
-                .oneshot(request(ELICITATION_CREATE, form()))
+                .oneshot(request(CreateElicitation::METHOD, form()))
                 .await
                 .unwrap(),
             json!({"action": "cancel"})

@@ -11,11 +11,11 @@ use tokio::sync::oneshot;
 use tower::BoxError;
 
 use super::call::ToolCall;
-use super::error::{ClientError, RequestRef};
+use super::error::ClientError;
 use super::mrtr::{self, MAX_INPUT_ROUNDS};
 use super::rpc::{CallGuard, InputRetry, RpcSession};
 use super::tasks;
-use crate::protocol::{CallAnswer, RequestId, ToolResult};
+use crate::protocol::{CallAnswer, ToolResult};
 
 /// The future of [`McpClient::call`](super::McpClient): waits for the server to be ready if it
 /// is starting, then for the answer. When the server answers `resultType: "input_required"`
@@ -161,10 +161,7 @@ impl Future for ResponseFuture {
                         Ok(Ok(CallAnswer::InputRequired(asked))) => asked,
                         Ok(Ok(CallAnswer::Task(created))) => {
                             let session = Arc::clone(guard.session());
-                            let request = RequestRef {
-                                id: RequestId::from(guard.id()),
-                                method: "tools/call",
-                            };
+                            let request = guard.request();
                             let State::InFlight { call, .. } =
                                 std::mem::replace(&mut self.state, State::Failed(None))
                             else {
@@ -194,10 +191,7 @@ impl Future for ResponseFuture {
                             return Poll::Ready(Err(e.boxed(false)));
                         }
                     };
-                    let request = RequestRef {
-                        id: RequestId::from(guard.id()),
-                        method: "tools/call",
-                    };
+                    let request = guard.request();
                     let rounds = *rounds + 1;
                     let session = Arc::clone(guard.session());
                     if rounds > MAX_INPUT_ROUNDS {

@@ -27,42 +27,35 @@ use serde_json::{Map, Value};
 use tower::ServiceExt;
 
 use super::error::{ClientError, RequestRef};
-use super::rpc::{CallGuard, InputRetry, RpcSession};
+use super::rpc::{CallGuard, InputRetry, Receiver, RpcSession};
 use super::server_requests::to_jsonrpc_error;
+use crate::protocol::method::{CreateElicitation, Request, ServerRequestKind as _};
 use crate::protocol::modern::Answer;
-use crate::protocol::server_request::ELICITATION_CREATE;
 use crate::protocol::{InputRequired, RequestId, ServerRequest};
 
 /// The most `input_required` answers one call may get before it is given up.
 pub const MAX_INPUT_ROUNDS: u32 = 8;
 
-/// Sends a request of `method` with `send` (given the answers of the last round, if any) until
-/// it is answered with a result: each `input_required` answer is resolved ([`resolve`]) and
-/// the request sent again with a new id, at most [`MAX_INPUT_ROUNDS`] times; each round is
-/// bounded by `limit`.
+/// Sends a request `R` with `send` (given the answers of the last round, if any) until it is
+/// answered with a result: each `input_required` answer is resolved ([`resolve`]) and the
+/// request sent again with a new id, at most [`MAX_INPUT_ROUNDS`] times; each round is bounded
+/// by `limit`.
 pub(crate) async fn with_input<R, F>(
     session: &Arc<RpcSession>,
-    method: &'static str,
     limit: std::time::Duration,
     mut send: F,
-) -> Result<R, ClientError>
+) -> Result<R::Result, ClientError>
 where
-    F: FnMut(
-        Option<&InputRetry>,
-    ) -> Result<
-        (
-            tokio::sync::oneshot::Receiver<Result<Answer<R>, ClientError>>,
-            CallGuard,
-        ),
-        ClientError,
-    >,
+    R: Request,
+    F: FnMut(Option<&InputRetry>) -> Result<(Receiver<Answer<R::Result>>, CallGuard), ClientError>,
 {
+    let method = R::METHOD;
     let mut retry = None;
     let mut rounds = 0;
     loop {
         let (rx, guard) = send(retry.as_ref())?;
-        let request = RpcSession::request_ref(guard.id(), method);
-        let asked = match guard.answer_within(rx, method, limit).await? {
+        let request = guard.request();
+        let asked = match guard.answer_within(rx, limit).await? {
             Answer::Complete(result) => return Ok(result),
             Answer::InputRequired(asked) => asked,
         };
@@ -116,7 +109,7 @@ pub(crate) async fn resolve(
                 format!("input request `{key}` has no method"),
             ));
         }
-        let answer = if method == ELICITATION_CREATE && !session.has_elicitation() {
+        let answer = if method == CreateElicitation::METHOD && !session.has_elicitation() {
             tracing::info!(
                 server = &*session.server,
                 input = %key,

@@ -4,6 +4,9 @@
 //! [`MAX_PAGES`] pages or more than [`MAX_ITEMS`] items end it with
 //! [`ClientError::Pagination`].
 
+use crate::protocol::method::{
+    ListPrompts, ListResourceTemplates, ListResources, ListTools, Request,
+};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -26,10 +29,10 @@ pub const MAX_ITEMS: usize = 10_000;
 
 /// One page of a list: its items and the cursor of the next page.
 pub(super) trait Page: DeserializeOwned + Send + 'static {
+    /// The request that lists it.
+    type Request: Request<Result = Self>;
     /// What the list holds.
     type Item;
-    /// The method that lists it.
-    const METHOD: &'static str;
     /// What its items are called, in an error (`tools`, `resources`, …).
     const NOUN: &'static str;
     /// The page's items and `nextCursor`.
@@ -38,7 +41,7 @@ pub(super) trait Page: DeserializeOwned + Send + 'static {
 
 impl Page for ListToolsResult {
     type Item = ToolInfo;
-    const METHOD: &'static str = "tools/list";
+    type Request = ListTools;
     const NOUN: &'static str = "tools";
     fn into_parts(self) -> (Vec<ToolInfo>, Option<String>) {
         (self.tools, self.next_cursor)
@@ -47,7 +50,7 @@ impl Page for ListToolsResult {
 
 impl Page for ListResourcesPage {
     type Item = Resource;
-    const METHOD: &'static str = "resources/list";
+    type Request = ListResources;
     const NOUN: &'static str = "resources";
     fn into_parts(self) -> (Vec<Resource>, Option<String>) {
         (self.resources, self.next_cursor)
@@ -56,7 +59,7 @@ impl Page for ListResourcesPage {
 
 impl Page for ListTemplatesPage {
     type Item = ResourceTemplate;
-    const METHOD: &'static str = "resources/templates/list";
+    type Request = ListResourceTemplates;
     const NOUN: &'static str = "resource templates";
     fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>) {
         (self.resource_templates, self.next_cursor)
@@ -65,7 +68,7 @@ impl Page for ListTemplatesPage {
 
 impl Page for ListPromptsPage {
     type Item = Prompt;
-    const METHOD: &'static str = "prompts/list";
+    type Request = ListPrompts;
     const NOUN: &'static str = "prompts";
     fn into_parts(self) -> (Vec<Prompt>, Option<String>) {
         (self.prompts, self.next_cursor)
@@ -82,7 +85,7 @@ impl McpClient {
     ) -> Result<Vec<P::Item>, ClientError> {
         let pagination = |detail: String| ClientError::Pagination {
             server: Arc::clone(&self.shared.server),
-            method: P::METHOD,
+            method: P::Request::METHOD,
             detail,
         };
         let mut items = Vec::new();
@@ -90,8 +93,8 @@ impl McpClient {
         let mut cursor: Option<String> = None;
         let limit = self.shared.options.request_timeout;
         for page in 1..=MAX_PAGES {
-            let (rx, guard) = session.list_page::<P>(P::METHOD, cursor.as_deref())?;
-            let result = guard.answer_within(rx, P::METHOD, limit).await?;
+            let (rx, guard) = session.list_page::<P::Request>(cursor.as_deref())?;
+            let result = guard.answer_within(rx, limit).await?;
             on_page(&result);
             let (page_items, next) = result.into_parts();
             items.extend(page_items);

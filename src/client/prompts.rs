@@ -3,6 +3,7 @@
 //! resource template's variables, and `logging/setLevel`, sent at each start when the operator
 //! set a level and the server offers `logging`.
 
+use crate::protocol::method::{Complete, GetPrompt, Request as _};
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
@@ -41,7 +42,7 @@ impl McpClient {
     ) -> Result<GetPromptResult, ClientError> {
         let session = self.shared.session().await?;
         let limit = self.shared.options.request_timeout;
-        super::mrtr::with_input(&session, "prompts/get", limit, |retry| {
+        super::mrtr::with_input::<GetPrompt, _>(&session, limit, |retry| {
             session.get_prompt(name, arguments, retry)
         })
         .await
@@ -72,15 +73,11 @@ impl McpClient {
                 CompletionRef::Prompt { name } => name,
                 CompletionRef::ResourceTemplate { uri } => uri,
             };
-            return Err(self.not_offered("completion/complete", name, "completions"));
+            return Err(self.not_offered(Complete::METHOD, name, "completions"));
         }
         let (rx, guard) = session.complete(reference, argument, value, chosen)?;
         let answer = guard
-            .answer_within(
-                rx,
-                "completion/complete",
-                self.shared.options.request_timeout,
-            )
+            .answer_within(rx, self.shared.options.request_timeout)
             .await?;
         Ok(answer.completion)
     }
@@ -95,10 +92,7 @@ pub(super) async fn set_log_level(
     limit: std::time::Duration,
 ) {
     let sent = match session.set_log_level(level) {
-        Ok((rx, guard)) => guard
-            .answer_within::<IgnoredAny>(rx, "logging/setLevel", limit)
-            .await
-            .map(drop),
+        Ok((rx, guard)) => guard.answer_within::<IgnoredAny>(rx, limit).await.map(drop),
         Err(e) => Err(e),
     };
     match sent {

@@ -5,16 +5,17 @@
 //! subscribed URI in the 2026-07-28 era ([`listen`](super::listen)). What the server says
 //! changed reaches the embedder through [`McpClient::changes`].
 
+use crate::protocol::method::{
+    Listen, ReadResource, Request, SubscribeResource, UnsubscribeResource,
+};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use serde::de::IgnoredAny;
 use tokio::sync::broadcast;
 
 use super::error::ClientError;
 use super::rpc::RpcSession;
 use super::McpClient;
-use crate::protocol::modern::Answer;
 use crate::protocol::resources::{ListResourcesPage, ListTemplatesPage};
 use crate::protocol::{ReadResourceResult, Resource, ResourceTemplate};
 
@@ -200,8 +201,8 @@ impl McpClient {
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
         let session = self.shared.session().await?;
         let limit = self.shared.options.request_timeout;
-        super::mrtr::with_input(&session, "resources/read", limit, |retry| {
-            session.about_resource::<Answer<ReadResourceResult>>("resources/read", uri, retry)
+        super::mrtr::with_input::<ReadResource, _>(&session, limit, |retry| {
+            session.read_resource(uri, retry)
         })
         .await
     }
@@ -220,7 +221,7 @@ impl McpClient {
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
         let session = self.shared.session().await?;
         if !self.offers_subscriptions() {
-            return Err(self.not_offered("resources/subscribe", uri, "resources.subscribe"));
+            return Err(self.not_offered(SubscribeResource::METHOD, uri, "resources.subscribe"));
         }
         let subscriptions = &self.shared.subscriptions;
         let added = subscriptions.change(|set| set.insert(uri.to_owned()));
@@ -238,7 +239,7 @@ impl McpClient {
         if added.is_none() {
             return Ok(());
         }
-        self.ask_about::<IgnoredAny>(&session, "resources/subscribe", uri)
+        self.ask_about::<SubscribeResource>(&session, uri)
             .await
             .map(drop)
     }
@@ -276,7 +277,7 @@ impl McpClient {
                 } else {
                     ClientError::RequestTimeout {
                         server: Arc::clone(&self.shared.server),
-                        request: RpcSession::request_ref(id, super::rpc::LISTEN),
+                        request: RpcSession::request_ref(id, Listen::METHOD),
                         after: limit,
                     }
                 });
@@ -290,7 +291,7 @@ impl McpClient {
         }
         match &s.honored {
             Some(honored) if !honored.contains(uri) => Err(self.not_offered(
-                super::rpc::LISTEN,
+                Listen::METHOD,
                 uri,
                 "updates of this resource (its acknowledgement left it out)",
             )),
@@ -327,7 +328,7 @@ impl McpClient {
             }
             return self.stream_settled(&session, generation, None).await;
         }
-        self.ask_about::<IgnoredAny>(&session, "resources/unsubscribe", uri)
+        self.ask_about::<UnsubscribeResource>(&session, uri)
             .await
             .map(drop)
     }
@@ -345,20 +346,16 @@ impl McpClient {
         self.shared.subscriptions.changes.subscribe()
     }
 
-    /// Sends `method` about `uri` on `session` and awaits its answer within the request
+    /// Sends a request `R` about `uri` on `session` and awaits its answer within the request
     /// timeout.
-    async fn ask_about<R>(
+    async fn ask_about<R: Request>(
         &self,
         session: &Arc<RpcSession>,
-        method: &'static str,
         uri: &str,
-    ) -> Result<R, ClientError>
-    where
-        R: serde::de::DeserializeOwned + Send + 'static,
-    {
-        let (rx, guard) = session.about_resource::<R>(method, uri, None)?;
+    ) -> Result<R::Result, ClientError> {
+        let (rx, guard) = session.about_resource::<R>(uri)?;
         guard
-            .answer_within(rx, method, self.shared.options.request_timeout)
+            .answer_within(rx, self.shared.options.request_timeout)
             .await
     }
 

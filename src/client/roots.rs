@@ -6,6 +6,7 @@
 //! server asks for them in an `input_required` answer, which takes the same stack); without,
 //! nothing is advertised and `roots/list` is refused "method not found" as any unknown request.
 
+use crate::protocol::method::{ListRoots, ServerRequestKind as _};
 use std::fmt;
 use std::future::{ready, Ready};
 use std::path::Path;
@@ -18,9 +19,6 @@ use serde_json::Value;
 use tower::{BoxError, Service};
 
 use crate::protocol::ServerRequest;
-
-/// The `roots/list` method.
-pub(crate) const ROOTS_LIST: &str = "roots/list";
 
 /// One root: a `file://` URI and a name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -99,7 +97,7 @@ where
     }
 
     fn call(&mut self, req: ServerRequest) -> Self::Future {
-        if req.method == ROOTS_LIST {
+        if req.method == ListRoots::METHOD {
             return Either::Left(ready(Ok(Value::clone(&self.answer))));
         }
         Either::Right(self.inner.call(req))

@@ -30,7 +30,7 @@ mod requests;
 mod route;
 mod traced;
 
-pub(crate) use self::requests::{InputRetry, ListenFilter, DISCOVER, LISTEN};
+pub(crate) use self::requests::{InputRetry, ListenFilter};
 use self::traced::with_trace_context;
 use super::dialect::{Dialect, ParamHeaders};
 use super::error::{ClientError, RequestRef};
@@ -39,17 +39,15 @@ use super::server_requests::{self, ServerRequestService};
 use super::tasks::TaskBoard;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::InitializeParams;
+use crate::protocol::method::{self, Notification as _, Request};
 use crate::protocol::modern::{
-    DiscoverParams, ModernMeta, RequestMeta, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    Answer, DiscoverParams, ModernMeta, RequestMeta, MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::protocol::notifications::{
     AcknowledgedParams, CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams,
-    CANCELLED, MESSAGE, PROGRESS, SUBSCRIPTIONS_ACKNOWLEDGED, TOOLS_LIST_CHANGED,
 };
-use crate::protocol::tasks::{
-    TaskMetadata, TaskState, TASKS_NOTIFICATION, TASK_STATUS_NOTIFICATION,
-};
+use crate::protocol::tasks::{TaskMetadata, TaskState};
 use crate::protocol::tools::{CallToolParams, LegacyCallToolParams, ProgressMeta};
 use crate::protocol::{
     CallAnswer, DiscoverResult, Implementation, InitializeResult, JsonRpcError, RequestId,
@@ -499,23 +497,38 @@ impl RpcSession {
         }
     }
 
-    /// Sends a request of `method` with `params` (which carry the era's `_meta` when the
-    /// request kind has any: see [`RequestMeta`]) whose answer decodes into `R`: the one place
-    /// every request kind but the hot `tools/call` goes through. `head` says what the transport
-    /// may mirror of it. The caller awaits the receiver; dropping the [`CallGuard`] before the
-    /// answer cancels the request (see [`forget`](Self::forget) for one not to cancel).
-    pub(crate) fn request<R, P>(
+    /// Sends a request of kind `R` with `params` (which carry the era's `_meta` when the
+    /// request kind has any: see [`RequestMeta`]) whose answer decodes into `R::Result`: the
+    /// one place every request kind but the hot `tools/call` goes through. `head` says what the
+    /// transport may mirror of it. The caller awaits the receiver; dropping the [`CallGuard`]
+    /// before the answer cancels the request (see [`forget`](Self::forget) for one not to
+    /// cancel).
+    pub(crate) fn request<R: Request>(
         self: &Arc<Self>,
-        method: &'static str,
         head: RequestHead<'_>,
-        params: Option<&P>,
-    ) -> Result<(oneshot::Receiver<Result<R, ClientError>>, CallGuard), ClientError>
-    where
-        R: DeserializeOwned + Send + 'static,
-        P: Serialize,
-    {
-        let (id, rx) = self.send_typed(method, head, params, &mut |_| {})?;
-        Ok((rx, CallGuard::new(Arc::clone(self), id)))
+        params: Option<&impl Serialize>,
+    ) -> Result<(Receiver<R::Result>, CallGuard), ClientError> {
+        self.request_as::<R, R::Result>(head, params)
+    }
+
+    /// [`request`](Self::request) for a kind a 2026-07-28 server may answer `input_required`:
+    /// the answer is its result or what the server asks for first (see [`super::mrtr`]).
+    pub(crate) fn request_answer<R: Request>(
+        self: &Arc<Self>,
+        head: RequestHead<'_>,
+        params: Option<&impl Serialize>,
+    ) -> Result<(requests::AnswerReceiver<R::Result>, CallGuard), ClientError> {
+        self.request_as::<R, Answer<R::Result>>(head, params)
+    }
+
+    /// A request of kind `R` whose answer decodes into `T` (its result, or a wrapper of it).
+    fn request_as<R: Request, T: DeserializeOwned + Send + 'static>(
+        self: &Arc<Self>,
+        head: RequestHead<'_>,
+        params: Option<&impl Serialize>,
+    ) -> Result<(Receiver<T>, CallGuard), ClientError> {
+        let (id, rx) = self.send_typed(R::METHOD, head, params, &mut |_| {})?;
+        Ok((rx, CallGuard::new(Arc::clone(self), id, R::METHOD)))
     }
 
     /// [`request`](Self::request) without the guard: the caller owns the request's fate
@@ -609,7 +622,7 @@ impl RpcSession {
 
     /// Sends `notifications/initialized`.
     pub(crate) fn initialized(&self) {
-        self.notify::<()>(crate::protocol::notifications::INITIALIZED, None);
+        self.notify::<()>(method::Initialized::METHOD, None);
     }
 
     /// The client gave up on request `id` with `err` (an `initialize` out of time): its
@@ -625,7 +638,7 @@ impl RpcSession {
         let removed = self.table().map.remove(&id);
         let Some(pending) = removed else { return };
         pending.telemetry.end(outcome);
-        if pending.method == "initialize" {
+        if pending.method == method::Initialize::METHOD {
             return;
         }
         let may_be_a_task = match &pending.expect {
@@ -654,7 +667,7 @@ impl RpcSession {
         };
         let msg = OutgoingNotification {
             jsonrpc: Version2,
-            method: CANCELLED,
+            method: method::Cancelled::METHOD,
             params: Some(CancelledParams {
                 request_id: id,
                 reason: "the client stopped waiting",
@@ -703,7 +716,7 @@ impl RpcSession {
     /// of `method`: an answered `tools/call` shows the server works on this connection.
     pub(crate) fn note_answer(&self, method: &str) {
         self.answers.fetch_add(1, Ordering::Relaxed);
-        if method == "tools/call" {
+        if method == method::CallTool::METHOD {
             self.answered_call.store(true, Ordering::Relaxed);
         }
     }
@@ -754,7 +767,7 @@ impl RpcSession {
         }
         for (id, mut pending) in drained {
             let request = Self::request_ref(id, pending.method);
-            if reason.requested && pending.method == LISTEN {
+            if reason.requested && pending.method == method::Listen::METHOD {
                 // A subscription lives as long as its session: closing it is its normal end.
                 std::mem::replace(&mut pending.telemetry, RequestTelemetry::none())
                     .end(Outcome::Answered);
@@ -792,16 +805,27 @@ fn write_request<P: Serialize>(
 pub(crate) struct CallGuard {
     session: Arc<RpcSession>,
     id: u64,
+    /// The request's method.
+    method: &'static str,
     armed: bool,
 }
 
+/// The receiver of a request's answer decoded into `T`.
+pub(crate) type Receiver<T> = oneshot::Receiver<Result<T, ClientError>>;
+
 impl CallGuard {
-    fn new(session: Arc<RpcSession>, id: u64) -> Self {
+    fn new(session: Arc<RpcSession>, id: u64, method: &'static str) -> Self {
         Self {
             session,
             id,
+            method,
             armed: true,
         }
+    }
+
+    /// The request: its id and method.
+    pub(crate) fn request(&self) -> RequestRef {
+        RpcSession::request_ref(self.id, self.method)
     }
 
     /// The answer arrived: nothing to cancel.
@@ -824,18 +848,17 @@ impl CallGuard {
         &self.session
     }
 
-    /// Awaits the answer `rx` of this request (of `method`) for at most `limit`: not answered
+    /// Awaits the answer `rx` of this request for at most `limit`: not answered
     /// in time, it is cancelled (the guard is dropped armed) and fails with
     /// [`ClientError::RequestTimeout`]; a session that ended without answering fails it with
     /// [`ClientError::ConnectionClosed`]. Every request the client sends on its own (a
     /// `tools/list` page, a task's requests) is bounded this way.
     pub(crate) async fn answer_within<R>(
         mut self,
-        rx: oneshot::Receiver<Result<R, ClientError>>,
-        method: &'static str,
+        rx: Receiver<R>,
         limit: std::time::Duration,
     ) -> Result<R, ClientError> {
-        let request = RpcSession::request_ref(self.id, method);
+        let request = self.request();
         match tokio::time::timeout(limit, rx).await {
             Ok(Ok(answer)) => {
                 self.disarm();

@@ -43,7 +43,7 @@ use tower::{BoxError, Service};
 use super::elicitation::{Elicit, ElicitationService};
 use super::roots::{Root, Roots};
 use crate::protocol::jsonrpc::{JsonRpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
-use crate::protocol::server_request::PING;
+use crate::protocol::method::{ServerPing, ServerRequestKind as _};
 use crate::protocol::ServerRequest;
 
 /// A type-erased handler of server→client requests.
@@ -63,7 +63,7 @@ impl Service<ServerRequest> for DefaultServerRequests {
     }
 
     fn call(&mut self, req: ServerRequest) -> Self::Future {
-        if req.method == PING {
+        if req.method == ServerPing::METHOD {
             return ready(Ok(Value::Object(serde_json::Map::new())));
         }
         ready(Err(Box::new(JsonRpcError::method_not_found(&req.method))))

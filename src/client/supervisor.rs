@@ -4,6 +4,7 @@
 
 use super::rpc::SessionEvent;
 use super::*;
+use crate::protocol::method::{Discover, Initialize, Request as _, SubscribeResource};
 
 /// The supervision state, behind a synchronous mutex never held across an await.
 pub(super) struct Supervisor {
@@ -52,6 +53,11 @@ pub(super) enum Acquire {
 /// [`ClientError::NoCommonVersion`]), a server that is not modern when told to be
 /// ([`ClientError::NotModern`]), or a handshake the server answered with an error (a modern-only
 /// server refusing `initialize`, a `server/discover` refused in the modern way).
+/// Whether `method` is a handshake's (`initialize`, `server/discover`).
+fn is_handshake(method: &str) -> bool {
+    method == Initialize::METHOD || method == Discover::METHOD
+}
+
 fn about_the_era(error: &ClientError) -> bool {
     match error {
         ClientError::UnsupportedProtocolVersion { .. }
@@ -59,7 +65,7 @@ fn about_the_era(error: &ClientError) -> bool {
         | ClientError::NotModern { .. } => true,
         ClientError::JsonRpc { code, request, .. } => {
             *code == crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
-                || matches!(request.method, "initialize" | rpc::DISCOVER)
+                || is_handshake(request.method)
         }
         _ => false,
     }
@@ -244,7 +250,7 @@ impl Shared {
                     // may pass).
                     ClientError::JsonRpc { request, code, .. } => {
                         self.options.era != EraPreference::Auto
-                            && matches!(request.method, "initialize" | rpc::DISCOVER)
+                            && is_handshake(request.method)
                             && matches!(
                                 *code,
                                 -32601
@@ -322,8 +328,8 @@ impl Shared {
         };
         let uris = if subscribable { uris } else { Vec::new() };
         let resubscribed = uris.iter().map(|uri| async move {
-            let sent = match session.about_resource::<serde::de::IgnoredAny>("resources/subscribe", uri, None) {
-                Ok((rx, guard)) => guard.answer_within(rx, "resources/subscribe", limit).await.map(drop),
+            let sent = match session.about_resource::<SubscribeResource>(uri) {
+                Ok((rx, guard)) => guard.answer_within(rx, limit).await.map(drop),
                 Err(e) => Err(e),
             };
             if let Err(e) = sent {

@@ -7,6 +7,8 @@
 //!
 //! - [`jsonrpc`]: [`RequestId`], [`JsonRpcError`] and the error codes.
 //! - [`lifecycle`]: `initialize`, the protocol versions, [`Implementation`].
+//! - [`method`]: every method the client speaks, typed ([`method::Request`],
+//!   [`method::Notification`]): the one place a method's name is written.
 //! - [`modern`]: the 2026-07-28 revision: `server/discover`, the per-request `_meta`, the
 //!   modern error codes, multi round-trip answers ([`CallAnswer`]).
 //! - [`tasks`]: tasks in both eras ([`TaskState`], [`TaskStatus`], [`TaskSupport`]).
@@ -35,6 +37,7 @@ pub mod content;
 pub mod elicitation;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod method;
 pub mod modern;
 pub mod notifications;
 pub mod prompts;

@@ -6,26 +6,6 @@ use serde_json::Value;
 
 use super::jsonrpc::RequestId;
 
-/// `notifications/initialized`, sent once after a successful `initialize`.
-pub const INITIALIZED: &str = "notifications/initialized";
-/// `notifications/cancelled`, sent when a caller stops waiting for a request.
-pub const CANCELLED: &str = "notifications/cancelled";
-/// `notifications/progress`.
-pub const PROGRESS: &str = "notifications/progress";
-/// `notifications/message`, a log message from the server.
-pub const MESSAGE: &str = "notifications/message";
-/// `notifications/tools/list_changed`.
-pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-/// `notifications/resources/updated`: a subscribed resource changed.
-pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
-/// `notifications/resources/list_changed`.
-pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-/// `notifications/prompts/list_changed`.
-pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-/// `notifications/subscriptions/acknowledged` (2026-07-28): the first message of a
-/// `subscriptions/listen` stream.
-pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-
 /// The `_meta` key of every message on a `subscriptions/listen` stream: the listen request's id.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 

@@ -54,11 +54,14 @@ fn null_as_false<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bo
 /// One `prompts/list` page.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ListPromptsPage {
+#[non_exhaustive]
+pub struct ListPromptsPage {
+    /// The prompts of this page.
     #[serde(default)]
-    pub(crate) prompts: Vec<Prompt>,
+    pub prompts: Vec<Prompt>,
+    /// The cursor of the next page, if any.
     #[serde(default)]
-    pub(crate) next_cursor: Option<String>,
+    pub next_cursor: Option<String>,
 }
 
 /// The answer to `prompts/get`: the prompt's messages with its arguments filled in.
@@ -125,9 +128,11 @@ pub struct Completion {
 
 /// The answer to `completion/complete`.
 #[derive(Debug, Deserialize)]
-pub(crate) struct CompleteResult {
+#[non_exhaustive]
+pub struct CompleteResult {
+    /// The values offered.
     #[serde(default)]
-    pub(crate) completion: Completion,
+    pub completion: Completion,
 }
 
 /// `prompts/get` parameters.

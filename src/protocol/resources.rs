@@ -83,21 +83,27 @@ pub struct ResourceTemplate {
 /// One `resources/list` page.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ListResourcesPage {
+#[non_exhaustive]
+pub struct ListResourcesPage {
+    /// The resources of this page.
     #[serde(default)]
-    pub(crate) resources: Vec<Resource>,
+    pub resources: Vec<Resource>,
+    /// The cursor of the next page, if any.
     #[serde(default)]
-    pub(crate) next_cursor: Option<String>,
+    pub next_cursor: Option<String>,
 }
 
 /// One `resources/templates/list` page.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ListTemplatesPage {
+#[non_exhaustive]
+pub struct ListTemplatesPage {
+    /// The resource templates of this page.
     #[serde(default)]
-    pub(crate) resource_templates: Vec<ResourceTemplate>,
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// The cursor of the next page, if any.
     #[serde(default)]
-    pub(crate) next_cursor: Option<String>,
+    pub next_cursor: Option<String>,
 }
 
 /// The answer to `resources/read`: the resource's contents (one or more: a directory may read

@@ -7,16 +7,6 @@ use serde_json::Value;
 
 use super::jsonrpc::RequestId;
 
-/// `ping`, answered `{}`.
-pub const PING: &str = "ping";
-/// `sampling/createMessage`, always refused (ADR-0043 §5).
-pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-/// `roots/list`, answered "method not found": the client offers no roots.
-pub const ROOTS_LIST: &str = "roots/list";
-/// `elicitation/create`: passed to the elicitation handler when one is plugged in
-/// ([`crate::client::elicitation`]), otherwise answered "method not found".
-pub const ELICITATION_CREATE: &str = "elicitation/create";
-
 /// A request from the server, as the server→client request stack sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerRequest {

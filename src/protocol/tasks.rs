@@ -24,18 +24,6 @@ use serde_json::{Map, Value};
 use super::modern::RequestMeta;
 use super::ToolInfo;
 
-/// `tasks/get`.
-pub const TASKS_GET: &str = "tasks/get";
-/// `tasks/result` (2025-11-25 only).
-pub const TASKS_RESULT: &str = "tasks/result";
-/// `tasks/update` (2026-07-28 only).
-pub const TASKS_UPDATE: &str = "tasks/update";
-/// `tasks/cancel`.
-pub const TASKS_CANCEL: &str = "tasks/cancel";
-/// `notifications/tasks/status` (2025-11-25): a task's status changed.
-pub const TASK_STATUS_NOTIFICATION: &str = "notifications/tasks/status";
-/// `notifications/tasks` (2026-07-28): a task's state, as `tasks/get` would answer it.
-pub const TASKS_NOTIFICATION: &str = "notifications/tasks";
 /// The 2026-07-28 tasks extension's identifier, declared under `extensions` in the client's
 /// capabilities.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

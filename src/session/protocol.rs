@@ -12,6 +12,10 @@
 //! ([`Session::read_resource`]) only. The `mcp.` namespace stays reserved: nothing here
 //! registers a tool.
 
+use crate::protocol::method::{
+    Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
+    Request as _, SubscribeResource, UnsubscribeResource,
+};
 use serde_json::{Map, Value};
 
 use super::Session;
@@ -71,11 +75,13 @@ impl Session {
         let resources = client
             .list_resources()
             .await
-            .map_err(|e| request_error(server, "resources/list", e))?;
+            .map_err(|e| request_error(server, ListResources::METHOD, e))?;
         // A server that offers resources but no templates may refuse the list: it has none.
         let templates = match client.list_resource_templates().await {
             Err(ClientError::JsonRpc { code, .. }) if code == METHOD_NOT_FOUND => Vec::new(),
-            listed => listed.map_err(|e| request_error(server, "resources/templates/list", e))?,
+            listed => {
+                listed.map_err(|e| request_error(server, ListResourceTemplates::METHOD, e))?
+            }
         };
         Ok((resources, templates))
     }
@@ -97,7 +103,7 @@ impl Session {
         let mut read = client
             .read_resource(uri)
             .await
-            .map_err(|e| request_error(server, "resources/read", e))?;
+            .map_err(|e| request_error(server, ReadResource::METHOD, e))?;
         let cap = self.config.daemon.result_max_bytes;
         read.cap(cap).map_err(|source| Error::ReadTooLarge {
             server: server.to_owned(),
@@ -146,7 +152,7 @@ impl Session {
         self.client(server)?
             .subscribe_resource(uri)
             .await
-            .map_err(|e| request_error(server, "resources/subscribe", e))
+            .map_err(|e| request_error(server, SubscribeResource::METHOD, e))
     }
 
     /// Ends the subscription to `uri` of `server`.
@@ -157,7 +163,7 @@ impl Session {
         self.client(server)?
             .unsubscribe_resource(uri)
             .await
-            .map_err(|e| request_error(server, "resources/unsubscribe", e))
+            .map_err(|e| request_error(server, UnsubscribeResource::METHOD, e))
     }
 
     /// The changes `server` announces: updates of subscribed resources, resource and prompt
@@ -180,7 +186,7 @@ impl Session {
         self.client(server)?
             .list_prompts()
             .await
-            .map_err(|e| request_error(server, "prompts/list", e))
+            .map_err(|e| request_error(server, ListPrompts::METHOD, e))
     }
 
     /// The prompt `name` of `server` with `arguments` (strings, as the specification has them).
@@ -197,7 +203,7 @@ impl Session {
         self.client(server)?
             .get_prompt(name, arguments)
             .await
-            .map_err(|e| request_error(server, "prompts/get", e))
+            .map_err(|e| request_error(server, GetPrompt::METHOD, e))
     }
 
     /// The values `server` offers for the argument `argument` of `reference`, typed so far as
@@ -217,7 +223,7 @@ impl Session {
         self.client(server)?
             .complete(reference, argument, value, chosen)
             .await
-            .map_err(|e| request_error(server, "completion/complete", e))
+            .map_err(|e| request_error(server, Complete::METHOD, e))
     }
 }
 

@@ -27,6 +27,10 @@
 //!   it is [`session_digest`]'s SHA-256 digest, and only for a 2025-era Streamable HTTP
 //!   session (the conventions leave it out of 2026-07-28 sessions, which have none).
 
+use crate::protocol::method::{
+    CallTool, GetPrompt, Initialize, ReadResource, Request as _, SubscribeResource,
+    UnsubscribeResource,
+};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -130,7 +134,7 @@ impl SessionTelemetry {
             jsonrpc.request.id = %id,
             gen_ai.operation.name = tool_of(method, head).map(|_| "execute_tool"),
             gen_ai.tool.name = tool_of(method, head),
-            gen_ai.prompt.name = (method == "prompts/get").then_some(head.name).flatten(),
+            gen_ai.prompt.name = (method == GetPrompt::METHOD).then_some(head.name).flatten(),
             // Without the user info and the query, where credentials travel.
             mcp.resource.uri = uri_of(method, head).map(crate::transport::text::redact_uri).as_deref(),
             mcp.session.id = self.session_id.get().map(|s| &**s),
@@ -161,7 +165,7 @@ impl SessionTelemetry {
         head.protocol_version
             .or_else(|| self.version())
             .or_else(|| {
-                (method == "initialize").then_some(crate::protocol::LATEST_PROTOCOL_VERSION)
+                (method == Initialize::METHOD).then_some(crate::protocol::LATEST_PROTOCOL_VERSION)
             })
     }
 
@@ -422,12 +426,12 @@ impl fmt::Display for SpanName<'_> {
 
 /// The tool a request is about: `params.name` of a `tools/call`.
 fn tool_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
-    (method == "tools/call").then_some(head.name).flatten()
+    (method == CallTool::METHOD).then_some(head.name).flatten()
 }
 
 /// The low-cardinality target of a span's name: the tool or the prompt (never a URI).
 fn target_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
-    matches!(method, "tools/call" | "prompts/get")
+    matches!(method, CallTool::METHOD | GetPrompt::METHOD)
         .then_some(head.name)
         .flatten()
 }
@@ -436,7 +440,7 @@ fn target_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
 fn uri_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
     matches!(
         method,
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+        ReadResource::METHOD | SubscribeResource::METHOD | UnsubscribeResource::METHOD
     )
     .then_some(head.name)
     .flatten()

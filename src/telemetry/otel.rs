@@ -9,6 +9,7 @@
 //! request, one allocation for its attributes (the session's own are built once and shared)
 //! and the record.
 
+use crate::protocol::method::{CallTool, GetPrompt, Initialize, Request as _};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -213,12 +214,12 @@ impl RequestTiming {
     ) -> Option<Self> {
         session.metrics.as_ref()?;
         let key = match method {
-            "tools/call" => Some(attr::GEN_AI_TOOL_NAME),
-            "prompts/get" => Some(attr::GEN_AI_PROMPT_NAME),
+            CallTool::METHOD => Some(attr::GEN_AI_TOOL_NAME),
+            GetPrompt::METHOD => Some(attr::GEN_AI_PROMPT_NAME),
             _ => None,
         };
         let declared = match method {
-            "initialize" => Some(crate::protocol::LATEST_PROTOCOL_VERSION),
+            Initialize::METHOD => Some(crate::protocol::LATEST_PROTOCOL_VERSION),
             _ => head.protocol_version,
         };
         let version = declared.and_then(|v| {

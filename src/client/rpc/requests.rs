@@ -1,18 +1,21 @@
 //! The request kinds the client sends, each built on [`RpcSession::request`] (or, for
 //! `tools/call`, the hot path's own writer): `initialize`, `server/discover`,
 //! `subscriptions/listen`, a page of any list, the resource requests, `prompts/get`,
-//! `completion/complete`, `logging/setLevel` and `tools/call`, with their parameters. A new
-//! kind is a method here.
+//! `completion/complete`, `logging/setLevel` and `tools/call`, with their parameters. Each
+//! kind's method name and result type come from its [`crate::protocol::method`] type.
 
 use serde_json::Map;
 
 use super::*;
-use crate::protocol::modern::Answer;
+use crate::protocol::method::ReadResource;
+use crate::protocol::method::{
+    CallTool, Complete, Discover, GetPrompt, Initialize, Listen, SetLevel,
+};
 use crate::protocol::prompts::{
     CompleteArgument, CompleteContext, CompleteParams, CompleteResult, CompletionRef,
     GetPromptParams, GetPromptResult, SetLevelParams,
 };
-use crate::protocol::resources::{PageParams, UriParams};
+use crate::protocol::resources::{PageParams, ReadResourceResult, UriParams};
 use crate::protocol::LoggingLevel;
 
 impl RpcSession {
@@ -36,8 +39,8 @@ impl RpcSession {
             capabilities,
             client_info,
         };
-        let head = RequestHead::new("initialize");
-        self.send_typed("initialize", head, Some(&params), &mut |_| {})
+        let head = RequestHead::new(Initialize::METHOD);
+        self.send_typed(Initialize::METHOD, head, Some(&params), &mut |_| {})
     }
 
     /// Sends `server/discover` with the modern `_meta` entries `meta` (the era probe, or a
@@ -54,8 +57,8 @@ impl RpcSession {
                 modern: Some(meta),
             },
         };
-        let head = RequestHead::new(DISCOVER).protocol_version(Some(meta.version()));
-        self.send_typed(DISCOVER, head, Some(&params), &mut |_| {})
+        let head = RequestHead::new(Discover::METHOD).protocol_version(Some(meta.version()));
+        self.send_typed(Discover::METHOD, head, Some(&params), &mut |_| {})
     }
 
     /// Opens a modern `subscriptions/listen` stream for the notifications `filter` asks for
@@ -86,7 +89,7 @@ impl RpcSession {
             meta: self.meta(),
             notifications: filter,
         };
-        let head = RequestHead::new(LISTEN).protocol_version(self.declared_version());
+        let head = RequestHead::new(Listen::METHOD).protocol_version(self.declared_version());
         // Set before the request can reach the server, so its acknowledgement finds it.
         let mut on_id = |id| {
             if relist {
@@ -100,49 +103,59 @@ impl RpcSession {
                     (id, generation, announce);
             }
         };
-        self.send_typed(LISTEN, head, Some(&params), &mut on_id)
+        self.send_typed(Listen::METHOD, head, Some(&params), &mut on_id)
     }
 
-    /// Sends one page request of a list (`tools/list`, `resources/list`,
-    /// `resources/templates/list`, `prompts/list`) whose page decodes into `R`.
-    pub(crate) fn list_page<R>(
+    /// Sends one page request of a list `R` (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`).
+    pub(crate) fn list_page<R: Request>(
         self: &Arc<Self>,
-        method: &'static str,
         cursor: Option<&str>,
-    ) -> Result<(oneshot::Receiver<Result<R, ClientError>>, CallGuard), ClientError>
-    where
-        R: DeserializeOwned + Send + 'static,
-    {
+    ) -> Result<(Receiver<R::Result>, CallGuard), ClientError> {
         let meta = self.meta();
         // A legacy first page has no params at all.
         let params =
             (cursor.is_some() || meta.modern.is_some()).then_some(PageParams { cursor, meta });
-        let head = RequestHead::new(method).protocol_version(self.declared_version());
-        self.request(method, head, params.as_ref())
+        let head = RequestHead::new(R::METHOD).protocol_version(self.declared_version());
+        self.request::<R>(head, params.as_ref())
     }
 
-    /// Sends a request about one resource (`resources/read`, `resources/subscribe`,
-    /// `resources/unsubscribe`), with a multi round-trip `retry`'s answers; the URI is the
-    /// request's name in its head.
-    pub(crate) fn about_resource<R>(
+    /// Sends a request `R` about one resource (`resources/subscribe`,
+    /// `resources/unsubscribe`); the URI is the request's name in its head.
+    pub(crate) fn about_resource<R: Request>(
         self: &Arc<Self>,
-        method: &'static str,
+        uri: &str,
+    ) -> Result<(Receiver<R::Result>, CallGuard), ClientError> {
+        let (head, params) = self.resource_request::<R>(uri, None);
+        self.request::<R>(head, Some(&params))
+    }
+
+    /// Sends `resources/read` of `uri`, with a multi round-trip `retry`'s answers.
+    pub(crate) fn read_resource(
+        self: &Arc<Self>,
         uri: &str,
         retry: Option<&InputRetry>,
-    ) -> Result<(oneshot::Receiver<Result<R, ClientError>>, CallGuard), ClientError>
-    where
-        R: DeserializeOwned + Send + 'static,
-    {
+    ) -> Result<(AnswerReceiver<ReadResourceResult>, CallGuard), ClientError> {
+        let (head, params) = self.resource_request::<ReadResource>(uri, retry);
+        self.request_answer::<ReadResource>(head, Some(&params))
+    }
+
+    /// The head and params of a request `R` about the resource `uri`.
+    fn resource_request<'a, R: Request>(
+        &'a self,
+        uri: &'a str,
+        retry: Option<&'a InputRetry>,
+    ) -> (RequestHead<'a>, UriParams<'a>) {
         let params = UriParams {
             uri,
             meta: self.meta(),
             input_responses: retry.map(|r| &r.responses),
             request_state: retry.and_then(|r| r.state.as_deref()),
         };
-        let head = RequestHead::new(method)
+        let head = RequestHead::new(R::METHOD)
             .name(Some(uri))
             .protocol_version(self.declared_version());
-        self.request(method, head, Some(&params))
+        (head, params)
     }
 
     /// Sends `prompts/get` for the prompt `name` with `arguments`, and a multi round-trip
@@ -160,10 +173,10 @@ impl RpcSession {
             input_responses: retry.map(|r| &r.responses),
             request_state: retry.and_then(|r| r.state.as_deref()),
         };
-        let head = RequestHead::new(PROMPTS_GET)
+        let head = RequestHead::new(GetPrompt::METHOD)
             .name(Some(name))
             .protocol_version(self.declared_version());
-        self.request(PROMPTS_GET, head, Some(&params))
+        self.request_answer::<GetPrompt>(head, Some(&params))
     }
 
     /// Sends `completion/complete` for the argument `name` of `reference`, typed so far as
@@ -174,40 +187,28 @@ impl RpcSession {
         name: &str,
         value: &str,
         chosen: Option<&Map<String, Value>>,
-    ) -> Result<
-        (
-            oneshot::Receiver<Result<CompleteResult, ClientError>>,
-            CallGuard,
-        ),
-        ClientError,
-    > {
+    ) -> Result<(Receiver<CompleteResult>, CallGuard), ClientError> {
         let params = CompleteParams {
             reference,
             argument: CompleteArgument { name, value },
             context: chosen.map(|arguments| CompleteContext { arguments }),
             meta: self.meta(),
         };
-        let head = RequestHead::new(COMPLETE).protocol_version(self.declared_version());
-        self.request(COMPLETE, head, Some(&params))
+        let head = RequestHead::new(Complete::METHOD).protocol_version(self.declared_version());
+        self.request::<Complete>(head, Some(&params))
     }
 
     /// Sends `logging/setLevel`.
     pub(crate) fn set_log_level(
         self: &Arc<Self>,
         level: LoggingLevel,
-    ) -> Result<
-        (
-            oneshot::Receiver<Result<IgnoredAny, ClientError>>,
-            CallGuard,
-        ),
-        ClientError,
-    > {
+    ) -> Result<(Receiver<IgnoredAny>, CallGuard), ClientError> {
         let params = SetLevelParams {
             level,
             meta: self.meta(),
         };
-        let head = RequestHead::new(SET_LEVEL).protocol_version(self.declared_version());
-        self.request(SET_LEVEL, head, Some(&params))
+        let head = RequestHead::new(SetLevel::METHOD).protocol_version(self.declared_version());
+        self.request::<SetLevel>(head, Some(&params))
     }
 
     /// Sends one `tools/call`; a multi round-trip retry carries the answers to the server's
@@ -216,25 +217,19 @@ impl RpcSession {
         self: &Arc<Self>,
         call: &ToolCall,
         retry: Option<&InputRetry>,
-    ) -> Result<
-        (
-            oneshot::Receiver<Result<CallAnswer, ClientError>>,
-            CallGuard,
-        ),
-        ClientError,
-    > {
+    ) -> Result<(Receiver<CallAnswer>, CallGuard), ClientError> {
         let (tx, rx) = oneshot::channel();
         let modern = self.dialect.modern_meta();
         let params = match modern {
             Some(_) => self.dialect.param_header_values(call),
             None => Vec::new(),
         };
-        let head = RequestHead::new("tools/call")
+        let head = RequestHead::new(CallTool::METHOD)
             .name(Some(&call.name))
             .protocol_version(modern.map(ModernMeta::version))
             .params(&params);
         let id = self.send_request(
-            "tools/call",
+            CallTool::METHOD,
             head,
             if call.task && modern.is_none() {
                 Expect::TaskCall(tx)
@@ -253,7 +248,7 @@ impl RpcSession {
                             .map(|_| ProgressMeta { progress_token: id }),
                         task: call.task.then_some(self.task_metadata),
                     };
-                    return write_request(buf, id, "tools/call", Some(&params));
+                    return write_request(buf, id, CallTool::METHOD, Some(&params));
                 }
                 let params = CallToolParams {
                     name: &call.name,
@@ -265,32 +260,17 @@ impl RpcSession {
                     input_responses: retry.map(|r| &r.responses),
                     request_state: retry.and_then(|r| r.state.as_deref()),
                 };
-                write_request(buf, id, "tools/call", Some(&params))
+                write_request(buf, id, CallTool::METHOD, Some(&params))
             },
         )?;
         tracing::Span::current().record("request_id", id);
         tracing::debug!(server = &*self.server, tool = %call.name, request_id = id, "tools/call sent");
-        Ok((rx, CallGuard::new(Arc::clone(self), id)))
+        Ok((rx, CallGuard::new(Arc::clone(self), id, CallTool::METHOD)))
     }
 }
 
-/// The `server/discover` method.
-pub(crate) const DISCOVER: &str = "server/discover";
-
-/// The `subscriptions/listen` method.
-pub(crate) const LISTEN: &str = "subscriptions/listen";
-
 /// The receiver of a request that may be answered `input_required`.
-pub(crate) type AnswerReceiver<R> = oneshot::Receiver<Result<Answer<R>, ClientError>>;
-
-/// The `prompts/get` method.
-pub(crate) const PROMPTS_GET: &str = "prompts/get";
-
-/// The `completion/complete` method.
-pub(crate) const COMPLETE: &str = "completion/complete";
-
-/// The `logging/setLevel` method.
-pub(crate) const SET_LEVEL: &str = "logging/setLevel";
+pub(crate) type AnswerReceiver<R> = Receiver<Answer<R>>;
 
 /// `subscriptions/listen` parameters.
 #[derive(Debug, Serialize)]

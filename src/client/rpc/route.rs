@@ -6,9 +6,6 @@
 
 use super::*;
 use crate::client::ServerChange;
-use crate::protocol::notifications::{
-    PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RESOURCES_UPDATED,
-};
 use crate::protocol::resources::ResourceUpdatedParams;
 use crate::transport::text::redact_uri;
 
@@ -83,7 +80,7 @@ impl RpcSession {
         if let Some(error) = error {
             self.note_answer(pending.method);
             if error.code == UNSUPPORTED_PROTOCOL_VERSION
-                && pending.method != DISCOVER
+                && pending.method != method::Discover::METHOD
                 && self.dialect.is_modern()
             {
                 self.era_refused();
@@ -158,7 +155,7 @@ impl RpcSession {
 
     fn handle_notification(&self, method: &str, params: Option<&serde_json::value::RawValue>) {
         match method {
-            PROGRESS => {
+            method::Progress::METHOD => {
                 let Some(params) =
                     params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok())
                 else {
@@ -189,7 +186,7 @@ impl RpcSession {
                     }
                 }
             }
-            MESSAGE => {
+            method::LogMessage::METHOD => {
                 let Some(params) =
                     params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok())
                 else {
@@ -197,7 +194,7 @@ impl RpcSession {
                 };
                 log_server_message(&self.server, &params);
             }
-            SUBSCRIPTIONS_ACKNOWLEDGED => {
+            method::SubscriptionsAcknowledged::METHOD => {
                 let acknowledged =
                     params.and_then(|p| serde_json::from_str::<AcknowledgedParams>(p.get()).ok());
                 let Some(acknowledged) = acknowledged else {
@@ -211,7 +208,7 @@ impl RpcSession {
                     self.acknowledged(id, acknowledged);
                 }
             }
-            TASK_STATUS_NOTIFICATION | TASKS_NOTIFICATION => {
+            method::TaskStatus::METHOD | method::TasksChanged::METHOD => {
                 match params.map(|p| serde_json::from_str::<TaskState>(p.get())) {
                     Some(Ok(state)) => self.tasks.status_notified(&state),
                     _ => tracing::debug!(
@@ -221,11 +218,11 @@ impl RpcSession {
                     ),
                 }
             }
-            TOOLS_LIST_CHANGED => {
+            method::ToolsListChanged::METHOD => {
                 self.tools_may_have_changed();
                 tracing::debug!(server = &*self.server, "server says its tools changed");
             }
-            RESOURCES_UPDATED => {
+            method::ResourceUpdated::METHOD => {
                 match params.map(|p| serde_json::from_str::<ResourceUpdatedParams>(p.get())) {
                     Some(Ok(updated)) if self.subscriptions.covers(&updated.uri) => {
                         tracing::debug!(server = &*self.server, uri = %redact_uri(&updated.uri), "server says a resource changed");
@@ -247,14 +244,14 @@ impl RpcSession {
                     ),
                 }
             }
-            RESOURCES_LIST_CHANGED => {
+            method::ResourcesListChanged::METHOD => {
                 tracing::debug!(server = &*self.server, "server says its resources changed");
                 let _ = self
                     .subscriptions
                     .changes
                     .send(ServerChange::ResourcesListChanged);
             }
-            PROMPTS_LIST_CHANGED => {
+            method::PromptsListChanged::METHOD => {
                 tracing::debug!(server = &*self.server, "server says its prompts changed");
                 let _ = self
                     .subscriptions

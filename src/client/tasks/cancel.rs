@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::super::error::ClientError;
 use super::super::rpc::{CallGuard, RpcSession};
 use super::board::{TaskBoard, Watch};
-use crate::protocol::tasks::{TaskIdParams, TASKS_CANCEL};
+use crate::protocol::method::CancelTask;
+use crate::protocol::tasks::TaskIdParams;
 use crate::protocol::ToolResult;
 
 /// A task being followed: registered on the board (status notifications, progress, the
@@ -123,7 +124,7 @@ fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
                     send_cancel(&session, &task_id)?
                 }
             };
-            guard.answer_within(rx, TASKS_CANCEL, limit).await
+            guard.answer_within(rx, limit).await
         };
         match sent.await {
             Ok(_) => {
@@ -174,6 +175,6 @@ fn send_cancel(
         task_id,
         meta: session.meta(),
     };
-    let head = super::task_head(TASKS_CANCEL, task_id, session);
-    session.request::<IgnoredAny, _>(TASKS_CANCEL, head, Some(&params))
+    let head = super::task_head::<CancelTask>(task_id, session);
+    session.request::<CancelTask>(head, Some(&params))
 }

@@ -63,7 +63,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 pub(crate) use self::board::TaskBoard;
@@ -74,10 +73,9 @@ pub(crate) use self::cancel::{cancel_orphan, late_task_id};
 use super::call::ToolCall;
 use super::error::{ClientError, RequestRef};
 use super::rpc::RpcSession;
-use crate::protocol::tasks::{
-    TaskIdParams, TaskState, TaskStatus, TaskUpdateParams, TASKS_GET, TASKS_RESULT, TASKS_UPDATE,
-};
-use crate::protocol::{CallAnswer, InputRequired, RequestId, ToolResult};
+use crate::protocol::method::{GetTask, Request, TaskResult, UpdateTask};
+use crate::protocol::tasks::{TaskIdParams, TaskState, TaskStatus, TaskUpdateParams};
+use crate::protocol::{CallAnswer, InputRequired, ToolResult};
 use crate::transport::RequestHead;
 
 /// The shortest wait between two `tasks/get` of one task, whatever the server asks.
@@ -118,12 +116,11 @@ pub(crate) struct Origin {
 
 /// The head of a task request `method` about `task_id` on `session`: the task id is the
 /// request's name (mirrored by Streamable HTTP as `Mcp-Name`), the modern version declared.
-pub(super) fn task_head<'a>(
-    method: &'a str,
+pub(super) fn task_head<'a, R: Request>(
     task_id: &'a str,
     session: &'a RpcSession,
 ) -> RequestHead<'a> {
-    RequestHead::new(method)
+    RequestHead::new(R::METHOD)
         .name(Some(task_id))
         .protocol_version(session.declared_version())
 }
@@ -353,11 +350,9 @@ impl Follower<'_> {
             task_id: self.task_id,
             meta: session.meta(),
         };
-        let head = task_head(TASKS_GET, self.task_id, session);
-        let (rx, guard) = session.request::<TaskState, _>(TASKS_GET, head, Some(&params))?;
-        guard
-            .answer_within(rx, TASKS_GET, self.board.request_timeout)
-            .await
+        let head = task_head::<GetTask>(self.task_id, session);
+        let (rx, guard) = session.request::<GetTask>(head, Some(&params))?;
+        guard.answer_within(rx, self.board.request_timeout).await
     }
 
     /// 2026-07-28: the answers to `inputs`, from the same handlers as a multi round-trip
@@ -393,10 +388,10 @@ impl Follower<'_> {
             input_responses: responses,
             meta: session.meta(),
         };
-        let head = task_head(TASKS_UPDATE, self.task_id, session);
-        let (rx, guard) = session.request::<IgnoredAny, _>(TASKS_UPDATE, head, Some(&params))?;
+        let head = task_head::<UpdateTask>(self.task_id, session);
+        let (rx, guard) = session.request::<UpdateTask>(head, Some(&params))?;
         guard
-            .answer_within(rx, TASKS_UPDATE, self.board.request_timeout)
+            .answer_within(rx, self.board.request_timeout)
             .await
             .map(drop)
     }
@@ -412,15 +407,11 @@ impl Follower<'_> {
             task_id: self.task_id,
             meta: session.meta(),
         };
-        let head = task_head(TASKS_RESULT, self.task_id, session);
-        let (rx, mut guard) =
-            session.request::<CallAnswer, _>(TASKS_RESULT, head, Some(&params))?;
+        let head = task_head::<TaskResult>(self.task_id, session);
+        let (rx, mut guard) = session.request::<TaskResult>(head, Some(&params))?;
         let answer = rx.await;
         guard.disarm();
-        let request = RequestRef {
-            id: RequestId::from(guard.id()),
-            method: TASKS_RESULT,
-        };
+        let request = guard.request();
         match answer {
             Ok(Ok(CallAnswer::Complete(result))) => Ok(Ok(result)),
             Ok(Ok(_)) => Ok(Err(session.protocol_violation(
