@@ -4,8 +4,26 @@
 //! `subscriptions/listen` stream that hears a modern server's list changes is in
 //! [`listen`](super::listen).
 
+use super::router::Router;
 use super::*;
+use crate::protocol::method::ToolsListChanged;
 use crate::protocol::ListToolsResult;
+
+/// Registers the catalog feature: `notifications/tools/list_changed` bumps `tools_changed`,
+/// which has the list read again.
+pub(super) fn register(router: &mut Router, tools_changed: &Arc<watch::Sender<u64>>) {
+    let tools_changed = Arc::clone(tools_changed);
+    router.notification::<ToolsListChanged, serde::de::IgnoredAny>(move |session, _| {
+        tools_may_have_changed(&tools_changed);
+        tracing::debug!(server = &*session.server, "server says its tools changed");
+    });
+}
+
+/// Bumps the tools generation, as a `notifications/tools/list_changed` does: the list is read
+/// again.
+pub(super) fn tools_may_have_changed(tools_changed: &watch::Sender<u64>) {
+    tools_changed.send_modify(|g| *g = g.wrapping_add(1));
+}
 
 /// The most `tools/list` pages followed (as for every list: [`MAX_PAGES`](super::pages::MAX_PAGES)).
 pub const MAX_TOOL_PAGES: usize = super::pages::MAX_PAGES;

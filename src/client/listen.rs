@@ -5,10 +5,231 @@
 //! given up on a refusal ([`listen_refused`]). What the streams carry takes the path of a
 //! legacy server's notifications.
 
-use super::rpc::ListenFilter;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::de::IgnoredAny;
+use serde::Serialize;
+
+use super::catalog::tools_may_have_changed;
+use super::resources::Subscriptions;
+use super::router::Router;
+use super::rpc::Receiver;
 use super::*;
+use crate::protocol::method::{Listen, Request as _, SubscriptionsAcknowledged};
+use crate::protocol::modern::RequestMeta;
+use crate::protocol::notifications::AcknowledgedParams;
 use crate::telemetry::Outcome;
-use std::sync::atomic::Ordering;
+use crate::transport::RequestHead;
+
+/// Registers the listen feature: each session keeps a [`ListenState`], and a stream's
+/// acknowledgement (`notifications/subscriptions/acknowledged`) has a reopened list stream's
+/// lists read again and settles the resource stream's set.
+pub(super) fn register(
+    router: &mut Router,
+    tools_changed: &Arc<watch::Sender<u64>>,
+    subscriptions: &Arc<Subscriptions>,
+) {
+    let tools_changed = Arc::clone(tools_changed);
+    let subscriptions = Arc::clone(subscriptions);
+    router
+        .session_state::<ListenState>()
+        .notification::<SubscriptionsAcknowledged, AcknowledgedParams>(move |session, ack| {
+            let id = ack
+                .meta
+                .as_ref()
+                .and_then(|m| m.subscription_id.as_ref()?.as_u64());
+            if let (Some(id), Some(state)) = (id, session.state::<ListenState>()) {
+                state.acknowledged(session, id, ack, &tools_changed, &subscriptions);
+            }
+        });
+}
+
+/// What one session's `subscriptions/listen` streams need remembered: the listen feature's
+/// per-session state ([`Router::session_state`]).
+#[derive(Debug, Default)]
+pub(crate) struct ListenState {
+    /// The id of a reopened list stream whose acknowledgement should have the tool list read
+    /// again.
+    relist_on: Mutex<Option<u64>>,
+    /// The session's resource stream, once one was sent.
+    resources: Mutex<Option<ResourceStream>>,
+    /// The list changes the list stream asked for.
+    lists_asked: Mutex<ListsAsked>,
+    /// The resource stream is running ([`Shared::listen_for_resources`]).
+    pub(crate) resource_stream_running: AtomicBool,
+}
+
+/// A session's resource stream (`subscriptions/listen` naming the subscribed URIs).
+#[derive(Debug, Clone, Copy)]
+struct ResourceStream {
+    /// Its request id.
+    id: u64,
+    /// The generation of the set it names, which its acknowledgement settles
+    /// ([`Subscriptions::settle`]).
+    generation: u64,
+    /// Its acknowledgement announces every subscribed resource as changed (a stream opened
+    /// again after a cut).
+    announce: bool,
+}
+
+/// The list changes (prompts, resources) a list stream asked for: announced when a reopened
+/// list stream is acknowledged, as the tool list is read again.
+#[derive(Debug, Clone, Copy, Default)]
+struct ListsAsked {
+    prompts: bool,
+    resources: bool,
+}
+
+/// Locks `m`; its values are replaced whole, so a poisoned one is still consistent.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ListenState {
+    /// The id of the session's resource stream, if one was sent.
+    pub(crate) fn resource_stream_id(&self) -> Option<u64> {
+        lock(&self.resources).map(|r| r.id)
+    }
+
+    /// The server acknowledged the `subscriptions/listen` stream `id`: a reopened list stream
+    /// has the tool list read again and its other list changes announced (a change may have
+    /// come in the gap); the resource stream settles the generation of the set it names, with
+    /// the URIs the server agreed to honour.
+    fn acknowledged(
+        &self,
+        session: &RpcSession,
+        id: u64,
+        ack: AcknowledgedParams,
+        tools_changed: &watch::Sender<u64>,
+        subscriptions: &Subscriptions,
+    ) {
+        let relist = {
+            let mut relist_on = lock(&self.relist_on);
+            relist_on.take_if(|on| *on == id).is_some()
+        };
+        tracing::debug!(
+            server = &*session.server,
+            subscription_id = id,
+            relist,
+            "subscription acknowledged"
+        );
+        if relist {
+            tools_may_have_changed(tools_changed);
+            let asked = *lock(&self.lists_asked);
+            // No receiver is no error: nobody listens yet.
+            if asked.prompts {
+                let _ = subscriptions.changes.send(ServerChange::PromptsListChanged);
+            }
+            if asked.resources {
+                let _ = subscriptions
+                    .changes
+                    .send(ServerChange::ResourcesListChanged);
+            }
+        }
+        let Some(stream) = *lock(&self.resources) else {
+            return;
+        };
+        if stream.id != id {
+            return;
+        }
+        let honored = ack
+            .notifications
+            .and_then(|n| n.resource_subscriptions)
+            .unwrap_or_default();
+        subscriptions.settle(stream.generation, Some(honored.into_iter().collect()), None);
+        if stream.announce {
+            subscriptions.announce_all();
+        }
+    }
+}
+
+/// Opens a modern `subscriptions/listen` stream on `session` for the notifications `filter`
+/// asks for (list changes, which take the legacy path once received, and the updates of
+/// subscribed resources); the receiver completes when the subscription ends, and it stays in
+/// the request table until then (or until abandoned by its id). With `relist` (a stream opened
+/// again), its acknowledgement has the tool list read again: only then is a change sure to be
+/// heard, so one made while no stream was open is not missed. A stream of resource
+/// subscriptions gives `resources`: the generation of the set it names, and whether its
+/// acknowledgement announces every subscribed resource as changed. Its id is kept with them
+/// before it can reach the server, so its acknowledgement settles that generation.
+fn send_listen(
+    session: &RpcSession,
+    state: &ListenState,
+    filter: &ListenFilter,
+    relist: bool,
+    resources: Option<(u64, bool)>,
+) -> Result<(u64, Receiver<IgnoredAny>), ClientError> {
+    if filter.prompts_list_changed || filter.resources_list_changed {
+        *lock(&state.lists_asked) = ListsAsked {
+            prompts: filter.prompts_list_changed,
+            resources: filter.resources_list_changed,
+        };
+    }
+    let params = ListenParams {
+        meta: session.meta(),
+        notifications: filter,
+    };
+    let head = RequestHead::new(Listen::METHOD).protocol_version(session.declared_version());
+    // Set before the request can reach the server, so its acknowledgement finds it.
+    let mut on_id = |id| {
+        if relist {
+            *lock(&state.relist_on) = Some(id);
+        }
+        if let Some((generation, announce)) = resources {
+            *lock(&state.resources) = Some(ResourceStream {
+                id,
+                generation,
+                announce,
+            });
+        }
+    };
+    session.send_typed(Listen::METHOD, head, Some(&params), &mut on_id)
+}
+
+/// `subscriptions/listen` parameters.
+#[derive(Debug, Serialize)]
+struct ListenParams<'a> {
+    #[serde(rename = "_meta")]
+    meta: RequestMeta<'a>,
+    notifications: &'a ListenFilter,
+}
+
+/// The notifications a `subscriptions/listen` stream asks for (2026-07-28): list changes
+/// (each asked only when the server offers it), and the updates of subscribed resources.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListenFilter {
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) tools_list_changed: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) prompts_list_changed: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) resources_list_changed: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) resource_subscriptions: Vec<String>,
+}
+
+impl ListenFilter {
+    /// The list changes `capabilities` (a server's) offer: `tools`, `prompts` and `resources`
+    /// with `listChanged: true`.
+    pub(crate) fn list_changes(capabilities: &serde_json::Value) -> Self {
+        let offers = |what: &str| capabilities[what]["listChanged"] == true;
+        Self {
+            tools_list_changed: offers("tools"),
+            prompts_list_changed: offers("prompts"),
+            resources_list_changed: offers("resources"),
+            resource_subscriptions: Vec::new(),
+        }
+    }
+
+    /// Nothing to listen for.
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.tools_list_changed
+            && !self.prompts_list_changed
+            && !self.resources_list_changed
+            && self.resource_subscriptions.is_empty()
+    }
+}
 
 /// The pause before a `subscriptions/listen` stream that ended is opened again; it doubles
 /// with each stream that ends within [`LISTEN_STEADY`], up to [`LISTEN_MAX_PAUSE`], and each
@@ -71,7 +292,10 @@ impl Shared {
     /// [`listen_for_changes`](Self::listen_for_changes) keeps its own; it ends with the session,
     /// on a refusal, or when no resource is subscribed any more.
     pub(super) fn listen_for_resources(&self, session: &Arc<RpcSession>) {
-        if !session.resource_stream.swap(true, Ordering::AcqRel) {
+        let Some(state) = session.state::<ListenState>() else {
+            return;
+        };
+        if !state.resource_stream_running.swap(true, Ordering::AcqRel) {
             self.keep_listening(session, Stream::Resources);
         }
     }
@@ -104,7 +328,10 @@ impl Shared {
                         let generation = *set_changed.borrow_and_update();
                         let uris = subscriptions.uris();
                         if uris.is_empty() {
-                            if subscriptions.may_end(&live.resource_stream, generation) {
+                            let Some(state) = live.state::<ListenState>() else {
+                                return;
+                            };
+                            if subscriptions.may_end(&state.resource_stream_running, generation) {
                                 subscriptions.settle(generation, None, None);
                                 return;
                             }
@@ -121,7 +348,10 @@ impl Shared {
                 let opened = Instant::now();
                 // Only the list stream's acknowledgement has the tool list read again.
                 let relist = reopened && filter.tools_list_changed;
-                let sent = live.listen(&filter, relist, generation);
+                let Some(state) = live.state::<ListenState>() else {
+                    return;
+                };
+                let sent = send_listen(&live, state, &filter, relist, generation);
                 drop(live);
                 let outcome = match sent {
                     Ok((id, rx)) => {
@@ -170,7 +400,10 @@ impl Shared {
                         subscriptions.settle(generation, None, Some(e.clone()));
                         match session.upgrade() {
                             Some(live)
-                                if !subscriptions.may_end(&live.resource_stream, generation) =>
+                                if !live.state::<ListenState>().is_some_and(|state| {
+                                    subscriptions
+                                        .may_end(&state.resource_stream_running, generation)
+                                }) =>
                             {
                                 cut = false;
                                 continue;

@@ -80,12 +80,15 @@ mod error;
 mod future;
 mod inbound;
 mod listen;
+mod logging;
 pub mod mrtr;
 mod options;
 mod pages;
 mod prompts;
+mod request;
 mod resources;
 pub mod roots;
+mod router;
 mod rpc;
 pub mod server_requests;
 mod state;
@@ -158,6 +161,8 @@ pub(crate) struct Shared {
     tasks: Arc<tasks::TaskBoard>,
     /// The resources subscribed to, and where every session sends the changes it hears.
     subscriptions: Arc<resources::Subscriptions>,
+    /// The features' notification handlers and per-session state, given to every session.
+    router: Arc<router::Router>,
 }
 
 impl McpClient {
@@ -194,6 +199,16 @@ impl McpClient {
             }
         };
         let request_timeout = options.request_timeout;
+        let tools_changed = Arc::new(tools_changed);
+        let subscriptions = Arc::default();
+        // The features: each registers its notification handlers and per-session state.
+        let mut router = router::Router::default();
+        catalog::register(&mut router, &tools_changed);
+        tasks::register(&mut router);
+        resources::register(&mut router, &subscriptions);
+        prompts::register(&mut router, &subscriptions);
+        logging::register(&mut router);
+        listen::register(&mut router, &tools_changed, &subscriptions);
         let client = Self {
             shared: Arc::new(Shared {
                 server,
@@ -215,7 +230,7 @@ impl McpClient {
                     era: None,
                     tools_fresh_until: None,
                 }),
-                tools_changed: Arc::new(tools_changed),
+                tools_changed,
                 restarts: std::sync::atomic::AtomicU64::new(0),
                 restart_rng: XorShiftRng::new(),
                 sampling_refused,
@@ -223,7 +238,8 @@ impl McpClient {
                 modern_meta,
                 param_headers: dialect::ParamHeaders::default(),
                 tasks: Arc::new(tasks::TaskBoard::new(request_timeout)),
-                subscriptions: Arc::default(),
+                subscriptions,
+                router: Arc::new(router),
             }),
         };
         client.shared.tasks.bind(Arc::downgrade(&client.shared));

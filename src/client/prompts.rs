@@ -1,17 +1,30 @@
 //! The server's prompts and completions as the client reads them: `prompts/list` (through
 //! [`pages`](super::pages)), `prompts/get`, `completion/complete` for a prompt's arguments and a
-//! resource template's variables, and `logging/setLevel`, sent at each start when the operator
-//! set a level and the server offers `logging`.
+//! resource template's variables; `notifications/prompts/list_changed` reaches
+//! [`McpClient::changes`].
 
-use crate::protocol::method::{Complete, GetPrompt, Request as _};
+use std::sync::Arc;
+
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 use super::error::ClientError;
-use super::rpc::RpcSession;
-use super::McpClient;
+use super::resources::Subscriptions;
+use super::router::Router;
+use super::{McpClient, ServerChange};
+use crate::protocol::method::{Complete, GetPrompt, PromptsListChanged, Request as _};
 use crate::protocol::prompts::ListPromptsPage;
-use crate::protocol::{Completion, CompletionRef, GetPromptResult, LoggingLevel, Prompt};
+use crate::protocol::{Completion, CompletionRef, GetPromptResult, Prompt};
+
+/// Registers the prompts feature: a change of the prompt list is announced on `changes`.
+pub(super) fn register(router: &mut Router, changes: &Arc<Subscriptions>) {
+    let changes = Arc::clone(changes);
+    router.notification::<PromptsListChanged, IgnoredAny>(move |session, _| {
+        tracing::debug!(server = &*session.server, "server says its prompts changed");
+        // No receiver is no error: nobody listens yet.
+        let _ = changes.changes.send(ServerChange::PromptsListChanged);
+    });
+}
 
 impl McpClient {
     /// Lists the server's prompts, following `nextCursor` to the end (bounded and guarded as
@@ -80,31 +93,5 @@ impl McpClient {
             .answer_within(rx, self.shared.options.request_timeout)
             .await?;
         Ok(answer.completion)
-    }
-}
-
-/// Sends `logging/setLevel` with `level` on a session that just started, when its server
-/// offers `logging`; bounded by `limit`. A failure is logged at WARN and ends nothing: the
-/// server keeps its own level.
-pub(super) async fn set_log_level(
-    session: &std::sync::Arc<RpcSession>,
-    level: LoggingLevel,
-    limit: std::time::Duration,
-) {
-    let sent = match session.set_log_level(level) {
-        Ok((rx, guard)) => guard.answer_within::<IgnoredAny>(rx, limit).await.map(drop),
-        Err(e) => Err(e),
-    };
-    match sent {
-        Ok(()) => tracing::debug!(
-            server = &*session.server,
-            ?level,
-            "logging/setLevel answered"
-        ),
-        Err(e) => tracing::warn!(
-            server = &*session.server,
-            error = %e,
-            "logging/setLevel failed; the server logs at its own level (`log_level` in local.toml)"
-        ),
     }
 }

@@ -5,19 +5,23 @@
 //! subscribed URI in the 2026-07-28 era ([`listen`](super::listen)). What the server says
 //! changed reaches the embedder through [`McpClient::changes`].
 
-use crate::protocol::method::{
-    Listen, ReadResource, Request, SubscribeResource, UnsubscribeResource,
-};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
 use super::error::ClientError;
+use super::listen::ListenState;
+use super::router::Router;
 use super::rpc::RpcSession;
 use super::McpClient;
-use crate::protocol::resources::{ListResourcesPage, ListTemplatesPage};
+use crate::protocol::method::{
+    Listen, ReadResource, Request, ResourceUpdated, ResourcesListChanged, SubscribeResource,
+    UnsubscribeResource,
+};
+use crate::protocol::resources::{ListResourcesPage, ListTemplatesPage, ResourceUpdatedParams};
 use crate::protocol::{ReadResourceResult, Resource, ResourceTemplate};
+use crate::transport::text::redact_uri;
 
 /// How many changes a receiver of [`McpClient::changes`] may fall behind before it misses
 /// some (it then reads [`broadcast::error::RecvError::Lagged`]).
@@ -37,6 +41,35 @@ pub enum ServerChange {
     ResourcesListChanged,
     /// `notifications/prompts/list_changed`.
     PromptsListChanged,
+}
+
+/// Registers the resources feature: an update of a subscribed resource (or of a sub-resource
+/// of one) and a change of the resource list are announced on `subscriptions`' changes.
+pub(super) fn register(router: &mut Router, subscriptions: &Arc<Subscriptions>) {
+    let updates = Arc::clone(subscriptions);
+    router.notification::<ResourceUpdated, ResourceUpdatedParams>(move |session, updated| {
+        if updates.covers(&updated.uri) {
+            tracing::debug!(server = &*session.server, uri = %redact_uri(&updated.uri), "server says a resource changed");
+            // No receiver is no error: nobody listens yet.
+            let _ = updates
+                .changes
+                .send(ServerChange::ResourceUpdated { uri: updated.uri });
+        } else {
+            tracing::debug!(
+                server = &*session.server,
+                uri = %redact_uri(&updated.uri),
+                "update of a resource not subscribed to; ignored"
+            );
+        }
+    });
+    let lists = Arc::clone(subscriptions);
+    router.notification::<ResourcesListChanged, serde::de::IgnoredAny>(move |session, _| {
+        tracing::debug!(
+            server = &*session.server,
+            "server says its resources changed"
+        );
+        let _ = lists.changes.send(ServerChange::ResourcesListChanged);
+    });
 }
 
 /// The resources a client is subscribed to, and the sender of its changes.
@@ -264,22 +297,20 @@ impl McpClient {
             // The sender lives as long as the client.
             Ok(Err(_)) => return Ok(()),
             Err(_) => {
-                let (id, _, _) = *session
-                    .resource_stream_at
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                return Err(if id == super::rpc::NO_RELIST {
-                    ClientError::ConnectionClosed {
+                let stream = session
+                    .state::<ListenState>()
+                    .and_then(ListenState::resource_stream_id);
+                return Err(match stream {
+                    None => ClientError::ConnectionClosed {
                         server: Arc::clone(&self.shared.server),
                         request: None,
                         detail: "no resource subscription stream could be opened in time".into(),
-                    }
-                } else {
-                    ClientError::RequestTimeout {
+                    },
+                    Some(id) => ClientError::RequestTimeout {
                         server: Arc::clone(&self.shared.server),
                         request: RpcSession::request_ref(id, Listen::METHOD),
                         after: limit,
-                    }
+                    },
                 });
             }
         };
@@ -320,10 +351,12 @@ impl McpClient {
             return Ok(());
         };
         if session.is_modern() {
-            if !session
-                .resource_stream
-                .load(std::sync::atomic::Ordering::Acquire)
-            {
+            let running = session.state::<ListenState>().is_some_and(|state| {
+                state
+                    .resource_stream_running
+                    .load(std::sync::atomic::Ordering::Acquire)
+            });
+            if !running {
                 return Ok(());
             }
             return self.stream_settled(&session, generation, None).await;

@@ -23,18 +23,19 @@ use kaged_mcp_layers::timeout::ProgressHandle;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tower::{Service, ServiceExt};
 
 mod requests;
 mod route;
 mod traced;
 
-pub(crate) use self::requests::{InputRetry, ListenFilter};
+pub(crate) use self::requests::{AnswerReceiver, InputRetry};
 use self::traced::with_trace_context;
 use super::dialect::{Dialect, ParamHeaders};
 use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};
+use super::router::{Router, SessionState};
 use super::server_requests::{self, ServerRequestService};
 use super::tasks::TaskBoard;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
@@ -44,10 +45,8 @@ use crate::protocol::modern::{
     Answer, DiscoverParams, ModernMeta, RequestMeta, MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::protocol::notifications::{
-    AcknowledgedParams, CancelledParams, LoggingLevel, LoggingMessageParams, ProgressParams,
-};
-use crate::protocol::tasks::{TaskMetadata, TaskState};
+use crate::protocol::notifications::CancelledParams;
+use crate::protocol::tasks::TaskMetadata;
 use crate::protocol::tools::{CallToolParams, LegacyCallToolParams, ProgressMeta};
 use crate::protocol::{
     CallAnswer, DiscoverResult, Implementation, InitializeResult, JsonRpcError, RequestId,
@@ -198,8 +197,27 @@ pub(crate) struct RpcSession {
     /// Hears the session's end and a refused era (the supervisor, holding its client weakly).
     events: OnEvent,
     server_requests: ServerRequestService,
-    tools_changed: Arc<watch::Sender<u64>>,
     max_in_flight: usize,
+    /// What the connection has shown so far.
+    seen: Seen,
+    /// The era's state: what every request carries and mirrors (see [`Dialect`]).
+    dialect: Dialect,
+    /// An elicitation handler is plugged in.
+    elicitation: bool,
+    /// What a `tools/call` needs of tasks: the client's board, what a call asks for, the
+    /// abandoned calls a late task answer may belong to.
+    calls: CallTasks,
+    /// What every request's span and metrics say of the session (see [`crate::telemetry`]).
+    telemetry: Arc<SessionTelemetry>,
+    /// The features' notification handlers (the client's).
+    router: Arc<Router>,
+    /// The features' state for this session.
+    state: SessionState,
+}
+
+/// What the connection has shown so far.
+#[derive(Debug, Default)]
+struct Seen {
     /// Lines skipped as undecodable or invalid.
     skipped: AtomicU64,
     /// The server answered a `tools/call` on this connection (a result that decoded, or a
@@ -207,50 +225,27 @@ pub(crate) struct RpcSession {
     answered_call: AtomicBool,
     /// Well-formed answers received on this connection, to any request: a request that
     /// could not connect proves the server unreachable only if no answer came after it.
-    answers: std::sync::atomic::AtomicU64,
-    /// The era's state: what every request carries and mirrors (see [`Dialect`]).
-    dialect: Dialect,
-    /// An elicitation handler is plugged in.
-    elicitation: bool,
-    /// The id of a reopened `subscriptions/listen` whose acknowledgement should have the tool
-    /// list read again (`NO_RELIST`: none).
-    relist_on_ack: AtomicU64,
+    answers: AtomicU64,
+}
+
+/// What a session's `tools/call`s need of tasks.
+#[derive(Debug)]
+struct CallTasks {
     /// The tasks the client follows (shared by its sessions): status notifications and the
     /// progress of task calls go there.
-    tasks: Arc<TaskBoard>,
+    board: Arc<TaskBoard>,
     /// `params.task` of a 2025-11-25 task-augmented call.
-    task_metadata: TaskMetadata,
+    metadata: TaskMetadata,
     /// A modern request declares the tasks extension (`tasks` is not `off`).
-    tasks_declared: bool,
+    declared: bool,
     /// The last `tools/call`s whose caller gave up before the answer and that the server may
     /// have answered with a task: a late task answer to one is cancelled (bounded).
-    abandoned_calls: Mutex<std::collections::VecDeque<u64>>,
-    /// What every request's span and metrics say of the session (see [`crate::telemetry`]).
-    telemetry: Arc<SessionTelemetry>,
-    /// The client's resource subscriptions, and where the changes the server announces go
-    /// (resource updates, list changes).
-    pub(crate) subscriptions: Arc<super::resources::Subscriptions>,
-    /// The id of this session's resource stream (`subscriptions/listen` naming the subscribed
-    /// URIs), [`NO_RELIST`] when none; the generation of the set it names, which its
-    /// acknowledgement settles ([`Subscriptions::settled`]); and whether that acknowledgement
-    /// announces every subscribed resource as changed (a stream opened again after a cut).
-    ///
-    /// [`Subscriptions::settled`]: super::resources::Subscriptions::settled
-    pub(crate) resource_stream_at: Mutex<(u64, u64, bool)>,
-    /// The list changes (prompts, resources) this session's list stream asked for: announced
-    /// when a reopened list stream is acknowledged, as the tool list is read again.
-    pub(crate) lists_asked: Mutex<(bool, bool)>,
-    /// A modern session's resource subscription stream is running
-    /// ([`listen_for_resources`](super::Shared::listen_for_resources)).
-    pub(crate) resource_stream: AtomicBool,
+    abandoned: Mutex<std::collections::VecDeque<u64>>,
 }
 
 /// How many abandoned `tools/call` ids a session remembers, to cancel a task that answers one
 /// late.
 const ABANDONED_CALLS: usize = 64;
-
-/// [`RpcSession::relist_on_ack`]: no listen waits for its acknowledgement.
-pub(crate) const NO_RELIST: u64 = u64::MAX;
 
 impl std::fmt::Debug for RpcSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -306,8 +301,8 @@ pub(crate) struct SessionSettings {
     pub(crate) tasks_declared: bool,
     /// The session's telemetry (where the server is: the transport's peer).
     pub(crate) telemetry: Arc<SessionTelemetry>,
-    /// The client's resource subscriptions and changes.
-    pub(crate) subscriptions: Arc<super::resources::Subscriptions>,
+    /// The client's features: their notification handlers and per-session state.
+    pub(crate) router: Arc<Router>,
 }
 
 impl RpcSession {
@@ -316,7 +311,6 @@ impl RpcSession {
         generation: u64,
         events: OnEvent,
         server_requests: ServerRequestService,
-        tools_changed: Arc<watch::Sender<u64>>,
         settings: SessionSettings,
     ) -> Arc<Self> {
         let SessionSettings {
@@ -328,7 +322,7 @@ impl RpcSession {
             task_ttl,
             tasks_declared,
             telemetry,
-            subscriptions,
+            router,
         } = settings;
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
@@ -342,25 +336,21 @@ impl RpcSession {
             outbound: OnceLock::new(),
             events,
             server_requests,
-            tools_changed,
             max_in_flight,
-            skipped: AtomicU64::new(0),
-            answered_call: AtomicBool::new(false),
-            answers: std::sync::atomic::AtomicU64::new(0),
+            seen: Seen::default(),
             dialect: Dialect::new(mirrors_headers, param_headers),
             elicitation,
-            relist_on_ack: AtomicU64::new(NO_RELIST),
-            tasks,
-            task_metadata: TaskMetadata {
-                ttl: u64::try_from(task_ttl.as_millis()).unwrap_or(u64::MAX),
+            calls: CallTasks {
+                board: tasks,
+                metadata: TaskMetadata {
+                    ttl: u64::try_from(task_ttl.as_millis()).unwrap_or(u64::MAX),
+                },
+                declared: tasks_declared,
+                abandoned: Mutex::new(std::collections::VecDeque::new()),
             },
-            tasks_declared,
-            abandoned_calls: Mutex::new(std::collections::VecDeque::new()),
             telemetry,
-            subscriptions,
-            resource_stream: AtomicBool::new(false),
-            resource_stream_at: Mutex::new((NO_RELIST, 0, false)),
-            lists_asked: Mutex::new((false, false)),
+            state: router.new_state(),
+            router,
         })
     }
 
@@ -481,7 +471,7 @@ impl RpcSession {
     }
 
     /// Queues a notification; errors are only logged (a notification has no answer).
-    fn notify<P: Serialize>(&self, method: &str, params: Option<P>) {
+    pub(crate) fn notify_with<P: Serialize>(&self, method: &str, params: Option<P>) {
         let Some(out) = self.outbound.get() else {
             return;
         };
@@ -535,7 +525,7 @@ impl RpcSession {
     /// (`initialize` is never cancelled, the probe's `server/discover` is forgotten, a
     /// `subscriptions/listen` lives as long as the session). `on_id` is told the request's id
     /// before it can reach the server.
-    fn send_typed<R, P>(
+    pub(crate) fn send_typed<R, P>(
         &self,
         method: &'static str,
         head: RequestHead<'_>,
@@ -576,10 +566,16 @@ impl RpcSession {
         self.table().closed.is_some()
     }
 
-    /// Bumps the tools generation, as a `notifications/tools/list_changed` does: the list is
-    /// read again.
-    pub(crate) fn tools_may_have_changed(&self) {
-        self.tools_changed.send_modify(|g| *g = g.wrapping_add(1));
+    /// The features' state for this session (see [`Router::session_state`]).
+    pub(crate) fn state<T: 'static>(&self) -> Option<&T> {
+        self.state.get::<T>()
+    }
+
+    /// The progress handle of request `id`, while it waits for its answer. It leaves the
+    /// table's lock before anyone is told: an observer runs the embedder's code, which must be
+    /// free to use the client.
+    pub(crate) fn progress_of(&self, id: u64) -> Option<ProgressHandle> {
+        self.table().map.get(&id).and_then(|p| p.progress.clone())
     }
 
     /// The session's protocol dialect: the era's `_meta`, the mirrored `x-mcp-header`s.
@@ -604,7 +600,7 @@ impl RpcSession {
 
     /// The tasks the client follows.
     pub(crate) fn tasks(&self) -> &Arc<TaskBoard> {
-        &self.tasks
+        &self.calls.board
     }
 
     /// The server→client request stack (for the input requests of a multi round-trip answer).
@@ -622,7 +618,7 @@ impl RpcSession {
 
     /// Sends `notifications/initialized`.
     pub(crate) fn initialized(&self) {
-        self.notify::<()>(method::Initialized::METHOD, None);
+        self.notify_with::<()>(method::Initialized::METHOD, None);
     }
 
     /// The client gave up on request `id` with `err` (an `initialize` out of time): its
@@ -643,12 +639,13 @@ impl RpcSession {
         }
         let may_be_a_task = match &pending.expect {
             Expect::TaskCall(_) => true,
-            Expect::CallTool(_) => self.dialect.is_modern() && self.tasks_declared,
+            Expect::CallTool(_) => self.dialect.is_modern() && self.calls.declared,
             Expect::Other(_) => false,
         };
         if may_be_a_task {
             let mut abandoned = self
-                .abandoned_calls
+                .calls
+                .abandoned
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if abandoned.len() == ABANDONED_CALLS {
@@ -686,7 +683,8 @@ impl RpcSession {
     pub(crate) fn take_abandoned_call(&self, id: &RequestId) -> bool {
         let Some(id) = id.as_u64() else { return false };
         let mut abandoned = self
-            .abandoned_calls
+            .calls
+            .abandoned
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match abandoned.iter().position(|a| *a == id) {
@@ -715,20 +713,20 @@ impl RpcSession {
     /// Notes a well-formed answer (a result that decoded, or a JSON-RPC error) to a request
     /// of `method`: an answered `tools/call` shows the server works on this connection.
     pub(crate) fn note_answer(&self, method: &str) {
-        self.answers.fetch_add(1, Ordering::Relaxed);
+        self.seen.answers.fetch_add(1, Ordering::Relaxed);
         if method == method::CallTool::METHOD {
-            self.answered_call.store(true, Ordering::Relaxed);
+            self.seen.answered_call.store(true, Ordering::Relaxed);
         }
     }
 
     /// How many well-formed answers the server sent on this connection so far.
     pub(crate) fn answers(&self) -> u64 {
-        self.answers.load(Ordering::Relaxed)
+        self.seen.answers.load(Ordering::Relaxed)
     }
 
     /// Whether the server answered a `tools/call` on this connection.
     pub(crate) fn answered_a_call(&self) -> bool {
-        self.answered_call.load(Ordering::Relaxed)
+        self.seen.answered_call.load(Ordering::Relaxed)
     }
 
     pub(crate) fn protocol_violation(
@@ -893,9 +891,30 @@ impl Drop for CallGuard {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::protocol::jsonrpc::OutgoingRequest;
+
+    /// A session with no connection and no features, for tests of what it does with frames.
+    pub(crate) fn bare_session() -> Arc<RpcSession> {
+        RpcSession::new(
+            "mock".into(),
+            1,
+            Arc::new(|_: &RpcSession, _: SessionEvent<'_>| {}),
+            server_requests::stack("mock", None, None, None, Default::default()),
+            SessionSettings {
+                max_in_flight: 8,
+                elicitation: false,
+                mirrors_headers: false,
+                param_headers: Default::default(),
+                tasks: Arc::new(TaskBoard::new(std::time::Duration::from_secs(60))),
+                task_ttl: std::time::Duration::from_secs(600),
+                tasks_declared: true,
+                telemetry: Arc::new(SessionTelemetry::new(crate::transport::Peer::Unknown)),
+                router: Arc::default(),
+            },
+        )
+    }
     use crate::protocol::modern::RequestMeta;
     use crate::protocol::tools::CallToolParams;
     use serde_json::Map;

@@ -323,7 +323,7 @@ impl Shared {
             .filter(|_| capabilities.get("logging").is_some());
         let set_level = async {
             if let Some(level) = level {
-                super::prompts::set_log_level(session, level, limit).await;
+                super::logging::set_log_level(session, level, limit).await;
             }
         };
         let uris = if subscribable { uris } else { Vec::new() };
@@ -372,7 +372,6 @@ impl Shared {
             generation,
             events,
             self.server_requests.clone(),
-            Arc::clone(&self.tools_changed),
             rpc::SessionSettings {
                 max_in_flight: self.options.max_in_flight,
                 elicitation: self.options.elicitation_handler.is_some(),
@@ -384,7 +383,7 @@ impl Shared {
                 telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(
                     self.transport.peer(),
                 )),
-                subscriptions: Arc::clone(&self.subscriptions),
+                router: Arc::clone(&self.router),
             },
         );
         let ctx = ConnectContext {
@@ -457,7 +456,7 @@ impl Shared {
                     session.telemetry().agreed(&init.protocol_version, None);
                     self.listen_for_changes(
                         &session,
-                        rpc::ListenFilter::list_changes(&init.capabilities),
+                        listen::ListenFilter::list_changes(&init.capabilities),
                     );
                     self.prepare(&session, &init.capabilities).await;
                     return Ok((session, init, Era::Modern));

@@ -946,7 +946,6 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
             1,
             Arc::new(|_: &RpcSession, _: super::rpc::SessionEvent<'_>| {}),
             server_requests::stack("mock", None, None, None, RejectedCounter::new()),
-            Arc::new(watch::channel(0).0),
             super::rpc::SessionSettings {
                 max_in_flight: 8,
                 elicitation: false,
@@ -958,7 +957,7 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
                 telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(
                     crate::transport::Peer::Unknown,
                 )),
-                subscriptions: Arc::default(),
+                router: Arc::default(),
             },
         );
         for i in 0..1000 {

@@ -12,15 +12,15 @@
 //! ([`Session::read_resource`]) only. The `mcp.` namespace stays reserved: nothing here
 //! registers a tool.
 
-use crate::protocol::method::{
-    Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
-    Request as _, SubscribeResource, UnsubscribeResource,
-};
 use serde_json::{Map, Value};
 
 use super::Session;
 use crate::client::{ClientError, McpClient, ServerChange};
 use crate::protocol::jsonrpc::METHOD_NOT_FOUND;
+use crate::protocol::method::{
+    Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, Notification,
+    ReadResource, Request, SubscribeResource, UnsubscribeResource,
+};
 use crate::protocol::{
     Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult, Resource,
     ResourceTemplate,
@@ -224,6 +224,41 @@ impl Session {
             .complete(reference, argument, value, chosen)
             .await
             .map_err(|e| request_error(server, Complete::METHOD, e))
+    }
+
+    /// Sends a request of kind `R` with `params` to `server` and returns its result: the
+    /// generic entry ([`McpClient::request`]), for a method no helper here covers (an
+    /// extension's, with a [`Request`] type of the embedder's own). No grant is checked: this is
+    /// the daemon's (or the operator's) request.
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] naming the method when the request
+    /// fails.
+    pub async fn request<R: Request>(
+        &self,
+        server: &str,
+        params: Map<String, Value>,
+    ) -> Result<R::Result, Error> {
+        self.client(server)?
+            .request::<R>(params)
+            .await
+            .map_err(|e| request_error(server, R::METHOD, e))
+    }
+
+    /// Sends the notification `N` with `params` to `server` ([`McpClient::notify`]).
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] naming the method when the server could
+    /// not be started.
+    pub async fn notify<N: Notification>(
+        &self,
+        server: &str,
+        params: Map<String, Value>,
+    ) -> Result<(), Error> {
+        self.client(server)?
+            .notify::<N>(params)
+            .await
+            .map_err(|e| request_error(server, N::METHOD, e))
     }
 }
 

@@ -378,3 +378,58 @@ async fn http_subscribed_updates_arrive_and_stop_after_unsubscribing() {
     client.shutdown().await;
     drop(peer);
 }
+
+/// The generic entry (`McpClient::request::<R>`) over both transports: a known kind decodes
+/// into its typed result (the same prompt `get_prompt` reads), a kind of the caller's own for a
+/// method the server does not know comes back as its JSON-RPC refusal naming the method, and
+/// the client keeps working after it.
+async fn generic_request_checks(client: &McpClient, who: &str) {
+    use kaged_mcp::protocol::method::{GetPrompt, ListTools, Request};
+
+    let prompt = client
+        .request::<GetPrompt>(map(
+            json!({"name": "args-prompt", "arguments": {"city": "Lyon"}}),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{who}: {e}"));
+    let typed = client
+        .get_prompt("args-prompt", Some(&map(json!({"city": "Lyon"}))))
+        .await
+        .unwrap();
+    assert_eq!(prompt, typed, "{who}");
+    let text = serde_json::to_string(&prompt.messages).unwrap();
+    assert!(text.contains("Lyon"), "{who}: {text}");
+
+    /// An extension's method, unknown to server-everything.
+    struct ListSkills;
+    impl Request for ListSkills {
+        const METHOD: &'static str = "skills/list";
+        type Result = serde_json::Value;
+    }
+    match client.request::<ListSkills>(Default::default()).await {
+        Err(ClientError::JsonRpc { code, request, .. }) => {
+            assert_eq!(code, -32601, "{who}");
+            assert_eq!(request.method, "skills/list", "{who}");
+        }
+        other => panic!("{who}: skills/list should be refused, got {other:?}"),
+    }
+    let page = client
+        .request::<ListTools>(Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("{who}: {e}"));
+    assert!(page.tools.iter().any(|t| t.name == "echo"), "{who}");
+}
+
+#[tokio::test]
+async fn stdio_generic_requests_of_any_kind() {
+    let Some(client) = stdio() else { return };
+    generic_request_checks(&client, "stdio").await;
+}
+
+#[tokio::test]
+async fn http_generic_requests_of_any_kind() {
+    let Some((_peer, client)) = http() else {
+        return;
+    };
+    generic_request_checks(&client, "http").await;
+}

@@ -1,6 +1,6 @@
 //! The request kinds the client sends, each built on [`RpcSession::request`] (or, for
-//! `tools/call`, the hot path's own writer): `initialize`, `server/discover`,
-//! `subscriptions/listen`, a page of any list, the resource requests, `prompts/get`,
+//! `tools/call`, the hot path's own writer): `initialize`, `server/discover`, a page of any
+//! list, the resource requests, `prompts/get`,
 //! `completion/complete`, `logging/setLevel` and `tools/call`, with their parameters. Each
 //! kind's method name and result type come from its [`crate::protocol::method`] type.
 
@@ -8,9 +8,7 @@ use serde_json::Map;
 
 use super::*;
 use crate::protocol::method::ReadResource;
-use crate::protocol::method::{
-    CallTool, Complete, Discover, GetPrompt, Initialize, Listen, SetLevel,
-};
+use crate::protocol::method::{CallTool, Complete, Discover, GetPrompt, Initialize, SetLevel};
 use crate::protocol::prompts::{
     CompleteArgument, CompleteContext, CompleteParams, CompleteResult, CompletionRef,
     GetPromptParams, GetPromptResult, SetLevelParams,
@@ -59,51 +57,6 @@ impl RpcSession {
         };
         let head = RequestHead::new(Discover::METHOD).protocol_version(Some(meta.version()));
         self.send_typed(Discover::METHOD, head, Some(&params), &mut |_| {})
-    }
-
-    /// Opens a modern `subscriptions/listen` stream for the notifications `filter` asks for
-    /// (list changes, which take the legacy path once received, and the updates of subscribed
-    /// resources); the receiver completes when the subscription ends, and it stays in the
-    /// request table until then (or until [`abandon`](Self::abandon)ed by its id). With
-    /// `relist` (a stream opened again), its acknowledgement has the tool list read again:
-    /// only then is a change sure to be heard, so one made while no stream was open is not
-    /// missed.
-    /// A stream of resource subscriptions gives `resources`: the generation of the set it
-    /// names, and whether its acknowledgement announces every subscribed resource as changed.
-    /// Its id is kept with them before it can reach the server, so its acknowledgement
-    /// settles that generation.
-    pub(crate) fn listen(
-        &self,
-        filter: &ListenFilter,
-        relist: bool,
-        resources: Option<(u64, bool)>,
-    ) -> Result<(u64, oneshot::Receiver<Result<IgnoredAny, ClientError>>), ClientError> {
-        if filter.prompts_list_changed || filter.resources_list_changed {
-            *self
-                .lists_asked
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                (filter.prompts_list_changed, filter.resources_list_changed);
-        }
-        let params = ListenParams {
-            meta: self.meta(),
-            notifications: filter,
-        };
-        let head = RequestHead::new(Listen::METHOD).protocol_version(self.declared_version());
-        // Set before the request can reach the server, so its acknowledgement finds it.
-        let mut on_id = |id| {
-            if relist {
-                self.relist_on_ack.store(id, Ordering::Release);
-            }
-            if let Some((generation, announce)) = resources {
-                *self
-                    .resource_stream_at
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    (id, generation, announce);
-            }
-        };
-        self.send_typed(Listen::METHOD, head, Some(&params), &mut on_id)
     }
 
     /// Sends one page request of a list `R` (`tools/list`, `resources/list`,
@@ -246,7 +199,7 @@ impl RpcSession {
                             .progress
                             .as_ref()
                             .map(|_| ProgressMeta { progress_token: id }),
-                        task: call.task.then_some(self.task_metadata),
+                        task: call.task.then_some(self.calls.metadata),
                     };
                     return write_request(buf, id, CallTool::METHOD, Some(&params));
                 }
@@ -271,51 +224,6 @@ impl RpcSession {
 
 /// The receiver of a request that may be answered `input_required`.
 pub(crate) type AnswerReceiver<R> = Receiver<Answer<R>>;
-
-/// `subscriptions/listen` parameters.
-#[derive(Debug, Serialize)]
-struct ListenParams<'a> {
-    #[serde(rename = "_meta")]
-    meta: RequestMeta<'a>,
-    notifications: &'a ListenFilter,
-}
-
-/// The notifications a `subscriptions/listen` stream asks for (2026-07-28): list changes
-/// (each asked only when the server offers it), and the updates of subscribed resources.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ListenFilter {
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) tools_list_changed: bool,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) prompts_list_changed: bool,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) resources_list_changed: bool,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) resource_subscriptions: Vec<String>,
-}
-
-impl ListenFilter {
-    /// The list changes `capabilities` (a server's) offer: `tools`, `prompts` and `resources`
-    /// with `listChanged: true`.
-    pub(crate) fn list_changes(capabilities: &Value) -> Self {
-        let offers = |what: &str| capabilities[what]["listChanged"] == true;
-        Self {
-            tools_list_changed: offers("tools"),
-            prompts_list_changed: offers("prompts"),
-            resources_list_changed: offers("resources"),
-            resource_subscriptions: Vec::new(),
-        }
-    }
-
-    /// Nothing to listen for.
-    pub(crate) fn is_empty(&self) -> bool {
-        !self.tools_list_changed
-            && !self.prompts_list_changed
-            && !self.resources_list_changed
-            && self.resource_subscriptions.is_empty()
-    }
-}
 
 /// What a multi round-trip retry of a `tools/call` adds to it.
 #[derive(Debug, Clone, Default)]

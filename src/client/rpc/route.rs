@@ -5,9 +5,6 @@
 //! end of the connection) to the session's [`InboundHandler`] methods.
 
 use super::*;
-use crate::client::ServerChange;
-use crate::protocol::resources::ResourceUpdatedParams;
-use crate::transport::text::redact_uri;
 
 impl RpcSession {
     fn handle_frame(&self, bytes: &[u8]) {
@@ -48,7 +45,7 @@ impl RpcSession {
     /// Counts a skipped line; `Some(total)` when it deserves a WARN event (the first ten, then
     /// every power of two), so a server spewing garbage cannot flood the log.
     fn count_skipped(&self) -> Option<u64> {
-        let total = self.skipped.fetch_add(1, Ordering::Relaxed) + 1;
+        let total = self.seen.skipped.fetch_add(1, Ordering::Relaxed) + 1;
         (total <= 10 || total.is_power_of_two()).then_some(total)
     }
 
@@ -128,7 +125,7 @@ impl RpcSession {
                 )
                 .into(),
             )
-        } else if !self.tasks_declared {
+        } else if !self.calls.declared {
             Some(
                 format!(
                     "the tool runs only as a task: set tasks = \"required\" under [mcp.{server}] in local.toml"
@@ -154,159 +151,7 @@ impl RpcSession {
     }
 
     fn handle_notification(&self, method: &str, params: Option<&serde_json::value::RawValue>) {
-        match method {
-            method::Progress::METHOD => {
-                let Some(params) =
-                    params.and_then(|p| serde_json::from_str::<ProgressParams>(p.get()).ok())
-                else {
-                    tracing::warn!(
-                        server = &*self.server,
-                        "malformed notifications/progress; ignored"
-                    );
-                    return;
-                };
-                let Some(id) = params.progress_token.as_u64() else {
-                    return;
-                };
-                // The handle leaves the table's lock before anyone is told: an observer runs
-                // the embedder's code, which must be free to use the client. A call that runs
-                // as a task keeps its token after its request was answered.
-                let handle = self.table().map.get(&id).and_then(|p| p.progress.clone());
-                let handle = handle.or_else(|| self.tasks.progress_for_token(self.generation, id));
-                if let Some(handle) = handle {
-                    if handle.is_observed() {
-                        handle.report(&kaged_mcp_layers::timeout::Progress {
-                            progress: params.progress,
-                            total: params.total,
-                            message: params.message,
-                            status: None,
-                        });
-                    } else {
-                        handle.notify();
-                    }
-                }
-            }
-            method::LogMessage::METHOD => {
-                let Some(params) =
-                    params.and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok())
-                else {
-                    return;
-                };
-                log_server_message(&self.server, &params);
-            }
-            method::SubscriptionsAcknowledged::METHOD => {
-                let acknowledged =
-                    params.and_then(|p| serde_json::from_str::<AcknowledgedParams>(p.get()).ok());
-                let Some(acknowledged) = acknowledged else {
-                    return;
-                };
-                let id = acknowledged
-                    .meta
-                    .as_ref()
-                    .and_then(|m| m.subscription_id.as_ref()?.as_u64());
-                if let Some(id) = id {
-                    self.acknowledged(id, acknowledged);
-                }
-            }
-            method::TaskStatus::METHOD | method::TasksChanged::METHOD => {
-                match params.map(|p| serde_json::from_str::<TaskState>(p.get())) {
-                    Some(Ok(state)) => self.tasks.status_notified(&state),
-                    _ => tracing::debug!(
-                        server = &*self.server,
-                        method,
-                        "malformed task status notification; ignored"
-                    ),
-                }
-            }
-            method::ToolsListChanged::METHOD => {
-                self.tools_may_have_changed();
-                tracing::debug!(server = &*self.server, "server says its tools changed");
-            }
-            method::ResourceUpdated::METHOD => {
-                match params.map(|p| serde_json::from_str::<ResourceUpdatedParams>(p.get())) {
-                    Some(Ok(updated)) if self.subscriptions.covers(&updated.uri) => {
-                        tracing::debug!(server = &*self.server, uri = %redact_uri(&updated.uri), "server says a resource changed");
-                        // No receiver is no error: nobody listens yet.
-                        let _ = self
-                            .subscriptions
-                            .changes
-                            .send(ServerChange::ResourceUpdated { uri: updated.uri });
-                    }
-                    Some(Ok(updated)) => tracing::debug!(
-                        server = &*self.server,
-                        uri = %redact_uri(&updated.uri),
-                        "update of a resource not subscribed to; ignored"
-                    ),
-                    _ => tracing::debug!(
-                        server = &*self.server,
-                        method,
-                        "resource update without a uri; ignored"
-                    ),
-                }
-            }
-            method::ResourcesListChanged::METHOD => {
-                tracing::debug!(server = &*self.server, "server says its resources changed");
-                let _ = self
-                    .subscriptions
-                    .changes
-                    .send(ServerChange::ResourcesListChanged);
-            }
-            method::PromptsListChanged::METHOD => {
-                tracing::debug!(server = &*self.server, "server says its prompts changed");
-                let _ = self
-                    .subscriptions
-                    .changes
-                    .send(ServerChange::PromptsListChanged);
-            }
-            _ => tracing::trace!(server = &*self.server, method, "notification ignored"),
-        }
-    }
-
-    /// The server acknowledged the `subscriptions/listen` stream `id`: a reopened list stream
-    /// has the tool list read again and its other list changes announced (a change may have
-    /// come in the gap); the resource stream settles the generation of the set it names, with
-    /// the URIs the server agreed to honour.
-    fn acknowledged(&self, id: u64, acknowledged: AcknowledgedParams) {
-        let relist = self
-            .relist_on_ack
-            .compare_exchange(id, NO_RELIST, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        tracing::debug!(
-            server = &*self.server,
-            subscription_id = id,
-            relist,
-            "subscription acknowledged"
-        );
-        if relist {
-            self.tools_may_have_changed();
-            let (prompts, resources) = *self
-                .lists_asked
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let changes = &self.subscriptions.changes;
-            if prompts {
-                let _ = changes.send(ServerChange::PromptsListChanged);
-            }
-            if resources {
-                let _ = changes.send(ServerChange::ResourcesListChanged);
-            }
-        }
-        let (stream, generation, announce) = *self
-            .resource_stream_at
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if stream != id {
-            return;
-        }
-        let honored = acknowledged
-            .notifications
-            .and_then(|n| n.resource_subscriptions)
-            .unwrap_or_default();
-        self.subscriptions
-            .settle(generation, Some(honored.into_iter().collect()), None);
-        if announce {
-            self.subscriptions.announce_all();
-        }
+        self.router.dispatch(self, method, params);
     }
 
     fn handle_server_request(
@@ -374,26 +219,6 @@ impl RpcSession {
         {
             tracing::debug!(server = &*self.server, request_id = %id, error = %e, "answer to a server request not sent");
         }
-    }
-}
-
-/// Logs a server's `notifications/message` at the matching level.
-fn log_server_message(server: &str, params: &LoggingMessageParams) {
-    let text = match &params.data {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let text = inbound::excerpt(text.as_bytes());
-    let logger = params.logger.as_deref().unwrap_or("");
-    match params.level {
-        Some(LoggingLevel::Debug) => tracing::debug!(server, logger, message = %text, "server log"),
-        Some(LoggingLevel::Info | LoggingLevel::Notice) | None => {
-            tracing::info!(server, logger, message = %text, "server log");
-        }
-        Some(LoggingLevel::Warning) => {
-            tracing::warn!(server, logger, message = %text, "server log")
-        }
-        Some(_) => tracing::error!(server, logger, message = %text, "server log"),
     }
 }
 

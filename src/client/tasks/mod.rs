@@ -72,8 +72,13 @@ use self::cancel::Ticket;
 pub(crate) use self::cancel::{cancel_orphan, late_task_id};
 use super::call::ToolCall;
 use super::error::{ClientError, RequestRef};
+use super::router::Router;
 use super::rpc::RpcSession;
-use crate::protocol::method::{GetTask, Request, TaskResult, UpdateTask};
+use crate::protocol::method::{
+    GetTask, Progress, Request, TaskResult, TaskStatus as TaskStatusChanged, TasksChanged,
+    UpdateTask,
+};
+use crate::protocol::notifications::ProgressParams;
 use crate::protocol::tasks::{TaskIdParams, TaskState, TaskStatus, TaskUpdateParams};
 use crate::protocol::{CallAnswer, InputRequired, ToolResult};
 use crate::transport::RequestHead;
@@ -123,6 +128,45 @@ pub(super) fn task_head<'a, R: Request>(
     RequestHead::new(R::METHOD)
         .name(Some(task_id))
         .protocol_version(session.declared_version())
+}
+
+/// Registers progress and task status: `notifications/progress` reaches the request its token
+/// names (our request id), or the task call that holds it after its request was answered; a
+/// task's status notification wakes its follower.
+pub(super) fn register(router: &mut Router) {
+    router.notification::<Progress, ProgressParams>(|session, params| {
+        let Some(id) = params.progress_token.as_u64() else {
+            return;
+        };
+        let handle = session
+            .progress_of(id)
+            .or_else(|| session.tasks().progress_for_token(session.generation, id));
+        if let Some(handle) = handle {
+            if handle.is_observed() {
+                handle.report(&kaged_mcp_layers::timeout::Progress {
+                    progress: params.progress,
+                    total: params.total,
+                    message: params.message,
+                    status: None,
+                });
+            } else {
+                handle.notify();
+            }
+        }
+    });
+    for status in [
+        status_changed::<TaskStatusChanged>,
+        status_changed::<TasksChanged>,
+    ] {
+        status(router);
+    }
+}
+
+/// Registers the task status notification `N` (one per era).
+fn status_changed<N: crate::protocol::method::Notification>(router: &mut Router) {
+    router.notification::<N, TaskState>(|session, state| {
+        session.tasks().status_notified(&state);
+    });
 }
 
 /// Follows the task `created` (the answer to `origin`, sent on `session`) to its end: see the
