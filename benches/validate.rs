@@ -30,7 +30,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use kaged_mcp::client::ToolCall;
 use kaged_mcp::protocol::{ToolInfo, ToolResult};
 use kaged_mcp::stack::{StackBuilder, StackSettings};
-use kaged_mcp::validate::{ToolSchemas, ValidateLayer, Validation};
+use kaged_mcp::validate::{ToolSchemas, Validation};
+use kaged_mcp_layers::validate::ValidateLayer;
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
 use tower::{service_fn, BoxError, Layer, Service, ServiceExt};
@@ -177,7 +178,7 @@ fn per_call(c: &mut Criterion) {
         Validation::Both,
     ));
     let bare = answering(small_result());
-    let layer = |v: Validation| ValidateLayer::new("bench".into(), v).layer(bare.clone());
+    let layer = |v: Validation| ValidateLayer::new(v).layer(bare.clone());
 
     bench(c, &rt, "layer/bare", bare.clone(), || small_call(None));
     bench(c, &rt, "layer/no_schemas", layer(Validation::Both), || {
@@ -218,7 +219,7 @@ fn per_call(c: &mut Criterion) {
 
     let big = Arc::new(ToolSchemas::compile("bench", &big_tool(), Validation::Both));
     let big_bare = answering(big_result());
-    let big_layer = |v: Validation| ValidateLayer::new("bench".into(), v).layer(big_bare.clone());
+    let big_layer = |v: Validation| ValidateLayer::new(v).layer(big_bare.clone());
     let make = move || ToolCall::new("dump").with_schemas(Arc::clone(&big));
     bench(
         c,

@@ -73,8 +73,9 @@ use tracing::{field, Instrument, Span};
 
 use crate::client::ToolCall;
 use crate::protocol::ToolResult;
-use crate::validate::{SchemaViolation, Side, ValidateLayer, Validation};
+use crate::validate::{SchemaViolation, Side, Validation};
 use crate::Error;
+use kaged_mcp_layers::validate::ValidateLayer;
 
 /// A server's whole stack, type-erased: what the registry stores and calls.
 pub type ToolService = BoxCloneSyncService<ToolCall, ToolResult, BoxError>;
@@ -267,7 +268,7 @@ impl StackBuilder {
             })
             .layer(StatsLayer::new(s.stats))
             .layer(TruncateLayer::new(s.result_max_bytes))
-            .layer(ValidateLayer::new(s.server.clone(), s.validate))
+            .layer(ValidateLayer::new(s.validate))
             .layer(ProgressTimeoutLayer::new(
                 s.timeout,
                 s.progress_cap.max(s.timeout),

@@ -2,11 +2,15 @@
 //! `inputSchema` before they leave, and a structured result against the tool's `outputSchema`
 //! when it comes back (the MCP specification says a client SHOULD do the latter).
 //!
+//! - **A layer of the layers crate.** The stack's [`kaged_mcp_layers::validate`] layer knows no
+//!   schema: a [`ToolCall`](crate::client::ToolCall) carries its tool's compiled
+//!   [`ToolSchemas`] and implements the layer's request trait with
+//!   [`ToolSchemas::check_call`] (arguments now, a [`ResultCheck`] for the result).
 //! - **Compiled once.** [`ToolSchemas::compile`] builds a tool's validators when its server's
 //!   catalog is built or replaced (start, `list_changed`, a `ttlMs` re-read), never per call;
-//!   the registry hands them to the stack on each [`ToolCall`] ([`ToolCall::schemas`]), so the
-//!   validators a call meets are those of the catalog that resolved its name, swapped
-//!   atomically with it.
+//!   the registry hands them to the stack on each call
+//!   ([`ToolCall::schemas`](crate::client::ToolCall::schemas)), so the validators a call meets
+//!   are those of the catalog that resolved its name, swapped atomically with it.
 //! - **Drafts.** Draft 2020-12 unless the schema's `$schema` names draft 7 or 2019-09 (or 4,
 //!   6). No `$ref` is ever fetched: the `jsonschema` crate is built without HTTP or file
 //!   retrieval, so a schema that needs one does not compile. A schema that does not compile
@@ -28,16 +32,12 @@
 //! unvalidated, and says why.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use pin_project::pin_project;
+use kaged_mcp_layers::validate::CheckResponse;
 use serde_json::{Map, Value};
-use tower::{BoxError, Layer, Service};
+use tower::BoxError;
 
-use crate::client::ToolCall;
 pub use crate::config::Validation;
 use crate::protocol::{ToolInfo, ToolResult};
 
@@ -137,6 +137,8 @@ type Checked = Result<(), (Vec<Violation>, usize)>;
 
 /// The compiled schemas of one tool: what the validation layer checks its calls against.
 pub struct ToolSchemas {
+    /// The server whose tool this is (named in a [`SchemaViolation`]).
+    server: Arc<str>,
     input: Option<Compiled>,
     output: Option<Compiled>,
     /// The tool declares an `outputSchema` (compiled or not).
@@ -179,6 +181,7 @@ impl ToolSchemas {
             _ => None,
         };
         Self {
+            server: Arc::from(server),
             input,
             output,
             output_declared: tool.output_schema.is_some(),
@@ -327,152 +330,64 @@ fn cut(text: &str) -> String {
     format!("{}…", &line[..end])
 }
 
-/// The validation layer of a server's stack (see the [module docs](self)): checks each call
-/// that carries [`ToolCall::schemas`] as `validation` says; a call without them passes as is.
+/// What checks a tool call's result on its way back ([`ToolSchemas::check_call`]): its tool's
+/// output schema.
 #[derive(Debug, Clone)]
-pub struct ValidateLayer {
-    server: Arc<str>,
-    validation: Validation,
+pub struct ResultCheck {
+    schemas: Arc<ToolSchemas>,
+    tool: Arc<str>,
 }
 
-impl ValidateLayer {
-    /// The layer of `server`'s stack.
-    pub fn new(server: Arc<str>, validation: Validation) -> Self {
-        Self { server, validation }
+impl CheckResponse<ToolResult> for ResultCheck {
+    fn check(&self, result: &ToolResult) -> Result<(), BoxError> {
+        self.schemas.check_result(result).map_err(|found| {
+            self.schemas
+                .violation(&self.tool, Side::Result, found)
+                .into()
+        })
     }
 }
 
-impl<S> Layer<S> for ValidateLayer {
-    type Service = Validate<S>;
-
-    fn layer(&self, inner: S) -> Validate<S> {
-        Validate {
-            inner,
-            server: Arc::clone(&self.server),
-            validation: self.validation,
+impl ToolSchemas {
+    /// Checks the arguments of a call of `tool` (see
+    /// [`check_arguments`](Self::check_arguments)) and says what checks its result, if this
+    /// tool's results are checked, each side only as `validation` says (the stack's knob,
+    /// beside the one the schemas were compiled with): what the validation layer
+    /// ([`kaged_mcp_layers::validate`]) asks of a [`ToolCall`](crate::client::ToolCall)
+    /// carrying these schemas.
+    ///
+    /// # Errors
+    /// A [`SchemaViolation`] of the arguments: the call is not sent.
+    pub fn check_call(
+        self: &Arc<Self>,
+        tool: &Arc<str>,
+        arguments: &mut Option<Arc<Map<String, Value>>>,
+        validation: Validation,
+    ) -> Result<Option<ResultCheck>, SchemaViolation> {
+        if validation.arguments() {
+            self.check_arguments(arguments)
+                .map_err(|found| self.violation(tool, Side::Arguments, found))?;
         }
+        Ok(
+            (validation.results() && self.output.is_some()).then(|| ResultCheck {
+                schemas: Arc::clone(self),
+                tool: Arc::clone(tool),
+            }),
+        )
     }
-}
 
-/// The service [`ValidateLayer`] makes.
-#[derive(Debug, Clone)]
-pub struct Validate<S> {
-    inner: S,
-    server: Arc<str>,
-    validation: Validation,
-}
-
-impl<S> Validate<S> {
-    fn violation(&self, tool: &Arc<str>, side: Side, found: (Vec<Violation>, usize)) -> BoxError {
-        Box::new(SchemaViolation {
+    fn violation(
+        &self,
+        tool: &Arc<str>,
+        side: Side,
+        found: (Vec<Violation>, usize),
+    ) -> SchemaViolation {
+        SchemaViolation {
             server: Arc::clone(&self.server),
             tool: Arc::clone(tool),
             side,
             violations: found.0,
             more: found.1,
-        })
-    }
-}
-
-impl<S> Service<ToolCall> for Validate<S>
-where
-    S: Service<ToolCall, Response = ToolResult, Error = BoxError>,
-{
-    type Response = ToolResult;
-    type Error = BoxError;
-    type Future = ValidateFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut call: ToolCall) -> Self::Future {
-        let Some(schemas) = call.schemas.clone() else {
-            return ValidateFuture::Unchecked {
-                inner: self.inner.call(call),
-            };
-        };
-        if self.validation.arguments() {
-            if let Err(found) = schemas.check_arguments(&mut call.arguments) {
-                return ValidateFuture::Refused {
-                    error: Some(self.violation(&call.name, Side::Arguments, found)),
-                };
-            }
-        }
-        if !self.validation.results() || schemas.output.is_none() {
-            return ValidateFuture::Unchecked {
-                inner: self.inner.call(call),
-            };
-        }
-        let tool = Arc::clone(&call.name);
-        ValidateFuture::Checked {
-            inner: self.inner.call(call),
-            schemas,
-            server: Arc::clone(&self.server),
-            tool,
-        }
-    }
-}
-
-/// The future of [`Validate`].
-#[pin_project(project = ValidateProj)]
-#[derive(Debug)]
-pub enum ValidateFuture<F> {
-    /// Nothing to check on the way back.
-    Unchecked {
-        /// The call below.
-        #[pin]
-        inner: F,
-    },
-    /// The result is checked against the output schema.
-    Checked {
-        /// The call below.
-        #[pin]
-        inner: F,
-        /// The tool's schemas.
-        schemas: Arc<ToolSchemas>,
-        /// The server.
-        server: Arc<str>,
-        /// The tool.
-        tool: Arc<str>,
-    },
-    /// The arguments broke the input schema: the call was not sent.
-    Refused {
-        /// The error, taken when polled.
-        error: Option<BoxError>,
-    },
-}
-
-impl<F> Future for ValidateFuture<F>
-where
-    F: Future<Output = Result<ToolResult, BoxError>>,
-{
-    type Output = Result<ToolResult, BoxError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            ValidateProj::Unchecked { inner } => inner.poll(cx),
-            ValidateProj::Checked {
-                inner,
-                schemas,
-                server,
-                tool,
-            } => {
-                let result = std::task::ready!(inner.poll(cx))?;
-                match schemas.check_result(&result) {
-                    Ok(()) => Poll::Ready(Ok(result)),
-                    Err((violations, more)) => Poll::Ready(Err(Box::new(SchemaViolation {
-                        server: Arc::clone(server),
-                        tool: Arc::clone(tool),
-                        side: Side::Result,
-                        violations,
-                        more,
-                    }))),
-                }
-            }
-            ValidateProj::Refused { error } => Poll::Ready(Err(error
-                .take()
-                .unwrap_or_else(|| "the validation future was polled after it ended".into()))),
         }
     }
 }

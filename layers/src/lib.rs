@@ -11,6 +11,7 @@
 //! | [`limit`] | [`InFlightLimit`](limit::InFlightLimit): at most `max` calls at once; the rest wait in their futures, in the order they started waiting | none |
 //! | [`timeout`] | [`ProgressTimeout`](timeout::ProgressTimeout): idle timeout reset by progress, with a total cap (a plain timeout for a request without progress); one error type, [`Elapsed`](timeout::Elapsed) | [`ProgressAware`](timeout::ProgressAware) on the request |
 //! | [`retry`] | [`RetryPolicy`](retry::RetryPolicy) for tower's `Retry`: only what is safe, jittered backoff, attempt limit, budget | [`RetrySafe`](retry::RetrySafe) on the request |
+//! | [`validate`] | refuses a request that fails its own check before it is sent, and checks its response | [`Validated`](validate::Validated) on the request |
 //! | [`reject_sampling`] | refuses a server's `sampling/createMessage` | [`JsonRpcMethod`](reject_sampling::JsonRpcMethod) on the request |
 //! | [`auth`] (feature `auth`, default) | adds a sensitive authentication header to HTTP requests, renewed by a token source on 401/403 | [`TokenSource`](auth::TokenSource) for the header |
 //!
@@ -78,5 +79,6 @@ pub mod retry;
 pub mod stats;
 pub mod timeout;
 pub mod truncate;
+pub mod validate;
 
 pub use builder::ServiceBuilderExt;

@@ -6,7 +6,11 @@ use kaged_mcp_layers::retry::RetrySafe;
 use kaged_mcp_layers::timeout::{ProgressAware, ProgressHandle};
 use serde_json::{Map, Value};
 
-use crate::validate::ToolSchemas;
+use kaged_mcp_layers::validate::Validated;
+use tower::BoxError;
+
+use crate::protocol::ToolResult;
+use crate::validate::{ResultCheck, ToolSchemas, Validation};
 
 /// One `tools/call`: the tool's name as the server knows it, its arguments, whether a repeat is
 /// harmless, and where to report progress.
@@ -96,6 +100,22 @@ impl ToolCall {
     pub fn with_progress(mut self, handle: ProgressHandle) -> Self {
         self.progress = Some(handle);
         self
+    }
+}
+
+/// The validation layer's request trait: a call that carries its tool's schemas is checked
+/// against them as the stack's `validate` knob says ([`ToolSchemas::check_call`]); one without
+/// passes as is.
+impl Validated<ToolResult, Validation> for ToolCall {
+    type Check = ResultCheck;
+
+    fn validate(&mut self, validation: &Validation) -> Result<Option<ResultCheck>, BoxError> {
+        let Some(schemas) = &self.schemas else {
+            return Ok(None);
+        };
+        schemas
+            .check_call(&self.name, &mut self.arguments, *validation)
+            .map_err(Into::into)
     }
 }
 

@@ -4,6 +4,8 @@ use serde_json::json;
 use tower::{service_fn, ServiceExt};
 
 use super::*;
+use crate::client::ToolCall;
+use crate::protocol::ToolInfo;
 
 fn tool(input: Value, output: Option<Value>) -> ToolInfo {
     let mut t = json!({"name": "t", "inputSchema": input});
@@ -231,7 +233,10 @@ async fn through(
         let answer = answer.clone();
         async move { Ok::<_, BoxError>(answer) }
     });
-    let svc = ValidateLayer::new("srv".into(), validation).layer(inner);
+    let svc = tower::Layer::layer(
+        &kaged_mcp_layers::validate::ValidateLayer::new(validation),
+        inner,
+    );
     let out = svc.oneshot(call).await;
     (out, reached.load(Ordering::SeqCst))
 }
