@@ -201,6 +201,19 @@ impl Error {
         }
     }
 
+    /// What the failure below means, when a server's client failed
+    /// ([`ClientError::class`](crate::client::ClientError::class)): the same classification the
+    /// retry policy, supervision and telemetry use. `None` for a failure of the registry or the
+    /// configuration (an unknown tool, a grant, bad arguments).
+    pub fn class(&self) -> Option<crate::client::ErrorClass> {
+        let source: &(dyn std::error::Error + 'static) = match self {
+            Error::Call { source, .. } => &**source,
+            Error::Request { source, .. } => &**source,
+            _ => return None,
+        };
+        crate::client::ClientError::find(source).map(crate::client::ClientError::class)
+    }
+
     /// The server the error is about, when there is one.
     pub fn server(&self) -> Option<&str> {
         match self {

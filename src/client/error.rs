@@ -11,6 +11,7 @@ use serde_json::Value;
 use tower::BoxError;
 
 use crate::protocol::lifecycle::SUPPORTED_PROTOCOL_VERSIONS;
+use crate::protocol::method::{Discover, Initialize, Request as _};
 use crate::protocol::modern::SUPPORTED_MODERN_VERSIONS;
 use crate::protocol::RequestId;
 use crate::transport::SendFailure;
@@ -97,20 +98,17 @@ pub(crate) fn last_stderr_line(tail: &str) -> String {
 /// start-up the call was waiting for (the server exited before `initialize` was answered, spoke
 /// an unsupported version, did not answer in time). [`ClientError::find`] finds the
 /// `ClientError` in either shape.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ClientError {
     /// The transport could not connect (stdio: the process could not be spawned).
-    #[error("MCP server `{server}` could not be started: {source}")]
     ConnectFailed {
         /// The server.
         server: Arc<str>,
         /// What the transport reported.
-        #[source]
         source: TransportError,
     },
     /// The server went away (stdio: the process exited, or its stdout closed).
-    #[error("MCP server `{server}` {reason}{about}{stderr}", about = About(request), stderr = Stderr(stderr_tail))]
     Exited {
         /// The server.
         server: Arc<str>,
@@ -124,7 +122,6 @@ pub enum ClientError {
         request: Option<RequestRef>,
     },
     /// The server sent a message longer than the frame limit; the message was discarded.
-    #[error("MCP server `{server}` sent a message of {len} bytes, over the frame limit of {limit} bytes{about}", about = About(request))]
     FrameTooLarge {
         /// The server.
         server: Arc<str>,
@@ -136,7 +133,6 @@ pub enum ClientError {
         request: Option<RequestRef>,
     },
     /// The server answered with a JSON-RPC error.
-    #[error("MCP server `{server}` answered {request} with JSON-RPC error {code}: {message}")]
     JsonRpc {
         /// The server.
         server: Arc<str>,
@@ -150,7 +146,6 @@ pub enum ClientError {
         data: Option<Value>,
     },
     /// The server chose a protocol revision this client does not speak.
-    #[error("MCP server `{server}` answered initialize with protocol version {version:?}, which this client does not support (it supports {})", SUPPORTED_PROTOCOL_VERSIONS.join(", "))]
     UnsupportedProtocolVersion {
         /// The server.
         server: Arc<str>,
@@ -158,7 +153,6 @@ pub enum ClientError {
         version: String,
     },
     /// The connection is closed (or was shut down by the client).
-    #[error("MCP server `{server}`: connection closed{about}: {detail}", about = About(request))]
     ConnectionClosed {
         /// The server.
         server: Arc<str>,
@@ -171,7 +165,6 @@ pub enum ClientError {
     /// server provably did not process it and sending it again may help
     /// ([`SendFailure::not_delivered`] and [`SendFailure::is_retryable`]), the error comes
     /// wrapped in [`NotSent`] so the retry policy may send it again whatever the tool.
-    #[error("MCP server `{server}`: sending {request} failed{}: {failure}", if failure.not_delivered() { " (not delivered)" } else { "" })]
     SendFailed {
         /// The server.
         server: Arc<str>,
@@ -183,7 +176,6 @@ pub enum ClientError {
         failure: SendFailure,
     },
     /// The server failed too many times in a row; calls fail fast until it is re-enabled.
-    #[error("MCP server `{server}` is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}")]
     ServerFailed {
         /// The server.
         server: Arc<str>,
@@ -193,7 +185,6 @@ pub enum ClientError {
         last_error: String,
     },
     /// The server failed recently and the next restart attempt is not due yet.
-    #[error("MCP server `{server}` is restarting, next attempt in {} ms; last error: {last_error}", retry_in.as_millis())]
     BackingOff {
         /// The server.
         server: Arc<str>,
@@ -203,13 +194,11 @@ pub enum ClientError {
         last_error: String,
     },
     /// The server is disabled (by the operator, or shut down).
-    #[error("MCP server `{server}` is disabled")]
     Disabled {
         /// The server.
         server: Arc<str>,
     },
     /// A list (`tools/list`, `resources/list`, …) did not end properly.
-    #[error("MCP server `{server}`: {method} stopped: {detail}")]
     Pagination {
         /// The server.
         server: Arc<str>,
@@ -219,7 +208,6 @@ pub enum ClientError {
         detail: String,
     },
     /// The server sent something the protocol does not allow.
-    #[error("MCP server `{server}` violated the protocol{about}: {detail}", about = About(request))]
     ProtocolViolation {
         /// The server.
         server: Arc<str>,
@@ -229,7 +217,6 @@ pub enum ClientError {
         detail: String,
     },
     /// The server did not answer `initialize` in time.
-    #[error("MCP server `{server}` did not answer initialize within {} ms", after.as_millis())]
     InitializeTimeout {
         /// The server.
         server: Arc<str>,
@@ -239,7 +226,6 @@ pub enum ClientError {
     /// The server did not answer a request the client sent on its own (a `tools/list` page)
     /// within [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout); the
     /// request was cancelled.
-    #[error("MCP server `{server}` did not answer {request} within {} ms; check that it is responsive or raise its `timeout_ms`", after.as_millis())]
     RequestTimeout {
         /// The server.
         server: Arc<str>,
@@ -249,7 +235,6 @@ pub enum ClientError {
         after: Duration,
     },
     /// The bound on calls in flight is reached.
-    #[error("MCP server `{server}` already has {limit} requests in flight (the limit)")]
     TooManyInFlight {
         /// The server.
         server: Arc<str>,
@@ -259,7 +244,6 @@ pub enum ClientError {
     /// The server asked for input the client does not give (a multi round-trip request of
     /// the 2026-07-28 revision): sampling (ADR-0043 §6), or a request the server-request
     /// handler refused. The call is not retried.
-    #[error("MCP server `{server}` asked for input `{input}` ({method}) to answer {request}; refused: {detail}")]
     InputRefused {
         /// The server.
         server: Arc<str>,
@@ -274,7 +258,6 @@ pub enum ClientError {
     },
     /// The server still asked for input after [`MAX_INPUT_ROUNDS`](super::MAX_INPUT_ROUNDS)
     /// retries of the same call.
-    #[error("MCP server `{server}` still asked for input after {rounds} rounds of {request}; the call is given up")]
     InputRounds {
         /// The server.
         server: Arc<str>,
@@ -285,7 +268,6 @@ pub enum ClientError {
     },
     /// The server speaks no protocol version this client speaks (its `server/discover`
     /// answer, or its `UnsupportedProtocolVersion` error, listed them).
-    #[error("MCP server `{server}` speaks protocol versions {}, none of which this client speaks ({}, {})", if supported.is_empty() { "(none listed)".to_owned() } else { supported.join(", ") }, SUPPORTED_MODERN_VERSIONS.join(", "), SUPPORTED_PROTOCOL_VERSIONS.join(", "))]
     NoCommonVersion {
         /// The server.
         server: Arc<str>,
@@ -294,7 +276,6 @@ pub enum ClientError {
     },
     /// The server is configured to speak the modern era (`era = "modern"`) and did not answer
     /// `server/discover` as a modern server.
-    #[error("MCP server `{server}` is configured with era = \"modern\" but did not answer server/discover as a 2026-07-28 server: {detail} (set era = \"auto\" or \"legacy\" under [mcp.{server}] in local.toml)")]
     NotModern {
         /// The server.
         server: Arc<str>,
@@ -303,7 +284,6 @@ pub enum ClientError {
     },
     /// The server ran the call as a task, and the task failed: the JSON-RPC error it ended
     /// with (2026-07-28 `failed`, or 2025-11-25 `tasks/result` answered with an error).
-    #[error("MCP server `{server}`: task {task_id} of {request} failed with JSON-RPC error {code}: {message}")]
     TaskFailed {
         /// The server.
         server: Arc<str>,
@@ -319,7 +299,6 @@ pub enum ClientError {
         data: Option<Box<Value>>,
     },
     /// The server ran the call as a task, and cancelled it.
-    #[error("MCP server `{server}`: task {task_id} of {request} was cancelled by the server{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
     TaskCancelled {
         /// The server.
         server: Arc<str>,
@@ -333,7 +312,6 @@ pub enum ClientError {
     /// The server ran the call as a task, and the task can no longer be followed: the server
     /// no longer knows it, exited, or could not be asked for it several times in a row. The
     /// tool was not called again.
-    #[error("MCP server `{server}`: task {task_id} of {request} was lost: {detail}")]
     TaskLost {
         /// The server.
         server: Arc<str>,
@@ -347,7 +325,6 @@ pub enum ClientError {
     /// The server refused a request because the client lacks a capability (-32021, 2026-07-28):
     /// for a tool that runs only as a task, the tasks extension, which the client declares in a
     /// 2026-07-28 session unless `tasks = "off"`.
-    #[error("MCP server `{server}` refused {request}: it needs the client capability {required}{}", hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default())]
     MissingCapability {
         /// The server.
         server: Arc<str>,
@@ -360,7 +337,6 @@ pub enum ClientError {
         hint: Option<Box<str>>,
     },
     /// The server's capabilities do not offer what a request needs: it was not sent.
-    #[error("MCP server `{server}` does not offer {capability} (its capabilities at start); {method} {name} was not sent")]
     NotOffered {
         /// The server.
         server: Arc<str>,
@@ -372,11 +348,276 @@ pub enum ClientError {
         capability: Box<str>,
     },
     /// The server had to be started outside a tokio runtime.
-    #[error("MCP server `{server}` cannot be started outside a tokio runtime")]
     NoRuntime {
         /// The server.
         server: Arc<str>,
     },
+}
+
+impl fmt::Display for ClientError {
+    /// ``MCP server `name` `` and what happened; the operator's line without the name is
+    /// [`reason`](Self::reason).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let separator = match self {
+            Self::ConnectionClosed { .. }
+            | Self::SendFailed { .. }
+            | Self::Pagination { .. }
+            | Self::TaskFailed { .. }
+            | Self::TaskCancelled { .. }
+            | Self::TaskLost { .. } => ": ",
+            _ => " ",
+        };
+        write!(
+            f,
+            "MCP server `{}`{separator}{}",
+            self.server(),
+            Clause(self)
+        )
+    }
+}
+
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::ConnectFailed { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// What happened, without the server's name: the text after ``MCP server `name` `` in
+/// [`ClientError`]'s `Display`, and the operator's line for most errors.
+struct Clause<'a>(&'a ClientError);
+
+impl fmt::Display for Clause<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            ClientError::ConnectFailed { source, .. } => {
+                write!(f, "could not be started: {source}")
+            }
+            ClientError::Exited {
+                reason,
+                stderr_tail,
+                request,
+                ..
+            } => write!(f, "{reason}{}{}", About(request), Stderr(stderr_tail)),
+            ClientError::FrameTooLarge {
+                limit,
+                len,
+                request,
+                ..
+            } => write!(
+                f,
+                "sent a message of {len} bytes, over the frame limit of {limit} bytes{}",
+                About(request)
+            ),
+            ClientError::JsonRpc {
+                request,
+                code,
+                message,
+                ..
+            } => write!(f, "answered {request} with JSON-RPC error {code}: {message}"),
+            ClientError::UnsupportedProtocolVersion { version, .. } => write!(
+                f,
+                "answered initialize with protocol version {version:?}, which this client does not support (it supports {})",
+                SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+            ),
+            ClientError::ConnectionClosed {
+                request, detail, ..
+            } => write!(f, "connection closed{}: {detail}", About(request)),
+            ClientError::SendFailed {
+                request, failure, ..
+            } => {
+                let not_delivered = if failure.not_delivered() {
+                    " (not delivered)"
+                } else {
+                    ""
+                };
+                write!(f, "sending {request} failed{not_delivered}: {failure}")
+            }
+            ClientError::ServerFailed {
+                failures,
+                last_error,
+                ..
+            } => write!(
+                f,
+                "is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}"
+            ),
+            ClientError::BackingOff {
+                retry_in,
+                last_error,
+                ..
+            } => write!(
+                f,
+                "is restarting, next attempt in {} ms; last error: {last_error}",
+                retry_in.as_millis()
+            ),
+            ClientError::Disabled { .. } => f.write_str("is disabled"),
+            ClientError::Pagination { method, detail, .. } => {
+                write!(f, "{method} stopped: {detail}")
+            }
+            ClientError::ProtocolViolation {
+                request, detail, ..
+            } => write!(f, "violated the protocol{}: {detail}", About(request)),
+            ClientError::InitializeTimeout { after, .. } => write!(
+                f,
+                "did not answer initialize within {} ms",
+                after.as_millis()
+            ),
+            ClientError::RequestTimeout { request, after, .. } => write!(
+                f,
+                "did not answer {request} within {} ms; check that it is responsive or raise its `timeout_ms`",
+                after.as_millis()
+            ),
+            ClientError::TooManyInFlight { limit, .. } => {
+                write!(f, "already has {limit} requests in flight (the limit)")
+            }
+            ClientError::InputRefused {
+                request,
+                input,
+                method,
+                detail,
+                ..
+            } => write!(
+                f,
+                "asked for input `{input}` ({method}) to answer {request}; refused: {detail}"
+            ),
+            ClientError::InputRounds {
+                request, rounds, ..
+            } => write!(
+                f,
+                "still asked for input after {rounds} rounds of {request}; the call is given up"
+            ),
+            ClientError::NoCommonVersion { supported, .. } => write!(
+                f,
+                "speaks protocol versions {}, none of which this client speaks ({}, {})",
+                if supported.is_empty() {
+                    "(none listed)".to_owned()
+                } else {
+                    supported.join(", ")
+                },
+                SUPPORTED_MODERN_VERSIONS.join(", "),
+                SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+            ),
+            ClientError::NotModern { server, detail } => write!(
+                f,
+                "is configured with era = \"modern\" but did not answer server/discover as a 2026-07-28 server: {detail} (set era = \"auto\" or \"legacy\" under [mcp.{server}] in local.toml)"
+            ),
+            ClientError::TaskFailed {
+                request,
+                task_id,
+                code,
+                message,
+                ..
+            } => write!(
+                f,
+                "task {task_id} of {request} failed with JSON-RPC error {code}: {message}"
+            ),
+            ClientError::TaskCancelled {
+                request,
+                task_id,
+                message,
+                ..
+            } => {
+                write!(f, "task {task_id} of {request} was cancelled by the server")?;
+                match message {
+                    Some(m) => write!(f, ": {m}"),
+                    None => Ok(()),
+                }
+            }
+            ClientError::TaskLost {
+                request,
+                task_id,
+                detail,
+                ..
+            } => write!(f, "task {task_id} of {request} was lost: {detail}"),
+            ClientError::MissingCapability {
+                request,
+                required,
+                hint,
+                ..
+            } => {
+                write!(f, "refused {request}: it needs the client capability {required}")?;
+                match hint {
+                    Some(h) => write!(f, " ({h})"),
+                    None => Ok(()),
+                }
+            }
+            ClientError::NotOffered {
+                method,
+                name,
+                capability,
+                ..
+            } => write!(
+                f,
+                "does not offer {capability} (its capabilities at start); {method} {name} was not sent"
+            ),
+            ClientError::NoRuntime { .. } => {
+                f.write_str("cannot be started outside a tokio runtime")
+            }
+        }
+    }
+}
+
+/// Whether `method` is a handshake's (`initialize`, `server/discover`).
+fn is_handshake(method: &str) -> bool {
+    method == Initialize::METHOD || method == Discover::METHOD
+}
+
+/// What a [`ClientError`] means to whoever must act on it, in one word: the one
+/// classification ([`ClientError::class`]) that the retry policy, the supervisor, telemetry and
+/// the CLI ask, beside the predicates that refine it ([`ClientError::is_resendable`],
+/// [`ClientError::is_about_the_era`], [`ClientError::error_type`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// The server could not be started or connected to.
+    Unreachable,
+    /// The server went away: its process exited, or its connection closed.
+    Gone,
+    /// A request got no answer in time.
+    Timeout,
+    /// Sending a request failed on the way (HTTP); [`SendFailure`] says whether it was
+    /// delivered and whether a retry may help.
+    SendFailed,
+    /// The server answered with a JSON-RPC error, or the task running the call failed, was
+    /// cancelled or was lost.
+    Refused,
+    /// The server broke the protocol: an oversize message, an answer that does not decode, a
+    /// list that does not end, input asked for without end.
+    Protocol,
+    /// The client and the server share no protocol version or era.
+    Version,
+    /// The client held the request back: the server is failed, backing off or disabled, at
+    /// its limit of requests in flight, or there is no runtime to start it on.
+    Held,
+    /// The request needs a capability one side does not offer, or input the client does not
+    /// give.
+    Unsupported,
+}
+
+impl ErrorClass {
+    /// The class as one stable word: `unreachable`, `gone`, `timeout`, `send_failed`,
+    /// `refused`, `protocol`, `version`, `held`, `unsupported`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unreachable => "unreachable",
+            Self::Gone => "gone",
+            Self::Timeout => "timeout",
+            Self::SendFailed => "send_failed",
+            Self::Refused => "refused",
+            Self::Protocol => "protocol",
+            Self::Version => "version",
+            Self::Held => "held",
+            Self::Unsupported => "unsupported",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl ClientError {
@@ -435,7 +676,8 @@ impl ClientError {
     /// (the caller names it once) and without the chain of underlying errors, which
     /// [`Display`](fmt::Display) keeps for logs and `-v`. A refused or failed request says
     /// [`SendFailure::message`] (`cannot connect to http://…/mcp: connection refused`); a
-    /// failed server says its last error the same way.
+    /// failed server says its last error the same way. Written from the error's own parts,
+    /// never by editing another message.
     pub fn reason(&self) -> String {
         match self {
             Self::SendFailed { failure, .. } => failure.message().to_owned(),
@@ -475,18 +717,123 @@ impl ClientError {
                 "restarting, next attempt in {} ms: {last_error}",
                 retry_in.as_millis()
             ),
-            _ => {
-                let text = self.to_string();
-                let prefix = format!("MCP server `{}`", self.server());
-                match text.strip_prefix(&prefix) {
-                    Some(rest) => rest
-                        .strip_prefix(": ")
-                        .or_else(|| rest.strip_prefix(' '))
-                        .unwrap_or(rest)
-                        .to_owned(),
-                    None => text,
-                }
+            _ => Clause(self).to_string(),
+        }
+    }
+
+    /// What the error means, in one word: see [`ErrorClass`].
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::ConnectFailed { .. } => ErrorClass::Unreachable,
+            Self::Exited { .. } | Self::ConnectionClosed { .. } => ErrorClass::Gone,
+            Self::InitializeTimeout { .. } | Self::RequestTimeout { .. } => ErrorClass::Timeout,
+            Self::SendFailed { .. } => ErrorClass::SendFailed,
+            Self::JsonRpc { .. }
+            | Self::TaskFailed { .. }
+            | Self::TaskCancelled { .. }
+            | Self::TaskLost { .. } => ErrorClass::Refused,
+            Self::FrameTooLarge { .. }
+            | Self::ProtocolViolation { .. }
+            | Self::Pagination { .. }
+            | Self::InputRounds { .. } => ErrorClass::Protocol,
+            Self::UnsupportedProtocolVersion { .. }
+            | Self::NoCommonVersion { .. }
+            | Self::NotModern { .. } => ErrorClass::Version,
+            Self::ServerFailed { .. }
+            | Self::BackingOff { .. }
+            | Self::Disabled { .. }
+            | Self::TooManyInFlight { .. }
+            | Self::NoRuntime { .. } => ErrorClass::Held,
+            Self::MissingCapability { .. }
+            | Self::NotOffered { .. }
+            | Self::InputRefused { .. } => ErrorClass::Unsupported,
+        }
+    }
+
+    /// The failure's `error.type` in telemetry (the OpenTelemetry MCP conventions): the
+    /// JSON-RPC code for a JSON-RPC error (and -32021 for a missing capability), otherwise one
+    /// low-cardinality word (`connect_failed`, `server_exited`, `connection_closed`,
+    /// `frame_too_large`, `send_failed`, `protocol_violation`, `timeout`,
+    /// `too_many_in_flight`, `unsupported_protocol_version`), `_OTHER` for the rest.
+    pub fn error_type(&self) -> std::borrow::Cow<'static, str> {
+        use std::borrow::Cow;
+        Cow::Borrowed(match self {
+            Self::JsonRpc { code, .. } => return Cow::Owned(code.to_string()),
+            Self::MissingCapability { .. } => {
+                return Cow::Owned(
+                    crate::protocol::modern::MISSING_REQUIRED_CLIENT_CAPABILITY.to_string(),
+                )
             }
+            Self::ConnectFailed { .. } => "connect_failed",
+            // An HTTP connection that ended unasked has no exit status: it was closed.
+            Self::Exited {
+                exit_status: Some(_),
+                ..
+            } => "server_exited",
+            Self::Exited { .. } | Self::ConnectionClosed { .. } => "connection_closed",
+            Self::FrameTooLarge { .. } => "frame_too_large",
+            Self::SendFailed { .. } => "send_failed",
+            Self::ProtocolViolation { .. } => "protocol_violation",
+            Self::RequestTimeout { .. } | Self::InitializeTimeout { .. } => "timeout",
+            Self::TooManyInFlight { .. } => "too_many_in_flight",
+            Self::UnsupportedProtocolVersion { .. } | Self::NoCommonVersion { .. } => {
+                "unsupported_protocol_version"
+            }
+            _ => "_OTHER",
+        })
+    }
+
+    /// Whether a failed start was about the protocol era, so the era it assumed must be found
+    /// again: a refused protocol version (-32022, [`UnsupportedProtocolVersion`],
+    /// [`NoCommonVersion`]), a server that is not modern when told to be ([`NotModern`]), or a
+    /// handshake the server answered with an error (a modern-only server refusing
+    /// `initialize`, a `server/discover` refused in the modern way).
+    ///
+    /// [`UnsupportedProtocolVersion`]: Self::UnsupportedProtocolVersion
+    /// [`NoCommonVersion`]: Self::NoCommonVersion
+    /// [`NotModern`]: Self::NotModern
+    pub fn is_about_the_era(&self) -> bool {
+        match self {
+            Self::JsonRpc { code, request, .. } => {
+                *code == crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
+                    || is_handshake(request.method)
+            }
+            _ => self.class() == ErrorClass::Version,
+        }
+    }
+
+    /// Whether a failed start is one a restart cannot fix, so the server is marked failed at
+    /// once instead of restarted in a loop: a command that cannot be run or a connection
+    /// refused for good (auth, a foreign endpoint), no protocol version in common, or (with
+    /// `era_forced`) a handshake refused as unknown (-32601), invalid (-32600, -32602) or of
+    /// an unsupported version (-32022): the same server refuses the same handshake again. A
+    /// server error (-32603, say) may pass.
+    pub(crate) fn restart_cannot_fix(&self, era_forced: bool) -> bool {
+        match self {
+            Self::ConnectFailed { source, .. } => source.is_permanent(),
+            Self::SendFailed { failure, .. } => failure.is_permanent(),
+            Self::NoCommonVersion { .. } | Self::NotModern { .. } => true,
+            Self::JsonRpc { request, code, .. } => {
+                era_forced
+                    && is_handshake(request.method)
+                    && matches!(
+                        *code,
+                        -32601
+                            | -32600
+                            | -32602
+                            | crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
+                    )
+            }
+            _ => false,
+        }
+    }
+
+    /// What sending the request met, for a [`SendFailed`](Self::SendFailed): delivered or
+    /// not, worth retrying, permanent, the HTTP status.
+    pub fn send_failure(&self) -> Option<&SendFailure> {
+        match self {
+            Self::SendFailed { failure, .. } => Some(failure),
+            _ => None,
         }
     }
 
@@ -504,8 +851,9 @@ impl ClientError {
     }
 
     /// Whether a request already handed to the transport provably never reached the server
-    /// and sending it again may succeed: then it is safe and worth retrying.
-    pub(crate) fn worth_resending(&self) -> bool {
+    /// and sending it again may succeed: then it is safe and worth retrying (what the retry
+    /// policy is told with [`NotSent`]).
+    pub fn is_resendable(&self) -> bool {
         matches!(self, Self::SendFailed { failure, .. } if failure.is_retryable())
     }
 
@@ -571,5 +919,102 @@ mod tests {
         let boxed = e.boxed(false);
         assert!(!NotSent::in_chain(&*boxed));
         assert!(ClientError::find(&*boxed).is_some());
+    }
+
+    fn req(method: &'static str) -> RequestRef {
+        RequestRef {
+            id: RequestId::Number(7),
+            method,
+        }
+    }
+
+    #[test]
+    fn the_operators_line_is_the_display_without_the_server_and_never_an_edited_message() {
+        let errors = [
+            ClientError::JsonRpc {
+                server: server(),
+                request: req("tools/call"),
+                code: -32602,
+                message: "MCP server `github` is a name a server may echo".into(),
+                data: None,
+            },
+            ClientError::Disabled { server: server() },
+            ClientError::ConnectionClosed {
+                server: server(),
+                request: None,
+                detail: "gone".into(),
+            },
+            ClientError::NotModern {
+                server: server(),
+                detail: "it answered -32601".into(),
+            },
+        ];
+        for e in errors {
+            let shown = e.to_string();
+            let reason = e.reason();
+            assert!(
+                shown == format!("MCP server `github` {reason}")
+                    || shown == format!("MCP server `github`: {reason}"),
+                "{shown:?} / {reason:?}"
+            );
+        }
+        // A message that itself starts like a server's name is left whole.
+        let echoed = ClientError::ProtocolViolation {
+            server: server(),
+            request: None,
+            detail: "x".into(),
+        };
+        assert_eq!(echoed.reason(), "violated the protocol: x");
+    }
+
+    #[test]
+    fn one_classification_feeds_retry_supervision_and_telemetry() {
+        let refused = ClientError::JsonRpc {
+            server: server(),
+            request: req("initialize"),
+            code: -32601,
+            message: "no".into(),
+            data: None,
+        };
+        assert_eq!(refused.class(), ErrorClass::Refused);
+        assert_eq!(refused.error_type(), "-32601");
+        assert!(refused.is_about_the_era(), "a refused handshake");
+        assert!(refused.restart_cannot_fix(true), "with the era forced");
+        assert!(
+            !refused.restart_cannot_fix(false),
+            "auto finds the era again"
+        );
+        let call_refused = ClientError::JsonRpc {
+            server: server(),
+            request: req("tools/call"),
+            code: -32601,
+            message: "no".into(),
+            data: None,
+        };
+        assert!(!call_refused.is_about_the_era());
+        let version = ClientError::NoCommonVersion {
+            server: server(),
+            supported: vec![],
+        };
+        assert_eq!(version.class(), ErrorClass::Version);
+        assert!(version.is_about_the_era() && version.restart_cannot_fix(false));
+        assert_eq!(version.error_type(), "unsupported_protocol_version");
+        let timeout = ClientError::RequestTimeout {
+            server: server(),
+            request: req("resources/read"),
+            after: Duration::from_secs(1),
+        };
+        assert_eq!(
+            (timeout.class(), &*timeout.error_type()),
+            (ErrorClass::Timeout, "timeout")
+        );
+        assert!(!timeout.is_resendable() && !timeout.is_about_the_era());
+        let held = ClientError::TooManyInFlight {
+            server: server(),
+            limit: 4,
+        };
+        assert_eq!(held.class(), ErrorClass::Held);
+        assert_eq!(held.class().as_str(), "held");
+        assert_eq!(held.error_type(), "too_many_in_flight");
     }
 }

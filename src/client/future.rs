@@ -177,7 +177,7 @@ impl Future for ResponseFuture {
                             continue;
                         }
                         Ok(Err(e)) => {
-                            let resend = e.worth_resending();
+                            let resend = e.is_resendable();
                             self.state = State::Failed(None);
                             return Poll::Ready(Err(e.boxed(resend)));
                         }

@@ -11,6 +11,7 @@ use serde::de::IgnoredAny;
 use serde::Serialize;
 
 use super::catalog::tools_may_have_changed;
+use super::error::ErrorClass;
 use super::resources::Subscriptions;
 use super::router::Router;
 use super::rpc::Receiver;
@@ -250,9 +251,9 @@ pub const LISTEN_STEADY: Duration = Duration::from_secs(10);
 /// `4xx` but `408`, `425` and `429`, or `202` with no answer). A cut, an error after a working
 /// stream, a `5xx` or a request that could not be sent are not.
 pub(super) fn listen_refused(error: &ClientError, lasted: Duration) -> bool {
-    match error {
-        ClientError::JsonRpc { .. } => lasted < LISTEN_STEADY,
-        ClientError::SendFailed { failure, .. } => {
+    match (error.class(), error.send_failure()) {
+        (ErrorClass::Refused, _) => lasted < LISTEN_STEADY,
+        (ErrorClass::SendFailed, Some(failure)) => {
             failure.is_permanent()
                 || match failure.http_status() {
                     Some(202) => true,

@@ -110,7 +110,7 @@ pub use self::call::ToolCall;
 pub use self::catalog::{MAX_TOOLS, MAX_TOOL_PAGES};
 pub use self::era::{Era, EraPreference};
 pub(crate) use self::error::without_server;
-pub use self::error::{ClientError, RequestRef};
+pub use self::error::{ClientError, ErrorClass, RequestRef};
 pub use self::future::ResponseFuture;
 pub use self::listen::{LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE, LISTEN_STEADY};
 pub use self::mrtr::MAX_INPUT_ROUNDS;

@@ -4,7 +4,7 @@
 
 use super::rpc::SessionEvent;
 use super::*;
-use crate::protocol::method::{Discover, Initialize, Request as _, SubscribeResource};
+use crate::protocol::method::SubscribeResource;
 
 /// The supervision state, behind a synchronous mutex never held across an await.
 pub(super) struct Supervisor {
@@ -46,29 +46,6 @@ pub(super) enum Acquire {
     Ready(Arc<RpcSession>),
     Wait(oneshot::Receiver<Result<Arc<RpcSession>, ClientError>>),
     Fail(ClientError),
-}
-
-/// Whether a failed start was about the protocol era, so the era it assumed must be found
-/// again: a refused protocol version (-32022, [`ClientError::UnsupportedProtocolVersion`],
-/// [`ClientError::NoCommonVersion`]), a server that is not modern when told to be
-/// ([`ClientError::NotModern`]), or a handshake the server answered with an error (a modern-only
-/// server refusing `initialize`, a `server/discover` refused in the modern way).
-/// Whether `method` is a handshake's (`initialize`, `server/discover`).
-fn is_handshake(method: &str) -> bool {
-    method == Initialize::METHOD || method == Discover::METHOD
-}
-
-fn about_the_era(error: &ClientError) -> bool {
-    match error {
-        ClientError::UnsupportedProtocolVersion { .. }
-        | ClientError::NoCommonVersion { .. }
-        | ClientError::NotModern { .. } => true,
-        ClientError::JsonRpc { code, request, .. } => {
-            *code == crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
-                || is_handshake(request.method)
-        }
-        _ => false,
-    }
 }
 
 /// Fails what is in flight on `session` after the client ended it.
@@ -235,32 +212,10 @@ impl Shared {
                 // The era is found again at the next start only when the failure is about it
                 // (a server that changed); a server that crashes at start keeps the era its
                 // probe found, so each restart spawns it once, not twice.
-                if about_the_era(&e) {
+                if e.is_about_the_era() {
                     sup.era = None;
                 }
-                let permanent = match &e {
-                    ClientError::ConnectFailed { source, .. } => source.is_permanent(),
-                    ClientError::SendFailed { failure, .. } => failure.is_permanent(),
-                    // The server and the client share no protocol version, or the era the
-                    // operator forced is one the server refuses: the same server refuses the
-                    // same handshake again, so restarting it in a loop helps no one.
-                    ClientError::NoCommonVersion { .. } | ClientError::NotModern { .. } => true,
-                    // With the era forced, a handshake refused as unknown, invalid or of an
-                    // unsupported version is a refusal of that era (a server error, -32603 say,
-                    // may pass).
-                    ClientError::JsonRpc { request, code, .. } => {
-                        self.options.era != EraPreference::Auto
-                            && is_handshake(request.method)
-                            && matches!(
-                                *code,
-                                -32601
-                                    | -32602
-                                    | -32600
-                                    | crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
-                            )
-                    }
-                    _ => false,
-                };
+                let permanent = e.restart_cannot_fix(self.options.era != EraPreference::Auto);
                 // Refused (auth, foreign endpoint): no restart loop, failed at once.
                 self.register_failure(&mut sup, e.reason(), e.to_string(), permanent);
                 drop(sup);

@@ -369,13 +369,13 @@ impl<'a> ErrorType<'a> {
             Outcome::Invalid => ("protocol_violation".into(), None, None),
             Outcome::Failed(e) => match e {
                 ClientError::JsonRpc { code, message, .. } => {
-                    (code.to_string().into(), Some(*code), Some(&**message))
+                    (e.error_type(), Some(*code), Some(&**message))
                 }
                 ClientError::MissingCapability { .. } => {
                     let code = crate::protocol::modern::MISSING_REQUIRED_CLIENT_CAPABILITY;
-                    (code.to_string().into(), Some(code), None)
+                    (e.error_type(), Some(code), None)
                 }
-                other => (error_word(other).into(), None, None),
+                other => (other.error_type(), None, None),
             },
         };
         Some(Self {
@@ -383,29 +383,6 @@ impl<'a> ErrorType<'a> {
             code,
             message,
         })
-    }
-}
-
-/// One low-cardinality word for a failure that is not a JSON-RPC error.
-fn error_word(e: &ClientError) -> &'static str {
-    match e {
-        ClientError::ConnectFailed { .. } => "connect_failed",
-        // An HTTP connection that ended unasked has no exit status: it was closed.
-        ClientError::Exited {
-            exit_status: Some(_),
-            ..
-        } => "server_exited",
-        ClientError::Exited { .. } => "connection_closed",
-        ClientError::FrameTooLarge { .. } => "frame_too_large",
-        ClientError::ConnectionClosed { .. } => "connection_closed",
-        ClientError::SendFailed { .. } => "send_failed",
-        ClientError::ProtocolViolation { .. } => "protocol_violation",
-        ClientError::RequestTimeout { .. } | ClientError::InitializeTimeout { .. } => "timeout",
-        ClientError::TooManyInFlight { .. } => "too_many_in_flight",
-        ClientError::UnsupportedProtocolVersion { .. } | ClientError::NoCommonVersion { .. } => {
-            "unsupported_protocol_version"
-        }
-        _ => "_OTHER",
     }
 }
 
