@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use super::session_cmds::runtime;
+use super::start::runtime;
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 use crate::config::{Config, OAuthGrant};
 use crate::oauth::{Authorizer, BrowserAuthorizer, OAuthSource};

@@ -11,9 +11,8 @@ use crate::session::Session;
 use crate::Error;
 use kaged_mcp_layers::timeout::{Progress, ProgressHandle};
 
-use super::session_cmds::{
-    parse_args, print_result, report, runtime, server_of, start, Scope, Who,
-};
+use super::session_cmds::print_result;
+use super::start::{parse_args, report, runtime, server_of, start, Scope, Who};
 use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// How `call` prints.

@@ -9,6 +9,7 @@ mod check;
 mod demo_server;
 mod protocol_cmds;
 mod session_cmds;
+mod start;
 #[cfg(feature = "otlp")]
 mod telemetry;
 
@@ -259,7 +260,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Tools { project, who, json } => session_cmds::tools(
             &project,
-            session_cmds::Who {
+            start::Who {
                 agent: who.agent.as_deref(),
             },
             json,
@@ -274,7 +275,7 @@ pub fn run(cli: Cli) -> ExitCode {
             quiet,
         } => call::run(
             &project,
-            session_cmds::Who {
+            start::Who {
                 agent: who.agent.as_deref(),
             },
             &tool,
@@ -288,7 +289,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Status { project, json } => session_cmds::status(&project, json, verbose),
         Command::Shell { project, who, json } => session_cmds::shell(
             &project,
-            session_cmds::Who {
+            start::Who {
                 agent: who.agent.as_deref(),
             },
             json,

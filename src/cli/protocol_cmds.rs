@@ -18,7 +18,7 @@ use crate::session::Session;
 use crate::transport::text::{clean, redact_uri};
 use crate::Error;
 
-use super::session_cmds::{parse_args, report, runtime, start, Scope};
+use super::start::{parse_args, report, runtime, start, Scope};
 use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// `resources [SERVER]`.

@@ -385,6 +385,23 @@ impl std::error::Error for ClientError {
     }
 }
 
+impl crate::telemetry::Failure for ClientError {
+    fn error_type(&self) -> std::borrow::Cow<'static, str> {
+        ClientError::error_type(self)
+    }
+
+    fn json_rpc(&self) -> Option<(i64, Option<&str>)> {
+        match self {
+            Self::JsonRpc { code, message, .. } => Some((*code, Some(message))),
+            Self::MissingCapability { .. } => Some((
+                crate::protocol::modern::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                None,
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// What happened, without the server's name: the text after ``MCP server `name` `` in
 /// [`ClientError`]'s `Display`, and the operator's line for most errors.
 struct Clause<'a>(&'a ClientError);

@@ -29,8 +29,8 @@ use tower::ServiceExt;
 use super::error::{ClientError, RequestRef};
 use super::rpc::{CallGuard, InputRetry, Receiver, RpcSession};
 use super::server_requests::to_jsonrpc_error;
+use crate::protocol::answer::Answer;
 use crate::protocol::method::{CreateElicitation, Request, ServerRequestKind as _};
-use crate::protocol::modern::Answer;
 use crate::protocol::{InputRequired, RequestId, ServerRequest};
 
 /// The most `input_required` answers one call may get before it is given up.

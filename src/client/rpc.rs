@@ -38,11 +38,12 @@ use super::inbound::{self, Frame};
 use super::router::{Router, SessionState};
 use super::server_requests::{self, ServerRequestService};
 use super::tasks::TaskBoard;
+use crate::protocol::answer::Answer;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::InitializeParams;
 use crate::protocol::method::{self, Notification as _, Request};
 use crate::protocol::modern::{
-    Answer, DiscoverParams, ModernMeta, RequestMeta, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    DiscoverParams, ModernMeta, RequestMeta, MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::protocol::notifications::CancelledParams;

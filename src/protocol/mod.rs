@@ -10,7 +10,8 @@
 //! - [`method`]: every method the client speaks, typed ([`method::Request`],
 //!   [`method::Notification`]): the one place a method's name is written.
 //! - [`modern`]: the 2026-07-28 revision: `server/discover`, the per-request `_meta`, the
-//!   modern error codes, multi round-trip answers ([`CallAnswer`]).
+//!   modern error codes, what a server asks for first ([`InputRequired`]).
+//! - [`answer`]: what a request is answered in both eras ([`CallAnswer`]).
 //! - [`tasks`]: tasks in both eras ([`TaskState`], [`TaskStatus`], [`TaskSupport`]).
 //! - [`tools`]: [`ToolInfo`], [`ToolAnnotations`] and the `tools/list` page.
 //! - [`content`]: the content blocks of a tool result ([`ContentBlock`]).
@@ -19,6 +20,7 @@
 //! - [`notifications`]: progress, logging, cancellation.
 //! - [`elicitation`]: `elicitation/create` params and answers ([`ElicitParams`],
 //!   [`ElicitResult`]).
+//! - [`uri`]: a URI without its user info and query, as logs and errors show it.
 //! - [`server_request`]: requests a server sends to the client, as seen by the server→client
 //!   request stack ([`ServerRequest`]).
 //!
@@ -33,6 +35,7 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
+pub mod answer;
 pub mod content;
 pub mod elicitation;
 pub mod jsonrpc;
@@ -46,7 +49,9 @@ pub mod result;
 pub mod server_request;
 pub mod tasks;
 pub mod tools;
+pub mod uri;
 
+pub use self::answer::CallAnswer;
 pub use self::content::{
     AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
     ResourceContents, ResourceLink, TextContent, TextResourceContents,
@@ -57,7 +62,7 @@ pub use self::lifecycle::{
     Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use self::modern::{
-    CallAnswer, DiscoverResult, InputRequired, MODERN_PROTOCOL_VERSION, SUPPORTED_MODERN_VERSIONS,
+    DiscoverResult, InputRequired, MODERN_PROTOCOL_VERSION, SUPPORTED_MODERN_VERSIONS,
 };
 pub use self::notifications::{LoggingLevel, ProgressParams};
 pub use self::prompts::{

@@ -143,7 +143,7 @@ impl std::fmt::Display for ReadTooLarge {
             f,
             "the binary contents of {} are {} bytes as base64 ({} decoded), over the result cap \
              of {} bytes; a blob is never cut",
-            crate::transport::text::redact_uri(&self.uri),
+            super::uri::redact_uri(&self.uri),
             self.size,
             self.decoded,
             self.cap

@@ -34,7 +34,6 @@ use crate::protocol::method::{
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use crate::client::ClientError;
 use crate::transport::{Peer, RequestHead};
 
 #[cfg(feature = "otel")]
@@ -56,6 +55,15 @@ pub fn set_metrics(on: bool) {
 /// The target of the request spans, for filters (`RUST_LOG=kaged_mcp::telemetry=info`).
 pub const TARGET: &str = "kaged_mcp::telemetry";
 
+/// What telemetry reads of a failed request (the client's error implements it, so telemetry
+/// needs nothing of the client).
+pub(crate) trait Failure: std::fmt::Debug {
+    /// `error.type`: the JSON-RPC code as text, or one low-cardinality word.
+    fn error_type(&self) -> std::borrow::Cow<'static, str>;
+    /// The JSON-RPC code the server sent and its message, for a JSON-RPC error.
+    fn json_rpc(&self) -> Option<(i64, Option<&str>)>;
+}
+
 /// How a request ended, for its span and its duration.
 #[derive(Debug)]
 pub(crate) enum Outcome<'a> {
@@ -64,7 +72,7 @@ pub(crate) enum Outcome<'a> {
     /// A `tools/call` answered with `isError: true`.
     ToolError,
     /// Failed: a JSON-RPC error, the connection's end, a result that does not decode.
-    Failed(&'a ClientError),
+    Failed(&'a dyn Failure),
     /// The caller stopped waiting before the answer (`notifications/cancelled` was sent).
     Abandoned,
     /// Answered with a result that does not decode.
@@ -367,15 +375,9 @@ impl<'a> ErrorType<'a> {
             Outcome::ToolError => ("tool_error".into(), None, None),
             Outcome::Abandoned => ("cancelled".into(), None, None),
             Outcome::Invalid => ("protocol_violation".into(), None, None),
-            Outcome::Failed(e) => match e {
-                ClientError::JsonRpc { code, message, .. } => {
-                    (e.error_type(), Some(*code), Some(&**message))
-                }
-                ClientError::MissingCapability { .. } => {
-                    let code = crate::protocol::modern::MISSING_REQUIRED_CLIENT_CAPABILITY;
-                    (e.error_type(), Some(code), None)
-                }
-                other => (other.error_type(), None, None),
+            Outcome::Failed(e) => match e.json_rpc() {
+                Some((code, message)) => (e.error_type(), Some(code), message),
+                None => (e.error_type(), None, None),
             },
         };
         Some(Self {
@@ -423,29 +425,8 @@ fn uri_of<'a>(method: &str, head: &RequestHead<'a>) -> Option<&'a str> {
     .flatten()
 }
 
-/// The digest `mcp.session.id` carries for session id `id`: the first 16 bytes of its
-/// HMAC-SHA-256 under a key drawn at random once per process, in hex. The same session gives
-/// the same digest in this process (a session lives in one), so an operator can group its
-/// spans; the digest does not give the id back, even for a server whose ids are short or
-/// guessable (the key is never shown).
 #[cfg(feature = "http")]
-pub fn session_digest(id: &[u8]) -> Arc<str> {
-    use std::fmt::Write as _;
-    static KEY: OnceLock<Option<ring::hmac::Key>> = OnceLock::new();
-    let key = KEY.get_or_init(|| {
-        ring::hmac::Key::generate(ring::hmac::HMAC_SHA256, &ring::rand::SystemRandom::new()).ok()
-    });
-    let Some(key) = key else {
-        // No randomness from the system: no digest rather than a guessable one.
-        return Arc::from("unavailable");
-    };
-    let digest = ring::hmac::sign(key, id);
-    let mut hex = String::with_capacity(32);
-    for b in &digest.as_ref()[..16] {
-        let _ = write!(hex, "{b:02x}");
-    }
-    Arc::from(hex)
-}
+pub use crate::transport::http::session_digest;
 
 #[cfg(test)]
 mod tests;

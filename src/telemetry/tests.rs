@@ -1,4 +1,5 @@
 use super::*;
+use crate::client::ClientError;
 
 #[test]
 fn span_names_carry_the_tool_or_prompt_never_a_uri() {

@@ -24,7 +24,8 @@
 //!   ([`InvalidHttpConfig`]);
 //! - the client only ever sends to the origin (scheme, host, port) of the configured URL:
 //!   redirects are not followed, and an SSE `endpoint` elsewhere is refused;
-//! - URLs in logs and errors are redacted; header values never appear.
+//! - URLs in logs and errors are redacted; header values never appear;
+//! - `session_digest.rs`: what telemetry shows of a session id (`mcp.session.id`).
 
 pub(crate) mod client;
 mod config;
@@ -32,6 +33,9 @@ pub(crate) mod event_stream;
 pub(crate) mod exchange;
 pub(crate) mod queue;
 pub(crate) mod refusal;
+mod session_digest;
+
+pub use self::session_digest::session_digest;
 
 use std::io;
 

@@ -514,6 +514,6 @@ impl Connection for StreamableConnection {
         let conn = self.conn.conn.as_ref()?;
         let session = conn.lock_session();
         let id = session.id.as_ref()?;
-        Some(crate::telemetry::session_digest(id.as_bytes()))
+        Some(crate::transport::http::session_digest(id.as_bytes()))
     }
 }

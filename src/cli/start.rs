@@ -1,0 +1,122 @@
+//! What every command that talks to servers does first: the runtime, which servers to start
+//! ([`Scope`]), starting the session, the operator's error line, and the arguments a verb
+//! takes as JSON. Both the session commands and the protocol verbs stand on it.
+
+use serde_json::{Map, Value};
+
+use crate::config::Config;
+use crate::session::{Session, SessionOptions};
+use crate::Error;
+
+use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_FAILED};
+
+/// What `tools`, `call` and `shell` act as: the daemon itself, or one agent.
+pub(super) struct Who<'a> {
+    pub(super) agent: Option<&'a str>,
+}
+
+/// The runtime every command runs its session on.
+pub(super) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime can always be built")
+}
+
+/// Prints an error as the operator's line, `error: …`, and with `-v` its whole chain.
+pub(super) fn report(e: &Error, verbose: bool) {
+    let reason = e.reason();
+    eprintln!("error: {reason}");
+    let full = e.to_string();
+    if verbose && full != reason {
+        eprintln!("  detail: {full}");
+    }
+}
+
+/// Which servers a command starts.
+pub(super) enum Scope<'a> {
+    /// Every declared server (`tools`, `status`, `shell`).
+    All,
+    /// Only the server of this tool name (`call`): none when the name names no declared
+    /// server, so the call fails with the unknown tool's hint without starting anything.
+    ToolOf(&'a str),
+    /// Only this server (`read`, `prompt`, `complete`, or `resources SERVER`): none when it is
+    /// not declared, so the verb fails naming it without starting anything.
+    Server(&'a str),
+}
+
+/// The server key of `mcp.<server>.<tool>`.
+pub(super) fn server_of(tool: &str) -> Option<&str> {
+    tool.strip_prefix("mcp.")
+        .map(|rest| rest.split_once('.').map_or(rest, |(server, _)| server))
+}
+
+fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
+    let server = match scope {
+        Scope::All => return SessionOptions::new(),
+        Scope::ToolOf(tool) => server_of(tool),
+        Scope::Server(server) => Some(*server),
+    };
+    let only = server
+        .filter(|s| config.project.servers.iter().any(|d| d.key == *s))
+        .map(str::to_owned);
+    SessionOptions::new().only_servers(only)
+}
+
+/// Loads the configuration and starts a session; prints errors and returns the exit code on
+/// failure. With `announce`, each server that failed to start is one `error:` line on stderr
+/// (its chain too with `verbose`); the count of those servers comes back with the session.
+pub(super) async fn start(
+    args: &ProjectArgs,
+    scope: Scope<'_>,
+    announce: bool,
+    verbose: bool,
+) -> Result<(Session, usize), u8> {
+    let config = load_config(args)?;
+    let options = options_for(&config, &scope);
+    match Session::start_with(config, options).await {
+        Ok(s) => {
+            let failed = s.start_failures();
+            if announce {
+                for f in &failed {
+                    eprintln!("error: server `{}`: {}", f.server, f.reason);
+                    if verbose && f.detail != f.reason {
+                        eprintln!("  detail: {}", f.detail);
+                    }
+                }
+            }
+            let count = failed.len();
+            Ok((s, count))
+        }
+        Err(Error::Config(errs)) => {
+            for e in &errs {
+                eprintln!("error: {e}");
+            }
+            Err(EXIT_CONFIG)
+        }
+        Err(e) => {
+            report(&e, verbose);
+            Err(EXIT_FAILED)
+        }
+    }
+}
+
+pub(super) fn parse_args(text: Option<&str>) -> Result<Option<Map<String, Value>>, String> {
+    match text.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(t) => match serde_json::from_str::<Value>(t) {
+            Ok(Value::Object(m)) => Ok(Some(m)),
+            Ok(other) => Err(format!(
+                "arguments must be a JSON object, got {}",
+                match other {
+                    Value::Array(_) => "an array",
+                    Value::String(_) => "a string",
+                    Value::Number(_) => "a number",
+                    Value::Bool(_) => "a boolean",
+                    _ => "null",
+                }
+            )),
+            Err(e) => Err(format!("arguments are not valid JSON: {e}")),
+        },
+    }
+}
