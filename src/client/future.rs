@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use tower::BoxError;
 
 use super::call::ToolCall;
-use super::error::ClientError;
+use super::error::{ClientError, RequestRef};
 use super::mrtr::{self, MAX_INPUT_ROUNDS};
 use super::rpc::{CallGuard, InputRetry, RpcSession};
 use super::tasks;
@@ -27,24 +27,24 @@ use crate::protocol::{CallAnswer, ToolResult};
 /// no boxed future except while it answers input requests or follows a task.
 pub struct ResponseFuture {
     state: State,
+    /// The call (sent again, as it is, after each round of input requests).
+    call: ToolCall,
+    /// `input_required` answers so far.
+    rounds: u32,
 }
 
 enum State {
-    /// Failed before anything was sent, or already done.
+    /// Failed before anything was sent, or done: the error to return, taken once.
     Failed(Option<BoxError>),
     /// Waiting for the server to finish starting.
     Starting {
         rx: oneshot::Receiver<Result<Arc<RpcSession>, ClientError>>,
-        call: ToolCall,
         server: Arc<str>,
     },
     /// Sent; waiting for the answer.
     InFlight {
         rx: oneshot::Receiver<Result<CallAnswer, ClientError>>,
         guard: CallGuard,
-        call: ToolCall,
-        /// `input_required` answers so far.
-        rounds: u32,
     },
     /// The server runs the call as a task: following it to its end ([`tasks`](super::tasks)).
     Task(BoxFuture<'static, Result<ToolResult, ClientError>>),
@@ -52,8 +52,6 @@ enum State {
     Resolving {
         input: BoxFuture<'static, Result<InputRetry, ClientError>>,
         session: Arc<RpcSession>,
-        call: ToolCall,
-        rounds: u32,
     },
 }
 
@@ -61,6 +59,8 @@ impl ResponseFuture {
     pub(crate) fn failed(err: BoxError) -> Self {
         Self {
             state: State::Failed(Some(err)),
+            call: ToolCall::default(),
+            rounds: 0,
         }
     }
 
@@ -70,33 +70,94 @@ impl ResponseFuture {
         server: Arc<str>,
     ) -> Self {
         Self {
-            state: State::Starting { rx, call, server },
+            state: State::Starting { rx, server },
+            call,
+            rounds: 0,
         }
     }
 
     /// Sends `call` on `session`: in flight, or failed without reaching the server.
     pub(crate) fn send(session: &Arc<RpcSession>, call: ToolCall) -> Self {
-        Self::send_round(session, call, None, 0)
+        let mut this = Self {
+            state: State::Failed(None),
+            call,
+            rounds: 0,
+        };
+        this.state = this.sent(session, None);
+        this
     }
 
-    fn send_round(
-        session: &Arc<RpcSession>,
-        call: ToolCall,
-        retry: Option<&InputRetry>,
-        rounds: u32,
-    ) -> Self {
-        match session.start_call(&call, retry) {
-            Ok((rx, guard)) => Self {
-                state: State::InFlight {
-                    rx,
-                    guard,
-                    call,
-                    rounds,
-                },
-            },
+    /// The state after sending the call on `session` (with a round's answers): in flight, or
+    /// failed.
+    fn sent(&self, session: &Arc<RpcSession>, retry: Option<&InputRetry>) -> State {
+        match session.start_call(&self.call, retry) {
+            Ok((rx, guard)) => State::InFlight { rx, guard },
             // A retry after input requests is a new request: the first one reached the server.
-            Err(e) => Self::failed(e.boxed(rounds == 0)),
+            Err(e) => State::Failed(Some(e.boxed(self.rounds == 0))),
         }
+    }
+
+    /// Ends the future with `outcome` (the state keeps nothing more to return).
+    fn done(
+        &mut self,
+        outcome: Result<ToolResult, BoxError>,
+    ) -> Poll<Result<ToolResult, BoxError>> {
+        self.state = State::Failed(None);
+        Poll::Ready(outcome)
+    }
+
+    /// What follows an answer other than a result to the request `request` (sent on
+    /// `session`): the outcome, or the next state (a task followed, input requests answered).
+    fn answered(
+        &mut self,
+        answer: Result<Result<CallAnswer, ClientError>, oneshot::error::RecvError>,
+        session: Arc<RpcSession>,
+        request: RequestRef,
+    ) -> Option<Result<ToolResult, BoxError>> {
+        let asked = match answer {
+            Ok(Ok(CallAnswer::Complete(result))) => return Some(Ok(result)),
+            Ok(Ok(CallAnswer::InputRequired(asked))) => asked,
+            Ok(Ok(CallAnswer::Task(created))) => {
+                let origin = tasks::Origin {
+                    server: Arc::clone(&session.server),
+                    call: self.call.clone(),
+                    request,
+                };
+                self.state = State::Task(Box::pin(tasks::follow(session, origin, *created)));
+                return None;
+            }
+            Ok(Err(e)) => {
+                let resend = e.is_resendable();
+                return Some(Err(e.boxed(resend)));
+            }
+            Err(_) => {
+                let e = ClientError::ConnectionClosed {
+                    server: Arc::clone(&session.server),
+                    request: None,
+                    detail: "the session ended without answering".into(),
+                };
+                return Some(Err(e.boxed(false)));
+            }
+        };
+        if self.rounds == MAX_INPUT_ROUNDS {
+            let e = ClientError::InputRounds {
+                server: Arc::clone(&session.server),
+                request,
+                rounds: self.rounds,
+            };
+            return Some(Err(e.boxed(false)));
+        }
+        self.rounds += 1;
+        tracing::debug!(
+            server = &*session.server,
+            request_id = %request.id,
+            inputs = asked.input_requests.len(),
+            round = self.rounds,
+            "the server asked for input"
+        );
+        let input = Box::pin(mrtr::resolve(Arc::clone(&session), request, asked));
+        self.state = State::Resolving { input, session };
+        None
     }
 }
 
@@ -106,7 +167,7 @@ impl fmt::Debug for ResponseFuture {
             State::Failed(_) => "Failed".to_owned(),
             State::Starting { .. } => "Starting".to_owned(),
             State::InFlight { guard, .. } => format!("InFlight(request {})", guard.id()),
-            State::Resolving { rounds, .. } => format!("Resolving(round {rounds})"),
+            State::Resolving { .. } => format!("Resolving(round {})", self.rounds),
             State::Task(_) => "Task".to_owned(),
         };
         f.debug_struct("ResponseFuture")
@@ -119,132 +180,56 @@ impl Future for ResponseFuture {
     type Output = Result<ToolResult, BoxError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
         loop {
-            match &mut self.state {
+            match &mut this.state {
                 State::Failed(err) => {
-                    return Poll::Ready(Err(err
-                        .take()
-                        .expect("ResponseFuture polled after completion")));
+                    let err = err.take().unwrap_or_else(|| {
+                        "the call's future was polled after it completed".into()
+                    });
+                    return Poll::Ready(Err(err));
                 }
-                State::Starting { rx, server, .. } => {
-                    let started = ready!(Pin::new(rx).poll(cx));
-                    let server = Arc::clone(server);
-                    let State::Starting { call, .. } =
-                        std::mem::replace(&mut self.state, State::Failed(None))
-                    else {
-                        unreachable!("the state was Starting")
-                    };
-                    *self = match started {
-                        Ok(Ok(session)) => Self::send(&session, call),
-                        Ok(Err(e)) => Self::failed(e.boxed(true)),
-                        Err(_) => Self::failed(
+                State::Starting { rx, server } => {
+                    this.state = match ready!(Pin::new(rx).poll(cx)) {
+                        Ok(Ok(session)) => this.sent(&session, None),
+                        Ok(Err(e)) => State::Failed(Some(e.boxed(true))),
+                        Err(_) => State::Failed(Some(
                             ClientError::ConnectionClosed {
-                                server,
+                                server: Arc::clone(server),
                                 request: None,
                                 detail: "the client was dropped while the server was starting"
                                     .into(),
                             }
                             .boxed(true),
-                        ),
+                        )),
                     };
                 }
-                State::InFlight {
-                    rx, guard, rounds, ..
-                } => {
+                State::InFlight { rx, guard } => {
                     let answer = ready!(Pin::new(rx).poll(cx));
                     guard.disarm();
-                    let asked = match answer {
-                        Ok(Ok(CallAnswer::Complete(result))) => {
-                            self.state = State::Failed(None);
-                            return Poll::Ready(Ok(result));
-                        }
-                        Ok(Ok(CallAnswer::InputRequired(asked))) => asked,
-                        Ok(Ok(CallAnswer::Task(created))) => {
-                            let session = Arc::clone(guard.session());
-                            let request = guard.request();
-                            let State::InFlight { call, .. } =
-                                std::mem::replace(&mut self.state, State::Failed(None))
-                            else {
-                                unreachable!("the state was InFlight")
-                            };
-                            let origin = tasks::Origin {
-                                server: Arc::clone(&session.server),
-                                call,
-                                request,
-                            };
-                            self.state =
-                                State::Task(Box::pin(tasks::follow(session, origin, *created)));
-                            continue;
-                        }
-                        Ok(Err(e)) => {
-                            let resend = e.is_resendable();
-                            self.state = State::Failed(None);
-                            return Poll::Ready(Err(e.boxed(resend)));
-                        }
-                        Err(_) => {
-                            let e = ClientError::ConnectionClosed {
-                                server: guard.server(),
-                                request: None,
-                                detail: "the session ended without answering".into(),
-                            };
-                            self.state = State::Failed(None);
-                            return Poll::Ready(Err(e.boxed(false)));
-                        }
+                    // The hot path: a result, with nothing to clone.
+                    let answer = match answer {
+                        Ok(Ok(CallAnswer::Complete(result))) => return this.done(Ok(result)),
+                        other => other,
                     };
-                    let request = guard.request();
-                    let rounds = *rounds + 1;
-                    let session = Arc::clone(guard.session());
-                    if rounds > MAX_INPUT_ROUNDS {
-                        self.state = State::Failed(None);
-                        return Poll::Ready(Err(ClientError::InputRounds {
-                            server: Arc::clone(&session.server),
-                            request,
-                            rounds: rounds - 1,
-                        }
-                        .boxed(false)));
+                    let (session, request) = (Arc::clone(guard.session()), guard.request());
+                    if let Some(outcome) = this.answered(answer, session, request) {
+                        return this.done(outcome);
                     }
-                    tracing::debug!(
-                        server = &*session.server,
-                        request_id = guard.id(),
-                        inputs = asked.input_requests.len(),
-                        round = rounds,
-                        "the server asked for input"
-                    );
-                    let State::InFlight { call, .. } =
-                        std::mem::replace(&mut self.state, State::Failed(None))
-                    else {
-                        unreachable!("the state was InFlight")
-                    };
-                    self.state = State::Resolving {
-                        input: Box::pin(mrtr::resolve(Arc::clone(&session), request, asked)),
-                        session,
-                        call,
-                        rounds,
-                    };
                 }
                 State::Task(follow) => {
                     let outcome = ready!(follow.as_mut().poll(cx));
-                    self.state = State::Failed(None);
                     // The server ran the call: whatever went wrong since, the retry layer must
                     // not call the tool again.
-                    return Poll::Ready(outcome.map_err(|e| {
-                        Box::new(kaged_mcp_layers::retry::Final::new(e)) as BoxError
-                    }));
+                    let outcome = outcome
+                        .map_err(|e| Box::new(kaged_mcp_layers::retry::Final::new(e)) as BoxError);
+                    return this.done(outcome);
                 }
-                State::Resolving { input, .. } => {
-                    let resolved = ready!(input.as_mut().poll(cx));
-                    let State::Resolving {
-                        session,
-                        call,
-                        rounds,
-                        ..
-                    } = std::mem::replace(&mut self.state, State::Failed(None))
-                    else {
-                        unreachable!("the state was Resolving")
-                    };
-                    *self = match resolved {
-                        Ok(retry) => Self::send_round(&session, call, Some(&retry), rounds),
-                        Err(e) => Self::failed(e.boxed(false)),
+                State::Resolving { input, session } => {
+                    let session = Arc::clone(session);
+                    this.state = match ready!(input.as_mut().poll(cx)) {
+                        Ok(retry) => this.sent(&session, Some(&retry)),
+                        Err(e) => State::Failed(Some(e.boxed(false))),
                     };
                 }
             }

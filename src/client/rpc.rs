@@ -26,12 +26,17 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tower::{Service, ServiceExt};
 
+mod guard;
 mod requests;
 mod route;
 mod traced;
+mod write;
+
+pub(crate) use self::guard::{CallGuard, Receiver};
 
 pub(crate) use self::requests::{AnswerReceiver, InputRetry};
 use self::traced::with_trace_context;
+use self::write::write_request;
 use super::dialect::{Dialect, ParamHeaders};
 use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};
@@ -776,192 +781,5 @@ impl RpcSession {
     }
 }
 
-/// Serializes one request into the outbound buffer.
-fn write_request<P: Serialize>(
-    buf: &mut Vec<u8>,
-    id: u64,
-    method: &str,
-    params: Option<&P>,
-) -> io::Result<()> {
-    // The envelope's constant parts are written as bytes (serde would escape five fixed
-    // strings per request, ~3 % of a call's CPU); the method and the params go through serde.
-    // Same bytes as serializing `OutgoingRequest` (unit test below).
-    buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    buf.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-    buf.extend_from_slice(br#","method":"#);
-    serde_json::to_writer(&mut *buf, method)?;
-    if let Some(params) = params {
-        buf.extend_from_slice(br#","params":"#);
-        serde_json::to_writer(&mut *buf, params)?;
-    }
-    buf.push(b'}');
-    Ok(())
-}
-
-/// Removes a request from the table when its caller stops waiting, and sends
-/// `notifications/cancelled`. Disarmed once the answer is in.
-#[derive(Debug)]
-pub(crate) struct CallGuard {
-    session: Arc<RpcSession>,
-    id: u64,
-    /// The request's method.
-    method: &'static str,
-    armed: bool,
-}
-
-/// The receiver of a request's answer decoded into `T`.
-pub(crate) type Receiver<T> = oneshot::Receiver<Result<T, ClientError>>;
-
-impl CallGuard {
-    fn new(session: Arc<RpcSession>, id: u64, method: &'static str) -> Self {
-        Self {
-            session,
-            id,
-            method,
-            armed: true,
-        }
-    }
-
-    /// The request: its id and method.
-    pub(crate) fn request(&self) -> RequestRef {
-        RpcSession::request_ref(self.id, self.method)
-    }
-
-    /// The answer arrived: nothing to cancel.
-    pub(crate) fn disarm(&mut self) {
-        self.armed = false;
-    }
-
-    /// The request id.
-    pub(crate) fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// The server's label.
-    pub(crate) fn server(&self) -> Arc<str> {
-        Arc::clone(&self.session.server)
-    }
-
-    /// The session the request went on.
-    pub(crate) fn session(&self) -> &Arc<RpcSession> {
-        &self.session
-    }
-
-    /// Awaits the answer `rx` of this request for at most `limit`: not answered
-    /// in time, it is cancelled (the guard is dropped armed) and fails with
-    /// [`ClientError::RequestTimeout`]; a session that ended without answering fails it with
-    /// [`ClientError::ConnectionClosed`]. Every request the client sends on its own (a
-    /// `tools/list` page, a task's requests) is bounded this way.
-    pub(crate) async fn answer_within<R>(
-        mut self,
-        rx: Receiver<R>,
-        limit: std::time::Duration,
-    ) -> Result<R, ClientError> {
-        let request = self.request();
-        match tokio::time::timeout(limit, rx).await {
-            Ok(Ok(answer)) => {
-                self.disarm();
-                answer
-            }
-            Ok(Err(_)) => Err(ClientError::ConnectionClosed {
-                server: self.server(),
-                request: Some(request),
-                detail: "the session ended without answering".into(),
-            }),
-            Err(_) => {
-                let err = ClientError::RequestTimeout {
-                    server: self.server(),
-                    request,
-                    after: limit,
-                };
-                // Cancelled as a drop would, but its span says it timed out.
-                self.disarm();
-                self.session.abandon(self.id, Outcome::Failed(&err));
-                Err(err)
-            }
-        }
-    }
-}
-
-impl Drop for CallGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            self.session.abandon(self.id, Outcome::Abandoned);
-        }
-    }
-}
-
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::protocol::jsonrpc::OutgoingRequest;
-
-    /// A session with no connection and no features, for tests of what it does with frames.
-    pub(crate) fn bare_session() -> Arc<RpcSession> {
-        RpcSession::new(
-            "mock".into(),
-            1,
-            Arc::new(|_: &RpcSession, _: SessionEvent<'_>| {}),
-            server_requests::stack("mock", None, None, None, Default::default()),
-            SessionSettings {
-                max_in_flight: 8,
-                elicitation: false,
-                mirrors_headers: false,
-                param_headers: Default::default(),
-                tasks: Arc::new(TaskBoard::new(std::time::Duration::from_secs(60))),
-                task_ttl: std::time::Duration::from_secs(600),
-                tasks_declared: true,
-                telemetry: Arc::new(SessionTelemetry::new(crate::transport::Peer::Unknown)),
-                router: Arc::default(),
-            },
-        )
-    }
-    use crate::protocol::modern::RequestMeta;
-    use crate::protocol::tools::CallToolParams;
-    use serde_json::Map;
-
-    fn by_serde<P: Serialize>(id: u64, method: &str, params: Option<&P>) -> Vec<u8> {
-        serde_json::to_vec(&OutgoingRequest {
-            jsonrpc: Version2,
-            id,
-            method,
-            params,
-        })
-        .unwrap()
-    }
-
-    fn by_hand<P: Serialize>(id: u64, method: &str, params: Option<&P>) -> Vec<u8> {
-        let mut buf = b"left alone".to_vec();
-        write_request(&mut buf, id, method, params).unwrap();
-        assert_eq!(&buf[..10], b"left alone");
-        buf.split_off(10)
-    }
-
-    #[test]
-    fn requests_are_written_byte_for_byte_as_serde_writes_them() {
-        let mut arguments = Map::new();
-        arguments.insert("message".into(), Value::from("h\"i\n\u{1}é"));
-        let call = CallToolParams {
-            name: "na\"me",
-            arguments: Some(&arguments),
-            meta: RequestMeta {
-                progress_token: Some(7),
-                modern: None,
-            },
-            input_responses: None,
-            request_state: None,
-        };
-        for id in [0, 1, 42, u64::MAX] {
-            for method in ["tools/call", "we\"ird\\method\u{7}"] {
-                assert_eq!(
-                    by_hand(id, method, Some(&call)),
-                    by_serde(id, method, Some(&call))
-                );
-                assert_eq!(
-                    by_hand::<()>(id, method, None),
-                    by_serde::<()>(id, method, None)
-                );
-            }
-        }
-    }
-}
+pub(crate) mod tests;

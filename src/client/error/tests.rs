@@ -1,0 +1,150 @@
+//! Unit tests of [`ClientError`](super::ClientError): its messages and its classification.
+
+use super::*;
+
+fn server() -> Arc<str> {
+    "github".into()
+}
+
+#[test]
+fn exited_names_the_server_the_request_and_the_stderr_tail() {
+    let e = ClientError::Exited {
+        server: server(),
+        reason: "exited (exit status: 3)".into(),
+        exit_status: None,
+        stderr_tail: "boom\n".into(),
+        request: Some(RequestRef {
+            id: RequestId::Number(4),
+            method: "tools/call",
+        }),
+    };
+    assert_eq!(
+        e.to_string(),
+        "MCP server `github` exited (exit status: 3) during request 4 (tools/call); last stderr:\nboom"
+    );
+    assert_eq!(e.server(), "github");
+    assert_eq!(e.request().unwrap().id, RequestId::Number(4));
+}
+
+#[test]
+fn unsupported_version_lists_what_is_supported() {
+    let e = ClientError::UnsupportedProtocolVersion {
+        server: server(),
+        version: "1999-01-01".into(),
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("`github`") && text.contains("\"1999-01-01\""),
+        "{text}"
+    );
+    assert!(text.contains("2025-11-25"), "{text}");
+}
+
+#[test]
+fn find_looks_through_not_sent() {
+    let e = ClientError::Disabled { server: server() };
+    let boxed = e.clone().boxed(true);
+    assert!(boxed.is::<NotSent>());
+    assert!(NotSent::in_chain(&*boxed));
+    assert_eq!(ClientError::find(&*boxed).unwrap().server(), "github");
+    let boxed = e.boxed(false);
+    assert!(!NotSent::in_chain(&*boxed));
+    assert!(ClientError::find(&*boxed).is_some());
+}
+
+fn req(method: &'static str) -> RequestRef {
+    RequestRef {
+        id: RequestId::Number(7),
+        method,
+    }
+}
+
+#[test]
+fn the_operators_line_is_the_display_without_the_server_and_never_an_edited_message() {
+    let errors = [
+        ClientError::JsonRpc {
+            server: server(),
+            request: req("tools/call"),
+            code: -32602,
+            message: "MCP server `github` is a name a server may echo".into(),
+            data: None,
+        },
+        ClientError::Disabled { server: server() },
+        ClientError::ConnectionClosed {
+            server: server(),
+            request: None,
+            detail: "gone".into(),
+        },
+        ClientError::NotModern {
+            server: server(),
+            detail: "it answered -32601".into(),
+        },
+    ];
+    for e in errors {
+        let shown = e.to_string();
+        let reason = e.reason();
+        assert!(
+            shown == format!("MCP server `github` {reason}")
+                || shown == format!("MCP server `github`: {reason}"),
+            "{shown:?} / {reason:?}"
+        );
+    }
+    // A message that itself starts like a server's name is left whole.
+    let echoed = ClientError::ProtocolViolation {
+        server: server(),
+        request: None,
+        detail: "x".into(),
+    };
+    assert_eq!(echoed.reason(), "violated the protocol: x");
+}
+
+#[test]
+fn one_classification_feeds_retry_supervision_and_telemetry() {
+    let refused = ClientError::JsonRpc {
+        server: server(),
+        request: req("initialize"),
+        code: -32601,
+        message: "no".into(),
+        data: None,
+    };
+    assert_eq!(refused.class(), ErrorClass::Refused);
+    assert_eq!(refused.error_type(), "-32601");
+    assert!(refused.is_about_the_era(), "a refused handshake");
+    assert!(refused.restart_cannot_fix(true), "with the era forced");
+    assert!(
+        !refused.restart_cannot_fix(false),
+        "auto finds the era again"
+    );
+    let call_refused = ClientError::JsonRpc {
+        server: server(),
+        request: req("tools/call"),
+        code: -32601,
+        message: "no".into(),
+        data: None,
+    };
+    assert!(!call_refused.is_about_the_era());
+    let version = ClientError::NoCommonVersion {
+        server: server(),
+        supported: vec![],
+    };
+    assert_eq!(version.class(), ErrorClass::Version);
+    assert!(version.is_about_the_era() && version.restart_cannot_fix(false));
+    assert_eq!(version.error_type(), "unsupported_protocol_version");
+    let timeout = ClientError::RequestTimeout {
+        server: server(),
+        request: req("resources/read"),
+        after: Duration::from_secs(1),
+    };
+    assert_eq!(
+        (timeout.class(), &*timeout.error_type()),
+        (ErrorClass::Timeout, "timeout")
+    );
+    assert!(!timeout.is_resendable() && !timeout.is_about_the_era());
+    let held = ClientError::TooManyInFlight {
+        server: server(),
+        limit: 4,
+    };
+    assert_eq!(held.class(), ErrorClass::Held);
+    assert_eq!(held.class().as_str(), "held");
+    assert_eq!(held.error_type(), "too_many_in_flight");
+}
