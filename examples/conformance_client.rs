@@ -143,6 +143,9 @@ async fn session_run(
         )
         .into());
     }
+    if let Some(mode) = scenario.strip_prefix("sep-2640-client-") {
+        return skills_run(session, mode).await;
+    }
     let catalog = session.catalog();
     println!("{} tools", catalog.len());
     let calls: Vec<(String, Value)> = match scenario {
@@ -176,6 +179,32 @@ async fn session_run(
         println!("{tool} -> {}", result.joined_text());
         if result.is_error {
             return Err(format!("{tool} answered an error: {}", result.joined_text()).into());
+        }
+    }
+    session.shutdown().await;
+    Ok(())
+}
+
+/// The skills scenarios (SEP-2640): the skills are listed; `no-prefetch` stops there (no file
+/// may be read before a skill is loaded), the `verify-*` scenarios load each skill, as an agent
+/// would, and read its listed files once it is verified. A skill refused by a check is the
+/// expected outcome of a tampered one: reported, and none of its files read after it.
+async fn skills_run(session: Session, mode: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let skills = session.skills("conformance").await?;
+    println!("{} skills", skills.len());
+    if mode != "no-prefetch" {
+        for skill in skills.iter() {
+            match session.load_skill("conformance", skill.name()).await {
+                Ok(loaded) => {
+                    println!("skill {} loaded", loaded.entry.name());
+                    for file in &skill.resources {
+                        session
+                            .skill_file("conformance", skill.name(), &file.uri)
+                            .await?;
+                    }
+                }
+                Err(e) => println!("skill {} refused: {}", skill.name(), e.reason()),
+            }
         }
     }
     session.shutdown().await;

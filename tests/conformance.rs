@@ -7,12 +7,16 @@
 //! - 0.2.0-alpha.12 (the pre-release with the 2026-07-28 client scenarios): every client
 //!   scenario it lists for 2026-07-28, run with `--spec-version 2026-07-28` (request metadata,
 //!   the standard and `x-mcp-header` headers, multi round-trip request state, JSON Schema
-//!   2020-12, and the auth scenarios against the stateless server).
+//!   2020-12, and the auth scenarios against the stateless server), and every extension
+//!   scenario it lists (skills, the OAuth grants for workloads), run at the suite's default.
 //!
 //! Each must pass with no failure and no warning (the suite's own verdict: it exits 0 only
-//! then), except those listed with a reason in `tests/conformance-expected-failures.txt` (and
-//! `tests/conformance-2026-expected-failures.txt`), which must still fail (a listed scenario
-//! that passes fails the test, so the list cannot go stale).
+//! then) and with at least one check that ran (a scenario whose checks were all skipped
+//! exercised nothing), except those listed with a reason in
+//! `tests/conformance-expected-failures.txt` (and `conformance-2026-expected-failures.txt`,
+//! `conformance-extensions-expected-failures.txt`), which must still fail, and only for the
+//! checks listed (a listed scenario that passes fails the test, so the list cannot go stale;
+//! one that fails for another reason, a crash say, fails it too).
 //!
 //! By hand: `node <peers>/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 //! client --command target/debug/examples/conformance_client --scenario sse-retry` (and the
@@ -54,8 +58,16 @@ fn client_scenarios(node: &Path, entry: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The scenarios of an expected-failures file under `tests/`.
-fn expected_failures(file: &str) -> Vec<String> {
+/// One expected failure: the scenario, and the ids of the checks it must fail (and no other).
+#[derive(Debug)]
+struct Expected {
+    scenario: String,
+    checks: Vec<String>,
+}
+
+/// The expected failures of a file under `tests/`: one scenario a line, followed by the ids of
+/// the checks it fails (`#` starts a comment).
+fn expected_failures(file: &str) -> Vec<Expected> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
         .join(file);
@@ -64,8 +76,104 @@ fn expected_failures(file: &str) -> Vec<String> {
         .lines()
         .map(|l| l.split('#').next().unwrap_or_default().trim())
         .filter(|l| !l.is_empty())
-        .map(str::to_owned)
+        .map(|l| {
+            let mut words = l.split_whitespace().map(str::to_owned);
+            let scenario = words.next().unwrap_or_default();
+            let checks: Vec<String> = words.collect();
+            assert!(
+                !checks.is_empty(),
+                "tests/{file}: {scenario} names no check id it fails"
+            );
+            Expected { scenario, checks }
+        })
         .collect()
+}
+
+/// The checks the suite printed: `(id, status)` from its `[id] STATUS description` lines
+/// (colour codes removed).
+fn checks(text: &str) -> Vec<(String, String)> {
+    let plain = strip_ansi(text);
+    plain
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once('[')?;
+            let (id, rest) = rest.split_once(']')?;
+            let status = rest.split_whitespace().next()?;
+            matches!(
+                status,
+                "SUCCESS" | "FAILURE" | "WARNING" | "SKIPPED" | "INFO"
+            )
+            .then(|| (id.trim().to_owned(), status.to_owned()))
+        })
+        .collect()
+}
+
+/// `text` without ANSI escape sequences.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_scenario_passes_only_with_a_check_that_ran_and_none_that_failed() {
+    let skipped = "\u{1b}[90m2026\u{1b}[0m [sep-2640-host-no-prefetch] \u{1b}[0mSKIPPED\u{1b}[0m Hosts\nPassed: 0/0, 0 failed, 0 warnings\n";
+    assert_eq!(
+        checks(skipped),
+        [("sep-2640-host-no-prefetch".to_owned(), "SKIPPED".to_owned())]
+    );
+    assert!(
+        !verdict(true, skipped).passed,
+        "all checks skipped: nothing was exercised"
+    );
+    let ran = "2026 [tool-add-numbers] SUCCESS Validates\nPassed: 1/1, 0 failed, 0 warnings\n";
+    assert!(verdict(true, ran).passed);
+    assert!(!verdict(false, ran).passed, "a client that exits non-zero");
+    let failed = "x [complete-flow-jwt-bearer       ] FAILURE no\nx [token-request] SUCCESS yes\nPassed: 1/2, 1 failed, 0 warnings\n";
+    let v = verdict(true, failed);
+    assert!(!v.passed);
+    assert_eq!(v.failed_checks, ["complete-flow-jwt-bearer"]);
+}
+
+/// What one scenario's run showed.
+struct Verdict {
+    /// It passed: the client exited 0, the suite said `Passed:`, at least one check ran and
+    /// succeeded, and none failed or warned. A scenario whose checks were all skipped
+    /// exercised nothing, and does not pass.
+    passed: bool,
+    /// The ids of the checks that failed or warned.
+    failed_checks: Vec<String>,
+}
+
+fn verdict(exited_ok: bool, text: &str) -> Verdict {
+    let checks = checks(text);
+    let failed_checks: Vec<String> = checks
+        .iter()
+        .filter(|(_, status)| status == "FAILURE" || status == "WARNING")
+        .map(|(id, _)| id.clone())
+        .collect();
+    let ran = checks.iter().any(|(_, status)| status == "SUCCESS");
+    let passed = exited_ok
+        && text.contains("Passed:")
+        && ran
+        && failed_checks.is_empty()
+        && !text.contains("FAILURE")
+        && !text.contains("WARNING");
+    Verdict {
+        passed,
+        failed_checks,
+    }
 }
 
 /// Runs `scenarios` of the suite at `entry` (with `extra` arguments) against the
@@ -77,13 +185,14 @@ fn run_scenarios(
     client: &Path,
     scenarios: &[String],
     extra: &[&str],
-    expected: &[String],
+    expected: &[Expected],
     expected_file: &str,
 ) {
     for e in expected {
         assert!(
-            scenarios.contains(e),
-            "expected failure {e} is not a client scenario that runs"
+            scenarios.contains(&e.scenario),
+            "expected failure {} is not a client scenario that runs",
+            e.scenario
         );
     }
     let out_dir = tempfile::tempdir().unwrap();
@@ -105,7 +214,7 @@ fn run_scenarios(
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let verdict: Vec<&str> = text
+        let shown: Vec<&str> = text
             .lines()
             .filter(|l| {
                 l.contains("SUCCESS")
@@ -116,16 +225,24 @@ fn run_scenarios(
                     || l.contains("SKIPPED")
             })
             .collect();
-        eprintln!("--- {scenario}\n{}", verdict.join("\n"));
-        // A scenario the suite skips proves nothing: it counts as a failure.
-        let passed = out.status.success()
-            && text.contains("Passed:")
-            && !text.contains("FAILURE")
-            && !text.contains("WARNING");
-        match (passed, expected.contains(scenario)) {
-            (false, false) => failed.push(format!("{scenario}:\n{text}")),
-            (true, true) => stale.push(scenario.clone()),
-            _ => {}
+        eprintln!("--- {scenario}\n{}", shown.join("\n"));
+        let v = verdict(out.status.success(), &text);
+        match (v.passed, expected.iter().find(|e| &e.scenario == scenario)) {
+            (false, None) => failed.push(format!("{scenario}:\n{text}")),
+            (true, Some(_)) => stale.push(scenario.clone()),
+            // An expected failure must fail for its listed checks, and for nothing else (a
+            // crash, a check that did not run, another check failing).
+            (false, Some(e)) => {
+                let listed_only = !v.failed_checks.is_empty()
+                    && v.failed_checks.iter().all(|id| e.checks.contains(id));
+                if !listed_only {
+                    failed.push(format!(
+                        "{scenario} (an expected failure of {:?}) failed with checks {:?} instead:\n{text}",
+                        e.checks, v.failed_checks
+                    ));
+                }
+            }
+            (true, None) => {}
         }
     }
     eprintln!(
@@ -223,4 +340,34 @@ fn the_conformance_client_passes_the_2026_07_28_client_scenarios() {
     let expected = expected_failures(file);
     let extra = ["--spec-version", "2026-07-28"];
     run_scenarios(&node, &entry, &client, &scenarios, &extra, &expected, file);
+}
+
+/// Extension scenarios that must be among the listed ones: the skills extension's client
+/// scenarios, whose checks all ran SKIPPED before the client listed skills (issue 40).
+const MUST_LIST_EXTENSIONS: &[&str] = &[
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+    "auth/client-credentials-jwt",
+];
+
+#[test]
+fn the_conformance_client_passes_the_pre_releases_extension_scenarios() {
+    let Some((node, entry)) = peers::require(
+        peers::conformance_next(),
+        "@modelcontextprotocol/conformance (pre-release, conformance-next)",
+    ) else {
+        return;
+    };
+    let Some(client) = client() else { return };
+    let scenarios: Vec<String> = client_scenarios(&node, &entry)
+        .into_iter()
+        .filter(|(_, versions)| versions.contains("extension"))
+        .map(|(name, _)| name)
+        .collect();
+    must_be_listed(&scenarios, MUST_LIST_EXTENSIONS);
+    let file = "conformance-extensions-expected-failures.txt";
+    let expected = expected_failures(file);
+    run_scenarios(&node, &entry, &client, &scenarios, &[], &expected, file);
 }

@@ -91,6 +91,7 @@ pub mod roots;
 mod router;
 mod rpc;
 pub mod server_requests;
+mod skills;
 mod state;
 mod supervisor;
 pub mod tasks;
@@ -110,7 +111,7 @@ pub use self::call::ToolCall;
 pub use self::catalog::{MAX_TOOLS, MAX_TOOL_PAGES};
 pub use self::era::{Era, EraPreference};
 pub(crate) use self::error::without_server;
-pub use self::error::{ClientError, ErrorClass, RequestRef};
+pub use self::error::{ClientError, ErrorClass, RequestRef, SkillCheck};
 pub use self::future::ResponseFuture;
 pub use self::listen::{LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE, LISTEN_STEADY};
 pub use self::mrtr::MAX_INPUT_ROUNDS;
@@ -118,6 +119,7 @@ pub use self::options::ClientOptions;
 pub use self::pages::{MAX_ITEMS, MAX_PAGES};
 pub use self::resources::{ServerChange, CHANGES_CAPACITY};
 pub use self::roots::Root;
+pub use self::skills::{LoadedSkill, SkillContent};
 pub use self::state::ServerState;
 use self::supervisor::{session_close_requested, Acquire, Supervisor};
 pub use self::tasks::TaskCounts;
@@ -209,6 +211,7 @@ impl McpClient {
         prompts::register(&mut router, &subscriptions);
         logging::register(&mut router);
         listen::register(&mut router, &tools_changed, &subscriptions);
+        skills::register(&mut router);
         let client = Self {
             shared: Arc::new(Shared {
                 server,

@@ -31,7 +31,7 @@ mod secret;
 mod tasks;
 mod toml_doc;
 mod validation;
-mod yaml;
+pub(crate) mod yaml;
 
 use std::collections::BTreeMap;
 use std::io::Read;

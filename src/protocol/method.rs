@@ -19,6 +19,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::prompts::{CompleteResult, GetPromptResult, ListPromptsPage};
 use super::resources::{ListResourcesPage, ListTemplatesPage, ReadResourceResult};
+use super::skills::ListSkillsResult;
 use super::tasks::TaskState;
 use super::{CallAnswer, DiscoverResult, InitializeResult, ListToolsResult};
 
@@ -107,6 +108,8 @@ requests! {
     UpdateTask = "tasks/update" => IgnoredAny;
     /// `tasks/cancel`.
     CancelTask = "tasks/cancel" => IgnoredAny;
+    /// `skills/list` (the `io.modelcontextprotocol/skills` extension, SEP-2640).
+    ListSkills = "skills/list" => ListSkillsResult;
 }
 
 notifications! { Notification:
@@ -174,6 +177,7 @@ mod tests {
             TaskResult::METHOD,
             UpdateTask::METHOD,
             CancelTask::METHOD,
+            ListSkills::METHOD,
         ];
         let mut seen = std::collections::HashSet::new();
         for m in requests {

@@ -21,6 +21,7 @@
 //! - [`elicitation`]: `elicitation/create` params and answers ([`ElicitParams`],
 //!   [`ElicitResult`]).
 //! - [`uri`]: a URI without its user info and query, as logs and errors show it.
+//! - [`skills`]: skills over MCP (SEP-2640): `skills/list` entries and their files.
 //! - [`server_request`]: requests a server sends to the client, as seen by the server→client
 //!   request stack ([`ServerRequest`]).
 //!
@@ -47,6 +48,7 @@ pub mod prompts;
 pub mod resources;
 pub mod result;
 pub mod server_request;
+pub mod skills;
 pub mod tasks;
 pub mod tools;
 pub mod uri;

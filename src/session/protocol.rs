@@ -15,12 +15,13 @@
 use serde_json::{Map, Value};
 
 use super::Session;
-use crate::client::{ClientError, McpClient, ServerChange};
+use crate::client::{ClientError, LoadedSkill, McpClient, ServerChange, SkillContent};
 use crate::protocol::jsonrpc::METHOD_NOT_FOUND;
 use crate::protocol::method::{
-    Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, Notification,
-    ReadResource, Request, SubscribeResource, UnsubscribeResource,
+    Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ListSkills,
+    Notification, ReadResource, Request, SubscribeResource, UnsubscribeResource,
 };
+use crate::protocol::skills::SkillEntry;
 use crate::protocol::{
     Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult, Resource,
     ResourceTemplate,
@@ -224,6 +225,48 @@ impl Session {
             .complete(reference, argument, value, chosen)
             .await
             .map_err(|e| request_error(server, Complete::METHOD, e))
+    }
+
+    /// The skills `server` lists (SEP-2640; empty when it does not declare the extension). No
+    /// skill file is read.
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] when the list fails.
+    pub async fn skills(&self, server: &str) -> Result<std::sync::Arc<[SkillEntry]>, Error> {
+        self.client(server)?
+            .list_skills()
+            .await
+            .map_err(|e| request_error(server, ListSkills::METHOD, e))
+    }
+
+    /// The skill `name` of `server`, loaded: its `SKILL.md` read and verified (size, digest,
+    /// frontmatter) against the listing ([`McpClient::load_skill`]).
+    ///
+    /// # Errors
+    /// As [`client`](Self::client); [`Error::Request`] whose source is
+    /// [`ClientError::SkillRefused`] (naming the check) for a skill that fails verification.
+    pub async fn load_skill(&self, server: &str, name: &str) -> Result<LoadedSkill, Error> {
+        self.client(server)?
+            .load_skill(name)
+            .await
+            .map_err(|e| request_error(server, ReadResource::METHOD, e))
+    }
+
+    /// The file `file` of the skill `name` of `server`, read and verified after the skill was
+    /// loaded ([`McpClient::read_skill_file`]).
+    ///
+    /// # Errors
+    /// As [`load_skill`](Self::load_skill).
+    pub async fn skill_file(
+        &self,
+        server: &str,
+        name: &str,
+        file: &str,
+    ) -> Result<SkillContent, Error> {
+        self.client(server)?
+            .read_skill_file(name, file)
+            .await
+            .map_err(|e| request_error(server, ReadResource::METHOD, e))
     }
 
     /// Sends a request of kind `R` with `params` to `server` and returns its result: the

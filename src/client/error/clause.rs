@@ -215,6 +215,16 @@ impl Clause<'_> {
                 f,
                 "does not offer {capability} (its capabilities at start); {method} {name} was not sent"
             ),
+            ClientError::SkillRefused {
+                skill,
+                file,
+                check,
+                detail,
+                ..
+            } => write!(
+                f,
+                "skill `{skill}` refused: {file} failed its {check} check ({detail}); none of it was used"
+            ),
             _ => Ok(()),
         }
     }

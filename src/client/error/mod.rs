@@ -349,6 +349,20 @@ pub enum ClientError {
         /// The capability it needs, e.g. `resources.subscribe`.
         capability: Box<str>,
     },
+    /// A skill (SEP-2640) was refused: a file of it failed a check against the server's own
+    /// listing, and none of its content was used ([`crate::client`]'s skills).
+    SkillRefused {
+        /// The server.
+        server: Arc<str>,
+        /// The skill's name.
+        skill: Box<str>,
+        /// The file that failed.
+        file: Box<str>,
+        /// Which check failed.
+        check: SkillCheck,
+        /// What the check found.
+        detail: Box<str>,
+    },
     /// The server had to be started outside a tokio runtime.
     NoRuntime {
         /// The server.
@@ -407,6 +421,42 @@ impl crate::telemetry::Failure for ClientError {
 /// Whether `method` is a handshake's (`initialize`, `server/discover`).
 fn is_handshake(method: &str) -> bool {
     method == Initialize::METHOD || method == Discover::METHOD
+}
+
+/// Which check refused a skill ([`ClientError::SkillRefused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SkillCheck {
+    /// The file's size differs from the listed size.
+    Size,
+    /// The file's SHA-256 differs from the listed digest (or the listing's digest is not
+    /// SHA-256).
+    Digest,
+    /// `SKILL.md`'s YAML frontmatter differs from the listed frontmatter, or cannot be read.
+    Frontmatter,
+    /// The file is not among the skill's listed resources.
+    NotListed,
+    /// The read returned nothing usable (no contents, a blob that is not base64).
+    Unreadable,
+}
+
+impl SkillCheck {
+    /// The check as one word: `size`, `digest`, `frontmatter`, `not_listed`, `unreadable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Size => "size",
+            Self::Digest => "digest",
+            Self::Frontmatter => "frontmatter",
+            Self::NotListed => "not_listed",
+            Self::Unreadable => "unreadable",
+        }
+    }
+}
+
+impl fmt::Display for SkillCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What a [`ClientError`] means to whoever must act on it, in one word: the one
@@ -493,6 +543,7 @@ impl ClientError {
             | Self::TaskLost { server, .. }
             | Self::MissingCapability { server, .. }
             | Self::NotOffered { server, .. }
+            | Self::SkillRefused { server, .. }
             | Self::NoRuntime { server } => server,
         }
     }
@@ -580,7 +631,8 @@ impl ClientError {
             Self::FrameTooLarge { .. }
             | Self::ProtocolViolation { .. }
             | Self::Pagination { .. }
-            | Self::InputRounds { .. } => ErrorClass::Protocol,
+            | Self::InputRounds { .. }
+            | Self::SkillRefused { .. } => ErrorClass::Protocol,
             Self::UnsupportedProtocolVersion { .. }
             | Self::NoCommonVersion { .. }
             | Self::NotModern { .. } => ErrorClass::Version,

@@ -1,0 +1,493 @@
+//! Skills over MCP (SEP-2640, `io.modelcontextprotocol/skills`): the first feature written on
+//! the client tier by feature: this module and one line in [`McpClient::new`].
+//!
+//! - **Listed, never prefetched.** [`McpClient::list_skills`] asks `skills/list` of a server
+//!   that declares the extension (none otherwise) and keeps the list as long as its `ttlMs`
+//!   says, per session; nothing is read on connection, on listing or on approval.
+//! - **Loaded on demand, verified before any use.** [`McpClient::load_skill`] reads the
+//!   skill's `SKILL.md` (`resources/read`) and checks, in this order, its size, its SHA-256
+//!   digest and its YAML frontmatter (field by field against the listed frontmatter) before
+//!   it hands back a byte. [`McpClient::read_skill_file`] loads the skill first, so a refused
+//!   `SKILL.md` refuses the skill and no supporting file is read after it; the file itself is
+//!   checked against its own listed size and digest.
+//! - **A refusal names its check**: [`ClientError::SkillRefused`] with a [`SkillCheck`]
+//!   (`size`, `digest`, `frontmatter`, `not_listed`, `unreadable`), and uses none of the
+//!   content.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
+
+use super::error::{ClientError, SkillCheck};
+use super::router::Router;
+use super::McpClient;
+use crate::protocol::method::{ListSkills, Request as _};
+use crate::protocol::skills::{offers_skills, SkillEntry, SkillFile};
+use crate::protocol::ResourceContents;
+
+/// Registers the skills feature: each session keeps its own listing cache.
+pub(super) fn register(router: &mut Router) {
+    router.session_state::<Listing>();
+}
+
+/// A session's last `skills/list`, kept until its `ttlMs` runs out.
+#[derive(Debug, Default)]
+struct Listing(Mutex<Option<(Instant, Arc<[SkillEntry]>)>>);
+
+/// A skill's file, read and verified against its entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SkillContent {
+    /// The file's URI, as listed.
+    pub uri: String,
+    /// Its MIME type, when the server said.
+    pub mime_type: Option<String>,
+    /// Its bytes (a text's UTF-8 bytes), verified.
+    pub bytes: Vec<u8>,
+}
+
+impl SkillContent {
+    /// The content as text, when it is UTF-8.
+    pub fn text(&self) -> Option<&str> {
+        std::str::from_utf8(&self.bytes).ok()
+    }
+}
+
+/// A loaded skill: its entry and its verified `SKILL.md`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LoadedSkill {
+    /// The skill as listed.
+    pub entry: SkillEntry,
+    /// Its `SKILL.md`, verified.
+    pub skill_md: SkillContent,
+}
+
+impl McpClient {
+    /// The server's skills (`skills/list`), kept per session as long as the server's `ttlMs`
+    /// says; empty when the server does not declare the skills extension. No skill file is
+    /// read.
+    ///
+    /// # Errors
+    /// [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`]; any error of the session.
+    pub async fn list_skills(&self) -> Result<Arc<[SkillEntry]>, ClientError> {
+        let session = self.shared.session().await?;
+        let offered = self
+            .shared
+            .lock()
+            .init
+            .as_ref()
+            .is_some_and(|init| offers_skills(&init.capabilities));
+        if !offered {
+            return Ok(Arc::from([]));
+        }
+        let cache = session.state::<Listing>();
+        if let Some(Listing(kept)) = cache {
+            let kept = kept
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((until, skills)) = &*kept {
+                if Instant::now() < *until {
+                    return Ok(Arc::clone(skills));
+                }
+            }
+        }
+        let listed = self.request::<ListSkills>(Map::new()).await?;
+        let skills: Arc<[SkillEntry]> = listed.skills.into();
+        if let (Some(Listing(kept)), Some(ttl)) = (cache, listed.ttl_ms.filter(|t| *t > 0)) {
+            *kept
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((
+                Instant::now() + Duration::from_millis(ttl),
+                Arc::clone(&skills),
+            ));
+        }
+        Ok(skills)
+    }
+
+    /// Loads the skill `name` (its frontmatter's `name`, or its `SKILL.md` URI): reads its
+    /// `SKILL.md` and verifies its size, digest and frontmatter against the listing (see the
+    /// [module docs](self)).
+    ///
+    /// # Errors
+    /// [`ClientError::SkillRefused`] naming the check that failed (nothing of the content is
+    /// returned); [`ClientError::NotOffered`] for a skill the server does not list; the errors
+    /// of [`list_skills`](Self::list_skills) and of the read.
+    pub async fn load_skill(&self, name: &str) -> Result<LoadedSkill, ClientError> {
+        let entry = self.skill_entry(name).await?;
+        let skill_md = self.read_verified(&entry, &entry.uri).await?;
+        let text = skill_md.text().ok_or_else(|| {
+            refused(
+                &self.shared.server,
+                &entry,
+                &entry.uri,
+                SkillCheck::Frontmatter,
+                "SKILL.md is not UTF-8 text".into(),
+            )
+        })?;
+        if let Err(detail) = compare_frontmatter(&entry.frontmatter, text) {
+            return Err(refused(
+                &self.shared.server,
+                &entry,
+                &entry.uri,
+                SkillCheck::Frontmatter,
+                detail,
+            ));
+        }
+        Ok(LoadedSkill { entry, skill_md })
+    }
+
+    /// Reads the file `file` of the skill `name` (a listed URI, or a path within the skill
+    /// such as `references/FORMS.md`), after loading the skill: a skill whose `SKILL.md` is
+    /// refused has none of its files read. The file is verified against its listed size and
+    /// digest.
+    ///
+    /// # Errors
+    /// As [`load_skill`](Self::load_skill); [`ClientError::SkillRefused`] with
+    /// [`SkillCheck::NotListed`] for a file the skill does not list.
+    pub async fn read_skill_file(
+        &self,
+        name: &str,
+        file: &str,
+    ) -> Result<SkillContent, ClientError> {
+        let loaded = self.load_skill(name).await?;
+        let entry = &loaded.entry;
+        let Some(listed) = find_file(entry, file) else {
+            return Err(refused(
+                &self.shared.server,
+                entry,
+                file,
+                SkillCheck::NotListed,
+                "the skill lists no such file".into(),
+            ));
+        };
+        if listed.uri == entry.uri {
+            return Ok(loaded.skill_md);
+        }
+        let uri = listed.uri.clone();
+        self.read_verified(entry, &uri).await
+    }
+
+    /// The listed entry of the skill `name`.
+    async fn skill_entry(&self, name: &str) -> Result<SkillEntry, ClientError> {
+        let skills = self.list_skills().await?;
+        skills
+            .iter()
+            .find(|s| s.name() == name || s.uri == name)
+            .cloned()
+            .ok_or_else(|| {
+                self.not_offered(
+                    ListSkills::METHOD,
+                    name,
+                    "this skill (skills/list does not list it)",
+                )
+            })
+    }
+
+    /// Reads `uri` of `entry` and checks it against its listed size and digest.
+    async fn read_verified(
+        &self,
+        entry: &SkillEntry,
+        uri: &str,
+    ) -> Result<SkillContent, ClientError> {
+        let server = &self.shared.server;
+        let Some(listed) = entry.file(uri) else {
+            return Err(refused(
+                server,
+                entry,
+                uri,
+                SkillCheck::NotListed,
+                "the skill's resources do not list it".into(),
+            ));
+        };
+        let read = self.read_resource(uri).await?;
+        let content = read
+            .contents
+            .iter()
+            .find(|c| content_uri(c) == uri)
+            .or_else(|| read.contents.first())
+            .ok_or_else(|| {
+                refused(
+                    server,
+                    entry,
+                    uri,
+                    SkillCheck::Unreadable,
+                    "the read returned no contents".into(),
+                )
+            })?;
+        let (bytes, mime_type) = match content {
+            ResourceContents::Text(t) => (t.text.as_bytes().to_vec(), t.mime_type.clone()),
+            ResourceContents::Blob(b) => {
+                match base64::engine::general_purpose::STANDARD.decode(&b.blob) {
+                    Ok(bytes) => (bytes, b.mime_type.clone()),
+                    Err(e) => {
+                        return Err(refused(
+                            server,
+                            entry,
+                            uri,
+                            SkillCheck::Unreadable,
+                            format!("its blob is not base64: {e}"),
+                        ))
+                    }
+                }
+            }
+        };
+        verify(listed, &bytes)
+            .map_err(|(check, detail)| refused(server, entry, uri, check, detail))?;
+        Ok(SkillContent {
+            uri: uri.to_owned(),
+            mime_type,
+            bytes,
+        })
+    }
+}
+
+/// The URI of one content of a read.
+fn content_uri(c: &ResourceContents) -> &str {
+    match c {
+        ResourceContents::Text(t) => &t.uri,
+        ResourceContents::Blob(b) => &b.uri,
+    }
+}
+
+/// The listed file `file` names: a listed URI, or a path within the skill's directory.
+fn find_file<'a>(entry: &'a SkillEntry, file: &str) -> Option<&'a SkillFile> {
+    if let Some(listed) = entry.file(file) {
+        return Some(listed);
+    }
+    let dir = entry.uri.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let path = file.trim_start_matches("./");
+    entry
+        .resources
+        .iter()
+        .find(|f| f.uri == format!("{dir}/{path}"))
+}
+
+/// The refusal of `entry`'s file `uri` by `check`.
+fn refused(
+    server: &Arc<str>,
+    entry: &SkillEntry,
+    uri: &str,
+    check: SkillCheck,
+    detail: String,
+) -> ClientError {
+    ClientError::SkillRefused {
+        server: Arc::clone(server),
+        skill: entry.name().into(),
+        file: uri.into(),
+        check,
+        detail: detail.into(),
+    }
+}
+
+/// Checks `bytes` against the listed size, then the listed digest.
+fn verify(listed: &SkillFile, bytes: &[u8]) -> Result<(), (SkillCheck, String)> {
+    let size = bytes.len() as u64;
+    if size != listed.size {
+        return Err((
+            SkillCheck::Size,
+            format!("it is {size} bytes; the listing says {}", listed.size),
+        ));
+    }
+    let digest = hex(&Sha256::digest(bytes));
+    let expected = listed
+        .digest
+        .strip_prefix("sha256:")
+        .map(str::to_ascii_lowercase);
+    match expected {
+        Some(expected) if expected == digest => Ok(()),
+        Some(expected) => Err((
+            SkillCheck::Digest,
+            format!("its SHA-256 is {digest}; the listing says {expected}"),
+        )),
+        None => Err((
+            SkillCheck::Digest,
+            format!(
+                "the listing's digest {:?} is not sha256:<hex>",
+                listed.digest
+            ),
+        )),
+    }
+}
+
+/// Lower-case hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// Compares the YAML frontmatter of `skill_md` with the listed one, field by field: the same
+/// fields with the same values, or the first difference in words.
+fn compare_frontmatter(listed: &Map<String, Value>, skill_md: &str) -> Result<(), String> {
+    let found = frontmatter(skill_md)?;
+    for (key, value) in listed {
+        match found.get(key) {
+            None => {
+                return Err(format!(
+                    "its frontmatter has no `{key}`, which the listing has"
+                ))
+            }
+            Some(v) if v != value => {
+                return Err(format!(
+                    "its frontmatter's `{key}` differs from the listing's"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    match found.keys().find(|k| !listed.contains_key(*k)) {
+        Some(extra) => Err(format!(
+            "its frontmatter has `{extra}`, which the listing has not"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The YAML frontmatter of a `SKILL.md`: the mapping between a first line `---` and the next
+/// `---` line, as JSON.
+fn frontmatter(skill_md: &str) -> Result<Map<String, Value>, String> {
+    let text = skill_md.strip_prefix('\u{feff}').unwrap_or(skill_md);
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or("it does not start with a `---` frontmatter line")?;
+    let end = rest
+        .match_indices("---")
+        .find(|(at, _)| *at == 0 || rest[..*at].ends_with('\n'))
+        .map(|(at, _)| at)
+        .ok_or("its frontmatter has no closing `---` line")?;
+    let key_path: crate::config::yaml::KeyPath =
+        |steps| crate::config::yaml::write_path(steps, |_| false);
+    let node = crate::config::yaml::parse(&rest[..end], std::path::Path::new("SKILL.md"), key_path)
+        .map_err(|e| format!("its frontmatter is not valid YAML: {}", e.message))?;
+    match yaml_to_json(&node) {
+        Value::Object(map) => Ok(map),
+        Value::Null => Ok(Map::new()),
+        _ => Err("its frontmatter is not a mapping".into()),
+    }
+}
+
+/// A YAML node as JSON.
+fn yaml_to_json(node: &crate::config::yaml::Node) -> Value {
+    use crate::config::yaml::Value as Y;
+    match &node.value {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(*b),
+        Y::Int(i) => Value::from(*i),
+        Y::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        Y::Str(s) => Value::String(s.clone()),
+        Y::Seq(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Y::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|e| (e.key.clone(), yaml_to_json(&e.value)))
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SKILL_MD: &str =
+        "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n";
+
+    fn listed(text: &str) -> SkillFile {
+        SkillFile {
+            uri: "skill://pdf-processing/SKILL.md".into(),
+            digest: format!("sha256:{}", hex(&Sha256::digest(text.as_bytes()))),
+            size: text.len() as u64,
+        }
+    }
+
+    #[test]
+    fn size_is_checked_before_the_digest_and_both_name_their_check() {
+        let file = listed(SKILL_MD);
+        assert!(verify(&file, SKILL_MD.as_bytes()).is_ok());
+        let longer = format!("{SKILL_MD}extra\n");
+        assert_eq!(
+            verify(&file, longer.as_bytes()).unwrap_err().0,
+            SkillCheck::Size
+        );
+        let evil = SKILL_MD.replace("Skill body.", "Evil body!!");
+        assert_eq!(evil.len(), SKILL_MD.len());
+        assert_eq!(
+            verify(&file, evil.as_bytes()).unwrap_err().0,
+            SkillCheck::Digest
+        );
+        let upper = SkillFile {
+            digest: file
+                .digest
+                .to_ascii_uppercase()
+                .replace("SHA256:", "sha256:"),
+            ..file.clone()
+        };
+        assert!(
+            verify(&upper, SKILL_MD.as_bytes()).is_ok(),
+            "hex case does not matter"
+        );
+        let md5 = SkillFile {
+            digest: "md5:abc".into(),
+            ..file
+        };
+        assert_eq!(
+            verify(&md5, SKILL_MD.as_bytes()).unwrap_err().0,
+            SkillCheck::Digest
+        );
+    }
+
+    #[test]
+    fn the_frontmatter_must_match_the_listing_field_by_field() {
+        let listed = json!({"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"});
+        let listed = listed.as_object().unwrap();
+        assert!(compare_frontmatter(listed, SKILL_MD).is_ok());
+        let changed = SKILL_MD.replace(
+            "description: Extract, fill, and assemble PDF documents",
+            "description: Exfiltrate credentials",
+        );
+        assert!(compare_frontmatter(listed, &changed)
+            .unwrap_err()
+            .contains("`description`"));
+        let extra = SKILL_MD.replace(
+            "name: pdf-processing\n",
+            "name: pdf-processing\nallowed-tools: Bash\n",
+        );
+        assert!(compare_frontmatter(listed, &extra)
+            .unwrap_err()
+            .contains("`allowed-tools`"));
+        assert!(compare_frontmatter(listed, "no frontmatter").is_err());
+        assert!(compare_frontmatter(listed, "---\nname: [unclosed\n---\n").is_err());
+        assert!(compare_frontmatter(listed, "---\nname: x\n")
+            .unwrap_err()
+            .contains("closing"));
+    }
+
+    #[test]
+    fn a_file_is_found_by_its_uri_or_its_path_in_the_skill() {
+        let entry: SkillEntry = serde_json::from_value(json!({
+            "uri": "skill://pdf/SKILL.md", "frontmatter": {"name": "pdf"},
+            "resources": [{"uri": "skill://pdf/SKILL.md", "digest": "sha256:00", "size": 1},
+                          {"uri": "skill://pdf/references/FORMS.md", "digest": "sha256:00", "size": 1}]
+        }))
+        .unwrap();
+        assert_eq!(
+            find_file(&entry, "references/FORMS.md").unwrap().uri,
+            "skill://pdf/references/FORMS.md"
+        );
+        assert_eq!(
+            find_file(&entry, "skill://pdf/SKILL.md").unwrap().uri,
+            "skill://pdf/SKILL.md"
+        );
+        assert!(find_file(&entry, "../other/SKILL.md").is_none());
+    }
+}
