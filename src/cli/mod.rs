@@ -9,6 +9,7 @@ mod check;
 mod demo_server;
 mod protocol_cmds;
 mod session_cmds;
+mod skills_cmds;
 mod start;
 #[cfg(feature = "otlp")]
 mod telemetry;
@@ -159,6 +160,33 @@ pub enum Command {
         #[command(flatten)]
         args: CompleteArgs,
         /// Print `{"values": [...], "total"?, "hasMore"?}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the skills servers serve (SEP-2640): server, name and description, one a line.
+    /// No skill file is read.
+    Skills {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// Which servers.
+        #[command(flatten)]
+        args: skills_cmds::SkillsArgs,
+        /// Print a JSON array of `{server, uri, name, description, frontmatter, files}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load one skill, verify its SKILL.md (size, SHA-256 digest, frontmatter) against the
+    /// server's listing, and print it (or, with --file, one of its listed files). A refusal
+    /// exits 1 naming the check.
+    Skill {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// The skill.
+        #[command(flatten)]
+        args: skills_cmds::SkillArgs,
+        /// Print `{server, skill, uri, mimeType, text}` (a failure: `{"error": {…, "check"}}`).
         #[arg(long)]
         json: bool,
     },
@@ -320,6 +348,16 @@ pub fn run(cli: Cli) -> ExitCode {
             args,
             json,
         } => protocol_cmds::run(&project, &Verb::Complete(args), json, verbose),
+        Command::Skills {
+            project,
+            args,
+            json,
+        } => skills_cmds::list(&project, &args, json, verbose),
+        Command::Skill {
+            project,
+            args,
+            json,
+        } => skills_cmds::show(&project, &args, json, verbose),
         Command::DemoServer => demo_server::run(),
         Command::Auth { command } => match command {
             AuthCommand::Login { server, project } => auth::login(&project, &server),

@@ -11,4 +11,5 @@ mod lifecycle;
 mod operator;
 mod protocol;
 mod session;
+mod skills;
 mod tasks;

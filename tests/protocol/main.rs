@@ -20,6 +20,7 @@ mod everything;
 mod filesystem;
 mod python;
 mod session;
+mod skills;
 
 use std::time::Duration;
 

@@ -1,0 +1,173 @@
+//! `kaged-mcp skills [SERVER]` and `kaged-mcp skill SERVER NAME [--file PATH]`: the skills
+//! servers serve (SEP-2640), listed without reading a file, and one skill loaded and verified
+//! (size, digest, frontmatter) before it is printed.
+
+use std::io::Write;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::client::ClientError;
+use crate::session::Session;
+use crate::Error;
+
+use super::start::{report, runtime, start, Scope};
+use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
+
+/// `skills [SERVER]`.
+#[derive(Debug, Args)]
+pub struct SkillsArgs {
+    /// Only this server's skills (only it is started).
+    pub server: Option<String>,
+}
+
+/// `skill SERVER NAME [--file PATH]`.
+#[derive(Debug, Args)]
+pub struct SkillArgs {
+    /// The server key.
+    pub server: String,
+    /// The skill's name (its frontmatter's `name`), or its `SKILL.md` URI.
+    pub name: String,
+    /// A file of the skill instead of its `SKILL.md`: a listed URI, or a path within the skill
+    /// (`references/FORMS.md`). The skill is loaded and verified first.
+    #[arg(long)]
+    pub file: Option<String>,
+}
+
+/// `kaged-mcp skills`: server, name and description of each skill, one a line (`--json`: an
+/// array of `{server, uri, name, description, frontmatter, files}`). Exit 0; 1 when a server
+/// failed or its list did; 2 for an undeclared server.
+pub(super) fn list(project: &ProjectArgs, args: &SkillsArgs, json: bool, verbose: bool) -> u8 {
+    runtime().block_on(async {
+        let scope = args.server.as_deref().map_or(Scope::All, Scope::Server);
+        let (session, failed) = match start(project, scope, args.server.is_none(), verbose).await {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        let servers = match &args.server {
+            Some(server) => vec![server.clone()],
+            // Those that started (a failed one was announced when it failed).
+            None => {
+                let failed: Vec<String> = session
+                    .start_failures()
+                    .into_iter()
+                    .map(|f| f.server)
+                    .collect();
+                session
+                    .status()
+                    .into_iter()
+                    .map(|s| s.server)
+                    .filter(|s| !failed.contains(s) && session.client(s).is_ok())
+                    .collect()
+            }
+        };
+        let mut code = if failed > 0 { EXIT_FAILED } else { EXIT_OK };
+        let mut rows = Vec::new();
+        let mut out = std::io::stdout().lock();
+        for server in &servers {
+            match session.skills(server).await {
+                Ok(skills) => {
+                    for s in skills.iter() {
+                        if json {
+                            rows.push(json!({
+                                "server": server, "uri": s.uri, "name": s.name(),
+                                "description": s.description(), "frontmatter": s.frontmatter,
+                                "files": s.resources,
+                            }));
+                        } else {
+                            let _ = writeln!(
+                                out,
+                                "{server}\t{}\t{}",
+                                s.name(),
+                                s.description().unwrap_or("")
+                            );
+                        }
+                    }
+                }
+                Err(e @ Error::UnknownServer { .. }) => {
+                    report(&e, verbose);
+                    return EXIT_CONFIG;
+                }
+                Err(e) => {
+                    report(&e, verbose);
+                    code = EXIT_FAILED;
+                }
+            }
+        }
+        if json {
+            let _ = writeln!(out, "{}", serde_json::Value::Array(rows));
+        }
+        let _ = out.flush();
+        drop(out);
+        session.shutdown().await;
+        code
+    })
+}
+
+/// `kaged-mcp skill`: the verified `SKILL.md` (or `--file`) on stdout (`--json`: `{server,
+/// skill, uri, mimeType, text}`). Exit 0; 1 when the skill is refused (the line names the
+/// check: `digest`, `size`, `frontmatter`) or the server failed; 2 for an undeclared server.
+pub(super) fn show(project: &ProjectArgs, args: &SkillArgs, json: bool, verbose: bool) -> u8 {
+    runtime().block_on(async {
+        let (session, _) = match start(project, Scope::Server(&args.server), false, verbose).await {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        let code = match load(&session, args).await {
+            Ok(content) => {
+                let text = String::from_utf8_lossy(&content.bytes);
+                let mut out = std::io::stdout().lock();
+                if json {
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        json!({"server": args.server, "skill": args.name, "uri": content.uri,
+                               "mimeType": content.mime_type, "text": text})
+                    );
+                } else {
+                    let _ = out.write_all(text.as_bytes());
+                    if !text.ends_with('\n') {
+                        let _ = writeln!(out);
+                    }
+                }
+                let _ = out.flush();
+                EXIT_OK
+            }
+            Err(e) => {
+                if json {
+                    println!("{}", error_json(&e));
+                }
+                report(&e, verbose);
+                match e {
+                    Error::UnknownServer { .. } => EXIT_CONFIG,
+                    _ => EXIT_FAILED,
+                }
+            }
+        };
+        session.shutdown().await;
+        code
+    })
+}
+
+/// The skill's `SKILL.md`, or the file `--file` names.
+async fn load(session: &Session, args: &SkillArgs) -> Result<crate::client::SkillContent, Error> {
+    match &args.file {
+        Some(file) => session.skill_file(&args.server, &args.name, file).await,
+        None => session
+            .load_skill(&args.server, &args.name)
+            .await
+            .map(|loaded| loaded.skill_md),
+    }
+}
+
+/// `{"error": {"kind", "message", "server", "check"?}}`: a refused skill names its check.
+fn error_json(e: &Error) -> serde_json::Value {
+    let check = match e {
+        Error::Request { source, .. } => match &**source {
+            ClientError::SkillRefused { check, .. } => Some(check.as_str()),
+            _ => None,
+        },
+        _ => None,
+    };
+    json!({"error": {"kind": e.kind(), "message": e.reason(), "server": e.server(), "check": check}})
+}

@@ -1,0 +1,128 @@
+//! Skills over MCP (SEP-2640) against `tests/servers/skills_server.py`: listed without reading a
+//! file, loaded on demand and verified before any use (size, digest, frontmatter), and a
+//! refused skill has none of its files read after it. The server records every
+//! `resources/read` in a log, so what was read (and what was not) is seen from the server's
+//! side.
+
+use kaged_mcp::client::{ClientError, ClientOptions, McpClient, SkillCheck};
+
+/// The client of a skills server in `mode`, and the file its reads are logged to.
+fn skills_client(mode: &str) -> (McpClient, tempfile::NamedTempFile) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let command = vec![
+        "python3".to_owned(),
+        crate::common::peers::server_script("skills_server.py")
+            .to_string_lossy()
+            .into_owned(),
+        "--mode".to_owned(),
+        mode.to_owned(),
+        "--log".to_owned(),
+        log.path().to_string_lossy().into_owned(),
+    ];
+    let client = crate::stdio_client("skills", &command, ClientOptions::default());
+    (client, log)
+}
+
+/// The URIs the server was asked to read, in order.
+fn reads(log: &tempfile::NamedTempFile) -> Vec<String> {
+    std::fs::read_to_string(log.path())
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+const PDF: &str = "skill://pdf-processing/SKILL.md";
+const FORMS: &str = "skill://pdf-processing/references/FORMS.md";
+
+#[tokio::test]
+async fn skills_are_listed_without_reading_a_file_and_loaded_verified_on_demand() {
+    let (client, log) = skills_client("ok");
+    let skills = client.list_skills().await.unwrap();
+    let names: Vec<&str> = skills.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["pdf-processing", "notes"]);
+    assert_eq!(
+        skills[0].description(),
+        Some("Extract, fill, and assemble PDF documents")
+    );
+    // Listed twice (the second from the session's cache, ttlMs 60 s): nothing read.
+    client.list_skills().await.unwrap();
+    assert!(reads(&log).is_empty(), "no prefetch: {:?}", reads(&log));
+
+    let loaded = client.load_skill("pdf-processing").await.unwrap();
+    assert!(loaded.skill_md.text().unwrap().contains("Skill body"));
+    assert_eq!(reads(&log), [PDF], "loading reads SKILL.md only");
+    let forms = client
+        .read_skill_file("pdf-processing", "references/FORMS.md")
+        .await
+        .unwrap();
+    assert_eq!(forms.uri, FORMS);
+    assert_eq!(
+        forms.text(),
+        Some("Supporting content: how to fill a form.\n")
+    );
+    // A frontmatter with a nested mapping, a list and a number compares as values.
+    let notes = client.load_skill("notes").await.unwrap();
+    assert_eq!(notes.entry.name(), "notes");
+
+    let unknown = client.load_skill("no-such-skill").await.unwrap_err();
+    assert!(
+        matches!(unknown, ClientError::NotOffered { .. }),
+        "{unknown}"
+    );
+    let unlisted = client
+        .read_skill_file("pdf-processing", "../notes/SKILL.md")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            unlisted,
+            ClientError::SkillRefused {
+                check: SkillCheck::NotListed,
+                ..
+            }
+        ),
+        "{unlisted}"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tampered_skill_is_refused_naming_its_check_and_no_file_is_read_after_it() {
+    for (mode, check) in [
+        ("digest", SkillCheck::Digest),
+        ("size", SkillCheck::Size),
+        ("frontmatter", SkillCheck::Frontmatter),
+    ] {
+        let (client, log) = skills_client(mode);
+        client.list_skills().await.unwrap();
+        assert!(reads(&log).is_empty(), "{mode}: no prefetch");
+        let err = client
+            .read_skill_file("pdf-processing", "references/FORMS.md")
+            .await
+            .unwrap_err();
+        match &err {
+            ClientError::SkillRefused {
+                check: refused,
+                skill,
+                file,
+                ..
+            } => {
+                assert_eq!(*refused, check, "{mode}: {err}");
+                assert_eq!((&**skill, &**file), ("pdf-processing", PDF), "{mode}");
+            }
+            other => panic!("{mode}: {other}"),
+        }
+        assert!(
+            err.reason()
+                .contains(&format!("failed its {} check", check.as_str())),
+            "{mode}: {}",
+            err.reason()
+        );
+        // SKILL.md was read and refused; the supporting file never was.
+        assert_eq!(reads(&log), [PDF], "{mode}");
+        // The other skill of the same server is not affected.
+        client.load_skill("notes").await.unwrap();
+        client.shutdown().await;
+    }
+}
