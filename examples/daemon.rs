@@ -43,17 +43,11 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         )))
     });
     session.registry().register(
-        ToolDefinition {
-            name: "notes.search".into(),
-            namespace: "notes".into(),
-            description: "Searches the operator's notes.".into(),
-            parameters: json!({"type": "object", "properties": {"topic": {"type": "string"}}}),
-            returns: json!({}),
-            requires: vec![],
-            source: ToolSource::Builtin,
-            mcp_server: None,
-            mcp_tool_name: None,
-        },
+        ToolDefinition::new("notes.search", ToolSource::Builtin)
+            .with_description("Searches the operator's notes.")
+            .with_parameters(
+                json!({"type": "object", "properties": {"topic": {"type": "string"}}}),
+            ),
         ToolService::new(notes),
     )?;
 

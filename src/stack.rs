@@ -289,6 +289,7 @@ impl StackBuilder {
 
 /// A call that did not finish within its server's timeout.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct TimedOut {
     /// The server.
     pub server: Arc<str>,

@@ -49,6 +49,7 @@ const MAX_MESSAGE: usize = 200;
 
 /// One place where a value breaks its schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Violation {
     /// The JSON pointer of the offending value within the arguments or the
     /// `structuredContent` (`""` for the whole value, `/a`, `/items/0`).
@@ -84,6 +85,7 @@ pub enum Side {
 /// returns (the registry turns it into [`Error::InvalidArguments`](crate::Error::InvalidArguments)
 /// or [`Error::InvalidResult`](crate::Error::InvalidResult)).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SchemaViolation {
     /// The server.
     pub server: Arc<str>,

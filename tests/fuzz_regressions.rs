@@ -198,10 +198,8 @@ fn the_truncate_check_rejects_a_result_that_is_not_a_cut_of_the_original() {
     // The check itself must be able to fail: compare a cut result against the wrong original
     // by asking the checker about a result whose text is not a prefix of what was kept.
     use kaged_mcp::protocol::{ContentBlock, ToolResult};
-    let original = ToolResult {
-        content: vec![ContentBlock::text("abc"), ContentBlock::text("xyz")],
-        ..ToolResult::default()
-    };
+    let mut original = ToolResult::default();
+    original.content = vec![ContentBlock::text("abc"), ContentBlock::text("xyz")];
     let mut wrong = original.clone();
     wrong.content.swap(0, 1);
     truncate::assert_ordered_selection(&wrong.content, &original.content);

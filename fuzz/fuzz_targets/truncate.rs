@@ -148,13 +148,10 @@ impl Block {
 }
 
 fuzz_target!(|input: Input| {
-    let result = ToolResult {
-        content: input.blocks.iter().map(Block::build).collect(),
-        structured_content: input.structured.as_ref().map(Json::value),
-        is_error: input.is_error,
-        truncated: false,
-        meta: input.meta.map(|m| json!({ "m": m })),
-        truncated_from: None,
-    };
+    let mut result = ToolResult::default();
+    result.content = input.blocks.iter().map(Block::build).collect();
+    result.structured_content = input.structured.as_ref().map(Json::value);
+    result.is_error = input.is_error;
+    result.meta = input.meta.map(|m| json!({ "m": m }));
     kaged_mcp_fuzz::truncate::check_truncate(&result, usize::from(input.cap));
 });

@@ -173,6 +173,7 @@ pub fn encode_call_answer(a: &CallAnswer) -> Value {
             }
             json!({ "task": task })
         }
+        other => panic!("an answer this encoder does not know: {other:?}"),
     }
 }
 

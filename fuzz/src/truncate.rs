@@ -74,10 +74,8 @@ pub fn check_truncate(result: &ToolResult, cap: usize) {
     last.text.truncate(keep);
     let marker_alone = last.text.is_empty() && last.annotations.is_none() && last.meta.is_none();
 
-    let stripped = ToolResult {
-        content: blocks.clone(),
-        ..cut.clone()
-    };
+    let mut stripped = cut.clone();
+    stripped.content = blocks.clone();
     let kept = stripped.size();
     assert!(kept <= cap, "kept {kept} bytes, over the cap {cap}");
     assert_eq!(removed, before - kept, "removed bytes miscounted");

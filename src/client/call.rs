@@ -23,6 +23,7 @@ use crate::validate::{ResultCheck, ToolSchemas, Validation};
 /// in case it must send it again, and that copy is two reference counts, not a deep clone of
 /// the arguments.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The tool's name on the server.
     pub name: Arc<str>,

@@ -72,6 +72,7 @@ pub type ElicitationService = BoxCloneSyncService<ElicitRequest, ElicitResult, B
 
 /// An `elicitation/create` request, as the [`ElicitationService`] sees it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitRequest {
     /// The key of the server that asks, to show whoever answers.
     pub server: Arc<str>,

@@ -44,6 +44,7 @@ pub use crate::config::EraPreference;
 
 /// The era a session speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Era {
     /// An `initialize` handshake agreed on a version (2025-11-25 and earlier).
     Legacy,

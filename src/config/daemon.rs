@@ -10,6 +10,7 @@ use super::toml_doc::{integer, type_name, TomlDoc};
 
 /// The daemon-level `[mcp]` knobs, one set for all servers.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DaemonConfig {
     /// `result_max_bytes`: the cap on a tool result as the agent receives it (default 65536).
     pub result_max_bytes: usize,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// Where in a configuration file a value sits: 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Location {
     /// 1-based line.
     pub line: usize,
@@ -24,6 +25,7 @@ impl fmt::Display for Location {
 /// `Display` reads `FILE:LINE:COL: KEY.PATH: message` (the location is left out where the
 /// format has none, the key path where the problem is the file as a whole).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConfigError {
     /// The file the problem is in.
     pub file: PathBuf,

@@ -17,6 +17,7 @@ use super::validation::Validation;
 
 /// `[mcp.<key>]`: one server's operator overrides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerOverrides {
     /// `disabled = true`: the server is never contacted and none of its tools registered.
     pub disabled: bool,
@@ -52,6 +53,7 @@ pub struct ServerOverrides {
 
 /// The parsed `local.toml`.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct LocalConfig {
     /// Overrides by server key.
     pub servers: BTreeMap<String, ServerOverrides>,

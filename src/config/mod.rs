@@ -229,6 +229,7 @@ impl Sources {
 
 /// The whole validated configuration.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Config {
     /// The project directory; `cwd` of stdio servers is relative to it.
     pub project_root: PathBuf,

@@ -642,6 +642,7 @@ impl OAuthSource {
 
 /// What a login obtained (no token).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LoginSummary {
     /// The granted scopes.
     pub scopes: Vec<String>,
@@ -653,6 +654,7 @@ pub struct LoginSummary {
 
 /// What the token file of a server holds (no token).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StoredSummary {
     /// The client the tokens were issued to.
     pub client_id: String,

@@ -12,6 +12,7 @@ use super::result::ToolResult;
 /// What a `tools/call` was answered: a result, or a request for input (multi round-trip
 /// requests).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum CallAnswer {
     /// The call is done (`resultType: "complete"`, or no `resultType`: a legacy server).
     Complete(ToolResult),

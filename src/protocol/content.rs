@@ -19,6 +19,7 @@ use super::jsonrpc::CowStr;
 
 /// One block of a tool result's `content`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// `{"type":"text","text":…}`
     Text(TextContent),
@@ -167,6 +168,7 @@ pub struct EmbeddedResource {
 /// The contents of an embedded resource: text or a base64 blob.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ResourceContents {
     /// A text resource.
     Text(TextResourceContents),

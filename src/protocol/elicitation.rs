@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 /// The parameters of an `elicitation/create` request. See the [module docs](self).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(try_from = "WireParams")]
+#[non_exhaustive]
 pub struct ElicitParams {
     /// Why the server asks, for the user to read.
     pub message: String,
@@ -63,6 +64,7 @@ pub enum ElicitMode {
 
 /// The answer to an elicitation: the user accepted, declined or cancelled.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ElicitResult {
     /// The user submitted. For a form, the values by property name: a property the schema
     /// gives a `default` may be left out, the client fills it in. For a URL, the user agreed to

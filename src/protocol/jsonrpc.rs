@@ -138,6 +138,7 @@ impl<'de> Deserialize<'de> for CowStr<'de> {
 
 /// A JSON-RPC error object, as found in an error response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct JsonRpcError {
     /// The error code (see the constants of this module).
     pub code: i64,

@@ -198,6 +198,7 @@ pub(crate) struct DiscoverParams<'a> {
 
 /// `resultType: "input_required"`: what the server asks for before it can answer.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct InputRequired {
     /// The requests to answer, by the server's key: `{"method": …, "params": …}` each.
     pub input_requests: Map<String, Value>,
@@ -209,6 +210,7 @@ pub struct InputRequired {
 /// (`"x-mcp-header": "Region"` on a property of the tool's `inputSchema` sends
 /// `Mcp-Param-Region: <value>` with each call).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParamHeader {
     /// The name after `Mcp-Param-`, as the schema wrote it.
     pub name: String,

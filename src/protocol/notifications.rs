@@ -34,6 +34,7 @@ pub struct AcknowledgedFilter {
 
 /// The `_meta` of a message on a `subscriptions/listen` stream.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
 pub struct SubscriptionMeta {
     /// The id of the `subscriptions/listen` request.
     #[serde(rename = "io.modelcontextprotocol/subscriptionId", default)]
@@ -43,6 +44,7 @@ pub struct SubscriptionMeta {
 /// The parameters of `notifications/progress`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ProgressParams {
     /// The token the client put in the request's `_meta.progressToken` (the request id).
     pub progress_token: RequestId,
@@ -132,6 +134,7 @@ impl LoggingLevel {
 
 /// The parameters of `notifications/message`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
 pub struct LoggingMessageParams {
     /// The severity; an unknown level reads as `None` and is logged at INFO.
     #[serde(default, deserialize_with = "lenient_level")]

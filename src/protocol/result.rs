@@ -47,6 +47,7 @@ use super::content::{ContentBlock, TextContent};
 /// protocol error: the tool ran and reported a failure the model may act on.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The unstructured content blocks.
     #[serde(default)]

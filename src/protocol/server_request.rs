@@ -9,6 +9,7 @@ use super::jsonrpc::RequestId;
 
 /// A request from the server, as the server→client request stack sees it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ServerRequest {
     /// The server's id for the request (its own numbering; often starts at 0).
     pub id: RequestId,

@@ -30,6 +30,7 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// What a tool says of running as a task: `execution.taskSupport`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TaskSupport {
     /// It cannot (the default when absent, and for a value this client does not know).
     #[default]
@@ -71,6 +72,7 @@ impl ToolInfo {
 /// `cancelled` are terminal and never change again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TaskStatus {
     /// Running.
     Working,

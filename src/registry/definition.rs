@@ -6,6 +6,7 @@ use serde_json::Value;
 /// Where a tool comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ToolSource {
     /// Built into the daemon.
     Builtin,
@@ -19,10 +20,12 @@ pub enum ToolSource {
 /// none: the daemon, not the agent, talks to the server.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
+#[non_exhaustive]
 pub struct ToolRequirement(pub String);
 
 /// A tool in the registry, serialized under exactly the ADR's field names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// The full name, such as `mcp.github.issue.create`.
     pub name: String,
@@ -44,6 +47,39 @@ pub struct ToolDefinition {
     /// The tool's name as its MCP server knows it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mcp_tool_name: Option<String>,
+}
+
+impl ToolDefinition {
+    /// A tool of `source` named `name` (its namespace the name's first segment), with no
+    /// description, `{}` as its parameter and result schemas, and no requirement: a built-in
+    /// or plugin tool the daemon registers beside the MCP ones.
+    pub fn new(name: impl Into<String>, source: ToolSource) -> Self {
+        let name = name.into();
+        let namespace = name.split('.').next().unwrap_or_default().to_owned();
+        Self {
+            name,
+            namespace,
+            description: String::new(),
+            parameters: Value::Object(serde_json::Map::new()),
+            returns: Value::Object(serde_json::Map::new()),
+            requires: Vec::new(),
+            source,
+            mcp_server: None,
+            mcp_tool_name: None,
+        }
+    }
+
+    /// With `description`.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// With `parameters`, the JSON Schema of its arguments.
+    pub fn with_parameters(mut self, parameters: Value) -> Self {
+        self.parameters = parameters;
+        self
+    }
 }
 
 /// Longest tool name an MCP server may give a tool.

@@ -28,6 +28,7 @@ use crate::Error;
 
 /// One MCP tool as registered: its definition and how to call it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct McpTool {
     /// The catalog entry.
     pub definition: ToolDefinition,
@@ -44,6 +45,7 @@ pub struct McpTool {
 
 /// One server's registered tools, by full name.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ServerCatalog {
     /// Full name → tool.
     pub tools: BTreeMap<String, McpTool>,

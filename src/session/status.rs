@@ -8,6 +8,7 @@ use crate::client::McpClient;
 
 /// A server's state as the session sees it.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ServerStatus {
     /// The server key.
     pub server: String,
@@ -67,6 +68,7 @@ pub struct ServerStatus {
 /// A server that did not start and list its tools when the session started (or when it was
 /// last [enabled](Session::enable)): see [`Session::start_failures`].
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct StartFailure {
     /// The server key.
     pub server: String,

@@ -218,6 +218,7 @@ pub trait Transport: Send + Sync + 'static {
 
 /// What [`Transport::connect`] is given.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ConnectContext {
     /// The server's label (the configuration key), for logs and errors.
     pub server: Arc<str>,
@@ -226,6 +227,19 @@ pub struct ConnectContext {
     pub frame_limit: usize,
     /// Where inbound messages go.
     pub handler: Arc<dyn InboundHandler>,
+}
+
+impl ConnectContext {
+    /// The context of a connection to `server`, accepting inbound messages up to
+    /// `frame_limit` bytes and handing them to `handler` (what the client gives a transport;
+    /// a test driving a transport directly builds its own).
+    pub fn new(server: Arc<str>, frame_limit: usize, handler: Arc<dyn InboundHandler>) -> Self {
+        Self {
+            server,
+            frame_limit,
+            handler,
+        }
+    }
 }
 
 impl fmt::Debug for ConnectContext {
@@ -429,6 +443,7 @@ pub trait InboundHandler: Send + Sync + 'static {
 /// What is left of a discarded oversized message: enough to find its request id, which sits
 /// near the start (`{"jsonrpc":"2.0","id":…`) or near the end (`…,"jsonrpc":"2.0","id":N}`).
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct OversizeFrame<'a> {
     /// Its first bytes (a few KiB).
     pub head: &'a [u8],
@@ -459,6 +474,7 @@ pub struct CloseReason {
 
 /// How a server's process ended: see [`CloseReason::process`].
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ProcessExit {
     /// The exit status, when it could be read.
     pub status: Option<ExitStatus>,

@@ -85,6 +85,7 @@ const STDOUT_PIPE_BYTES: i32 = 1024 * 1024;
 /// Build it with [`StdioConfig::new`] and the setters; every field is public for a struct
 /// literal with `..StdioConfig::new(program)`.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StdioConfig {
     /// The program to run (looked up on `PATH` when it has no slash).
     pub program: String,

@@ -5,7 +5,7 @@
 use capture::Captured;
 use harness::mini::{Mini, MiniConfig};
 use harness::Session;
-use kaged_mcp::config::{AuthConfig, AuthKind, Secret, SecretRef, SseServerConfig};
+use kaged_mcp::config::{AuthConfig, Secret, SecretRef, SseServerConfig};
 use kaged_mcp::transport::sse::{SseConfig, SseTransport};
 use kaged_mcp_layers::auth::AuthHeader;
 use peers::{SseFault, SsePeer};
@@ -25,16 +25,9 @@ async fn no_secret_appears_in_trace_level_logs() {
     let peer = SsePeer::start_fault(SseFault::Auth, &["--secret", SECRET]).unwrap();
 
     // From the configuration types, as the daemon builds it: bearer auth.
-    let sse = SseServerConfig {
-        url: peer.sse_url().parse().unwrap(),
-        headers: vec![("x-feature-flag".parse().unwrap(), "on".parse().unwrap())],
-    };
-    let auth = AuthConfig {
-        kind: AuthKind::Bearer,
-        header_name: http::header::AUTHORIZATION,
-        secret_ref: Some(SecretRef::parse("api_keys.example").unwrap()),
-        oauth: None,
-    };
+    let sse = SseServerConfig::new(peer.sse_url().parse().unwrap())
+        .with_header("x-feature-flag".parse().unwrap(), "on".parse().unwrap());
+    let auth = AuthConfig::bearer(SecretRef::parse("api_keys.example").unwrap());
     let secret = Secret::new(SECRET);
     let transport = kaged_mcp::assemble::sse("github", &sse, Some((&auth, &secret))).unwrap();
     tracing::info!(transport = ?transport, "built");

@@ -206,11 +206,11 @@ impl Session {
         frame_limit: usize,
     ) -> Result<Session, TransportError> {
         let recorder = Arc::new(Recorder::new());
-        let ctx = ConnectContext {
-            server: Arc::from(server),
+        let ctx = ConnectContext::new(
+            Arc::from(server),
             frame_limit,
-            handler: Arc::clone(&recorder) as Arc<dyn InboundHandler>,
-        };
+            Arc::clone(&recorder) as Arc<dyn InboundHandler>,
+        );
         let connection = transport.connect(ctx).await?;
         assert_eq!(
             recorder.opened(),

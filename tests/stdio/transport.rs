@@ -45,11 +45,7 @@ impl InboundHandler for Record {
 }
 
 fn context(handler: &Arc<Record>, frame_limit: usize) -> ConnectContext {
-    ConnectContext {
-        server: "raw".into(),
-        frame_limit,
-        handler: Arc::clone(handler) as _,
-    }
+    ConnectContext::new("raw".into(), frame_limit, Arc::clone(handler) as _)
 }
 
 async fn wait_until(mut done: impl FnMut() -> bool) {

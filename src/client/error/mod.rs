@@ -21,6 +21,7 @@ use self::clause::Clause;
 
 /// The request an error is about: its id and method.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RequestRef {
     /// The client's id for the request.
     pub id: RequestId,

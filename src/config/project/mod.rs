@@ -38,6 +38,7 @@ pub const MAX_SERVERS: usize = 16;
 
 /// The part of `project.yaml` this crate reads: the `mcp:` block and the agents' grants.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ProjectConfig {
     /// The declared servers, in the order of the file.
     pub servers: Vec<McpServerConfig>,
@@ -54,6 +55,7 @@ impl ProjectConfig {
 
 /// One server of the `mcp:` block.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct McpServerConfig {
     /// The server key, the middle part of `mcp.<key>.<tool>`.
     pub key: String,
@@ -107,6 +109,7 @@ impl TransportConfig {
 
 /// The fields of a `transport: stdio` server.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StdioServerConfig {
     /// Program and arguments; never empty.
     pub command: Vec<String>,
@@ -123,6 +126,7 @@ pub struct StdioServerConfig {
 /// `Display` prints a plain value as written and a secret as `***`; `Debug` never shows a
 /// secret either (see [`Secret`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EnvValue {
     /// A value written in the project (bare numbers and booleans read as their text).
     Plain(String),
@@ -167,6 +171,7 @@ impl std::fmt::Display for EnvValue {
 
 /// The fields of a `transport: sse` or `transport: streamable-http` server.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct HttpServerConfig {
     /// The endpoint, an absolute `http` or `https` URL: the event stream (`sse`) or the MCP
     /// endpoint (`streamable-http`).
@@ -175,11 +180,28 @@ pub struct HttpServerConfig {
     pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
+impl HttpServerConfig {
+    /// The server at `url`, with no static header.
+    pub fn new(url: url::Url) -> Self {
+        Self {
+            url,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds the static header `name: value`.
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+}
+
 /// The former name of [`HttpServerConfig`].
 pub type SseServerConfig = HttpServerConfig;
 
 /// `auth.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AuthKind {
     /// `Authorization: Bearer <secret>`.
     Bearer,
@@ -191,6 +213,7 @@ pub enum AuthKind {
 
 /// The `auth:` block of a server (ADR-0043 §4, tiers 1 to 3).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AuthConfig {
     /// `bearer`, `header` or `oauth`.
     pub kind: AuthKind,
@@ -204,10 +227,33 @@ pub struct AuthConfig {
     pub oauth: Option<OAuthConfig>,
 }
 
+impl AuthConfig {
+    /// `type: bearer`: the secret at `secret_ref` as `Authorization: Bearer …`.
+    pub fn bearer(secret_ref: SecretRef) -> Self {
+        Self {
+            kind: AuthKind::Bearer,
+            header_name: http::header::AUTHORIZATION,
+            secret_ref: Some(secret_ref),
+            oauth: None,
+        }
+    }
+
+    /// `type: header`: the secret at `secret_ref` as the value of `header_name`.
+    pub fn header(header_name: HeaderName, secret_ref: SecretRef) -> Self {
+        Self {
+            kind: AuthKind::Header,
+            header_name,
+            secret_ref: Some(secret_ref),
+            oauth: None,
+        }
+    }
+}
+
 /// The settings of `auth: {type: oauth}`: all optional. Without any, the client discovers the
 /// authorization server, registers itself (client ID metadata document or dynamic
 /// registration) and runs the authorization-code flow with PKCE at `kaged-mcp auth login`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OAuthConfig {
     /// `client_id`: a client registered beforehand with the authorization server.
     pub client_id: Option<String>,
@@ -230,6 +276,7 @@ pub struct OAuthConfig {
 
 /// `auth.grant` of an OAuth server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OAuthGrant {
     /// An operator logs in with a browser (`kaged-mcp auth login`).
     AuthorizationCode,
@@ -239,6 +286,7 @@ pub enum OAuthGrant {
 
 /// `auth.token_endpoint_auth_method`: how an OAuth client authenticates at the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ClientAuthMethod {
     /// HTTP Basic with the client id and secret.
     ClientSecretBasic,
@@ -275,6 +323,7 @@ impl ClientAuthMethod {
 
 /// The `tools:` filter of a server: applied at registration, deny wins over allow.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ToolFilter {
     /// `false` registers none of the server's tools.
     pub enabled: bool,
@@ -323,6 +372,7 @@ impl ToolFilter {
 
 /// Per-agent tool grants (ADR-0043 §2): pattern → enabled.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct AgentGrants {
     /// `primary.tools`, when present.
     pub primary: Option<ToolGrants>,
@@ -353,6 +403,7 @@ impl AgentGrants {
 
 /// One agent's `tools:` map, in file order.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ToolGrants {
     /// The grants.
     pub grants: Vec<ToolGrant>,
@@ -360,6 +411,7 @@ pub struct ToolGrants {
 
 /// One key of an agent's `tools:` map.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ToolGrant {
     /// The key as written: an exact name, a dotted prefix or a glob.
     pub pattern: String,
@@ -371,6 +423,7 @@ pub struct ToolGrant {
 
 /// How a grant key matches tool names.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum GrantPattern {
     /// No glob characters: matches that name, and every name below it at a dot boundary.
     Name,
