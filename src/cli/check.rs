@@ -3,7 +3,10 @@
 use std::fmt::Write as _;
 
 use crate::client::EraPreference;
-use crate::config::{AuthKind, Config, TaskMode, TransportConfig, Validation};
+use crate::config::{
+    AuthConfig, AuthKind, Config, McpServerConfig, ServerOverrides, TaskMode, ToolFilter,
+    TransportConfig, Validation,
+};
 use crate::protocol::LoggingLevel;
 
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_OK};
@@ -52,129 +55,152 @@ pub(crate) fn describe(config: &Config) -> String {
         d.default_timeout.as_millis()
     );
     for s in &config.project.servers {
-        let o = config.local.overrides(&s.key);
-        let _ = writeln!(out, "\n{} ({})", s.key, s.transport.name());
-        match &s.transport {
-            TransportConfig::Stdio(st) => {
-                let _ = writeln!(out, "  command: {}", shell_words(&st.command));
-                if let Some(cwd) = &st.cwd {
-                    let _ = writeln!(out, "  cwd: {}", cwd.display());
-                }
-                if !st.env.is_empty() {
-                    // `EnvValue` displays a secret as `***`.
-                    let env: Vec<String> = st.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    let _ = writeln!(out, "  env: {}", env.join(" "));
-                }
-            }
-            TransportConfig::Sse(http) | TransportConfig::StreamableHttp(http) => {
-                let _ = writeln!(out, "  url: {}", http.url);
-                if !http.headers.is_empty() {
-                    let names: Vec<&str> = http.headers.iter().map(|(n, _)| n.as_str()).collect();
-                    let _ = writeln!(out, "  headers: {}", names.join(", "));
-                }
-            }
-        }
-        match &s.auth {
-            None => {
-                let _ = writeln!(out, "  auth: none");
-            }
-            Some(a) => {
-                let kind = match a.kind {
-                    AuthKind::Bearer => "bearer".to_owned(),
-                    AuthKind::Header => format!("header {}", a.header_name),
-                    AuthKind::OAuth => "oauth".to_owned(),
-                };
-                let mut line = format!("  auth: {kind}");
-                let refs = [
-                    ("secret_ref", a.secret_ref.as_ref()),
-                    (
-                        "private_key_ref",
-                        a.oauth.as_ref().and_then(|o| o.private_key_ref.as_ref()),
-                    ),
-                ];
-                for (what, r) in refs {
-                    let Some(r) = r else { continue };
-                    let state = if config.local.secret(r).is_some() {
-                        "set"
-                    } else {
-                        "MISSING"
-                    };
-                    let _ = write!(line, ", {what} {r} ({state})");
-                }
-                if let Some(o) = &a.oauth {
-                    let grant = match o.grant {
-                        crate::config::OAuthGrant::AuthorizationCode => "authorization_code",
-                        crate::config::OAuthGrant::ClientCredentials => "client_credentials",
-                    };
-                    let client = o.client_id.as_deref().map_or_else(
-                        || {
-                            o.client_metadata_url
-                                .as_ref()
-                                .map_or("registered at login".to_owned(), |u| {
-                                    format!("metadata document {u}")
-                                })
-                        },
-                        |id| format!("client_id {id}"),
-                    );
-                    let _ = write!(line, ", grant {grant}, {client}");
-                    if let Some(scopes) = &o.scopes {
-                        let _ = write!(line, ", scopes [{}]", scopes.join(" "));
-                    }
-                }
-                let _ = writeln!(out, "{line}");
-            }
-        }
-        let t = &s.tools;
-        let mut filter = String::from(if t.enabled { "enabled" } else { "disabled" });
-        if !t.allow.is_empty() {
-            let _ = write!(filter, ", allow [{}]", t.allow.join(", "));
-        }
-        if !t.deny.is_empty() {
-            let _ = write!(filter, ", deny [{}]", t.deny.join(", "));
-        }
-        let _ = writeln!(out, "  tools: {filter}");
-        let _ = writeln!(
-            out,
-            "  disabled: {}",
-            if o.disabled { "yes (local.toml)" } else { "no" }
-        );
-        let _ = writeln!(
-            out,
-            "  timeout: {} ms{}",
-            config.timeout_for(&s.key).as_millis(),
-            if o.timeout.is_some() {
-                " (local.toml)"
-            } else {
-                ""
-            }
-        );
-        if o.trust_annotations {
-            let _ = writeln!(out, "  trust_annotations: yes");
-        }
-        let _ = writeln!(out, "  era: {}", era_line(o.era, &s.transport));
-        let _ = writeln!(out, "  validate: {}", validate_line(o.validate));
-        let _ = writeln!(out, "  tasks: {}", tasks_line(o.tasks));
-        if let Some(t) = o.probe_timeout {
-            let _ = writeln!(out, "  probe timeout: {} ms (local.toml)", t.as_millis());
-        }
-        let _ = writeln!(
-            out,
-            "  log level: {}",
-            o.log_level.map_or(
-                "none: the server decides (set `log_level` under [mcp.<key>] in local.toml)",
-                LoggingLevel::name
-            )
-        );
-        if let Some(roots) = &s.roots {
-            let shown: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-            let _ = writeln!(out, "  roots: [{}]", shown.join(", "));
-        }
+        describe_server(&mut out, config, s);
     }
     let agents = config.project.agents.agent_names();
     if !agents.is_empty() {
         let _ = writeln!(out, "\nagents with tool grants: {}", agents.join(", "));
     }
     out
+}
+
+/// Appends one server's section: its transport, auth, tool filter, local.toml settings and
+/// roots.
+fn describe_server(out: &mut String, config: &Config, s: &McpServerConfig) {
+    let o = config.local.overrides(&s.key);
+    let _ = writeln!(out, "\n{} ({})", s.key, s.transport.name());
+    describe_transport(out, &s.transport);
+    let _ = writeln!(out, "{}", auth_line(config, s.auth.as_ref()));
+    let _ = writeln!(out, "  tools: {}", filter_line(&s.tools));
+    describe_overrides(out, config, s, &o);
+    if let Some(roots) = &s.roots {
+        let shown: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        let _ = writeln!(out, "  roots: [{}]", shown.join(", "));
+    }
+}
+
+/// Appends the transport's lines: the command, cwd and env of a stdio server, the URL and
+/// header names of an HTTP one.
+fn describe_transport(out: &mut String, transport: &TransportConfig) {
+    match transport {
+        TransportConfig::Stdio(st) => {
+            let _ = writeln!(out, "  command: {}", shell_words(&st.command));
+            if let Some(cwd) = &st.cwd {
+                let _ = writeln!(out, "  cwd: {}", cwd.display());
+            }
+            if !st.env.is_empty() {
+                // `EnvValue` displays a secret as `***`.
+                let env: Vec<String> = st.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let _ = writeln!(out, "  env: {}", env.join(" "));
+            }
+        }
+        TransportConfig::Sse(http) | TransportConfig::StreamableHttp(http) => {
+            let _ = writeln!(out, "  url: {}", http.url);
+            if !http.headers.is_empty() {
+                let names: Vec<&str> = http.headers.iter().map(|(n, _)| n.as_str()).collect();
+                let _ = writeln!(out, "  headers: {}", names.join(", "));
+            }
+        }
+    }
+}
+
+/// The `  auth:` line: the kind, whether each secret it names is set, and the OAuth settings.
+fn auth_line(config: &Config, auth: Option<&AuthConfig>) -> String {
+    let Some(a) = auth else {
+        return "  auth: none".to_owned();
+    };
+    let kind = match a.kind {
+        AuthKind::Bearer => "bearer".to_owned(),
+        AuthKind::Header => format!("header {}", a.header_name),
+        AuthKind::OAuth => "oauth".to_owned(),
+    };
+    let mut line = format!("  auth: {kind}");
+    let refs = [
+        ("secret_ref", a.secret_ref.as_ref()),
+        (
+            "private_key_ref",
+            a.oauth.as_ref().and_then(|o| o.private_key_ref.as_ref()),
+        ),
+    ];
+    for (what, r) in refs {
+        let Some(r) = r else { continue };
+        let state = if config.local.secret(r).is_some() {
+            "set"
+        } else {
+            "MISSING"
+        };
+        let _ = write!(line, ", {what} {r} ({state})");
+    }
+    if let Some(o) = &a.oauth {
+        let grant = match o.grant {
+            crate::config::OAuthGrant::AuthorizationCode => "authorization_code",
+            crate::config::OAuthGrant::ClientCredentials => "client_credentials",
+        };
+        let client = o.client_id.as_deref().map_or_else(
+            || {
+                o.client_metadata_url
+                    .as_ref()
+                    .map_or("registered at login".to_owned(), |u| {
+                        format!("metadata document {u}")
+                    })
+            },
+            |id| format!("client_id {id}"),
+        );
+        let _ = write!(line, ", grant {grant}, {client}");
+        if let Some(scopes) = &o.scopes {
+            let _ = write!(line, ", scopes [{}]", scopes.join(" "));
+        }
+    }
+    line
+}
+
+/// The tool filter: enabled or disabled, then its allow and deny lists.
+fn filter_line(t: &ToolFilter) -> String {
+    let mut filter = String::from(if t.enabled { "enabled" } else { "disabled" });
+    if !t.allow.is_empty() {
+        let _ = write!(filter, ", allow [{}]", t.allow.join(", "));
+    }
+    if !t.deny.is_empty() {
+        let _ = write!(filter, ", deny [{}]", t.deny.join(", "));
+    }
+    filter
+}
+
+/// Appends the server's settings from local.toml (or their defaults): disabled, timeout,
+/// annotations, era, validation, tasks, probe timeout and log level.
+fn describe_overrides(out: &mut String, config: &Config, s: &McpServerConfig, o: &ServerOverrides) {
+    let _ = writeln!(
+        out,
+        "  disabled: {}",
+        if o.disabled { "yes (local.toml)" } else { "no" }
+    );
+    let _ = writeln!(
+        out,
+        "  timeout: {} ms{}",
+        config.timeout_for(&s.key).as_millis(),
+        if o.timeout.is_some() {
+            " (local.toml)"
+        } else {
+            ""
+        }
+    );
+    if o.trust_annotations {
+        let _ = writeln!(out, "  trust_annotations: yes");
+    }
+    let _ = writeln!(out, "  era: {}", era_line(o.era, &s.transport));
+    let _ = writeln!(out, "  validate: {}", validate_line(o.validate));
+    let _ = writeln!(out, "  tasks: {}", tasks_line(o.tasks));
+    if let Some(t) = o.probe_timeout {
+        let _ = writeln!(out, "  probe timeout: {} ms (local.toml)", t.as_millis());
+    }
+    let _ = writeln!(
+        out,
+        "  log level: {}",
+        o.log_level.map_or(
+            "none: the server decides (set `log_level` under [mcp.<key>] in local.toml)",
+            LoggingLevel::name
+        )
+    );
 }
 
 /// What the `validate` knob means for this server (`[mcp.<key>] validate` in local.toml).

@@ -13,7 +13,10 @@ use base64::Engine as _;
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 
-use crate::protocol::{CompletionRef, ContentBlock, ReadResourceResult, ResourceContents};
+use crate::protocol::{
+    CompletionRef, ContentBlock, Prompt, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate,
+};
 use crate::session::Session;
 use crate::transport::text::{clean, redact_uri};
 use crate::Error;
@@ -198,175 +201,243 @@ pub(super) async fn execute(
     out: &mut dyn Write,
     terminal: bool,
 ) -> Result<Vec<Error>, Failure> {
-    let io = |e: std::io::Error| Failure {
+    match verb {
+        Verb::Resources(a) => list_resources(session, a, json, out).await,
+        Verb::Read(a) => read_resource(session, a, json, out, terminal).await,
+        Verb::Prompts(a) => list_prompts(session, a, json, out).await,
+        Verb::Prompt(a) => get_prompt(session, a, json, out).await,
+        Verb::Complete(a) => complete(session, a, json, out).await,
+    }
+}
+
+/// The failure of writing the answer to `out`.
+fn unwritten(e: std::io::Error) -> Failure {
+    Failure {
         code: EXIT_FAILED,
         message: format!("cannot write the answer: {e}"),
-    };
-    match verb {
-        Verb::Resources(a) => {
-            let mut resources = Vec::new();
-            let mut templates = Vec::new();
-            let mut errors = Vec::new();
-            for server in servers(session, a.server.as_deref()).map_err(|e| Failure::of(&e))? {
-                match session.resources(&server).await {
-                    Ok((r, t)) => {
-                        resources.extend(r.into_iter().map(|r| (server.clone(), r)));
-                        templates.extend(t.into_iter().map(|t| (server.clone(), t)));
-                    }
-                    Err(e) if a.server.is_some() => return Err(Failure::of(&e)),
-                    Err(e) => errors.push(e),
-                }
+    }
+}
+
+/// `resources`: the resources and templates of the servers asked for, then written.
+async fn list_resources(
+    session: &Session,
+    a: &ResourcesArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Vec<Error>, Failure> {
+    let mut resources = Vec::new();
+    let mut templates = Vec::new();
+    let mut errors = Vec::new();
+    for server in servers(session, a.server.as_deref()).map_err(|e| Failure::of(&e))? {
+        match session.resources(&server).await {
+            Ok((r, t)) => {
+                resources.extend(r.into_iter().map(|r| (server.clone(), r)));
+                templates.extend(t.into_iter().map(|t| (server.clone(), t)));
             }
-            if json {
-                let with_server = |server: &str, item: Value| match item {
-                    Value::Object(mut m) => {
-                        m.insert("server".into(), Value::from(server));
-                        Value::Object(m)
-                    }
-                    other => other,
-                };
-                let answer = json!({
-                    "resources": resources.iter().map(|(s, r)| with_server(s, json!(r))).collect::<Vec<_>>(),
-                    "templates": templates.iter().map(|(s, t)| with_server(s, json!(t))).collect::<Vec<_>>(),
-                });
-                writeln!(out, "{answer}").map_err(io)?;
-            } else {
-                for (server, r) in &resources {
-                    let size = r.size.map_or_else(|| "-".to_owned(), |s| s.to_string());
-                    let mime = r.mime_type.as_deref().unwrap_or("-");
-                    writeln!(
-                        out,
-                        "{server}\t{}\t{}\t{}\t{size}",
-                        cell(&r.uri),
-                        cell(&r.name),
-                        cell(mime)
-                    )
-                    .map_err(io)?;
-                }
-                for (server, t) in &templates {
-                    let mime = t.mime_type.as_deref().unwrap_or("-");
-                    writeln!(
-                        out,
-                        "{server}\t{}\t{}\t{}\ttemplate",
-                        cell(&t.uri_template),
-                        cell(&t.name),
-                        cell(mime)
-                    )
-                    .map_err(io)?;
-                }
-            }
-            Ok(errors)
-        }
-        Verb::Read(a) => {
-            let read = session
-                .read_resource(&a.server, &a.uri)
-                .await
-                .map_err(|e| Failure::of(&e))?;
-            write_read(&read, a, json, out, terminal)?;
-            if read.truncated {
-                eprintln!(
-                    "note: the text was over the cap of {} bytes and was cut to fit it (`result_max_bytes` under [mcp] in config.toml)",
-                    session.config().daemon.result_max_bytes
-                );
-            }
-            Ok(Vec::new())
-        }
-        Verb::Prompts(a) => {
-            let mut prompts = Vec::new();
-            let mut errors = Vec::new();
-            for server in servers(session, a.server.as_deref()).map_err(|e| Failure::of(&e))? {
-                match session.prompts(&server).await {
-                    Ok(p) => prompts.extend(p.into_iter().map(|p| (server.clone(), p))),
-                    Err(e) if a.server.is_some() => return Err(Failure::of(&e)),
-                    Err(e) => errors.push(e),
-                }
-            }
-            if json {
-                let list: Vec<Value> = prompts
-                    .iter()
-                    .map(|(server, p)| {
-                        let mut v = json!(p);
-                        if let Value::Object(m) = &mut v {
-                            m.insert("server".into(), Value::from(server.as_str()));
-                        }
-                        v
-                    })
-                    .collect();
-                writeln!(out, "{}", Value::Array(list)).map_err(io)?;
-            } else {
-                for (server, p) in &prompts {
-                    let desc = p
-                        .description
-                        .as_deref()
-                        .and_then(|d| d.lines().next())
-                        .unwrap_or("");
-                    writeln!(out, "{server}\t{}\t{}", cell(&p.name), cell(desc)).map_err(io)?;
-                    for arg in &p.arguments {
-                        let required = if arg.required { " (required)" } else { "" };
-                        let desc = arg.description.as_deref().unwrap_or("");
-                        writeln!(out, "  {}{required}\t{}", cell(&arg.name), cell(desc))
-                            .map_err(io)?;
-                    }
-                }
-            }
-            Ok(errors)
-        }
-        Verb::Prompt(a) => {
-            let arguments = strings("--args", a.args.as_deref())?;
-            let got = session
-                .prompt(&a.server, &a.name, arguments.as_ref())
-                .await
-                .map_err(|e| Failure::of(&e))?;
-            if json {
-                writeln!(out, "{}", json!(got)).map_err(io)?;
-            } else {
-                for m in &got.messages {
-                    writeln!(out, "{}: {}", m.role, describe(&m.content)).map_err(io)?;
-                }
-            }
-            Ok(Vec::new())
-        }
-        Verb::Complete(a) => {
-            let reference = match (&a.prompt, &a.template) {
-                (Some(name), None) => CompletionRef::Prompt { name: name.clone() },
-                (None, Some(uri)) => CompletionRef::ResourceTemplate { uri: uri.clone() },
-                _ => {
-                    return Err(Failure::usage(
-                        "give exactly one of --prompt NAME and --template URI_TEMPLATE",
-                    ))
-                }
-            };
-            let chosen = strings("--context", a.context.as_deref())?;
-            let completion = session
-                .complete(
-                    &a.server,
-                    &reference,
-                    &a.argument,
-                    &a.prefix,
-                    chosen.as_ref(),
-                )
-                .await
-                .map_err(|e| Failure::of(&e))?;
-            if json {
-                writeln!(out, "{}", json!(completion)).map_err(io)?;
-            } else {
-                for v in &completion.values {
-                    writeln!(out, "{v}").map_err(io)?;
-                }
-                if completion.has_more == Some(true) {
-                    let total = completion
-                        .total
-                        .map(|t| format!(" of {t}"))
-                        .unwrap_or_default();
-                    eprintln!(
-                        "note: {} values shown{total}; type more to narrow them",
-                        completion.values.len()
-                    );
-                }
-            }
-            Ok(Vec::new())
+            Err(e) if a.server.is_some() => return Err(Failure::of(&e)),
+            Err(e) => errors.push(e),
         }
     }
+    write_resources(&resources, &templates, json, out)?;
+    Ok(errors)
+}
+
+/// Writes resources and templates, each with its server: one JSON object, or a tab-separated
+/// line each (URI, name, MIME type, then the size or `template`).
+fn write_resources(
+    resources: &[(String, Resource)],
+    templates: &[(String, ResourceTemplate)],
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    if json {
+        let with_server = |server: &str, item: Value| match item {
+            Value::Object(mut m) => {
+                m.insert("server".into(), Value::from(server));
+                Value::Object(m)
+            }
+            other => other,
+        };
+        let answer = json!({
+            "resources": resources.iter().map(|(s, r)| with_server(s, json!(r))).collect::<Vec<_>>(),
+            "templates": templates.iter().map(|(s, t)| with_server(s, json!(t))).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{answer}").map_err(unwritten)?;
+        return Ok(());
+    }
+    for (server, r) in resources {
+        let size = r.size.map_or_else(|| "-".to_owned(), |s| s.to_string());
+        let mime = r.mime_type.as_deref().unwrap_or("-");
+        writeln!(
+            out,
+            "{server}\t{}\t{}\t{}\t{size}",
+            cell(&r.uri),
+            cell(&r.name),
+            cell(mime)
+        )
+        .map_err(unwritten)?;
+    }
+    for (server, t) in templates {
+        let mime = t.mime_type.as_deref().unwrap_or("-");
+        writeln!(
+            out,
+            "{server}\t{}\t{}\t{}\ttemplate",
+            cell(&t.uri_template),
+            cell(&t.name),
+            cell(mime)
+        )
+        .map_err(unwritten)?;
+    }
+    Ok(())
+}
+
+/// `read`: one resource, written by [`write_read`], with a note when its text was cut.
+async fn read_resource(
+    session: &Session,
+    a: &ReadArgs,
+    json: bool,
+    out: &mut dyn Write,
+    terminal: bool,
+) -> Result<Vec<Error>, Failure> {
+    let read = session
+        .read_resource(&a.server, &a.uri)
+        .await
+        .map_err(|e| Failure::of(&e))?;
+    write_read(&read, a, json, out, terminal)?;
+    if read.truncated {
+        eprintln!(
+            "note: the text was over the cap of {} bytes and was cut to fit it (`result_max_bytes` under [mcp] in config.toml)",
+            session.config().daemon.result_max_bytes
+        );
+    }
+    Ok(Vec::new())
+}
+
+/// `prompts`: the prompts of the servers asked for, then written.
+async fn list_prompts(
+    session: &Session,
+    a: &PromptsArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Vec<Error>, Failure> {
+    let mut prompts = Vec::new();
+    let mut errors = Vec::new();
+    for server in servers(session, a.server.as_deref()).map_err(|e| Failure::of(&e))? {
+        match session.prompts(&server).await {
+            Ok(p) => prompts.extend(p.into_iter().map(|p| (server.clone(), p))),
+            Err(e) if a.server.is_some() => return Err(Failure::of(&e)),
+            Err(e) => errors.push(e),
+        }
+    }
+    write_prompts(&prompts, json, out)?;
+    Ok(errors)
+}
+
+/// Writes prompts, each with its server: a JSON array, or a line each (name, first line of the
+/// description) followed by an indented line per argument.
+fn write_prompts(
+    prompts: &[(String, Prompt)],
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    if json {
+        let list: Vec<Value> = prompts
+            .iter()
+            .map(|(server, p)| {
+                let mut v = json!(p);
+                if let Value::Object(m) = &mut v {
+                    m.insert("server".into(), Value::from(server.as_str()));
+                }
+                v
+            })
+            .collect();
+        writeln!(out, "{}", Value::Array(list)).map_err(unwritten)?;
+        return Ok(());
+    }
+    for (server, p) in prompts {
+        let desc = p
+            .description
+            .as_deref()
+            .and_then(|d| d.lines().next())
+            .unwrap_or("");
+        writeln!(out, "{server}\t{}\t{}", cell(&p.name), cell(desc)).map_err(unwritten)?;
+        for arg in &p.arguments {
+            let required = if arg.required { " (required)" } else { "" };
+            let desc = arg.description.as_deref().unwrap_or("");
+            writeln!(out, "  {}{required}\t{}", cell(&arg.name), cell(desc)).map_err(unwritten)?;
+        }
+    }
+    Ok(())
+}
+
+/// `prompt`: one prompt's messages, as JSON or a `role: content` line each.
+async fn get_prompt(
+    session: &Session,
+    a: &PromptArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Vec<Error>, Failure> {
+    let arguments = strings("--args", a.args.as_deref())?;
+    let got = session
+        .prompt(&a.server, &a.name, arguments.as_ref())
+        .await
+        .map_err(|e| Failure::of(&e))?;
+    if json {
+        writeln!(out, "{}", json!(got)).map_err(unwritten)?;
+    } else {
+        for m in &got.messages {
+            writeln!(out, "{}: {}", m.role, describe(&m.content)).map_err(unwritten)?;
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// `complete`: the values offered for a prompt's argument or a template's variable, as JSON or
+/// a line each, with a note when the server has more.
+async fn complete(
+    session: &Session,
+    a: &CompleteArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Vec<Error>, Failure> {
+    let reference = match (&a.prompt, &a.template) {
+        (Some(name), None) => CompletionRef::Prompt { name: name.clone() },
+        (None, Some(uri)) => CompletionRef::ResourceTemplate { uri: uri.clone() },
+        _ => {
+            return Err(Failure::usage(
+                "give exactly one of --prompt NAME and --template URI_TEMPLATE",
+            ))
+        }
+    };
+    let chosen = strings("--context", a.context.as_deref())?;
+    let completion = session
+        .complete(
+            &a.server,
+            &reference,
+            &a.argument,
+            &a.prefix,
+            chosen.as_ref(),
+        )
+        .await
+        .map_err(|e| Failure::of(&e))?;
+    if json {
+        writeln!(out, "{}", json!(completion)).map_err(unwritten)?;
+        return Ok(Vec::new());
+    }
+    for v in &completion.values {
+        writeln!(out, "{v}").map_err(unwritten)?;
+    }
+    if completion.has_more == Some(true) {
+        let total = completion
+            .total
+            .map(|t| format!(" of {t}"))
+            .unwrap_or_default();
+        eprintln!(
+            "note: {} values shown{total}; type more to narrow them",
+            completion.values.len()
+        );
+    }
+    Ok(Vec::new())
 }
 
 /// The servers a verb lists: `only` (which must be declared and enabled), or every server

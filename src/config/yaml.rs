@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::parser::{Event, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use super::error::{ConfigError, Location};
@@ -221,139 +221,218 @@ fn steps_to<'s>(stack: &'s [Frame], key: &'s str) -> Vec<Step<'s>> {
 /// Parses one YAML document into a [`Node`] tree; an empty document is `Null`. A duplicate
 /// key's error names its place as `key_path` writes it.
 pub(crate) fn parse(text: &str, file: &Path, key_path: KeyPath) -> Result<Node, ConfigError> {
-    let file: Arc<Path> = Arc::from(file);
-    let err = |l: Option<Location>, msg: String| ConfigError::new(file.to_path_buf(), "", l, msg);
+    let mut tree = Tree::new(Arc::from(file), key_path);
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut parser = Parser::new_from_str(text);
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, (Node, usize)> = HashMap::new();
-    let mut total = 0usize;
-    let mut root: Option<Node> = None;
-    let mut documents = 0usize;
-
     loop {
         let (event, mark) = parser
             .next_token()
-            .map_err(|e| err(Some(loc(e.marker())), format!("invalid YAML: {}", e.info())))?;
+            .map_err(|e| tree.err(loc(e.marker()), format!("invalid YAML: {}", e.info())))?;
         let here = loc(&mark);
-        // A finished node (scalar, alias, or a closed collection) and its anchor.
-        let finished: Option<(Node, usize, usize)> = match event {
-            Event::StreamStart | Event::Nothing | Event::DocumentEnd => None,
-            Event::StreamEnd => break,
-            Event::DocumentStart => {
-                documents += 1;
-                if documents > 1 {
-                    return Err(err(
-                        Some(here),
-                        "more than one YAML document in the file; keep one".into(),
-                    ));
-                }
-                None
-            }
-            Event::Alias(id) => {
-                let Some((node, count)) = anchors.get(&id) else {
-                    return Err(err(Some(here), "alias to an unknown anchor".into()));
-                };
-                Some((node.clone(), 0, *count))
-            }
+        if matches!(event, Event::StreamEnd) {
+            break;
+        }
+        if let Some(finished) = tree.event(event, here)? {
+            tree.add(finished, here)?;
+        }
+    }
+    Ok(tree.finish())
+}
+
+/// A node an event finished (a scalar, an alias, or a closed collection), with its anchor and
+/// the number of nodes it adds to the budget.
+struct Finished {
+    node: Node,
+    anchor: usize,
+    added: usize,
+}
+
+/// The tree being built from the event stream: the open collections, the anchors so far, the
+/// node budget spent and the root once it is finished.
+struct Tree {
+    file: Arc<Path>,
+    key_path: KeyPath,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, (Node, usize)>,
+    total: usize,
+    root: Option<Node>,
+    documents: usize,
+}
+
+impl Tree {
+    /// An empty tree for a document read from `file`.
+    fn new(file: Arc<Path>, key_path: KeyPath) -> Self {
+        Self {
+            file,
+            key_path,
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            total: 0,
+            root: None,
+            documents: 0,
+        }
+    }
+
+    /// An error at `at` in this file, with no key path.
+    fn err(&self, at: Location, msg: String) -> ConfigError {
+        ConfigError::new(self.file.to_path_buf(), "", Some(at), msg)
+    }
+
+    /// Takes one event (not `StreamEnd`, where parsing stops); returns the node it finished.
+    fn event(&mut self, event: Event, here: Location) -> Result<Option<Finished>, ConfigError> {
+        match event {
+            Event::StreamStart | Event::Nothing | Event::DocumentEnd | Event::StreamEnd => Ok(None),
+            Event::DocumentStart => self.start_document(here).map(|()| None),
+            Event::Alias(id) => self.alias(id, here).map(Some),
             Event::Scalar(text, style, anchor, tag) => {
-                if let Some(Frame::Map {
-                    lines, key: None, ..
-                }) = stack.last()
-                {
-                    // A mapping key: kept as written, never resolved. A repeated one is
-                    // refused here, while the open collections still spell out its path.
-                    if let Some(prev_line) = lines.get(&text) {
-                        return Err(ConfigError::new(
-                            file.to_path_buf(),
-                            key_path(&steps_to(&stack, &text)),
-                            Some(here),
-                            format!("duplicate key `{text}` (first defined at line {prev_line})"),
-                        ));
-                    }
-                    if let Some(Frame::Map { key, .. }) = stack.last_mut() {
-                        *key = Some((text, here));
-                    }
-                    None
+                if let Some(Frame::Map { key: None, .. }) = self.stack.last() {
+                    self.key(text, here).map(|()| None)
                 } else {
-                    let forced_str = tag.as_ref().is_some_and(|t| t.suffix == "str");
-                    let value = if style == TScalarStyle::Plain && !forced_str {
-                        resolve_plain(&text)
-                    } else {
-                        Value::Str(text)
-                    };
-                    let node = Node {
-                        value,
-                        loc: here,
-                        file: file.clone(),
-                    };
-                    Some((node, anchor, 1))
+                    Ok(Some(self.scalar(text, style, anchor, tag.as_ref(), here)))
                 }
             }
-            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                if let Some(Frame::Map { key: None, .. }) = stack.last() {
-                    return Err(err(
-                        Some(here),
-                        "mapping keys must be plain strings, not lists or mappings".into(),
-                    ));
-                }
-                if stack.len() >= MAX_DEPTH {
-                    return Err(err(
-                        Some(here),
-                        format!("nesting deeper than {MAX_DEPTH} levels"),
-                    ));
-                }
-                stack.push(if matches!(event, Event::SequenceStart(..)) {
-                    Frame::Seq {
-                        items: Vec::new(),
-                        loc: here,
-                        anchor,
-                    }
-                } else {
-                    Frame::Map {
-                        entries: Vec::new(),
-                        lines: std::collections::HashMap::new(),
-                        loc: here,
-                        anchor,
-                        key: None,
-                    }
-                });
-                None
-            }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
-                Some(Frame::Seq { items, loc, anchor }) => {
-                    let node = Node {
-                        value: Value::Seq(items),
-                        loc,
-                        file: file.clone(),
-                    };
-                    // Its children were counted as they finished.
-                    Some((node, anchor, 1))
-                }
-                Some(Frame::Map {
-                    entries,
-                    loc,
+            Event::SequenceStart(anchor, _) => {
+                let frame = Frame::Seq {
+                    items: Vec::new(),
+                    loc: here,
                     anchor,
-                    ..
-                }) => {
-                    let node = Node {
-                        value: Value::Map(entries),
-                        loc,
-                        file: file.clone(),
-                    };
-                    // Its children were counted as they finished.
-                    Some((node, anchor, 1))
-                }
-                None => return Err(err(Some(here), "unbalanced YAML structure".into())),
-            },
+                };
+                self.open(frame, here).map(|()| None)
+            }
+            Event::MappingStart(anchor, _) => {
+                let frame = Frame::Map {
+                    entries: Vec::new(),
+                    lines: std::collections::HashMap::new(),
+                    loc: here,
+                    anchor,
+                    key: None,
+                };
+                self.open(frame, here).map(|()| None)
+            }
+            Event::SequenceEnd | Event::MappingEnd => self.close(here).map(Some),
+        }
+    }
+
+    /// Counts a document start, refusing a second document.
+    fn start_document(&mut self, here: Location) -> Result<(), ConfigError> {
+        self.documents += 1;
+        if self.documents > 1 {
+            return Err(self.err(
+                here,
+                "more than one YAML document in the file; keep one".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The anchored node an alias repeats, with the nodes it adds to the budget.
+    fn alias(&self, id: usize, here: Location) -> Result<Finished, ConfigError> {
+        let Some((node, count)) = self.anchors.get(&id) else {
+            return Err(self.err(here, "alias to an unknown anchor".into()));
         };
-        let Some((node, anchor, added)) = finished else {
-            continue;
+        Ok(Finished {
+            node: node.clone(),
+            anchor: 0,
+            added: *count,
+        })
+    }
+
+    /// Sets the key of the innermost mapping: kept as written, never resolved. A repeated one
+    /// is refused here, while the open collections still spell out its path.
+    fn key(&mut self, text: String, here: Location) -> Result<(), ConfigError> {
+        if let Some(Frame::Map { lines, .. }) = self.stack.last() {
+            if let Some(prev_line) = lines.get(&text) {
+                return Err(ConfigError::new(
+                    self.file.to_path_buf(),
+                    (self.key_path)(&steps_to(&self.stack, &text)),
+                    Some(here),
+                    format!("duplicate key `{text}` (first defined at line {prev_line})"),
+                ));
+            }
+        }
+        if let Some(Frame::Map { key, .. }) = self.stack.last_mut() {
+            *key = Some((text, here));
+        }
+        Ok(())
+    }
+
+    /// A scalar value, resolved by the core schema when plain and not tagged `!!str`.
+    fn scalar(
+        &self,
+        text: String,
+        style: TScalarStyle,
+        anchor: usize,
+        tag: Option<&Tag>,
+        here: Location,
+    ) -> Finished {
+        let forced_str = tag.is_some_and(|t| t.suffix == "str");
+        let value = if style == TScalarStyle::Plain && !forced_str {
+            resolve_plain(&text)
+        } else {
+            Value::Str(text)
         };
-        total = total.saturating_add(added);
-        if total > MAX_NODES {
-            return Err(err(
-                Some(here),
+        let node = Node {
+            value,
+            loc: here,
+            file: self.file.clone(),
+        };
+        Finished {
+            node,
+            anchor,
+            added: 1,
+        }
+    }
+
+    /// Opens a sequence or a mapping, refusing one as a mapping key and nesting past the cap.
+    fn open(&mut self, frame: Frame, here: Location) -> Result<(), ConfigError> {
+        if let Some(Frame::Map { key: None, .. }) = self.stack.last() {
+            return Err(self.err(
+                here,
+                "mapping keys must be plain strings, not lists or mappings".into(),
+            ));
+        }
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(self.err(here, format!("nesting deeper than {MAX_DEPTH} levels")));
+        }
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    /// Closes the innermost collection into a node; its children were counted as they finished.
+    fn close(&mut self, here: Location) -> Result<Finished, ConfigError> {
+        let (value, loc, anchor) = match self.stack.pop() {
+            Some(Frame::Seq { items, loc, anchor }) => (Value::Seq(items), loc, anchor),
+            Some(Frame::Map {
+                entries,
+                loc,
+                anchor,
+                ..
+            }) => (Value::Map(entries), loc, anchor),
+            None => return Err(self.err(here, "unbalanced YAML structure".into())),
+        };
+        let node = Node {
+            value,
+            loc,
+            file: self.file.clone(),
+        };
+        Ok(Finished {
+            node,
+            anchor,
+            added: 1,
+        })
+    }
+
+    /// Spends a finished node's share of the budget, records its anchor and places it.
+    fn add(&mut self, finished: Finished, here: Location) -> Result<(), ConfigError> {
+        let Finished {
+            node,
+            anchor,
+            added,
+        } = finished;
+        self.total = self.total.saturating_add(added);
+        if self.total > MAX_NODES {
+            return Err(self.err(
+                here,
                 format!(
                     "the document expands to more than {MAX_NODES} values (an alias bomb?); refused"
                 ),
@@ -361,10 +440,16 @@ pub(crate) fn parse(text: &str, file: &Path, key_path: KeyPath) -> Result<Node, 
         }
         if anchor != 0 {
             let size = count_nodes(&node);
-            anchors.insert(anchor, (node.clone(), size));
+            self.anchors.insert(anchor, (node.clone(), size));
         }
-        match stack.last_mut() {
-            None => root = Some(node),
+        self.place(node)
+    }
+
+    /// Places a finished node: as the root, the next item of a sequence, or the value of the
+    /// innermost mapping's key.
+    fn place(&mut self, node: Node) -> Result<(), ConfigError> {
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
             Some(Frame::Map {
                 entries,
@@ -373,10 +458,7 @@ pub(crate) fn parse(text: &str, file: &Path, key_path: KeyPath) -> Result<Node, 
                 ..
             }) => {
                 let Some((k, key_loc)) = key.take() else {
-                    return Err(err(
-                        Some(node.loc),
-                        "mapping keys must be plain strings".into(),
-                    ));
+                    return Err(self.err(node.loc, "mapping keys must be plain strings".into()));
                 };
                 let mut node = node;
                 // A block collection or an empty value starts on a later line than its key;
@@ -390,17 +472,22 @@ pub(crate) fn parse(text: &str, file: &Path, key_path: KeyPath) -> Result<Node, 
                 entries.push(Entry {
                     key: k,
                     key_loc,
-                    file: file.clone(),
+                    file: self.file.clone(),
                     value: node,
                 });
             }
         }
+        Ok(())
     }
-    Ok(root.unwrap_or(Node {
-        value: Value::Null,
-        loc: Location { line: 1, column: 1 },
-        file,
-    }))
+
+    /// The root, or `Null` at line 1 for an empty document.
+    fn finish(self) -> Node {
+        self.root.unwrap_or(Node {
+            value: Value::Null,
+            loc: Location { line: 1, column: 1 },
+            file: self.file,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -60,8 +60,9 @@ use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use tokio::net::unix::pipe;
-use tokio::process::Command;
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::sync::watch;
+use tokio::task::AbortHandle;
 
 use self::stderr::StderrTail;
 use self::writer::StdioOutbound;
@@ -351,10 +352,34 @@ impl Drop for SpawnGuard {
     }
 }
 
+/// Spawns the server and starts the tasks that serve it: the writer, the stderr drain, the
+/// reader and the exit watcher.
 async fn spawn(
     config: &StdioConfig,
     ctx: ConnectContext,
 ) -> Result<StdioConnection, TransportError> {
+    let (mut child, pid) = start_child(config)?;
+    let mut guard = SpawnGuard(Some(pid));
+    let (stdin, stdout, stderr) = pipes(&mut child).await?;
+    let outbound = Arc::new(StdioOutbound::new(stdin, DEFAULT_MAX_QUEUED));
+    let proc = Proc::new(config, &ctx, pid, Arc::clone(&outbound));
+
+    ctx.handler.on_open(Arc::clone(&outbound) as _);
+
+    tokio::spawn(Arc::clone(&outbound).run_writer());
+    tokio::spawn(Arc::clone(&proc).run_stderr_drain(stderr));
+    let frame_limit = config.frame_limit.unwrap_or(ctx.frame_limit);
+    let reader = tokio::spawn(Arc::clone(&proc).run_reader(stdout, frame_limit));
+    tokio::spawn(Arc::clone(&proc).run_exit_watcher(child, reader.abort_handle()));
+
+    guard.0 = None;
+    tracing::debug!(server = &*ctx.server, pid, "server process spawned");
+    Ok(StdioConnection { proc })
+}
+
+/// Spawns the configured command in its own process group with piped stdin, stdout and
+/// stderr; the child and its pid.
+fn start_child(config: &StdioConfig) -> Result<(Child, i32), TransportError> {
     let mut cmd = Command::new(&config.program);
     cmd.args(&config.args)
         .envs(config.env.iter().map(|(k, v)| (k, v)))
@@ -366,7 +391,7 @@ async fn spawn(
     if let Some(cwd) = &config.cwd {
         cmd.current_dir(cwd);
     }
-    let mut child = cmd.spawn().map_err(|e| {
+    let child = cmd.spawn().map_err(|e| {
         let cwd = config
             .cwd
             .as_ref()
@@ -378,9 +403,15 @@ async fn spawn(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .ok_or_else(|| TransportError::new("the spawned process has no pid"))?;
-    let mut guard = SpawnGuard(Some(pid));
-    let io_err = |what: &str, e: std::io::Error| TransportError::io(format!("{what}: {e}"), e);
+    Ok((child, pid))
+}
 
+/// Takes the child's pipes: stdin as a pipe sender of our own, ready to write; stdout, with a
+/// larger pipe when the kernel allows it; stderr.
+async fn pipes(
+    child: &mut Child,
+) -> Result<(pipe::Sender, ChildStdout, ChildStderr), TransportError> {
+    let io_err = |what: &str, e: std::io::Error| TransportError::io(format!("{what}: {e}"), e);
     let (stdin, stdout, stderr) =
         match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -397,93 +428,93 @@ async fn spawn(
     let stdin = pipe::Sender::from_owned_fd(stdin).map_err(|e| io_err("stdin", e))?;
     // Let the reactor see the empty pipe is writable, so `initialize` goes out at once.
     stdin.writable().await.map_err(|e| io_err("stdin", e))?;
-    let outbound = Arc::new(StdioOutbound::new(stdin, DEFAULT_MAX_QUEUED));
+    Ok((stdin, stdout, stderr))
+}
 
-    let (exit, _) = watch::channel(ExitState::Running);
-    let (stderr_done, _) = watch::channel(false);
-    let (reader_done, _) = watch::channel(false);
-    let proc = Arc::new(Proc {
-        server: Arc::clone(&ctx.server),
-        pid,
-        grace: config.shutdown_grace,
-        exit,
-        stderr_tail: Arc::new(Mutex::new(StderrTail::new(config.stderr_tail_bytes))),
-        stderr_done,
-        reader_done,
-        requested: AtomicBool::new(false),
-        closed: AtomicBool::new(false),
-        handler: Arc::clone(&ctx.handler),
-        outbound: Arc::clone(&outbound),
-    });
+// The tasks of a connection, each owning a handle on what they share.
+impl Proc {
+    /// What the tasks of the child `pid` share, before anything is known of its exit.
+    fn new(
+        config: &StdioConfig,
+        ctx: &ConnectContext,
+        pid: i32,
+        outbound: Arc<StdioOutbound>,
+    ) -> Arc<Self> {
+        let (exit, _) = watch::channel(ExitState::Running);
+        let (stderr_done, _) = watch::channel(false);
+        let (reader_done, _) = watch::channel(false);
+        Arc::new(Proc {
+            server: Arc::clone(&ctx.server),
+            pid,
+            grace: config.shutdown_grace,
+            exit,
+            stderr_tail: Arc::new(Mutex::new(StderrTail::new(config.stderr_tail_bytes))),
+            stderr_done,
+            reader_done,
+            requested: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            handler: Arc::clone(&ctx.handler),
+            outbound,
+        })
+    }
 
-    ctx.handler.on_open(Arc::clone(&outbound) as _);
-
-    tokio::spawn(Arc::clone(&outbound).run_writer());
-
-    let drain_proc = Arc::clone(&proc);
-    tokio::spawn(async move {
+    /// The stderr drain: logs each line and keeps the tail, then says it is done.
+    async fn run_stderr_drain(self: Arc<Self>, stderr: ChildStderr) {
         stderr::drain(
             stderr,
-            Arc::clone(&drain_proc.server),
-            Arc::clone(&drain_proc.stderr_tail),
+            Arc::clone(&self.server),
+            Arc::clone(&self.stderr_tail),
         )
         .await;
-        drain_proc.stderr_done.send_replace(true);
-    });
+        self.stderr_done.send_replace(true);
+    }
 
-    let frame_limit = config.frame_limit.unwrap_or(ctx.frame_limit);
-    let reader_proc = Arc::clone(&proc);
-    let reader = tokio::spawn(async move {
-        let proc = reader_proc;
-        let mut stdout = stdout;
+    /// The reader: hands stdout's frames to the handler until it ends, then sees the child out
+    /// (terminating it if it lingers) and closes the connection.
+    async fn run_reader(self: Arc<Self>, mut stdout: ChildStdout, frame_limit: usize) {
         let mut lines = LineReader::new(frame_limit);
         // Input means the requests before it are out: the next one may go at once.
-        let end_burst = || proc.outbound.end_burst();
-        let what = match lines.run(&mut stdout, &*proc.handler, &end_burst).await {
+        let end_burst = || self.outbound.end_burst();
+        let what = match lines.run(&mut stdout, &*self.handler, &end_burst).await {
             Ok(()) => "stdout closed".to_owned(),
             Err(e) => format!("reading stdout failed: {e}"),
         };
         drop(stdout);
-        proc.outbound.close();
+        self.outbound.close();
         // The server closed stdout: it is exiting, or it is of no more use.
-        if !proc.wait_exit(proc.grace).await {
-            proc.terminate().await;
+        if !self.wait_exit(self.grace).await {
+            self.terminate().await;
         }
-        let mut stderr_done = proc.stderr_done.subscribe();
-        let _ = tokio::time::timeout(proc.grace, stderr_done.wait_for(|d| *d)).await;
-        proc.finish(&what);
-        proc.reader_done.send_replace(true);
-    });
+        let mut stderr_done = self.stderr_done.subscribe();
+        let _ = tokio::time::timeout(self.grace, stderr_done.wait_for(|d| *d)).await;
+        self.finish(&what);
+        self.reader_done.send_replace(true);
+    }
 
-    let watch_proc = Arc::clone(&proc);
-    let reader_abort = reader.abort_handle();
-    tokio::spawn(async move {
-        let proc = watch_proc;
+    /// The exit watcher: reaps the child, kills the rest of its group, and closes the
+    /// connection itself (stopping the reader) if stdout stays open after the exit.
+    async fn run_exit_watcher(self: Arc<Self>, mut child: Child, reader_abort: AbortHandle) {
         let state = match child.wait().await {
             Ok(status) => ExitState::Exited(status),
             Err(e) => ExitState::Unknown(e.to_string()),
         };
-        proc.exit.send_replace(state);
+        self.exit.send_replace(state);
         // Whatever is left of the group (a grandchild holding stdout) goes with the leader.
-        kill_group(proc.pid, Signal::SIGKILL);
-        let mut done = proc.reader_done.subscribe();
-        if tokio::time::timeout(proc.grace, done.wait_for(|d| *d))
+        kill_group(self.pid, Signal::SIGKILL);
+        let mut done = self.reader_done.subscribe();
+        if tokio::time::timeout(self.grace, done.wait_for(|d| *d))
             .await
             .is_err()
         {
             // Something outside the group holds stdout open: stop reading anyway.
             reader_abort.abort();
             tracing::warn!(
-                server = &*proc.server,
+                server = &*self.server,
                 "server exited but its stdout stays open; closing the connection"
             );
-            proc.finish("stdout still open after exit");
+            self.finish("stdout still open after exit");
         }
-    });
-
-    guard.0 = None;
-    tracing::debug!(server = &*ctx.server, pid, "server process spawned");
-    Ok(StdioConnection { proc })
+    }
 }
 
 /// An open stdio connection. See the [module docs](self) for shutdown and drop.

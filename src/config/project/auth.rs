@@ -158,83 +158,125 @@ fn oauth_block(
     let client_id = node
         .get("client_id")
         .and_then(|n| w.string(n, &format!("{path}.client_id")));
-    let method = node.get("token_endpoint_auth_method").and_then(|n| {
-        let p = format!("{path}.token_endpoint_auth_method");
-        let s = w.string(n, &p)?;
-        let m = ClientAuthMethod::parse(&s);
-        if m.is_none() {
-            w.err(
-                n,
-                &p,
-                format!("unknown method `{s}`; one of client_secret_basic, client_secret_post, none, private_key_jwt"),
-            );
-        }
-        m
-    });
-    let client_metadata_url = node.get("client_metadata_url").and_then(|n| {
-        let p = format!("{path}.client_metadata_url");
-        let s = w.string(n, &p)?;
-        match Url::parse(&s) {
-            Ok(u) if u.scheme() == "https" && u.path() != "/" && u.path() != "" => Some(u),
-            Ok(_) => {
-                w.err(
-                    n,
-                    &p,
-                    "a client ID metadata document URL must be https with a path",
-                );
-                None
-            }
-            Err(e) => {
-                w.err(n, &p, format!("not a URL: {e}"));
-                None
-            }
-        }
-    });
-    let scopes = node.get("scopes").and_then(|n| {
-        let p = format!("{path}.scopes");
-        let list = w.string_list(n, &p)?;
-        let mut out = Vec::with_capacity(list.len());
-        for (i, (s, item)) in list.into_iter().enumerate() {
-            if s.chars()
-                .any(|c| c.is_whitespace() || c == '"' || c == '\\')
-            {
-                w.err(
-                    &item,
-                    &format!("{p}[{i}]"),
-                    format!(
-                        "`{}` is not one scope (no spaces or quotes)",
-                        s.escape_debug()
-                    ),
-                );
-            } else {
-                out.push(s);
-            }
-        }
-        Some(out)
-    });
+    let method = node
+        .get("token_endpoint_auth_method")
+        .and_then(|n| auth_method(w, n, &format!("{path}.token_endpoint_auth_method")));
+    let client_metadata_url = node
+        .get("client_metadata_url")
+        .and_then(|n| client_metadata_url(w, n, &format!("{path}.client_metadata_url")));
+    let scopes = node
+        .get("scopes")
+        .and_then(|n| scopes(w, n, &format!("{path}.scopes")));
     let grant = match node.get("grant") {
         None => OAuthGrant::AuthorizationCode,
-        Some(n) => {
-            let p = format!("{path}.grant");
-            match w.string(n, &p).as_deref() {
-                Some("authorization_code") => OAuthGrant::AuthorizationCode,
-                Some("client_credentials") => OAuthGrant::ClientCredentials,
-                Some(other) => {
-                    w.err(
-                        n,
-                        &p,
-                        format!("unknown grant `{other}`; `authorization_code` (default) or `client_credentials`"),
-                    );
-                    OAuthGrant::AuthorizationCode
-                }
-                None => OAuthGrant::AuthorizationCode,
-            }
-        }
+        Some(n) => grant(w, n, &format!("{path}.grant")),
     };
     let private_key_ref = node
         .get("private_key_ref")
         .and_then(|n| secret_ref(w, n, &format!("{path}.private_key_ref")));
-    // What the settings need of each other.
+    let config = OAuthConfig {
+        client_id,
+        token_endpoint_auth_method: method,
+        client_metadata_url,
+        scopes,
+        grant,
+        private_key_ref,
+    };
+    check_needs(w, server, node, path, has_secret, &config);
+    if w.errors.len() != before {
+        return None;
+    }
+    Some(config)
+}
+
+/// `token_endpoint_auth_method` at `p`.
+fn auth_method(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<ClientAuthMethod> {
+    let s = w.string(n, p)?;
+    let m = ClientAuthMethod::parse(&s);
+    if m.is_none() {
+        w.err(
+            n,
+            p,
+            format!("unknown method `{s}`; one of client_secret_basic, client_secret_post, none, private_key_jwt"),
+        );
+    }
+    m
+}
+
+/// `client_metadata_url` at `p`: an https URL with a path.
+fn client_metadata_url(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<Url> {
+    let s = w.string(n, p)?;
+    match Url::parse(&s) {
+        Ok(u) if u.scheme() == "https" && u.path() != "/" && u.path() != "" => Some(u),
+        Ok(_) => {
+            w.err(
+                n,
+                p,
+                "a client ID metadata document URL must be https with a path",
+            );
+            None
+        }
+        Err(e) => {
+            w.err(n, p, format!("not a URL: {e}"));
+            None
+        }
+    }
+}
+
+/// `scopes` at `p`: a list of single scopes (one with a space or a quote is refused and left
+/// out).
+fn scopes(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<Vec<String>> {
+    let list = w.string_list(n, p)?;
+    let mut out = Vec::with_capacity(list.len());
+    for (i, (s, item)) in list.into_iter().enumerate() {
+        if s.chars()
+            .any(|c| c.is_whitespace() || c == '"' || c == '\\')
+        {
+            w.err(
+                &item,
+                &format!("{p}[{i}]"),
+                format!(
+                    "`{}` is not one scope (no spaces or quotes)",
+                    s.escape_debug()
+                ),
+            );
+        } else {
+            out.push(s);
+        }
+    }
+    Some(out)
+}
+
+/// `grant` at `p`; the default, `authorization_code`, when it is not one.
+fn grant(w: &mut Walk<'_>, n: &Node, p: &str) -> OAuthGrant {
+    match w.string(n, p).as_deref() {
+        Some("authorization_code") => OAuthGrant::AuthorizationCode,
+        Some("client_credentials") => OAuthGrant::ClientCredentials,
+        Some(other) => {
+            w.err(
+                n,
+                p,
+                format!("unknown grant `{other}`; `authorization_code` (default) or `client_credentials`"),
+            );
+            OAuthGrant::AuthorizationCode
+        }
+        None => OAuthGrant::AuthorizationCode,
+    }
+}
+
+/// What the OAuth settings need of each other: a `client_id` for a secret, a key or the
+/// client-credentials grant, and the credentials the grant or the method asks for.
+fn check_needs(
+    w: &mut Walk<'_>,
+    server: &str,
+    node: &Node,
+    path: &str,
+    has_secret: bool,
+    config: &OAuthConfig,
+) {
+    let client_id = &config.client_id;
+    let private_key_ref = &config.private_key_ref;
+    let grant = config.grant;
     let needs_client =
         |what: &str| format!("server `{server}`: {what} needs a pre-registered `client_id`");
     if grant == OAuthGrant::ClientCredentials && client_id.is_none() {
@@ -265,7 +307,7 @@ fn oauth_block(
             needs_client("`private_key_ref`"),
         );
     }
-    match method {
+    match config.token_endpoint_auth_method {
         Some(ClientAuthMethod::PrivateKeyJwt) if private_key_ref.is_none() => w.err(
             node,
             &format!("{path}.private_key_ref"),
@@ -282,15 +324,4 @@ fn oauth_block(
         }
         _ => {}
     }
-    if w.errors.len() != before {
-        return None;
-    }
-    Some(OAuthConfig {
-        client_id,
-        token_endpoint_auth_method: method,
-        client_metadata_url,
-        scopes,
-        grant,
-        private_key_ref,
-    })
 }

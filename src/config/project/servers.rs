@@ -8,14 +8,14 @@ use std::path::{Component, Path, PathBuf};
 
 use http::{HeaderName, HeaderValue};
 
-use crate::config::yaml::{Node, Value};
+use crate::config::yaml::{Entry, Node, Value};
 
 use super::auth::auth;
 use super::env::env;
 use super::filter::tool_filter;
 use super::transport::{transport_choices, TransportKind, COMMON_KEYS, HTTP_KEYS, STDIO_KEYS};
 use super::walk::Walk;
-use super::AuthKind;
+use super::{AuthConfig, AuthKind};
 use super::{
     HttpServerConfig, McpServerConfig, StdioServerConfig, ToolFilter, TransportConfig, MAX_SERVERS,
 };
@@ -70,47 +70,97 @@ pub(super) fn servers(w: &mut Walk<'_>, mcp: &Node) -> Vec<McpServerConfig> {
     out
 }
 
+/// Reads one server at `path`: its transport and the fields that go with it, its `auth:`,
+/// `tools:` and `roots:`; `None` when any of it has an error.
 fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpServerConfig> {
     let entries = w.map(node, path)?;
     let before = w.errors.len();
-    let kind = match node.get("transport") {
-        None => {
-            w.err(
-                node,
-                &format!("{path}.transport"),
-                format!("missing; `transport` is required: {}", transport_choices()),
-            );
-            None
+    let kind = transport_kind(w, node, path);
+    check_keys(w, node, entries, path, kind);
+    let transport = match kind {
+        Some(TransportKind::Stdio) => stdio(w, node, path).map(TransportConfig::Stdio),
+        Some(k @ TransportKind::Sse) => http(w, node, path, k).map(TransportConfig::Sse),
+        Some(k @ TransportKind::StreamableHttp) => {
+            http(w, node, path, k).map(TransportConfig::StreamableHttp)
         }
-        Some(t) => match &t.value {
-            Value::Str(s) => {
-                let kind = TransportKind::lookup(s);
-                if kind.is_none() {
-                    w.err(
-                        t,
-                        &format!("{path}.transport"),
-                        format!(
-                            "unsupported transport `{s}`; supported transports are {}",
-                            transport_choices()
-                        ),
-                    );
-                }
-                kind
-            }
-            _ => {
+        None => None,
+    };
+    let auth = match node.get("auth") {
+        None => None,
+        Some(a) => auth(w, key, a, &format!("{path}.auth")),
+    };
+    if let (Some(transport), Some(auth)) = (&transport, &auth) {
+        check_auth_fits(w, key, node, path, transport, auth);
+    }
+    let tools = match node.get("tools") {
+        None => Some(ToolFilter::default()),
+        Some(t) => tool_filter(w, t, &format!("{path}.tools")),
+    };
+    let roots = match node.get("roots") {
+        None => Some(None),
+        Some(r) => roots(w, r, &format!("{path}.roots")).map(Some),
+    };
+    if w.errors.len() != before {
+        return None;
+    }
+    Some(McpServerConfig {
+        key: key.to_owned(),
+        transport: transport?,
+        auth,
+        tools: tools?,
+        roots: roots?,
+    })
+}
+
+/// The server's `transport:`, required and one of the supported kinds.
+fn transport_kind(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<TransportKind> {
+    let Some(t) = node.get("transport") else {
+        w.err(
+            node,
+            &format!("{path}.transport"),
+            format!("missing; `transport` is required: {}", transport_choices()),
+        );
+        return None;
+    };
+    match &t.value {
+        Value::Str(s) => {
+            let kind = TransportKind::lookup(s);
+            if kind.is_none() {
                 w.err(
                     t,
                     &format!("{path}.transport"),
                     format!(
-                        "expected one of {}, found {}",
-                        transport_choices(),
-                        t.type_name()
+                        "unsupported transport `{s}`; supported transports are {}",
+                        transport_choices()
                     ),
                 );
-                None
             }
-        },
-    };
+            kind
+        }
+        _ => {
+            w.err(
+                t,
+                &format!("{path}.transport"),
+                format!(
+                    "expected one of {}, found {}",
+                    transport_choices(),
+                    t.type_name()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Refuses the server's unknown keys and the keys of another transport than `kind` (when the
+/// transport is unknown, any transport's keys pass).
+fn check_keys(
+    w: &mut Walk<'_>,
+    node: &Node,
+    entries: &[Entry],
+    path: &str,
+    kind: Option<TransportKind>,
+) {
     let transport_keys = |k: &str| STDIO_KEYS.contains(&k) || HTTP_KEYS.contains(&k);
     for e in entries {
         let k = e.key.as_str();
@@ -146,20 +196,20 @@ fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpSer
             ),
         }
     }
-    let transport = match kind {
-        Some(TransportKind::Stdio) => stdio(w, node, path).map(TransportConfig::Stdio),
-        Some(k @ TransportKind::Sse) => http(w, node, path, k).map(TransportConfig::Sse),
-        Some(k @ TransportKind::StreamableHttp) => {
-            http(w, node, path, k).map(TransportConfig::StreamableHttp)
-        }
-        None => None,
-    };
-    let auth = match node.get("auth") {
-        None => None,
-        Some(a) => auth(w, key, a, &format!("{path}.auth")),
-    };
-    if let (Some(TransportConfig::Stdio(_)), Some(a)) = (&transport, &auth) {
-        if a.kind == AuthKind::OAuth {
+}
+
+/// Refuses an `auth:` that does not fit the transport: OAuth on a stdio server, or an auth
+/// header also set in `headers:`.
+fn check_auth_fits(
+    w: &mut Walk<'_>,
+    key: &str,
+    node: &Node,
+    path: &str,
+    transport: &TransportConfig,
+    auth: &AuthConfig,
+) {
+    if let TransportConfig::Stdio(_) = transport {
+        if auth.kind == AuthKind::OAuth {
             let a_node = node.get("auth").unwrap_or(node);
             w.err(
                 a_node,
@@ -168,45 +218,27 @@ fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpSer
             );
         }
     }
-    if let (Some(remote), Some(a)) = (transport.as_ref().and_then(|t| t.http()), &auth) {
-        if remote.headers.iter().any(|(n, _)| *n == a.header_name) {
+    if let Some(remote) = transport.http() {
+        if remote.headers.iter().any(|(n, _)| *n == auth.header_name) {
             let headers = node.get("headers").unwrap_or(node);
             let written = headers.as_map().and_then(|es| {
                 es.iter()
-                    .find(|e| e.key.eq_ignore_ascii_case(a.header_name.as_str()))
+                    .find(|e| e.key.eq_ignore_ascii_case(auth.header_name.as_str()))
             });
             let (loc_node, name) = match written {
                 Some(e) => (&e.value, e.key.clone()),
-                None => (headers, a.header_name.to_string()),
+                None => (headers, auth.header_name.to_string()),
             };
             w.err(
                 loc_node,
                 &format!("{path}.headers.{name}"),
                 format!(
                     "collides with the auth header `{}`; the secret goes there, set it only through `auth`",
-                    a.header_name
+                    auth.header_name
                 ),
             );
         }
     }
-    let tools = match node.get("tools") {
-        None => Some(ToolFilter::default()),
-        Some(t) => tool_filter(w, t, &format!("{path}.tools")),
-    };
-    let roots = match node.get("roots") {
-        None => Some(None),
-        Some(r) => roots(w, r, &format!("{path}.roots")).map(Some),
-    };
-    if w.errors.len() != before {
-        return None;
-    }
-    Some(McpServerConfig {
-        key: key.to_owned(),
-        transport: transport?,
-        auth,
-        tools: tools?,
-        roots: roots?,
-    })
 }
 
 fn stdio(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<StdioServerConfig> {

@@ -34,9 +34,20 @@ pub(super) async fn open(
 ) -> Result<SseConnection, TransportError> {
     let server = Arc::clone(&ctx.server);
     let shown = redacted(&inner.url);
-    let fail = |what: String| TransportError::new(format!("server `{server}`: {what}"));
+    let mut body = get_stream(&inner, &server, &shown).await?;
+    let mut parser = EventParser::new(ctx.frame_limit);
+    let (endpoint, rest) =
+        wait_for_endpoint(&inner, &server, &shown, &mut body, &mut parser).await?;
+    Ok(start(&inner, &ctx, body, parser, endpoint, rest))
+}
 
-    // 1. GET the stream, within the connect timeout.
+/// An error about `server`'s stream that names the server.
+fn fail(server: &str, what: String) -> TransportError {
+    TransportError::new(format!("server `{server}`: {what}"))
+}
+
+/// Step 1: GETs the stream within the connect timeout and checks that it is an event stream.
+async fn get_stream(inner: &Inner, server: &str, shown: &str) -> Result<Body, TransportError> {
     let mut headers = inner.headers.clone();
     headers.push((
         header::ACCEPT,
@@ -57,7 +68,7 @@ pub(super) async fn open(
             if let Some(status) = refused.status() {
                 tracing::warn!(server = %server, status = %status, "the GET of the event stream was refused");
             }
-            return Err(refused.into_connect_error(&server, "the GET", &shown, &inner.auth_hint));
+            return Err(refused.into_connect_error(server, "the GET", shown, &inner.auth_hint));
         }
     };
     let content_type = response
@@ -69,38 +80,28 @@ pub(super) async fn open(
         .to_ascii_lowercase()
         .starts_with("text/event-stream")
     {
-        return Err(fail(format!(
-            "GET {shown} answered `Content-Type: {}`, not text/event-stream; is this the SSE URL?",
-            content_type.escape_debug()
-        )));
+        return Err(fail(
+            server,
+            format!(
+                "GET {shown} answered `Content-Type: {}`, not text/event-stream; is this the SSE URL?",
+                content_type.escape_debug()
+            ),
+        ));
     }
+    Ok(response.into_body())
+}
 
-    // 2. Wait for the endpoint event.
-    let mut body = response.into_body();
-    let mut parser = EventParser::new(ctx.frame_limit);
+/// Step 2: waits (bounded) for the endpoint event and resolves it; returns the endpoint and the
+/// items that came after it, for the reader.
+async fn wait_for_endpoint(
+    inner: &Inner,
+    server: &str,
+    shown: &str,
+    body: &mut Body,
+    parser: &mut EventParser,
+) -> Result<(Url, Vec<SseItem>), TransportError> {
     let mut items = Vec::new();
-    let wait = async {
-        loop {
-            match body.frame().await {
-                None => return Err("the event stream ended before the endpoint event".to_owned()),
-                Some(Err(e)) => {
-                    return Err(format!(
-                        "the event stream failed before the endpoint event: {}",
-                        chain(&*e)
-                    ))
-                }
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    parser.push(&data, &mut items);
-                    if let Some(i) = items.iter().position(is_endpoint) {
-                        return Ok(i);
-                    }
-                }
-            }
-        }
-    };
+    let wait = read_until_endpoint(body, parser, &mut items);
     let at = match tokio::time::timeout(inner.endpoint_timeout, wait).await {
         Err(_) => {
             return Err(TransportError::io(
@@ -111,7 +112,7 @@ pub(super) async fn open(
                 io::Error::from(io::ErrorKind::TimedOut),
             ))
         }
-        Ok(Err(what)) => return Err(fail(format!("{what} ({shown})"))),
+        Ok(Err(what)) => return Err(fail(server, format!("{what} ({shown})"))),
         Ok(Ok(at)) => at,
     };
     let rest = items.split_off(at + 1);
@@ -127,7 +128,7 @@ pub(super) async fn open(
             io::Error::new(io::ErrorKind::PermissionDenied, "foreign endpoint"),
         )
         .permanent(),
-        EndpointError::Invalid(_) => fail(e.to_string()),
+        EndpointError::Invalid(_) => fail(server, e.to_string()),
     })?;
     tracing::debug!(
         server = %server,
@@ -135,8 +136,49 @@ pub(super) async fn open(
         retry_ms = ?parser.retry().map(|d| d.as_millis()),
         "SSE stream open"
     );
+    Ok((endpoint, rest))
+}
 
-    // 3. Wire the session to the stream.
+/// Reads the stream into `items` until one is the endpoint event; its position, or why the
+/// stream ended first.
+async fn read_until_endpoint(
+    body: &mut Body,
+    parser: &mut EventParser,
+    items: &mut Vec<SseItem>,
+) -> Result<usize, String> {
+    loop {
+        match body.frame().await {
+            None => return Err("the event stream ended before the endpoint event".to_owned()),
+            Some(Err(e)) => {
+                return Err(format!(
+                    "the event stream failed before the endpoint event: {}",
+                    chain(&*e)
+                ))
+            }
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                parser.push(&data, items);
+                if let Some(i) = items.iter().position(is_endpoint) {
+                    return Ok(i);
+                }
+            }
+        }
+    }
+}
+
+/// Step 3: wires the session to the stream: hands it the outbound queue and spawns the reader
+/// (given `rest` first) and the writer.
+fn start(
+    inner: &Inner,
+    ctx: &ConnectContext,
+    body: Body,
+    parser: EventParser,
+    endpoint: Url,
+    rest: Vec<SseItem>,
+) -> SseConnection {
+    let server = Arc::clone(&ctx.server);
     let shared = Arc::new(PostQueue::new());
     ctx.handler
         .on_open(Arc::new(SseOutbound(Arc::clone(&shared))) as Arc<dyn Outbound>);
@@ -167,13 +209,13 @@ pub(super) async fn open(
         failed: failed_tx,
     };
     let writer = tokio::spawn(writer.run().instrument(span));
-    Ok(SseConnection {
+    SseConnection {
         server,
         shared,
         stop: Some(stop_tx),
         reader: Some(reader),
         writer: Some(writer),
-    })
+    }
 }
 
 fn is_endpoint(item: &SseItem) -> bool {

@@ -2,6 +2,7 @@
 //! resumption of that stream with `Last-Event-ID` when it is cut before the answer.
 
 use super::*;
+use crate::transport::http::exchange::Refusal;
 
 /// The wait before resuming a response stream when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -25,15 +26,43 @@ impl Conn {
         // until the session closes, which fails it as not delivered (`fail_unsent`), so the
         // retry layer sends it again once the next session is there (failing it now would
         // only have it retried, and refused, while this one drains).
-        if self.expiring.load(Ordering::SeqCst) {
+        if !self.mark_posted(&flight) {
             return std::future::pending().await;
+        }
+        let Some(response) = self.post(body, &id, mirror.as_ref(), &flight).await else {
+            return;
+        };
+        self.note_session(&response);
+        if response.status() == StatusCode::ACCEPTED {
+            return self.accepted(&id, mirror.is_some());
+        }
+        self.read_answer(response, &id, mirror.is_none()).await;
+    }
+
+    /// Marks the request's POST started, unless the server ended the session before or just
+    /// as it was marked (`false`: the request is to be held).
+    fn mark_posted(&self, flight: &InFlight) -> bool {
+        if self.expiring.load(Ordering::SeqCst) {
+            return false;
         }
         flight.posted.store(true, Ordering::SeqCst);
         if self.expiring.load(Ordering::SeqCst) {
             flight.posted.store(false, Ordering::SeqCst);
             self.headed.notify_waiters();
-            return std::future::pending().await;
+            return false;
         }
+        true
+    }
+
+    /// Sends the POST and marks the request headed; the answer, or `None` when there is none
+    /// (the session expired, or the request was failed or answered by the refusal).
+    async fn post(
+        self: &Arc<Self>,
+        body: Bytes,
+        id: &RequestId,
+        mirror: Option<&Mirror>,
+        flight: &InFlight,
+    ) -> Option<Response<Body>> {
         let how = Exchange {
             what: "the POST",
             timeout: None,
@@ -43,91 +72,106 @@ impl Conn {
             // `server/discover` probe), sent before any session id.
             first: (!self.reached.load(Ordering::Acquire)).then_some("/mcp"),
         };
-        let make = || {
-            self.request(
-                Method::POST,
-                &ACCEPT_BOTH,
-                body.clone(),
-                None,
-                mirror.as_ref(),
-            )
-        };
+        let make = || self.request(Method::POST, &ACCEPT_BOTH, body.clone(), None, mirror);
         let outcome = exchange(&self.inner.http, how, make).await;
         flight.headed.store(true, Ordering::Release);
         self.headed.notify_waiters();
-        let response = match outcome {
+        match outcome {
             Outcome::Answered(response) => {
                 self.reached.store(true, Ordering::Release);
-                response
+                Some(response)
             }
-            Outcome::Expired => return self.expire(Some(&id), "the POST"),
+            Outcome::Expired => {
+                self.expire(Some(id), "the POST");
+                None
+            }
             // A modern server answers a request it refuses (unsupported version, header
             // mismatch, unknown method) with a 4xx whose body is the JSON-RPC error: the
             // session gets that error, which tells a modern server from a legacy one.
-            Outcome::Refused(mut refusal)
-                if mirror.is_some() && refusal.status.is_client_error() =>
-            {
-                let json = matches!(content_type(&refusal.response), ContentType::Json);
-                let body = refusal.take_body();
-                let status = refusal.status;
-                let error = if json {
-                    read_error_body(&refusal.start, body).await
-                } else {
-                    drain_soon(body).await;
-                    None
-                };
-                let failure =
-                    Outcome::Refused(refusal).into_failure("the POST", &self.inner.auth_hint);
-                return match error {
-                    Some(error) => self.deliver_error(&id, &error, status, failure),
-                    None => self.fail(&id, failure),
-                };
-            }
-            mut refused => {
-                if let Outcome::Redirect { status, .. } = &refused {
-                    tracing::warn!(server = %self.server, status = %status, "redirect refused");
-                }
-                if let Some(body) = refused.take_body() {
-                    drain_soon(body).await;
-                }
-                return self.fail(&id, refused.into_failure("the POST", &self.inner.auth_hint));
-            }
-        };
-        self.note_session(&response);
-        let status = response.status();
-        if status == StatusCode::ACCEPTED {
-            // A request's answer may then come only on the GET stream: 2026-07-28 has none, and
-            // a legacy server may have refused it. Waiting would only end at the timeout.
-            let nowhere = if mirror.is_some() {
-                Some("in 2026-07-28 a request's answer comes only on its own response (there is no GET stream)")
-            } else if self.no_get_stream.load(Ordering::Acquire) {
-                Some("the server offers no GET stream for it to come on")
-            } else {
+            Outcome::Refused(refusal) if mirror.is_some() && refusal.status.is_client_error() => {
+                self.refused_with_error(refusal, id).await;
                 None
-            };
-            if let Some(why) = nowhere {
-                tracing::warn!(server = %self.server, request_id = %id, "a request was answered 202 Accepted without an answer");
-                return self.fail(
-                    &id,
-                    SendFailure::unknown(format!(
-                        "the POST of a request was answered `202 Accepted` with no answer; \
-                             {why}, so none will come"
-                    ))
-                    .status(202),
-                );
             }
-            tracing::debug!(server = %self.server, request_id = %id, "request accepted without an answer; it may come on the GET stream");
-            return;
+            refused => {
+                self.refused(refused, id).await;
+                None
+            }
         }
+    }
+
+    /// A modern server's 4xx: the JSON-RPC error its JSON body holds answers request `id`;
+    /// without one, the refusal fails it.
+    async fn refused_with_error(&self, mut refusal: Refusal, id: &RequestId) {
+        let json = matches!(content_type(&refusal.response), ContentType::Json);
+        let body = refusal.take_body();
+        let status = refusal.status;
+        let error = if json {
+            read_error_body(&refusal.start, body).await
+        } else {
+            drain_soon(body).await;
+            None
+        };
+        let failure = Outcome::Refused(refusal).into_failure("the POST", &self.inner.auth_hint);
+        match error {
+            Some(error) => self.deliver_error(id, &error, status, failure),
+            None => self.fail(id, failure),
+        }
+    }
+
+    /// Any other POST that got no answer: a redirect is logged, a refusal's body drained, and
+    /// request `id` fails.
+    async fn refused(&self, mut refused: Outcome, id: &RequestId) {
+        if let Outcome::Redirect { status, .. } = &refused {
+            tracing::warn!(server = %self.server, status = %status, "redirect refused");
+        }
+        if let Some(body) = refused.take_body() {
+            drain_soon(body).await;
+        }
+        self.fail(id, refused.into_failure("the POST", &self.inner.auth_hint));
+    }
+
+    /// A `202 Accepted` to request `id`: its answer may come on the GET stream, unless the
+    /// session is `modern` or has no GET stream, when the request fails at once.
+    fn accepted(&self, id: &RequestId, modern: bool) {
+        // A request's answer may then come only on the GET stream: 2026-07-28 has none, and
+        // a legacy server may have refused it. Waiting would only end at the timeout.
+        let nowhere = if modern {
+            Some("in 2026-07-28 a request's answer comes only on its own response (there is no GET stream)")
+        } else if self.no_get_stream.load(Ordering::Acquire) {
+            Some("the server offers no GET stream for it to come on")
+        } else {
+            None
+        };
+        if let Some(why) = nowhere {
+            tracing::warn!(server = %self.server, request_id = %id, "a request was answered 202 Accepted without an answer");
+            return self.fail(
+                id,
+                SendFailure::unknown(format!(
+                    "the POST of a request was answered `202 Accepted` with no answer; \
+                         {why}, so none will come"
+                ))
+                .status(202),
+            );
+        }
+        tracing::debug!(server = %self.server, request_id = %id, "request accepted without an answer; it may come on the GET stream");
+    }
+
+    /// Reads the answer to request `id` as its content type says: a JSON body, or an event
+    /// stream (resumed when cut if `resumable`).
+    async fn read_answer(
+        self: &Arc<Self>,
+        response: Response<Body>,
+        id: &RequestId,
+        resumable: bool,
+    ) {
         match content_type(&response) {
-            ContentType::Json => self.read_json(response.into_body(), &id).await,
+            ContentType::Json => self.read_json(response.into_body(), id).await,
             ContentType::EventStream => {
-                let resumable = mirror.is_none();
-                self.read_answer_stream(response.into_body(), &id, resumable)
+                self.read_answer_stream(response.into_body(), id, resumable)
                     .await
             }
             ContentType::Other(ct) => self.fail(
-                &id,
+                id,
                 SendFailure::unknown(format!(
                     "the POST was answered `Content-Type: {}`, neither application/json \
                          nor text/event-stream; is this the MCP endpoint?",
