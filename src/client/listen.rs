@@ -302,143 +302,222 @@ impl Shared {
     }
 
     fn keep_listening(&self, session: &Arc<RpcSession>, stream: Stream) {
-        let server = Arc::clone(&self.server);
-        let session = Arc::downgrade(session);
-        let subscriptions = Arc::clone(&self.subscriptions);
-        let what = match stream {
-            Stream::Lists(_) => "list changes",
-            Stream::Resources => "resource updates",
-        };
-        tokio::spawn(async move {
+        let mut listener = Listener {
+            what: match stream {
+                Stream::Lists(_) => "list changes",
+                Stream::Resources => "resource updates",
+            },
+            server: Arc::clone(&self.server),
+            session: Arc::downgrade(session),
+            set_changed: self.subscriptions.generation.subscribe(),
+            subscriptions: Arc::clone(&self.subscriptions),
+            stream,
             // Equal jitter: between half the doubling pause and all of it.
-            let mut backoff = JitteredBackoff::new(LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE)
+            backoff: JitteredBackoff::new(LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE)
                 .expect("the listen pauses are valid")
-                .jitter(Jitter::Equal);
-            let mut retry = 0;
-            let mut reopened = false;
-            // The last resource stream was cut (not ended for a new set).
-            let mut cut = false;
-            let mut set_changed = subscriptions.generation.subscribe();
-            loop {
-                let Some(live) = session.upgrade() else {
-                    return;
-                };
-                let (filter, generation) = match &stream {
-                    Stream::Lists(filter) => (filter.clone(), None),
-                    Stream::Resources => {
-                        let generation = *set_changed.borrow_and_update();
-                        let uris = subscriptions.uris();
-                        if uris.is_empty() {
-                            let Some(state) = live.state::<ListenState>() else {
-                                return;
-                            };
-                            if subscriptions.may_end(&state.resource_stream_running, generation) {
-                                subscriptions.settle(generation, None, None);
-                                return;
-                            }
-                            continue;
-                        }
-                        let filter = ListenFilter {
-                            resource_subscriptions: uris,
-                            ..ListenFilter::default()
-                        };
-                        // A stream opened again after a cut: an update may have come in the gap.
-                        (filter, Some((generation, cut)))
-                    }
-                };
-                let opened = Instant::now();
-                // Only the list stream's acknowledgement has the tool list read again.
-                let relist = reopened && filter.tools_list_changed;
-                let Some(state) = live.state::<ListenState>() else {
-                    return;
-                };
-                let sent = send_listen(&live, state, &filter, relist, generation);
-                drop(live);
-                let outcome = match sent {
-                    Ok((id, rx)) => {
-                        let resources = matches!(stream, Stream::Resources);
-                        tokio::select! {
-                            answer = rx => match answer {
-                                Ok(outcome) => outcome,
-                                Err(_) => return,
-                            },
-                            changed = set_changed.changed(), if resources => {
-                                // The set changed: this stream ends, one with the new set opens.
-                                if let Some(live) = session.upgrade() {
-                                    live.abandon(id, Outcome::Abandoned);
-                                }
-                                if changed.is_err() {
-                                    return;
-                                }
-                                cut = false;
-                                continue;
-                            }
-                        }
-                    }
-                    // Not sent (the bound on requests in flight, a full stdio pipe, or the
-                    // session's end, seen just below): tried again like a cut.
-                    Err(e) => Err(e),
-                };
-                match session.upgrade() {
-                    Some(live) if !live.is_closed() => {}
-                    _ => return,
+                .jitter(Jitter::Equal),
+            retry: 0,
+            reopened: false,
+            cut: false,
+        };
+        tokio::spawn(async move { while listener.once().await == Flow::Again {} });
+    }
+}
+
+/// Whether a stream's loop goes on.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    /// Open the stream again.
+    Again,
+    /// The session ended, the stream was refused, or no resource is subscribed any more.
+    Stop,
+}
+
+/// How waiting for a stream's end ended.
+enum Waited {
+    /// The stream ended: its answer, or the error that ended it.
+    Ended(Result<IgnoredAny, ClientError>),
+    /// The subscribed set changed first.
+    SetChanged,
+    /// The session (or the client) went away.
+    Gone,
+}
+
+/// One `subscriptions/listen` stream of a session, kept open (see
+/// [`Shared::listen_for_changes`]).
+struct Listener {
+    what: &'static str,
+    server: Arc<str>,
+    session: std::sync::Weak<RpcSession>,
+    subscriptions: Arc<Subscriptions>,
+    stream: Stream,
+    set_changed: watch::Receiver<u64>,
+    backoff: JitteredBackoff,
+    retry: u32,
+    /// The stream was opened before (its acknowledgement has the lists read again).
+    reopened: bool,
+    /// The last resource stream was cut (not ended for a new set).
+    cut: bool,
+}
+
+impl Listener {
+    /// Opens the stream once, waits for its end, and pauses before the next opening.
+    async fn once(&mut self) -> Flow {
+        let Some(live) = self.session.upgrade() else {
+            return Flow::Stop;
+        };
+        let Some((filter, generation)) = self.what_to_open() else {
+            return self.nothing_to_open(&live);
+        };
+        let opened = Instant::now();
+        // Only the list stream's acknowledgement has the tool list read again.
+        let relist = self.reopened && filter.tools_list_changed;
+        let Some(state) = live.state::<ListenState>() else {
+            return Flow::Stop;
+        };
+        let sent = send_listen(&live, state, &filter, relist, generation);
+        drop(live);
+        let outcome = match sent {
+            Ok((id, rx)) => match self.wait(id, rx).await {
+                Waited::Ended(outcome) => outcome,
+                Waited::SetChanged => return Flow::Again,
+                Waited::Gone => return Flow::Stop,
+            },
+            // Not sent (the bound on requests in flight, a full stdio pipe, or the session's
+            // end, seen just below): tried again like a cut.
+            Err(e) => Err(e),
+        };
+        match self.session.upgrade() {
+            Some(live) if !live.is_closed() => {}
+            _ => return Flow::Stop,
+        }
+        self.ended(outcome, generation, opened.elapsed()).await
+    }
+
+    /// The filter of the next opening, and for the resource stream the generation of the set
+    /// it names and whether its acknowledgement announces every resource; `None` when no
+    /// resource is subscribed.
+    fn what_to_open(&mut self) -> Option<(ListenFilter, Option<(u64, bool)>)> {
+        match &self.stream {
+            Stream::Lists(filter) => Some((filter.clone(), None)),
+            Stream::Resources => {
+                let generation = *self.set_changed.borrow_and_update();
+                let uris = self.subscriptions.uris();
+                if uris.is_empty() {
+                    return None;
                 }
-                let lasted = opened.elapsed();
-                if lasted >= LISTEN_STEADY {
-                    retry = 0;
-                }
-                let pause = backoff.delay(retry);
-                let pause_ms = pause.as_millis() as u64;
-                match &outcome {
-                    Err(e) if listen_refused(e, lasted) => {
-                        let Some((generation, _)) = generation else {
-                            tracing::warn!(server = &*server, error = %e, what, "the server refused subscriptions/listen; changes are seen at the ttl or a restart");
-                            return;
-                        };
-                        // The subscriptions waiting on this set fail, and remove their URIs;
-                        // a set changed meanwhile is asked for at once.
-                        tracing::warn!(server = &*server, error = %e, what, "the server refused subscriptions/listen for the subscribed resources");
-                        subscriptions.settle(generation, None, Some(e.clone()));
-                        match session.upgrade() {
-                            Some(live)
-                                if !live.state::<ListenState>().is_some_and(|state| {
-                                    subscriptions
-                                        .may_end(&state.resource_stream_running, generation)
-                                }) =>
-                            {
-                                cut = false;
-                                continue;
-                            }
-                            _ => return,
-                        }
-                    }
-                    Ok(_) => tracing::info!(
-                        server = &*server,
-                        pause_ms,
-                        what,
-                        "the server ended a subscriptions/listen stream; opening it again"
-                    ),
-                    Err(e) => tracing::info!(
-                        server = &*server,
-                        error = %e,
-                        pause_ms,
-                        what,
-                        "a subscriptions/listen stream was cut; opening it again"
-                    ),
-                }
-                cut = true;
-                if matches!(stream, Stream::Resources) {
-                    // A change of the set does not wait out the pause.
-                    tokio::select! {
-                        () = tokio::time::sleep(pause) => {}
-                        changed = set_changed.changed() => if changed.is_err() { return },
-                    }
-                } else {
-                    tokio::time::sleep(pause).await;
-                }
-                retry = retry.saturating_add(1);
-                reopened = true;
+                let filter = ListenFilter {
+                    resource_subscriptions: uris,
+                    ..ListenFilter::default()
+                };
+                // A stream opened again after a cut: an update may have come in the gap.
+                Some((filter, Some((generation, self.cut))))
             }
-        });
+        }
+    }
+
+    /// No resource is subscribed: the stream ends if the set stayed empty, else it looks again.
+    fn nothing_to_open(&mut self, live: &RpcSession) -> Flow {
+        let generation = *self.set_changed.borrow();
+        let Some(state) = live.state::<ListenState>() else {
+            return Flow::Stop;
+        };
+        if self
+            .subscriptions
+            .may_end(&state.resource_stream_running, generation)
+        {
+            self.subscriptions.settle(generation, None, None);
+            return Flow::Stop;
+        }
+        Flow::Again
+    }
+
+    /// Waits for the end of stream `id`, or for the resource set to change first (this
+    /// stream is then abandoned for one with the new set).
+    async fn wait(&mut self, id: u64, rx: Receiver<IgnoredAny>) -> Waited {
+        let resources = matches!(self.stream, Stream::Resources);
+        tokio::select! {
+            answer = rx => match answer {
+                Ok(outcome) => Waited::Ended(outcome),
+                Err(_) => Waited::Gone,
+            },
+            changed = self.set_changed.changed(), if resources => {
+                // The set changed: this stream ends, one with the new set opens.
+                if let Some(live) = self.session.upgrade() {
+                    live.abandon(id, Outcome::Abandoned);
+                }
+                if changed.is_err() {
+                    return Waited::Gone;
+                }
+                self.cut = false;
+                Waited::SetChanged
+            }
+        }
+    }
+
+    /// The stream ended with `outcome` after `lasted`: a refusal ends it (the resource
+    /// stream's waiters fail), anything else pauses and opens it again.
+    async fn ended(
+        &mut self,
+        outcome: Result<IgnoredAny, ClientError>,
+        generation: Option<(u64, bool)>,
+        lasted: Duration,
+    ) -> Flow {
+        let (server, what) = (&*self.server, self.what);
+        if lasted >= LISTEN_STEADY {
+            self.retry = 0;
+        }
+        let pause = self.backoff.delay(self.retry);
+        let pause_ms = pause.as_millis() as u64;
+        match &outcome {
+            Err(e) if listen_refused(e, lasted) => {
+                let Some((generation, _)) = generation else {
+                    tracing::warn!(server, error = %e, what, "the server refused subscriptions/listen; changes are seen at the ttl or a restart");
+                    return Flow::Stop;
+                };
+                // The subscriptions waiting on this set fail, and remove their URIs; a set
+                // changed meanwhile is asked for at once.
+                tracing::warn!(server, error = %e, what, "the server refused subscriptions/listen for the subscribed resources");
+                self.subscriptions.settle(generation, None, Some(e.clone()));
+                let subscriptions = &self.subscriptions;
+                return match self.session.upgrade() {
+                    Some(live)
+                        if !live.state::<ListenState>().is_some_and(|state| {
+                            subscriptions.may_end(&state.resource_stream_running, generation)
+                        }) =>
+                    {
+                        self.cut = false;
+                        Flow::Again
+                    }
+                    _ => Flow::Stop,
+                };
+            }
+            Ok(_) => tracing::info!(
+                server,
+                pause_ms,
+                what,
+                "the server ended a subscriptions/listen stream; opening it again"
+            ),
+            Err(e) => tracing::info!(
+                server,
+                error = %e,
+                pause_ms,
+                what,
+                "a subscriptions/listen stream was cut; opening it again"
+            ),
+        }
+        self.cut = true;
+        if matches!(self.stream, Stream::Resources) {
+            // A change of the set does not wait out the pause.
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                changed = self.set_changed.changed() => if changed.is_err() { return Flow::Stop },
+            }
+        } else {
+            tokio::time::sleep(pause).await;
+        }
+        self.retry = self.retry.saturating_add(1);
+        self.reopened = true;
+        Flow::Again
     }
 }
