@@ -139,7 +139,7 @@ pub enum Error {
     },
     /// The call's arguments break the tool's `inputSchema`: the call was not sent. A caller's
     /// error, never retried: hand it back to the agent as something to fix.
-    #[error("server `{server}`: tool `{tool}`: the arguments break the tool's inputSchema (not sent): {}", Violations(violations, *more))]
+    #[error("server `{server}`: tool `{tool}`: the arguments break the tool's inputSchema (not sent): {} (to send such arguments anyway, set `validate = \"results\"` under [mcp.{server}] in local.toml)", Violations(violations, *more))]
     InvalidArguments {
         /// The server.
         server: String,

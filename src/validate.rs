@@ -16,6 +16,9 @@
 //!   retrieval, so a schema that needs one does not compile. A schema that does not compile
 //!   leaves that side of the tool unvalidated, with one WARN naming the server, the tool and
 //!   the reason; [`ToolSchemas::unvalidated`] says so to `kaged-mcp tools` and `check`.
+//! - **Defaults are not demanded.** A property the input schema lists as `required` but that
+//!   declares a `default` may be left out: the server fills it in (zod's `.default()` lists
+//!   such fields as required, and the servers built on it accept them missing).
 //! - **Arguments.** A call whose arguments break the input schema is not sent: it fails with
 //!   a [`SchemaViolation`] (every failure up to [`MAX_VIOLATIONS`]: JSON pointer, keyword,
 //!   short message), which the registry turns into
@@ -174,7 +177,10 @@ impl ToolSchemas {
             }
         };
         let input = if validation.arguments() {
-            build("inputSchema", &tool.input_schema)
+            build(
+                "inputSchema",
+                &without_defaulted_required(&tool.input_schema),
+            )
         } else {
             None
         };
@@ -245,6 +251,50 @@ impl ToolSchemas {
                 0,
             )),
         }
+    }
+}
+
+/// `schema` with every property that declares a `default` taken out of its object's `required`
+/// list, at any depth: servers built on zod list `.default()` fields as required (the
+/// `@playwright/mcp` tools do) and accept them missing, filling in the default; the client
+/// does not demand locally what the server itself does not. Borrowed when nothing changes.
+fn without_defaulted_required(schema: &Value) -> std::borrow::Cow<'_, Value> {
+    fn relax(value: &mut Value) -> bool {
+        let mut changed = false;
+        match value {
+            Value::Object(map) => {
+                let defaulted: Vec<String> = match map.get("properties") {
+                    Some(Value::Object(props)) => props
+                        .iter()
+                        .filter(|(_, p)| p.get("default").is_some())
+                        .map(|(name, _)| name.clone())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                if let Some(Value::Array(required)) = map.get_mut("required") {
+                    let before = required.len();
+                    required
+                        .retain(|r| !r.as_str().is_some_and(|n| defaulted.iter().any(|d| d == n)));
+                    changed |= required.len() != before;
+                }
+                for v in map.values_mut() {
+                    changed |= relax(v);
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    changed |= relax(v);
+                }
+            }
+            _ => {}
+        }
+        changed
+    }
+    let mut relaxed = schema.clone();
+    if relax(&mut relaxed) {
+        std::borrow::Cow::Owned(relaxed)
+    } else {
+        std::borrow::Cow::Borrowed(schema)
     }
 }
 

@@ -290,3 +290,34 @@ async fn the_layer_refuses_bad_arguments_before_the_server_and_checks_results() 
         .0
         .is_ok());
 }
+
+#[test]
+fn a_required_property_with_a_default_is_not_demanded_and_one_without_still_is() {
+    // As @playwright/mcp 0.0.86 lists browser_take_screenshot: zod's `.default()` makes
+    // `scale` required, and the server fills it in when it is missing.
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": ["png", "jpeg"], "default": "png"},
+            "scale": {"type": "string", "enum": ["css", "device"], "default": "css"},
+            "url": {"type": "string"},
+            "nested": {"type": "object", "properties": {"level": {"type": "string", "default": "info"}},
+                       "required": ["level"]}
+        },
+        "required": ["scale", "url"]
+    });
+    let schemas = ToolSchemas::compile("playwright", &tool(schema.clone(), None), Validation::Both);
+    let mut ok = args(json!({"type": "png", "url": "https://example.com", "nested": {}}));
+    assert!(schemas.check_arguments(&mut ok).is_ok());
+    let mut missing_url = args(json!({"type": "png"}));
+    let (violations, _) = schemas.check_arguments(&mut missing_url).unwrap_err();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].message.contains("\"url\""), "{violations:?}");
+    // The schema the tool lists is left as it was.
+    assert_eq!(schema["required"], json!(["scale", "url"]));
+    // Nothing to relax: the schema is used as it is.
+    assert!(matches!(
+        without_defaulted_required(&sum_schema()),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}

@@ -114,6 +114,13 @@ pub(crate) fn filesystem_stdio() -> Option<Vec<String>> {
     (entry.is_file() && on_path("node")).then(|| vec!["node".into(), string(&entry)])
 }
 
+/// `node <@playwright/mcp>/cli.js` (0.0.86) over stdio, if installed (and `node` is on `PATH`):
+/// its `tools/list` needs no browser (none is installed; a call that needs one fails).
+pub(crate) fn playwright_stdio() -> Option<Vec<String>> {
+    let entry = peers_dir().join("npm-playwright/node_modules/@playwright/mcp/cli.js");
+    (entry.is_file() && on_path("node")).then(|| vec!["node".into(), string(&entry)])
+}
+
 /// The official conformance suite and the Node 22 that runs it, if installed:
 /// `(node, <conformance>/dist/index.js)`.
 pub(crate) fn conformance() -> Option<(PathBuf, PathBuf)> {

@@ -396,3 +396,44 @@ async fn python_servers_go_on_after_a_call_is_given_up() {
         shutdown_and_check_group(&client).await;
     }
 }
+
+/// `@playwright/mcp` 0.0.86 lists zod `.default()` fields as `required`
+/// (`browser_take_screenshot.scale`, `browser_console_messages.level`,
+/// `browser_network_requests.static`) and accepts them missing. Against its real `tools/list`
+/// (no browser needed to list), the calls an operator made are valid locally; a property that
+/// is required without a default (`browser_navigate.url`) is still demanded. On 79ff2ee each of
+/// the three calls was refused: `required: "scale" is a required property`.
+#[tokio::test]
+async fn playwright_calls_that_leave_defaulted_fields_out_pass_local_validation() {
+    use kaged_mcp::validate::{ToolSchemas, Validation};
+    let Some(cmd) = peers::require(peers::playwright_stdio(), "@playwright/mcp 0.0.86") else {
+        return;
+    };
+    let client = stdio_client("playwright", &cmd);
+    let tools = client.list_tools().await.unwrap();
+    let schemas = |name: &str| {
+        let tool = tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} is not listed"));
+        std::sync::Arc::new(ToolSchemas::compile("playwright", tool, Validation::Both))
+    };
+    for (name, args) in [
+        ("browser_take_screenshot", json!({"type": "png"})),
+        ("browser_console_messages", json!({})),
+        ("browser_network_requests", json!({})),
+    ] {
+        let mut arguments = args.as_object().cloned().map(std::sync::Arc::new);
+        let checked = schemas(name).check_arguments(&mut arguments);
+        assert!(checked.is_ok(), "{name} {args}: {checked:?}");
+    }
+    let mut no_url = Some(std::sync::Arc::new(serde_json::Map::new()));
+    let (violations, _) = schemas("browser_navigate")
+        .check_arguments(&mut no_url)
+        .unwrap_err();
+    assert!(
+        violations.iter().any(|v| v.message.contains("\"url\"")),
+        "{violations:?}"
+    );
+    shutdown_and_check_group(&client).await;
+}
