@@ -39,6 +39,22 @@ const STDIO: &str = "mcp:\n  db:\n    transport: stdio\n    command: [node, db.j
 
 fn cases() -> Vec<Case> {
     vec![
+        // Another client's server block is refused, naming where servers go (issue 36 point 10:
+        // `mcpServers:` was accepted with 0 servers and exit 0).
+        p(
+            "claude_code_mcp_servers",
+            "mcpServers:\n  fs:\n    command: npx\n",
+            "mcpServers",
+            1,
+            "declare each server under `mcp:`",
+        ),
+        p(
+            "codex_mcp_servers",
+            "mcp:\n  db:\n    transport: stdio\n    command: [node, db.js]\nmcp_servers:\n  x:\n    command: y\n",
+            "mcp_servers",
+            5,
+            "Codex's format",
+        ),
         // --- the mcp block and server keys
         p("mcp is a list", "mcp: [a, b]\n", "mcp", 1, "expected a mapping"),
         p("mcp is a string", "mcp: nope\n", "mcp", 1, "expected a mapping"),

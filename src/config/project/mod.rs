@@ -438,6 +438,41 @@ pub(crate) fn key_path(steps: &[Step<'_>]) -> String {
     yaml::write_path(steps, agents::is_tools_block)
 }
 
+/// The top-level keys other MCP clients keep their servers under (Claude Code, Claude Desktop
+/// and Cursor `mcpServers`, Codex `mcp_servers`), and whose format each is. (VS Code's
+/// `servers` is not among them: a key that general may be another part of kaged's.)
+const FOREIGN_SERVER_BLOCKS: &[(&str, &str)] = &[
+    (
+        "mcpServers",
+        "the Claude Code / Claude Desktop / Cursor format",
+    ),
+    ("mcp_servers", "Codex's format"),
+];
+
+/// A block of servers in another client's format is refused, not ignored: its servers would
+/// silently not exist. The error names the key's line and where kaged-mcp's servers go.
+fn foreign_server_blocks(w: &mut Walk<'_>, root: &Node) {
+    let Some(entries) = root.as_map() else {
+        return;
+    };
+    for entry in entries {
+        let Some((key, format)) = FOREIGN_SERVER_BLOCKS.iter().find(|(k, _)| *k == entry.key)
+        else {
+            continue;
+        };
+        w.err_key(
+            root,
+            entry,
+            key,
+            format!(
+                "`{key}:` is {format}, which kaged-mcp does not read: declare each server under \
+                 `mcp:` instead (`mcp: {{<name>: {{transport: stdio, command: [...]}}}}`; \
+                 `url:` with `transport: streamable-http` for an HTTP server)"
+            ),
+        );
+    }
+}
+
 /// Reads the project tree (after the overlay) into a [`ProjectConfig`].
 pub(crate) fn from_tree(root: &Node, errors: &mut Vec<ConfigError>) -> ProjectConfig {
     let mut w = Walk { errors };
@@ -448,6 +483,7 @@ pub(crate) fn from_tree(root: &Node, errors: &mut Vec<ConfigError>) -> ProjectCo
     }) else {
         return out;
     };
+    foreign_server_blocks(&mut w, root);
     if let Some(mcp) = root.get("mcp") {
         out.servers = servers::servers(&mut w, mcp);
     }
