@@ -42,8 +42,12 @@ use tower::ServiceExt;
 
 const IN_FLIGHT: usize = 16;
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
-/// A call still running this long after it began has hung.
+/// A call still running this long after it began has hung (the backstop; a call is late
+/// much sooner: see [`LATE_GRACE`]).
 const HANG_LIMIT: Duration = Duration::from_secs(30);
+/// How long past its stack's timeout a call may end on a loaded 2-core machine (the timer's
+/// wake-up and the scheduler): a call that ends later was not bounded by its timeout.
+const LATE_GRACE: Duration = Duration::from_secs(2);
 
 fn count(var: &str, default: usize) -> usize {
     std::env::var(var)
@@ -90,6 +94,9 @@ struct Outcome {
     ok: u64,
     errors: HashMap<String, u64>,
     hung: u64,
+    /// Calls that ended (a result or an error) more than [`LATE_GRACE`] after their stack's
+    /// timeout.
+    late: u64,
     rss_warm: u64,
     rss_end: u64,
     elapsed: Duration,
@@ -103,20 +110,27 @@ fn echo_call(i: usize) -> (ToolCall, String) {
 
 /// Runs `calls` echo calls through `stack`, `IN_FLIGHT` at a time; `after_call(i)` runs after
 /// call `i` is issued (the chaos hook).
-async fn drive(stack: ToolService, calls: usize, after_call: impl FnMut(usize)) -> Outcome {
-    drive_plan(stack, calls, echo_call, after_call).await
+async fn drive(
+    stack: ToolService,
+    timeout: Duration,
+    calls: usize,
+    after_call: impl FnMut(usize),
+) -> Outcome {
+    drive_plan(stack, timeout, calls, echo_call, after_call).await
 }
 
 /// Runs `calls` calls through `stack`, `IN_FLIGHT` at a time: call `i` and the text its answer
 /// must be are `plan(i)`; `after_call(i)` runs after call `i` is issued (the chaos hook).
 async fn drive_plan(
     stack: ToolService,
+    timeout: Duration,
     calls: usize,
     mut plan: impl FnMut(usize) -> (ToolCall, String),
     mut after_call: impl FnMut(usize),
 ) -> Outcome {
     let ok = Arc::new(AtomicU64::new(0));
     let hung = Arc::new(AtomicU64::new(0));
+    let late = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(std::sync::Mutex::new(HashMap::<String, u64>::new()));
     let warm_at = calls / 10;
     let mut rss_warm = 0;
@@ -126,9 +140,14 @@ async fn drive_plan(
             let (call, want) = plan(i);
             after_call(i);
             let stack = stack.clone();
-            let (ok, hung, errors) = (ok.clone(), hung.clone(), errors.clone());
+            let (ok, hung, late, errors) = (ok.clone(), hung.clone(), late.clone(), errors.clone());
             async move {
-                match tokio::time::timeout(HANG_LIMIT, stack.oneshot(call)).await {
+                let began = Instant::now();
+                let ended = tokio::time::timeout(HANG_LIMIT, stack.oneshot(call)).await;
+                if ended.is_ok() && began.elapsed() > timeout + LATE_GRACE {
+                    late.fetch_add(1, Ordering::Relaxed);
+                }
+                match ended {
                     Ok(Ok(r)) if r.joined_text() == want => {
                         ok.fetch_add(1, Ordering::Relaxed);
                     }
@@ -171,6 +190,7 @@ async fn drive_plan(
         ok: ok.load(Ordering::Relaxed),
         errors,
         hung: hung.load(Ordering::Relaxed),
+        late: late.load(Ordering::Relaxed),
         rss_warm,
         rss_end: rss_kib(),
         elapsed: start.elapsed(),
@@ -193,6 +213,7 @@ fn report(name: &str, calls: usize, o: &Outcome, disruptions: usize) {
         eprintln!("  {v:>7} × {k}");
     }
     assert_eq!(o.hung, 0, "{name}: calls hung");
+    assert_eq!(o.late, 0, "{name}: calls ended past their timeout");
     assert_eq!(o.ok + errs, calls as u64, "{name}: every call ends");
     assert!(
         o.ok * 10 >= calls as u64 * 9,
@@ -242,7 +263,7 @@ async fn soak_stdio_server_killed_at_random() {
     let mut pgids = Vec::new();
     let mut kills = 0;
     let mut last_kill = Instant::now();
-    let outcome = drive(stack, calls, |_| {
+    let outcome = drive(stack, CALL_TIMEOUT, calls, |_| {
         // About one kill per 1000 calls, of a server that is up and has run a little while (a
         // kill during a restart would only test the failed state, which the unit tests do).
         if rng.below(1000) == 0
@@ -311,7 +332,7 @@ async fn soak_sse_stream_dropping_at_random() {
     client.start().await.unwrap();
     let stack = StackBuilder::new(StackSettings::new("soak-sse").timeout(CALL_TIMEOUT))
         .build(client.clone());
-    let outcome = drive(stack, calls, |_| {}).await;
+    let outcome = drive(stack, CALL_TIMEOUT, calls, |_| {}).await;
     client.shutdown().await;
     let text = std::fs::read_to_string(log.path()).unwrap();
     let reached = assert_never_twice("sse", text.lines().map(|l| l.trim_matches('"').to_owned()));
@@ -574,7 +595,7 @@ async fn soak_streamable_http_with_sessions_under_chaos() {
         ],
     );
     let run = HttpChaos::start("soak-http", command, EraPreference::Legacy, &mut rng).await;
-    let outcome = drive(run.stack.clone(), calls, |_| {}).await;
+    let outcome = drive(run.stack.clone(), HTTP_CALL_TIMEOUT, calls, |_| {}).await;
     let end = run.finish().await;
     let chaos = |what: &str| end.stderr.matches(&format!("chaos: {what} ")).count();
     eprintln!(
@@ -613,7 +634,7 @@ async fn soak_streamable_http_2026_07_28_under_chaos() {
             echo_call(i)
         }
     };
-    let outcome = drive_plan(run.stack.clone(), calls, plan, |_| {}).await;
+    let outcome = drive_plan(run.stack.clone(), HTTP_CALL_TIMEOUT, calls, plan, |_| {}).await;
     let end = run.finish().await;
     eprintln!(
         "modern: {} kills, {} responses cut by the proxy, {slow} slow answers",

@@ -153,6 +153,10 @@ struct Server {
     /// A start and listing is running in the background after a call found the server's
     /// catalog empty (see [`Session::retry_start`]).
     rediscovering: std::sync::atomic::AtomicBool,
+    /// The tool-list changes, subscribed before the first `tools/list` of the session: a
+    /// `list_changed` that arrives after that list began (server-everything sends one right
+    /// after `initialized`) is not lost before the watcher starts.
+    changes: Mutex<Option<tokio::sync::watch::Receiver<u64>>>,
 }
 
 /// A running session: the registry, the servers, and the tasks that follow their tool lists.
@@ -282,6 +286,7 @@ impl Session {
                 disabled: overrides.disabled,
                 startup_error: Mutex::new(None),
                 rediscovering: std::sync::atomic::AtomicBool::new(false),
+                changes: Mutex::new(None),
             };
             let source = match options.token_sources.get(&sc.key) {
                 Some(s) => Ok(Some(Arc::clone(s))),
@@ -347,6 +352,9 @@ impl Session {
             let key = server.config.key.clone();
             let result = tokio::time::timeout(timeout, async {
                 client.start().await?;
+                // Before the list: a change announced while it runs is heard by the watcher.
+                *server.changes.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(client.tools_changed());
                 client.list_tools().await
             })
             .await;
@@ -388,7 +396,12 @@ impl Session {
             let Some(client) = server.client.clone() else {
                 continue;
             };
-            let mut changes = client.tools_changed();
+            let taken = server
+                .changes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            let mut changes = taken.unwrap_or_else(|| client.tools_changed());
             let server = server.clone();
             let registry = self.registry.clone();
             let config = self.config.clone();

@@ -262,8 +262,21 @@ async fn everything_server_list_changed_after_initialized_keeps_a_full_catalog()
         .await
         .unwrap();
     // server-everything sends tools/list_changed right after initialized; rediscovery must
-    // leave the same, filtered catalog in place.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // happen (the catalog is replaced: it once never was, the notification arriving before the
+    // watcher subscribed) and leave the same, filtered catalog in place.
+    let first = session.registry().server_catalog("everything").unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while session
+        .registry()
+        .server_catalog("everything")
+        .is_some_and(|now| std::sync::Arc::ptr_eq(&now, &first))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no rediscovery after server-everything's tools/list_changed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let names: Vec<String> = session.catalog().into_iter().map(|t| t.name).collect();
     assert!(
         names.contains(&"mcp.everything.echo".to_owned()),

@@ -148,6 +148,11 @@ async fn not_sent_errors_reach_the_operator_without_the_marker() {
     let e = stack.oneshot(ToolCall::new("x")).await.unwrap_err();
     let shown = into_error("s", "x", e).to_string();
     assert!(shown.contains("next attempt in 900 ms"), "{shown}");
+    // The marker's own words (`NotSent`'s Display) never reach the operator.
+    assert!(
+        !shown.contains("the request was not sent to the server"),
+        "{shown}"
+    );
 }
 
 /// The limit on calls in flight sits inside the timeout: a call waiting for its place waits on
