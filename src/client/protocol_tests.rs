@@ -415,3 +415,129 @@ async fn a_restart_announces_every_subscribed_resource_as_changed() {
         ServerChange::ResourcesListChanged
     );
 }
+
+/// A legacy server that offers everything and answers only the handshake, `ping`-like
+/// requests of the start, and `tools/list`: every other request stays unanswered.
+fn silent_after_start() -> MockTransport {
+    MockTransport::new(move |msg| match method(msg) {
+        "initialize" => vec![Act::reply(
+            msg,
+            json!({"protocolVersion": "2025-11-25",
+                "capabilities": {"resources": {}, "prompts": {}, "completions": {},
+                    "logging": {}, "tools": {}},
+                "serverInfo": {"name": "mock", "version": "1"}}),
+        )],
+        "tools/list" => vec![Act::reply(msg, json!({"tools": []}))],
+        _ => vec![],
+    })
+}
+
+/// Every request the client sends is bounded by its request timeout, not only `tools/list`
+/// and `initialize` (issue 40, point 5): a read, a prompt, a completion, a task's requests
+/// and a request of any kind end in `RequestTimeout` naming their method, and each is
+/// cancelled on the wire; `logging/setLevel` at the start is bounded too (the start goes on
+/// without it).
+#[tokio::test(start_paused = true)]
+async fn every_request_kind_times_out_naming_its_method_and_is_cancelled() {
+    use crate::protocol::method::{CancelTask, GetTask, Request as _, UpdateTask};
+    let limit = Duration::from_secs(3);
+    let t = silent_after_start();
+    let c = McpClient::new(
+        "mock",
+        t.clone(),
+        legacy_options()
+            .request_timeout(limit)
+            .log_level(LoggingLevel::Debug),
+    );
+    // The start waits out the unanswered logging/setLevel, then is ready.
+    c.start().await.unwrap();
+    let timed_out = |e: ClientError, want: &str| match e {
+        ClientError::RequestTimeout { request, after, .. } => {
+            assert_eq!((request.method, after), (want, limit));
+        }
+        other => panic!("{want}: {other}"),
+    };
+    timed_out(
+        c.read_resource("a://x").await.unwrap_err(),
+        "resources/read",
+    );
+    timed_out(c.get_prompt("p", None).await.unwrap_err(), "prompts/get");
+    let reference = crate::protocol::CompletionRef::Prompt { name: "p".into() };
+    timed_out(
+        c.complete(&reference, "a", "x", None).await.unwrap_err(),
+        "completion/complete",
+    );
+    let task = serde_json::Map::from_iter([("taskId".to_owned(), json!("t1"))]);
+    timed_out(
+        c.request::<GetTask>(task.clone()).await.unwrap_err(),
+        GetTask::METHOD,
+    );
+    timed_out(
+        c.request::<UpdateTask>(task.clone()).await.unwrap_err(),
+        UpdateTask::METHOD,
+    );
+    timed_out(
+        c.request::<CancelTask>(task).await.unwrap_err(),
+        CancelTask::METHOD,
+    );
+    let seen = t.seen();
+    let asked: Vec<&Value> = seen
+        .iter()
+        .filter(|m| m.get("id").is_some() && !matches!(method(m), "initialize" | "tools/list"))
+        .collect();
+    let methods: Vec<&str> = asked.iter().map(|m| method(m)).collect();
+    assert_eq!(
+        methods,
+        [
+            "logging/setLevel",
+            "resources/read",
+            "prompts/get",
+            "completion/complete",
+            "tasks/get",
+            "tasks/update",
+            "tasks/cancel"
+        ]
+    );
+    for m in asked {
+        let cancelled = seen
+            .iter()
+            .any(|n| method(n) == "notifications/cancelled" && n["params"]["requestId"] == m["id"]);
+        assert!(cancelled, "{} was not cancelled: {seen:?}", method(m));
+    }
+}
+
+/// An answer whose id the client never sent is dropped (logged at DEBUG): the real answer
+/// still reaches its caller, and the session goes on (it was only shown by the fuzzer).
+#[tokio::test(start_paused = true)]
+async fn an_answer_to_an_id_never_sent_is_dropped_and_the_session_goes_on() {
+    let t = MockTransport::new(move |msg| match method(msg) {
+        "initialize" => vec![Act::reply(
+            msg,
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "mock", "version": "1"}}),
+        )],
+        "tools/list" => vec![
+            Act::Reply(
+                json!({"jsonrpc": "2.0", "id": 4242, "result": {"tools": [{"name": "ghost",
+                "inputSchema": {"type": "object"}}]}}),
+            ),
+            Act::Reply(json!({"jsonrpc": "2.0", "id": "never-sent", "error":
+                {"code": -32603, "message": "stray"}})),
+            Act::reply(
+                msg,
+                json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+            ),
+        ],
+        _ => vec![],
+    });
+    let c = McpClient::new("mock", t.clone(), legacy_options());
+    let tools = c.list_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+    assert_eq!(names, ["echo"], "the stray answers were not taken for it");
+    assert_eq!(
+        c.list_tools().await.unwrap().len(),
+        1,
+        "the session goes on"
+    );
+    assert_eq!(c.state(), ServerState::Ready);
+}
