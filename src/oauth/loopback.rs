@@ -1,11 +1,19 @@
 //! The loopback redirect listener of a login (RFC 8252 §7.3): `http://127.0.0.1:<ephemeral
-//! port>/callback`, one redirect awaited, its `state` and `iss` (RFC 9207) checked. Requests
-//! are read with a bound (8 KiB of head, 10 s each); anything but `GET /callback` gets a 404
-//! and the wait goes on.
+//! port>/callback`, one redirect awaited, its `state` and `iss` (RFC 9207) checked. Each
+//! connection is served by hyper's HTTP/1 server, its head bounded (8 KiB, read within 10 s)
+//! and closed after its answer; anything but `GET /callback` gets a 404 and the wait goes on.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use bytes::Bytes;
+use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use url::Url;
 
@@ -108,31 +116,43 @@ impl Callback {
     }
 }
 
-/// Reads one request; answers it, and returns the query of a `GET /callback`.
-async fn read_callback(mut stream: TcpStream, state: &str) -> Option<RedirectParams> {
-    let mut head = Vec::with_capacity(1024);
-    let read = async {
-        let mut buf = [0_u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
-            let n = stream.read(&mut buf).await.ok()?;
-            if n == 0 {
-                break;
-            }
-            head.extend_from_slice(&buf[..n]);
-        }
-        Some(())
+/// Serves one connection with hyper's HTTP/1 server (its head bounded to [`MAX_HEAD`] and read
+/// within [`READ_TIMEOUT`], the connection closed after its answer): answers its request, and
+/// returns the query of a `GET /callback`.
+async fn read_callback(stream: TcpStream, state: &str) -> Option<RedirectParams> {
+    let found: Arc<Mutex<Option<RedirectParams>>> = Arc::default();
+    let service = {
+        let (found, state) = (Arc::clone(&found), state.to_owned());
+        service_fn(move |req: Request<Incoming>| {
+            let answer = answer(&req, &state, &found);
+            async move { Ok::<_, std::convert::Infallible>(answer) }
+        })
     };
-    tokio::time::timeout(READ_TIMEOUT, read).await.ok()??;
-    let line = head.split(|&b| b == b'\r' || b == b'\n').next()?;
-    let line = std::str::from_utf8(line).ok()?;
-    let mut parts = line.split(' ');
-    let (method, target) = (parts.next()?, parts.next()?);
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if method != "GET" || path != "/callback" {
-        let _ = respond(&mut stream, "404 Not Found", "Not found.").await;
-        return None;
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(READ_TIMEOUT)
+        .max_buf_size(MAX_HEAD)
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(stream), service);
+    // A client that sends nothing, or too much, ends the connection; the wait goes on.
+    let _ = tokio::time::timeout(READ_TIMEOUT, connection).await;
+    let params = found
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    params
+}
+
+/// The answer to one request; the query of a `GET /callback` is kept in `found`.
+fn answer(
+    req: &Request<Incoming>,
+    state: &str,
+    found: &Mutex<Option<RedirectParams>>,
+) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET || req.uri().path() != "/callback" {
+        return respond(StatusCode::NOT_FOUND, "Not found.");
     }
-    let params = parse_redirect(query);
+    let params = parse_redirect(req.uri().query().unwrap_or(""));
     let body = if params.state.as_deref() != Some(state) {
         "This redirect does not belong to the login in progress."
     } else if params.error.is_some() {
@@ -140,22 +160,29 @@ async fn read_callback(mut stream: TcpStream, state: &str) -> Option<RedirectPar
     } else {
         "kaged-mcp is logged in. You can close this tab."
     };
-    let _ = respond(&mut stream, "200 OK", body).await;
-    Some(params)
+    *found
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(params);
+    respond(StatusCode::OK, body)
 }
 
-async fn respond(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
-    let text = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n{body}",
-        body.len()
+/// A plain-text answer that no cache keeps.
+fn respond(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    stream.write_all(text.as_bytes()).await?;
-    stream.shutdown().await
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// The code `code()` gives back for a redirect with `query`, expecting `issuer`.
     async fn redirect(query: &str, issuer: Option<&str>, required: bool) -> Result<String, String> {
@@ -245,6 +272,38 @@ mod tests {
         );
         assert!(
             answers[2].ends_with("You can close this tab."),
+            "{answers:?}"
+        );
+    }
+
+    /// A request whose head passes 8 KiB, or that is not `GET /callback`, is answered with an
+    /// error by hyper's server and ignored; the login's redirect after it still logs in.
+    #[tokio::test]
+    async fn an_oversize_or_foreign_request_is_refused_and_the_login_goes_on() {
+        let callback = Callback::bind().await.unwrap();
+        let port = callback.redirect_uri().port().unwrap();
+        let sender = tokio::spawn(async move {
+            let mut answers = Vec::new();
+            for request in [
+                format!("GET /callback?pad={} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "x".repeat(9000)),
+                "POST /callback?code=c9&state=st HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n".to_owned(),
+                "GET /callback?code=c3&state=st HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".to_owned(),
+            ] {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+                let _ = s.write_all(request.as_bytes()).await;
+                let mut answer = Vec::new();
+                let _ = s.read_to_end(&mut answer).await;
+                answers.push(String::from_utf8_lossy(&answer).into_owned());
+            }
+            answers
+        });
+        assert_eq!(callback.code("st", None, false).await.unwrap(), "c3");
+        let answers = sender.await.unwrap();
+        assert!(answers[0].starts_with("HTTP/1.1 431"), "{answers:?}");
+        assert!(answers[1].starts_with("HTTP/1.1 404"), "{answers:?}");
+        assert!(
+            answers[2].starts_with("HTTP/1.1 200")
+                && answers[2].contains("cache-control: no-store"),
             "{answers:?}"
         );
     }
