@@ -12,9 +12,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = kaged_mcp::cli::Cli::parse();
-    kaged_mcp::cli::run(cli)
+    kaged_mcp::cli::main()
 }

@@ -19,27 +19,25 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use self::protocol_cmds::{
-    CompleteArgs, PromptArgs, PromptsArgs, ReadArgs, ResourcesArgs, Verb,
-};
+use self::protocol_cmds::{CompleteArgs, PromptArgs, PromptsArgs, ReadArgs, ResourcesArgs, Verb};
 use crate::config::{self, ConfigPaths};
 
 /// The operator's command line for kaged's MCP client.
 #[derive(Debug, Parser)]
 #[command(name = "kaged-mcp", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Say more: `-v` adds each error's whole chain of causes and the library's warnings on
     /// stderr, `-vv` its info log, `-vvv` its debug log (`RUST_LOG` overrides the log filter).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
-    pub verbose: u8,
+    pub(crate) verbose: u8,
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// The commands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Validate the configuration and print the resolved servers.
     Check(ProjectArgs),
     /// Start a session and print the registered tool catalog.
@@ -202,7 +200,7 @@ pub enum Command {
 
 /// `kaged-mcp auth …`.
 #[derive(Debug, Subcommand)]
-pub enum AuthCommand {
+pub(crate) enum AuthCommand {
     /// Log in to an OAuth server: print the authorization URL (and open a browser), wait for
     /// the redirect on 127.0.0.1, store the tokens. A `client_credentials` server needs no
     /// browser.
@@ -235,24 +233,24 @@ pub enum AuthCommand {
 
 /// Acting as one agent.
 #[derive(Debug, Args)]
-pub struct AgentArg {
+pub(crate) struct AgentArg {
     /// Restrict to the tools granted to this agent: `primary` or a subagent's key.
     #[arg(long, value_name = "NAME")]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
 }
 
 /// Where the configuration is.
 #[derive(Debug, Args)]
-pub struct ProjectArgs {
+pub(crate) struct ProjectArgs {
     /// The project directory, holding project.yaml (and project.local.yaml, local.toml).
     #[arg(long, value_name = "DIR")]
-    pub project: PathBuf,
+    pub(crate) project: PathBuf,
     /// The operator's local.toml [default: DIR/local.toml when it exists].
     #[arg(long, value_name = "FILE")]
-    pub local: Option<PathBuf>,
+    pub(crate) local: Option<PathBuf>,
     /// The daemon's config.toml [default: built-in defaults].
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
 }
 
 impl ProjectArgs {
@@ -278,8 +276,15 @@ pub fn demo_server() -> ExitCode {
     ExitCode::from(demo_server::run())
 }
 
+/// The `kaged-mcp` binary: parses the process's arguments (clap's usage errors exit 2) and
+/// runs the command; returns the process exit code. The argument types are the binary's own,
+/// not library API.
+pub fn main() -> ExitCode {
+    run(<Cli as clap::Parser>::parse())
+}
+
 /// Runs a parsed command line and returns the process exit code.
-pub fn run(cli: Cli) -> ExitCode {
+pub(crate) fn run(cli: Cli) -> ExitCode {
     // The demo server is a peer, not a command: it exports nothing (it inherits `OTEL_*`
     // when a traced command starts it).
     let telemetry = init_tracing(cli.verbose, !matches!(cli.command, Command::DemoServer));

@@ -26,48 +26,48 @@ use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// `resources [SERVER]`.
 #[derive(Debug, Clone, Args)]
-pub struct ResourcesArgs {
+pub(crate) struct ResourcesArgs {
     /// Only this server [default: every server].
-    pub server: Option<String>,
+    pub(crate) server: Option<String>,
 }
 
 /// `read SERVER URI [--out FILE]`.
 #[derive(Debug, Clone, Args)]
-pub struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// The server's key.
-    pub server: String,
+    pub(crate) server: String,
     /// The resource's URI, such as `demo://resource/dynamic/text/1`.
-    pub uri: String,
+    pub(crate) uri: String,
     /// Write the contents (text or binary) to this file instead of stdout. Binary contents
     /// need it on a terminal.
     #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// `prompts [SERVER]`.
 #[derive(Debug, Clone, Args)]
-pub struct PromptsArgs {
+pub(crate) struct PromptsArgs {
     /// Only this server [default: every server].
-    pub server: Option<String>,
+    pub(crate) server: Option<String>,
 }
 
 /// `prompt SERVER NAME [--args JSON]`.
 #[derive(Debug, Clone, Args)]
-pub struct PromptArgs {
+pub(crate) struct PromptArgs {
     /// The server's key.
-    pub server: String,
+    pub(crate) server: String,
     /// The prompt's name.
-    pub name: String,
+    pub(crate) name: String,
     /// The prompt's arguments, a JSON object of strings, e.g. `{"city": "Paris"}`.
     #[arg(long, value_name = "JSON")]
-    pub args: Option<String>,
+    pub(crate) args: Option<String>,
 }
 
 /// `complete SERVER (--prompt NAME | --template URI_TEMPLATE) ARG PREFIX [--context JSON]`.
 #[derive(Debug, Clone, Args)]
-pub struct CompleteArgs {
+pub(crate) struct CompleteArgs {
     /// The server's key.
-    pub server: String,
+    pub(crate) server: String,
     /// Complete an argument of this prompt.
     #[arg(
         long,
@@ -75,23 +75,23 @@ pub struct CompleteArgs {
         conflicts_with = "template",
         required_unless_present = "template"
     )]
-    pub prompt: Option<String>,
+    pub(crate) prompt: Option<String>,
     /// Complete a variable of this resource template (as listed, e.g.
     /// `demo://resource/dynamic/text/{resourceId}`).
     #[arg(long, value_name = "URI_TEMPLATE")]
-    pub template: Option<String>,
+    pub(crate) template: Option<String>,
     /// The argument (or template variable) to complete.
-    pub argument: String,
+    pub(crate) argument: String,
     /// What is typed so far ("" for everything).
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// The arguments already chosen, a JSON object of strings, e.g. `{"department": "Sales"}`.
     #[arg(long, value_name = "JSON")]
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
 }
 
 /// One verb, as the command line and the shell give it.
 #[derive(Debug, Clone, Subcommand)]
-pub enum Verb {
+pub(crate) enum Verb {
     /// The resources and resource templates of every (or one) server.
     Resources(ResourcesArgs),
     /// Read one resource.

@@ -16,22 +16,22 @@ use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// `skills [SERVER]`.
 #[derive(Debug, Args)]
-pub struct SkillsArgs {
+pub(crate) struct SkillsArgs {
     /// Only this server's skills (only it is started).
-    pub server: Option<String>,
+    pub(crate) server: Option<String>,
 }
 
 /// `skill SERVER NAME [--file PATH]`.
 #[derive(Debug, Args)]
-pub struct SkillArgs {
+pub(crate) struct SkillArgs {
     /// The server key.
-    pub server: String,
+    pub(crate) server: String,
     /// The skill's name (its frontmatter's `name`), or its `SKILL.md` URI.
-    pub name: String,
+    pub(crate) name: String,
     /// A file of the skill instead of its `SKILL.md`: a listed URI, or a path within the skill
     /// (`references/FORMS.md`). The skill is loaded and verified first.
     #[arg(long)]
-    pub file: Option<String>,
+    pub(crate) file: Option<String>,
 }
 
 /// `kaged-mcp skills`: server, name and description of each skill, one a line (`--json`: an

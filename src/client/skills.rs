@@ -109,8 +109,8 @@ impl McpClient {
     }
 
     /// Loads the skill `name` (its frontmatter's `name`, or its `SKILL.md` URI): reads its
-    /// `SKILL.md` and verifies its size, digest and frontmatter against the listing (see the
-    /// [module docs](self)).
+    /// `SKILL.md` and verifies its size, digest and frontmatter against the listing (size,
+    /// then digest, then frontmatter).
     ///
     /// # Errors
     /// [`ClientError::SkillRefused`] naming the check that failed (nothing of the content is

@@ -1,5 +1,5 @@
 //! What a request is answered in both eras: a `tools/call`'s [`CallAnswer`] (a result, the
-//! input a 2026-07-28 server asks for first, or a task), and the [`Answer`] of the other
+//! input a 2026-07-28 server asks for first, or a task), and the `Answer` of the other
 //! requests a 2026-07-28 server may answer `input_required`. Read in one pass, whatever the
 //! order of the keys.
 

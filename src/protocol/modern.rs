@@ -8,7 +8,7 @@
 //!
 //! A `tools/call` may be answered `resultType: "input_required"`: the server needs input
 //! (an elicitation, a sampling, the roots) before it can finish, and the client retries the
-//! call with the answers ([`CallAnswer`], [`InputRequired`]; the client side is in
+//! call with the answers ([`CallAnswer`](super::CallAnswer), [`InputRequired`]; the client side is in
 //! [`crate::client`]).
 
 use serde::ser::SerializeMap;

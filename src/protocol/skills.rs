@@ -3,7 +3,7 @@
 //! `skills/list`; each entry names the skill's `SKILL.md` (its URI), the YAML frontmatter of
 //! that file as the server published it, and every file of the skill with its SHA-256 digest
 //! and size. The files themselves are read with `resources/read`, and verified against the
-//! entry before any use ([`crate::client::skills`]).
+//! entry before any use ([`McpClient::load_skill`](crate::client::McpClient::load_skill)).
 //!
 //! Wire, as the conformance suite's 0.2.0 scenarios serve it:
 //! `{"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "skills": [{"uri":
