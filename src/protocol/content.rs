@@ -123,34 +123,9 @@ pub struct AudioContent {
     pub meta: Option<Value>,
 }
 
-/// A link to a resource the client may fetch.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceLink {
-    /// The resource's URI.
-    pub uri: String,
-    /// Its name.
-    #[serde(default)]
-    pub name: String,
-    /// A display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// What it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Its MIME type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Its size in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// As sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
-    /// `_meta`, as sent.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
-}
+/// A link to a resource the client may fetch (a `resource_link` block): the same fields as a
+/// listed [`Resource`](super::resources::Resource), so the same type.
+pub type ResourceLink = super::resources::Resource;
 
 /// A resource embedded in the result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,10 +21,11 @@ use super::content::ResourceContents;
 use super::modern::RequestMeta;
 use super::result::truncation_marker;
 
-/// A resource a server lists (`resources/list`).
+/// A resource a server lists (`resources/list`), or a tool result links to (a
+/// `resource_link` block: [`ResourceLink`](super::content::ResourceLink)). Built with
+/// `..Resource::default()` for the fields a caller does not set.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct Resource {
     /// The resource's URI.
     pub uri: String,
