@@ -323,6 +323,17 @@ const MUST_LIST_2026: &[&str] = &[
 
 #[test]
 fn the_conformance_client_passes_the_2026_07_28_client_scenarios() {
+    run_pre_release(
+        "2026-07-28",
+        MUST_LIST_2026,
+        "conformance-2026-expected-failures.txt",
+        &["--spec-version", "2026-07-28"],
+    );
+}
+
+/// Runs the pre-release's client scenarios whose versions name `versions` (with `extra`
+/// arguments), `must` among them, against `expected_file`.
+fn run_pre_release(versions: &str, must: &[&str], expected_file: &str, extra: &[&str]) {
     let Some((node, entry)) = peers::require(
         peers::conformance_next(),
         "@modelcontextprotocol/conformance (pre-release, conformance-next)",
@@ -332,14 +343,20 @@ fn the_conformance_client_passes_the_2026_07_28_client_scenarios() {
     let Some(client) = client() else { return };
     let scenarios: Vec<String> = client_scenarios(&node, &entry)
         .into_iter()
-        .filter(|(_, versions)| versions.contains("2026-07-28"))
+        .filter(|(_, listed)| listed.contains(versions))
         .map(|(name, _)| name)
         .collect();
-    must_be_listed(&scenarios, MUST_LIST_2026);
-    let file = "conformance-2026-expected-failures.txt";
-    let expected = expected_failures(file);
-    let extra = ["--spec-version", "2026-07-28"];
-    run_scenarios(&node, &entry, &client, &scenarios, &extra, &expected, file);
+    must_be_listed(&scenarios, must);
+    let expected = expected_failures(expected_file);
+    run_scenarios(
+        &node,
+        &entry,
+        &client,
+        &scenarios,
+        extra,
+        &expected,
+        expected_file,
+    );
 }
 
 /// Extension scenarios that must be among the listed ones: the skills extension's client
@@ -354,20 +371,10 @@ const MUST_LIST_EXTENSIONS: &[&str] = &[
 
 #[test]
 fn the_conformance_client_passes_the_pre_releases_extension_scenarios() {
-    let Some((node, entry)) = peers::require(
-        peers::conformance_next(),
-        "@modelcontextprotocol/conformance (pre-release, conformance-next)",
-    ) else {
-        return;
-    };
-    let Some(client) = client() else { return };
-    let scenarios: Vec<String> = client_scenarios(&node, &entry)
-        .into_iter()
-        .filter(|(_, versions)| versions.contains("extension"))
-        .map(|(name, _)| name)
-        .collect();
-    must_be_listed(&scenarios, MUST_LIST_EXTENSIONS);
-    let file = "conformance-extensions-expected-failures.txt";
-    let expected = expected_failures(file);
-    run_scenarios(&node, &entry, &client, &scenarios, &[], &expected, file);
+    run_pre_release(
+        "extension",
+        MUST_LIST_EXTENSIONS,
+        "conformance-extensions-expected-failures.txt",
+        &[],
+    );
 }
