@@ -229,6 +229,7 @@ impl McpClient {
                     ready_at: None,
                     last_error: None,
                     last_reason: None,
+                    stdout_noise: None,
                     init: None,
                     era: None,
                     tools_fresh_until: None,
@@ -270,6 +271,13 @@ impl McpClient {
     /// The server's state now.
     pub fn state(&self) -> ServerState {
         self.shared.lock().state
+    }
+
+    /// The first line the server wrote that was not a JSON-RPC message (bounded to 200
+    /// characters, control characters removed), if it wrote one: what a program that is not
+    /// an MCP server, or one that logs to stdout, said. Named in a start-up failure.
+    pub fn stdout_noise(&self) -> Option<String> {
+        self.shared.lock().stdout_noise.clone()
     }
 
     /// The last failure, if any (kept after a successful restart until the next one).

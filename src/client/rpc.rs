@@ -281,6 +281,9 @@ pub(crate) enum SessionEvent<'a> {
         /// reachable, and the session stays.
         answers: u64,
     },
+    /// The first line of this session that was not a JSON-RPC message (bounded, control
+    /// characters removed): a program that is not an MCP server, or one that prints to stdout.
+    Noise(&'a str),
 }
 
 /// Hears a session's [`SessionEvent`]s: called from the transport's reader task, so it must

@@ -22,6 +22,8 @@ pub(super) struct Supervisor {
     pub(super) last_error: Option<String>,
     /// The same failure as the operator's line ([`ClientError::reason`]).
     pub(super) last_reason: Option<String>,
+    /// The first line a session of this client read that was not JSON-RPC, if any.
+    pub(super) stdout_noise: Option<String>,
     pub(super) init: Option<Arc<InitializeResult>>,
     /// The era of the last successful start, kept for the client's life (see [`era`]).
     pub(super) era: Option<Era>,
@@ -311,6 +313,9 @@ impl Shared {
                     if let Some(session) = session.handle() {
                         tokio::spawn(async move { shared.era_refused(&session) });
                     }
+                }
+                SessionEvent::Noise(line) => {
+                    shared.lock().stdout_noise = Some(line.to_owned());
                 }
                 SessionEvent::Unreachable { failure, answers } => {
                     if let Some(session) = session.handle() {

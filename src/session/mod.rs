@@ -373,11 +373,22 @@ impl Session {
                 }),
                 Err(_) => Some(StartFailure::told(
                     &key,
-                    format!(
-                        "did not start and list its tools within the startup timeout of {} ms \
-                         (`startup_timeout_ms` in config.toml)",
-                        timeout.as_millis()
-                    ),
+                    match client.stdout_noise() {
+                        // What it wrote is the likelier cause than its speed.
+                        Some(line) => format!(
+                            "did not answer as an MCP server within the startup timeout of {} \
+                             ms; it wrote `{}` on stdout, which must carry JSON-RPC messages \
+                             only (is the command an MCP server? one that logs must log to \
+                             stderr)",
+                            timeout.as_millis(),
+                            crate::transport::redact_tokens(&line)
+                        ),
+                        None => format!(
+                            "did not start and list its tools within the startup timeout of {} \
+                             ms (`startup_timeout_ms` in config.toml)",
+                            timeout.as_millis()
+                        ),
+                    },
                 )),
             };
             if let Some(e) = &err {

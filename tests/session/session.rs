@@ -554,3 +554,29 @@ async fn a_server_that_failed_its_start_is_tried_again_when_its_tool_is_asked_fo
     assert!(session.start_failures().is_empty());
     session.shutdown().await;
 }
+
+/// A program that is not an MCP server (it prints a line on stdout and waits) fails its start
+/// naming what it wrote and that stdout carries JSON-RPC only, instead of blaming the startup
+/// timeout alone (issue 36, point 5: the line showed only with `-v`).
+#[tokio::test]
+async fn a_program_that_is_not_an_mcp_server_is_told_by_what_it_wrote() {
+    let script = "print('hello, I am not MCP', flush=True)\nimport time\ntime.sleep(60)\n";
+    let yaml = format!(
+        "mcp:\n  notmcp:\n    transport: stdio\n    command: {}\n",
+        yaml_list(&["python3".into(), "-c".into(), script.into()])
+    );
+    let config = kaged_mcp::config::Sources::new(yaml)
+        .config("[mcp]\nstartup_timeout_ms = 2000\n")
+        .load()
+        .unwrap();
+    let session = Session::start(config).await.unwrap();
+    let failures = session.start_failures();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let reason = &failures[0].reason;
+    assert!(
+        reason.contains("it wrote `hello, I am not MCP` on stdout")
+            && reason.contains("JSON-RPC messages only"),
+        "{reason}"
+    );
+    session.shutdown().await;
+}

@@ -11,7 +11,7 @@ impl RpcSession {
         let frame = match inbound::decode(self, bytes) {
             Ok(frame) => frame,
             Err(e) => {
-                if let Some(skipped_total) = self.count_skipped() {
+                if let Some(skipped_total) = self.count_skipped(bytes) {
                     tracing::warn!(
                         server = &*self.server,
                         error = %e,
@@ -29,7 +29,7 @@ impl RpcSession {
             Frame::Notification { method, params } => self.handle_notification(&method, params),
             Frame::Response { id, result, error } => self.handle_late_decoded(&id, result, error),
             Frame::Invalid(why) => {
-                if let Some(skipped_total) = self.count_skipped() {
+                if let Some(skipped_total) = self.count_skipped(bytes) {
                     tracing::warn!(
                         server = &*self.server,
                         problem = why,
@@ -44,8 +44,12 @@ impl RpcSession {
 
     /// Counts a skipped line; `Some(total)` when it deserves a WARN event (the first ten, then
     /// every power of two), so a server spewing garbage cannot flood the log.
-    fn count_skipped(&self) -> Option<u64> {
+    fn count_skipped(&self, bytes: &[u8]) -> Option<u64> {
         let total = self.seen.skipped.fetch_add(1, Ordering::Relaxed) + 1;
+        if total == 1 {
+            let line = crate::transport::text::clean(&String::from_utf8_lossy(bytes), 200);
+            (self.events)(self, SessionEvent::Noise(&line));
+        }
         (total <= 10 || total.is_power_of_two()).then_some(total)
     }
 
