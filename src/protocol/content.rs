@@ -124,8 +124,39 @@ pub struct AudioContent {
 }
 
 /// A link to a resource the client may fetch (a `resource_link` block): the same fields as a
-/// listed [`Resource`](super::resources::Resource), so the same type.
-pub type ResourceLink = super::resources::Resource;
+/// listed [`Resource`], so the same type.
+pub type ResourceLink = Resource;
+
+/// A resource a server lists (`resources/list`), or a tool result links to (a
+/// `resource_link` block: [`ResourceLink`]). Built with
+/// `..Resource::default()` for the fields a caller does not set.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its name.
+    #[serde(default)]
+    pub name: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its size in bytes, when the server knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// As sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
 
 /// A resource embedded in the result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
