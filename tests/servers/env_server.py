@@ -18,6 +18,8 @@ import json
 import os
 import sys
 
+import mcp_test_kit as kit
+
 VAR, EXPECTED = sys.argv[1], sys.argv[2]
 
 TOOL = {
@@ -51,18 +53,13 @@ def answer(msg):
     return None
 
 
-for line in sys.stdin:
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        continue
+for _, msg in kit.stdin_messages():
     if not isinstance(msg, dict) or "method" not in msg or "id" not in msg:
         continue
     result = answer(msg)
     if result is None:
-        out = {"jsonrpc": "2.0", "id": msg["id"],
-               "error": {"code": -32601, "message": "method not found"}}
+        out = kit.error_msg(msg["id"], -32601, "method not found")
     else:
-        out = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
-    sys.stdout.write(json.dumps(out) + "\n")
+        out = kit.result_msg(msg["id"], result)
+    sys.stdout.write(json.dumps(out) + "\n")  # json.dumps' default spacing, as ever
     sys.stdout.flush()

@@ -152,47 +152,36 @@ HTTP: GET /stats. stdio: after every message, one line `STATS <json>` on
 stderr. Both: --stats-file PATH is rewritten (atomically) after every message.
 """
 
-import argparse
-import base64
-import errno
 import json
-import os
 import queue
 import re
-import select
 import secrets
-import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+
+import mcp_test_kit as kit
+from mcp_test_kit import (META_SERVER, META_VERSION, NO_ARGS, RpcError, ToolFail, dumps, eprint,
+                          text_result, write_line)
 
 MODES = ("exit-before-init", "silent-before-init", "modern-only", "input-required")
 LEGACY_MODES = ("exit-before-init", "silent-before-init")
-LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPS = "io.modelcontextprotocol/clientCapabilities"
-META_SERVER = "io.modelcontextprotocol/serverInfo"
 META_SUB_ID = "io.modelcontextprotocol/subscriptionId"
 SERVER_INFO = {"name": "era-modern", "version": "1"}
 MAX_BODY = 1 << 20
 
 ARGS = None
-PORT = 0
 VERSIONS = []
 LOCK = threading.Lock()  # guards everything below
-CALL_LOG_LOCK = threading.Lock()
-STATS = {"mode": None, "mcp_gets": 0, "holds_most": 0, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
+STATS = kit.Stats(LOCK, {"mode": None, "mcp_gets": 0, "holds_most": 0, "requests": {}, "tool_calls": {}, "errors": {}, "input_required": 0,
          "sampling_answered": 0, "loop_rounds": 0, "subscriptions_open": 0,
-         "subscriptions_total": 0, "switched": False}
+         "subscriptions_total": 0, "switched": False})
 LISTS_SERVED = 0
 FROZEN = False  # freeze_list: tools/list is no longer answered
 BUMPS = 0  # the `bump` counter n
 HOLDS = 0  # the `hold` calls running now
 SUBS = {}  # serial -> Subscription, the open ones
 SUB_SERIAL = 0
-OUT_LOCK = threading.Lock()  # stdio: one writer of stdout lines at a time
 KEEPALIVE_S = 1.0
 STATES = {}  # requestState -> {"tool", "id" (of the request it answered), ...}
 INITIALIZED = False  # legacy modes; modern modes after the --legacy-after switch (stdio)
@@ -209,7 +198,6 @@ END_ABRUPT = object()  # queued to an HTTP subscription: end the stream without 
 ECHO = {"name": "echo", "description": "Echoes the message back",
         "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}},
                         "required": ["message"]}}
-NO_ARGS = {"type": "object", "properties": {}}
 ASK_REQUEST = {"method": "elicitation/create", "params": {
     "mode": "form", "message": "What is your name?",
     "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}},
@@ -218,19 +206,6 @@ SAMPLE_REQUEST = {"method": "sampling/createMessage", "params": {
     "messages": [{"role": "user", "content": {"type": "text", "text": "What is 2+2?"}}],
     "maxTokens": 10}}
 ROOTS_REQUEST = {"method": "roots/list", "params": {}}
-
-
-class RpcError(Exception):
-    def __init__(self, code, message, data=None):
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
-
-    def status(self):
-        return 404 if self.code == -32601 else 400
-
-
-class ToolFail(Exception):
-    """Ends a tools/call with an isError result holding the message."""
 
 
 class Listen:
@@ -292,78 +267,30 @@ def cancel_stdio_subscriptions(request_id):
     return len(gone)
 
 
-def write_line(msg):
-    """stdio: one whole line on stdout; False if stdout is closed."""
-    data = dumps(msg).encode() + b"\n"
-    with OUT_LOCK:
-        try:
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-            return True
-        except (BrokenPipeError, ValueError):
-            return False
-
-
-def eprint(text):
-    sys.stderr.write(f"era_server[{ARGS.mode}]: {text}\n")
-    sys.stderr.flush()
-
-
-def dumps(value):
-    return json.dumps(value, separators=(",", ":"))
-
-
-def bump(key, sub=None):
-    with LOCK:
-        if sub is None:
-            STATS[key] += 1
-        else:
-            STATS[key][sub] = STATS[key].get(sub, 0) + 1
-
-
-def stats_json():
-    with LOCK:
-        return dumps(STATS)
-
-
 def publish_stats(stderr):
-    with LOCK:  # one writer at a time, newest last; readers see a whole file, never half of one
-        text = dumps(STATS)
-        if ARGS.stats_file:
-            tmp = f"{ARGS.stats_file}.tmp{os.getpid()}"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
-            os.replace(tmp, ARGS.stats_file)
+    text = STATS.publish()
     if stderr:
         sys.stderr.write(f"STATS {text}\n")
         sys.stderr.flush()
 
 
-def text_result(text, is_error=False):
-    return {"content": [{"type": "text", "text": text}], "isError": is_error}
-
-
 def error_response(req_id, err):
-    body = {"code": err.code, "message": err.message}
-    if err.data is not None:
-        body["data"] = err.data
-    bump("errors", str(err.code))
-    return {"jsonrpc": "2.0", "id": req_id, "error": body}
+    STATS.bump("errors", str(err.code))
+    return {"jsonrpc": "2.0", "id": req_id, "error": err.body()}
 
 
 # --- message entry point ------------------------------------------------------------------------
 
 def process(msg, headers=None):
     """(HTTP status, answer or None) for one parsed message; headers is None on stdio."""
-    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+    kind = kit.classify(msg)
+    if kind is None:
         req_id = msg.get("id") if isinstance(msg, dict) else None
         return 400, error_response(req_id, RpcError(-32600, "Invalid Request"))
-    method = msg.get("method")
-    if method is None and "id" in msg and ("result" in msg or "error" in msg):
+    if kind == "answer":
         return 202, None  # an answer to a request we never send; ignored
-    if not isinstance(method, str):
-        return 400, error_response(msg.get("id"), RpcError(-32600, "Invalid Request"))
-    if "id" not in msg:
+    method = msg["method"]
+    if kind == "notification":
         # notifications are ignored in every mode, but for notifications/cancelled of a stdio
         # subscription (modern modes)
         if (method == "notifications/cancelled" and headers is None
@@ -372,13 +299,9 @@ def process(msg, headers=None):
             cancel_stdio_subscriptions(msg["params"]["requestId"])
         return 202, None
     req_id = msg["id"]
-    bump("requests", method)
-    params = msg.get("params")
-    if params is None:
-        params = {}
+    STATS.bump("requests", method)
     try:
-        if not isinstance(params, dict):
-            raise RpcError(-32602, "params must be an object")
+        params = kit.params_of(msg)
         if ARGS.mode in LEGACY_MODES:
             result = legacy(method, params)
             if result is None:
@@ -431,11 +354,9 @@ def legacy(method, params):
 
 def legacy_initialize(params, server_name):
     global INITIALIZED
-    asked = params.get("protocolVersion")
     with LOCK:
         INITIALIZED = True
-    return {"protocolVersion": asked if asked in LEGACY_VERSIONS else "2025-11-25",
-            "capabilities": {"tools": {}}, "serverInfo": {"name": server_name, "version": "1"}}
+    return kit.initialize_result(params, {"tools": {}}, {"name": server_name, "version": "1"})
 
 
 def legacy_served(method, params):
@@ -446,7 +367,7 @@ def legacy_served(method, params):
         return {"tools": [ECHO]}
     if method == "tools/call":
         name = params.get("name")
-        bump("tool_calls", str(name))
+        STATS.bump("tool_calls", str(name))
         if name != "echo":
             return text_result(f"unknown tool {name}", True)
         message = (params.get("arguments") or {}).get("message")
@@ -506,56 +427,13 @@ def end_modern_call(served):
 
 # --- modern modes -------------------------------------------------------------------------------
 
-def header(headers, name):
-    """A header's value as UTF-8 text (http.server decodes them as Latin-1), or None."""
-    value = headers.get(name)
-    if value is None:
-        return None
-    try:
-        return value.encode("latin-1").decode("utf-8")
-    except UnicodeError:
-        return value
-
-
-def decode_name(value):
-    """Mcp-Name: plain, or `=?base64?<b64>?=` (padding optional, URL-safe alphabet too)."""
-    m = re.fullmatch(r"=\?base64\?(.*)\?=", value)
-    if not m:
-        return value
-    b64 = m.group(1) + "=" * (-len(m.group(1)) % 4)
-    try:
-        raw = base64.b64decode(b64.replace("-", "+").replace("_", "/"), validate=True)
-        return raw.decode("utf-8")
-    except ValueError:  # binascii.Error and UnicodeDecodeError too
-        raise RpcError(-32020, f"Mcp-Name header {value!r} is not valid base64 UTF-8")
-
-
 def check_headers(method, params, headers):
-    if header(headers, "MCP-Protocol-Version") is None:
-        raise RpcError(-32020, "missing MCP-Protocol-Version header")
-    sent = header(headers, "Mcp-Method")
-    if sent is None:
-        raise RpcError(-32020, "missing Mcp-Method header")
-    if sent != method:
-        raise RpcError(-32020, f"Mcp-Method header {sent!r} does not match the body's method "
-                               f"{method!r}")
+    kit.check_method_headers(method, headers)
     if method == "tools/call":
-        sent = header(headers, "Mcp-Name")
-        if sent is None:
-            raise RpcError(-32020, "missing Mcp-Name header")
-        if decode_name(sent) != params.get("name"):
+        sent, name = kit.mcp_name(headers)
+        if name != params.get("name"):
             raise RpcError(-32020, f"Mcp-Name header {sent!r} does not match params.name "
                                    f"{params.get('name')!r}")
-
-
-def check_meta(params):
-    meta = params.get("_meta")
-    meta = meta if isinstance(meta, dict) else {}
-    if not isinstance(meta.get(META_VERSION), str):
-        raise RpcError(-32602, f"missing required _meta field {META_VERSION}")
-    if not isinstance(meta.get(META_CAPS), dict):
-        raise RpcError(-32602, f"missing required _meta field {META_CAPS}")
-    return meta
 
 
 def modern(method, params, req_id, headers):
@@ -565,15 +443,7 @@ def modern(method, params, req_id, headers):
                                f"{', '.join(VERSIONS)} (per-request _meta)", {"supported": VERSIONS})
     if headers is not None:
         check_headers(method, params, headers)
-    meta = check_meta(params)
-    version = meta[META_VERSION]
-    if headers is not None and header(headers, "MCP-Protocol-Version") != version:
-        raise RpcError(-32020, f"MCP-Protocol-Version header "
-                               f"{header(headers, 'MCP-Protocol-Version')!r} does not match _meta "
-                               f"{META_VERSION} {version!r}")
-    if version not in VERSIONS:
-        raise RpcError(-32022, "Unsupported protocol version",
-                       {"supported": VERSIONS, "requested": version})
+    version = kit.check_meta(params, headers, VERSIONS)[META_VERSION]
     if method == "server/discover":
         return {"resultType": "complete", "supportedVersions": VERSIONS,
                 "capabilities": {"tools": {"listChanged": True}},
@@ -693,7 +563,7 @@ def call_tool(params, req_id, headers):
     name = params.get("name")
     if not isinstance(name, str):
         raise RpcError(-32602, "tools/call needs a string params.name")
-    bump("tool_calls", name)
+    STATS.bump("tool_calls", name)
     args = params.get("arguments")
     args = args if isinstance(args, dict) else {}
     retry = "requestState" in params or "inputResponses" in params
@@ -701,9 +571,7 @@ def call_tool(params, req_id, headers):
         if name == "echo":
             if not isinstance(args.get("message"), str):
                 raise ToolFail("echo needs a string message")
-            if ARGS.call_log:
-                with CALL_LOG_LOCK, open(ARGS.call_log, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(args["message"]) + "\n")
+            kit.CALL_LOG.append(args["message"])
             return text_result(f"Echo: {args['message']}")
         if name == "shaped":
             mode = args.get("mode")
@@ -742,7 +610,7 @@ def call_tool(params, req_id, headers):
             if not retry:
                 return issue("sample", req_id, f"sample:{nonce()}", {"llm": SAMPLE_REQUEST})
             _, answer = redeem("sample", params, req_id, "llm")
-            bump("sampling_answered")
+            STATS.bump("sampling_answered")
             return text_result(f"sampled: {dumps(answer)}")
         if name == "roots":
             if not retry:
@@ -780,7 +648,7 @@ def call_tool(params, req_id, headers):
         if name == "end_listen":
             return end_listen_tool(args.get("graceful") is True)
         if name == "loop":
-            bump("loop_rounds")
+            STATS.bump("loop_rounds")
             return issue("loop", req_id, f"loop:{nonce()}", {"name": ASK_REQUEST})
         return text_result(f"unknown tool {name}", True)
     except ToolFail as fail:
@@ -853,12 +721,8 @@ def bump_tool():
 def serve_stdio():
     era = "legacy 2025-11-25" if ARGS.mode in LEGACY_MODES else f"versions {','.join(VERSIONS)}"
     eprint(f"serving stdio ({era})")
-    for line in sys.stdin.buffer:
-        if not line.strip():
-            continue
-        try:
-            msg = json.loads(line)
-        except (ValueError, RecursionError):
+    for line, msg in kit.stdin_messages():
+        if msg is kit.NOT_JSON:
             eprint(f"parse error on a line of {len(line)} bytes")
             answer = error_response(None, RpcError(-32700, "Parse error"))
         else:
@@ -879,75 +743,27 @@ def serve_stdio():
 
 # --- http ---------------------------------------------------------------------------------------
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(kit.Handler):
     server_version = "era-server/0.1"
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format, *args):  # keep stderr quiet
-        pass
-
-    def reply(self, status, body=b"", content_type=None, headers=()):
-        self.send_response(status)
-        if content_type:
-            self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in headers:
-            self.send_header(k, v)
-        self.end_headers()
-        if body:
-            self.wfile.write(body)
-
-    def reply_json(self, status, value, headers=()):
-        self.reply(status, dumps(value).encode(), "application/json", headers)
-
-    def read_body(self):
-        """The body, or None after answering 400/413."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            data, size = b"", 1
-            while size and len(data) <= MAX_BODY:
-                line = self.rfile.readline().split(b";")[0].strip()
-                size = int(line, 16) if re.fullmatch(rb"[0-9a-fA-F]{1,8}", line) else -1
-                if size < 0:
-                    break
-                data += self.rfile.read(size)
-                self.rfile.readline()  # the CRLF after a chunk (or the end of the trailers)
-            length = len(data) if size >= 0 else -1
-        else:
-            text = self.headers.get("Content-Length") or "0"
-            length = int(text) if text.isdigit() else -1
-        if length < 0 or length > MAX_BODY:
-            self.close_connection = True
-            self.reply(413 if length > 0 else 400, b"bad body", "text/plain; charset=utf-8")
-            return None
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            return data
-        return self.rfile.read(length) if length else b""
-
-    def path_only(self):
-        return urlsplit(self.path).path
 
     def do_GET(self):
         if self.command == "GET" and self.path_only() == "/stats":
-            self.reply(200, stats_json().encode(), "application/json")
+            self.reply(200, STATS.json().encode(), "application/json")
         elif self.path_only() == "/mcp":
             with LOCK:
                 STATS["mcp_gets"] += 1
             publish_stats(False)
             self.reply(405, b"", headers=[("Allow", "POST")])
         else:
-            self.reply(404, b"not found", "text/plain; charset=utf-8")
+            self.not_found()
 
     do_DELETE = do_GET
 
     def do_POST(self):
         if self.path_only() != "/mcp":
-            self.reply(404, b"not found", "text/plain; charset=utf-8")
+            self.not_found()
             return
-        body = self.read_body()
+        body = self.read_capped_body(MAX_BODY)
         if body is None:
             return
         try:
@@ -974,27 +790,12 @@ class Handler(BaseHTTPRequestHandler):
             note = {"jsonrpc": "2.0", "method": "notifications/message",
                     "params": {"level": "info", "data": "the answer will not come"}}
             self.write_chunk(b"id: e1\ndata: " + dumps(note).encode() + b"\n\n")
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.end_chunks()
             return
         if answer is None:
             self.reply(status or 202)
         else:
             self.reply_json(status, answer)
-
-    def write_chunk(self, data):
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
-
-    def client_gone(self):
-        """True when the client closed its end (EOF or a reset on the socket)."""
-        try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if not readable:
-                return False
-            return self.connection.recv(1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):
-            return True
 
     def serve_listen(self, sub):
         """The event stream of one subscription, until the client leaves."""
@@ -1024,8 +825,7 @@ class Handler(BaseHTTPRequestHandler):
                 if item is END_GRACEFUL:
                     self.write_chunk(b"data: " + dumps(listen_complete(sub)).encode() + b"\n\n")
                 if item is END_GRACEFUL or item is END_ABRUPT:
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
+                    self.end_chunks()
                     break
                 self.write_chunk(b"data: " + dumps(item).encode() + b"\n\n")
                 last_write = time.monotonic()
@@ -1037,49 +837,16 @@ class Handler(BaseHTTPRequestHandler):
             publish_stats(False)
 
 
-def bind(make, retry_ms):
-    """make() (a server bound to its port), tried again every 10 ms for up to retry_ms while the
-    port is still taken: a replacement started before the old process is killed takes the port
-    as soon as it is free (--bind-retry-ms; the soak restarts a server this way)."""
-    deadline = time.monotonic() + retry_ms / 1000
-    while True:
-        try:
-            return make()
-        except OSError as e:
-            if e.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def handle_error(self, request, client_address):  # quiet stderr
-        pass
-
-
 def serve_http():
-    global PORT
-    httpd = bind(lambda: Server(("127.0.0.1", ARGS.port), Handler), ARGS.bind_retry_ms)
-    PORT = httpd.server_address[1]
-    print(f"PORT={PORT}", flush=True)
-    eprint(f"listening on 127.0.0.1:{PORT} (versions {','.join(VERSIONS)})")
-    try:
-        httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    httpd = kit.bind(lambda: kit.Server(("127.0.0.1", ARGS.port), Handler), ARGS.bind_retry_ms)
+    return kit.serve(httpd, f"listening on 127.0.0.1:{httpd.server_address[1]} "
+                            f"(versions {','.join(VERSIONS)})")
 
 
 def main():
     global ARGS, VERSIONS, SWITCHED
-    parser = argparse.ArgumentParser(description="MCP server for the protocol-era tests")
-    parser.add_argument("transport", choices=["stdio", "http"])
-    parser.add_argument("--mode", choices=MODES, default="modern-only")
-    parser.add_argument("--port", type=int, default=0, help="http: 0 picks a free port")
-    parser.add_argument("--bind-retry-ms", type=int, default=0,
-                        help="http: keep trying to bind a taken --port this long")
+    parser = kit.arguments("MCP server for the protocol-era tests", MODES, "modern-only",
+                           transport=True, flags=["port", "bind-retry-ms", "call-log", "stats-file"])
     parser.add_argument("--versions", default="2026-07-28",
                         help="modern modes: comma-separated supported protocol versions")
     parser.add_argument("--ttl-ms", type=int, default=0, help="ttlMs of tools/list")
@@ -1087,13 +854,10 @@ def main():
                         help="modern modes: refuse subscriptions/listen (still offering "
                              "tools.listChanged): json -> -32601 (HTTP 404 with the JSON-RPC "
                              "error); plain -> HTTP 405 text/plain (stdio: as json)")
-    parser.add_argument("--call-log", default=None,
-                        help="append each executed modern echo's message here (JSON, one a line)")
-    parser.add_argument("--stats-file", default=None, help="rewrite the stats here after each message")
     parser.add_argument("--legacy-after", type=int, default=None, metavar="N",
                         help="modern modes: switch to a legacy-only (2025-11-25) server once N "
                              "modern tools/call were served")
-    ARGS = parser.parse_args()
+    ARGS = kit.parse(parser, "era_server[{mode}]", STATS)
     if ARGS.transport == "http" and ARGS.mode == "exit-before-init":
         parser.error(f"--mode {ARGS.mode} is stdio only")
     if ARGS.legacy_after is not None:

@@ -119,18 +119,15 @@ request), "authorization" (true when an Authorization header was present; never 
 initialize that issued one, and "since_cut_ms" on a GET resuming a cut stream.
 """
 
-import argparse
-import errno
 import json
 import queue
 import random
 import secrets
-import socket
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+
+import mcp_test_kit as kit
+from mcp_test_kit import dumps, eprint, text_result
 
 MODES = ["ok", "expire_after_first", "cut_before_answer", "no_get", "auth", "forbidden", "host_check",
          "forbidden_noisy", "slow_headers", "malformed_sse", "redirect", "drop_first", "chaos",
@@ -146,10 +143,7 @@ KEEPALIVE_SECS = 5.0
 
 ARGS = None
 PORT = 0
-SESSIONS = {}  # session id -> Session
-SESSIONS_LOCK = threading.Lock()
-LOG_LOCK = threading.Lock()
-CALL_LOG_LOCK = threading.Lock()
+SESSIONS = kit.Sessions()
 EXPIRED = {"done": False}  # expire_after_first: has a session been forgotten yet
 EXPIRED_LOCK = threading.Lock()
 DROPPED = set()  # drop_first: the verbs whose first request was dropped
@@ -160,50 +154,21 @@ CHAOS = random.Random()  # chaos: the draws (seeded in main)
 CHAOS_LOCK = threading.Lock()
 
 
-def eprint(text):
-    sys.stderr.write(f"http_fault_server[{ARGS.mode}]: {text}\n")
-    sys.stderr.flush()
-
-
-def log_entry(entry):
-    if not ARGS.log:
-        return
-    with LOG_LOCK, open(ARGS.log, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
-        f.flush()
-
-
 def new_stream_id():
     return secrets.token_hex(8)
 
 
-class Session:
+class Session(kit.AwaitedAnswers):
     """One MCP session: answers awaited from the client, its GET streams' outbox, cut streams."""
 
     def __init__(self, id_):
+        super().__init__()
         self.id = id_
         self.alive = True
-        self.answers = {}
-        self.answered = threading.Condition()
         self.outbox = queue.Queue()  # server messages for a GET stream
         self.cut = {}  # stream id -> {"answer": msg, "cut_at": monotonic or None}
         self.get_streams = set()  # ids of standalone streams opened so far (resumable)
         self.lock = threading.Lock()
-
-    def await_answers(self, ids, timeout):
-        deadline = time.monotonic() + timeout
-        with self.answered:
-            while not all(i in self.answers for i in ids):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.answered.wait(left)
-            return {i: self.answers.pop(i, None) for i in ids}
-
-    def deliver_answer(self, msg):
-        with self.answered:
-            self.answers[msg.get("id")] = {k: v for k, v in msg.items() if k != "jsonrpc"}
-            self.answered.notify_all()
 
 
 STATELESS = Session(None)  # with --stateless, the one "session" everything shares
@@ -211,12 +176,7 @@ STATELESS = Session(None)  # with --stateless, the one "session" everything shar
 
 def forget(session):
     session.alive = False
-    with SESSIONS_LOCK:
-        SESSIONS.pop(session.id, None)
-
-
-def text_result(text):
-    return {"content": [{"type": "text", "text": text}], "isError": False}
+    SESSIONS.pop(session.id)
 
 
 def as_int(value):
@@ -224,10 +184,6 @@ def as_int(value):
         return int(value)
     except (TypeError, ValueError):
         return 0
-
-
-def dumps(msg):
-    return json.dumps(msg, separators=(",", ":"))
 
 
 class Body:
@@ -275,8 +231,7 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
     {"name": "endless", "description": "An answer that never ends",
      "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "ask", "description": "Sends ping and sampling/createMessage to the client",
-     "inputSchema": {"type": "object", "properties": {}}},
+    kit.ASK_TOOL,
     {"name": "slow", "description": "Sleeps ms milliseconds",
      "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}},
 ]
@@ -310,33 +265,14 @@ def shaped_result(mode):
     return result
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(kit.Handler):
     server_version = "http-fault-server/0.1"
     listener = "127.0.0.1"
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format, *args):  # keep stderr quiet; --log has the facts
-        pass
 
     # --- helpers ------------------------------------------------------------------------------
 
     def read_body(self):
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            data = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        return kit.read_body(self)
 
     def start_log(self):
         self.entry = {
@@ -353,7 +289,7 @@ class Handler(BaseHTTPRequestHandler):
     def log(self, status, **fields):
         self.entry["status"] = status
         self.entry.update(fields)
-        log_entry(self.entry)
+        kit.REQUEST_LOG.append(self.entry)
 
     def note_message(self, msg):
         """Copies id, method and tool of a parsed message into the log entry."""
@@ -370,27 +306,12 @@ class Handler(BaseHTTPRequestHandler):
     def reply(self, status, body=b"", content_type=None, headers=(), **fields):
         """A whole response with Content-Length; logged first."""
         self.log(status, **fields)
-        self.send_response(status)
-        if content_type:
-            self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in headers:
-            self.send_header(k, v)
-        self.end_headers()
-        if body:
-            self.wfile.write(body)
-
-    def rpc_error(self, status, code, message, headers=()):
-        body = dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
-        self.reply(status, body.encode(), "application/json", headers)
+        super().reply(status, body, content_type, headers)
 
     def authorized(self):
         if ARGS.mode in REFUSING:
             return False
-        if ARGS.mode != "auth":
-            return True
-        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and token.strip() == ARGS.secret
+        return ARGS.mode != "auth" or kit.bearer_is(self.headers, ARGS.secret)
 
     def refuse(self):
         if ARGS.mode == "forbidden":
@@ -413,30 +334,26 @@ class Handler(BaseHTTPRequestHandler):
         return all(t in accept for t in types)
 
     def version_ok(self):
-        version = self.headers.get("MCP-Protocol-Version")
-        if version is None or version in VERSIONS:
+        refusal = kit.unsupported_version(self.headers, VERSIONS)
+        if refusal is None:
             return True
-        self.rpc_error(400, -32000, f"Bad Request: unsupported MCP-Protocol-Version {version}")
+        self.rpc_error(400, -32000, refusal)
         return False
 
     def session(self):
         """The request's session, or None after answering 400/404."""
         if ARGS.stateless:
             return STATELESS
-        id_ = self.headers.get("Mcp-Session-Id")
-        if not id_:
-            self.rpc_error(400, -32000, "Bad Request: Mcp-Session-Id header is required")
-            return None
-        with SESSIONS_LOCK:
-            session = SESSIONS.get(id_)
-        if session is None:
-            self.rpc_error(404, -32001, "Session not found")
-        return session
+        return self.session_from(SESSIONS)
+
+    def versioned_session(self):
+        """A GET's or DELETE's session, or None once answered (a bad MCP-Protocol-Version, 400/404)."""
+        return self.session() if self.version_ok() else None
 
     def common_checks(self):
         """Path, auth; False once answered."""
-        if urlsplit(self.path).path != "/mcp":
-            self.reply(404, b"not found", "text/plain; charset=utf-8")
+        if self.path_only() != "/mcp":
+            self.not_found()
             return False
         if not self.authorized():
             self.refuse()
@@ -447,22 +364,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def start_stream(self, status=200, headers=(), **fields):
         self.log(status, **fields)
-        self.send_response(status)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        for k, v in headers:
-            self.send_header(k, v)
-        self.end_headers()
-
-    def chunk(self, data):
-        if isinstance(data, str):
-            data = data.encode()
-        if data:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-
-    def end_chunks(self):
-        self.wfile.write(b"0\r\n\r\n")
+        super().start_stream(status, headers)
 
     def event(self, stream_id, n, body, split=False):
         """One `event: message`; with split, its data over two `data:` lines."""
@@ -472,15 +374,15 @@ class Handler(BaseHTTPRequestHandler):
             cut = len(b'{"jsonrpc":"2.0",')
             head += prefix[:cut] + b"\r\ndata: "
             prefix = prefix[cut:]
-        self.chunk(head + prefix)
+        self.write_chunk(head + prefix)
         for piece in body.pieces():
-            self.chunk(piece)
-        self.chunk(b"\n\n")
+            self.write_chunk(piece)
+        self.write_chunk(b"\n\n")
 
     def junk(self, stream_id, req_id):
         wrong = dumps({"jsonrpc": "2.0", "id": req_id,
                        "result": text_result("WRONG: event type weird")})
-        self.chunk(": a comment before the message\r\n\r\n"
+        self.write_chunk(": a comment before the message\r\n\r\n"
                    f"id: {stream_id}-junk\n\n"
                    "data: not json\r\n\n"
                    f"event: weird\ndata: {wrong}\r\n\r\n"
@@ -497,30 +399,31 @@ class Handler(BaseHTTPRequestHandler):
                 return False
             DROPPED.add(verb)
         self.log("dropped")
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        self.drop()
+        return True
+
+    def get_or_delete(self):
+        """The checks GET and DELETE share: False once answered (or dropped)."""
+        self.start_log()
+        self.read_body()
+        if self.dropped_first(self.command):
+            return False
+        if self.command == "GET":
+            self.entry["resumed"] = False
+        if not self.common_checks():
+            return False
+        if ARGS.mode == "no_get":
+            self.reply(405, b"", headers=[("Allow", "POST")])
+            return False
         return True
 
     def do_GET(self):
-        self.start_log()
-        self.read_body()
-        if self.dropped_first("GET"):
-            return
-        self.entry["resumed"] = False
-        if not self.common_checks():
-            return
-        if ARGS.mode == "no_get":
-            self.reply(405, b"", headers=[("Allow", "POST")])
+        if not self.get_or_delete():
             return
         if not self.accepts("text/event-stream"):
             self.rpc_error(406, -32000, "Not Acceptable: Accept must list text/event-stream")
             return
-        if not self.version_ok():
-            return
-        session = self.session()
+        session = self.versioned_session()
         if session is None:
             return
         last = self.headers.get("Last-Event-ID")
@@ -572,7 +475,7 @@ class Handler(BaseHTTPRequestHandler):
                     n += 1
                     self.event(stream_id, n, Body(msg))
                 if time.monotonic() >= next_keepalive:
-                    self.chunk(": keepalive\n\n")
+                    self.write_chunk(": keepalive\n\n")
                     next_keepalive += KEEPALIVE_SECS
             eprint(f"session {session.id} is gone: ending GET stream {stream_id}")
             self.end_chunks()
@@ -583,21 +486,12 @@ class Handler(BaseHTTPRequestHandler):
     # --- DELETE /mcp --------------------------------------------------------------------------
 
     def do_DELETE(self):
-        self.start_log()
-        self.read_body()
-        if self.dropped_first("DELETE"):
-            return
-        if not self.common_checks():
-            return
-        if ARGS.mode == "no_get":
-            self.reply(405, b"", headers=[("Allow", "POST")])
+        if not self.get_or_delete():
             return
         if ARGS.stateless:
             self.reply(405, b"", headers=[("Allow", "GET, POST")])
             return
-        if not self.version_ok():
-            return
-        session = self.session()
+        session = self.versioned_session()
         if session is None:
             return
         forget(session)
@@ -642,8 +536,7 @@ class Handler(BaseHTTPRequestHandler):
             session = STATELESS
             if not ARGS.stateless:
                 session = Session(secrets.token_hex(16))
-                with SESSIONS_LOCK:
-                    SESSIONS[session.id] = session
+                SESSIONS.add(session)
                 headers.append(("Mcp-Session-Id", session.id))
                 self.entry["issued_session"] = session.id
         else:
@@ -714,10 +607,7 @@ class Handler(BaseHTTPRequestHandler):
             out.before_final = lambda: self.expire(session)
         if name == "echo":
             message = args.get("message", "")
-            if ARGS.call_log:
-                with CALL_LOG_LOCK, open(ARGS.call_log, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(message) + "\n")
-                    f.flush()
+            kit.CALL_LOG.append(message)
             answer = {"jsonrpc": "2.0", "id": id_, "result": text_result(f"Echo: {message}")}
             fault = self.chaos() if ARGS.mode == "chaos" else None
             if fault:
@@ -743,13 +633,9 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(ms / 1000)
             result(text_result(f"slept {ms}"))
         elif name == "ask":
-            out.request({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
-            out.request({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": {
-                "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
-                "maxTokens": 16,
-            }})
-            got = session.await_answers(["p1", 7], timeout=30)
-            result(text_result(json.dumps({"ping": got["p1"], "sampling": got[7]})))
+            for request in kit.ask_requests():
+                out.request(request)
+            result(text_result(kit.ask_text(session.await_answers(kit.ASK_IDS, timeout=30))))
         else:
             error(-32602, f"Unknown tool: {name}")
 
@@ -819,7 +705,7 @@ class Reply:
         for k, v in self.headers:
             self.h.send_header(k, v)
         self.h.end_headers()
-        write = self.h.chunk if length is None else self.h.wfile.write
+        write = self.h.write_chunk if length is None else self.h.wfile.write
         write(body.prefix)
         for piece in body.pieces():
             write(piece)
@@ -833,7 +719,7 @@ class Reply:
         if self.before_final:
             self.before_final()
         self.h.start_stream(headers=self.headers)
-        self.h.chunk(f"id: {self.stream_id}-0\nretry: {ARGS.retry_ms}\ndata:\n\n")
+        self.h.write_chunk(f"id: {self.stream_id}-0\nretry: {ARGS.retry_ms}\ndata:\n\n")
         with self.session.lock:
             self.session.cut[self.stream_id]["cut_at"] = time.monotonic()
         self.h.end_chunks()
@@ -858,53 +744,28 @@ class ForeignHandler(Handler):
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_OPTIONS = foreign
 
 
-def bind(make, retry_ms):
-    """make() (a server bound to its port), tried again every 10 ms for up to retry_ms while the
-    port is still taken: a replacement started before the old process is killed takes the port
-    as soon as it is free (--bind-retry-ms; the soak restarts a server this way)."""
-    deadline = time.monotonic() + retry_ms / 1000
-    while True:
-        try:
-            return make()
-        except OSError as e:
-            if e.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
-
-
 def main():
     global ARGS, PORT
-    parser = argparse.ArgumentParser(description="MCP Streamable HTTP server with faults on demand")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--bind-retry-ms", type=int, default=0,
-                        help="keep trying to bind a taken --port this long")
-    parser.add_argument("--mode", choices=MODES, default="ok")
+    parser = kit.arguments("MCP Streamable HTTP server with faults on demand", MODES, "ok",
+                           flags=["port", "bind-retry-ms", "log", "call-log", "secret"])
     parser.add_argument("--answers", choices=["sse", "json"], default="sse")
     parser.add_argument("--stateless", action="store_true")
-    parser.add_argument("--secret", default="s3cret")
-    parser.add_argument("--log", default=None, help="append one JSON line per request here")
-    parser.add_argument("--call-log", default=None, help="append each executed echo's message here")
     parser.add_argument("--delay", type=float, default=30.0, help="slow_headers: seconds")
     parser.add_argument("--retry-ms", type=int, default=300, help="cut_before_answer: retry field")
     parser.add_argument("--burst", type=int, default=8, help="expire_burst: calls held")
     parser.add_argument("--chaos-every", type=int, default=1000, help="chaos: odds 1/N per fault")
     parser.add_argument("--chaos-seed", type=int, default=None, help="chaos: seed of the draws")
-    ARGS = parser.parse_args()
+    ARGS = kit.parse(parser, "http_fault_server[{mode}]")
     CHAOS.seed(ARGS.chaos_seed)
 
-    ThreadingHTTPServer.daemon_threads = True
-    httpd = bind(lambda: ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler), ARGS.bind_retry_ms)
+    httpd = kit.bind(lambda: kit.PlainServer(("127.0.0.1", ARGS.port), Handler),
+                     ARGS.bind_retry_ms)
     PORT = httpd.server_address[1]
     if ARGS.mode == "redirect":
-        foreign = ThreadingHTTPServer(("127.0.0.2", PORT), ForeignHandler)
+        foreign = kit.PlainServer(("127.0.0.2", PORT), ForeignHandler)
         threading.Thread(target=foreign.serve_forever, daemon=True).start()
-    print(f"PORT={PORT}", flush=True)
-    eprint(f"listening on 127.0.0.1:{PORT} (answers {ARGS.answers}"
-           f"{', stateless' if ARGS.stateless else ''})")
-    try:
-        httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    kit.serve(httpd, f"listening on 127.0.0.1:{PORT} (answers {ARGS.answers}"
+                     f"{', stateless' if ARGS.stateless else ''})")
 
 
 if __name__ == "__main__":

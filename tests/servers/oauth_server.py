@@ -135,15 +135,14 @@ import hmac
 import json
 import re
 import secrets
-import socket
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
+import mcp_test_kit as kit
+from mcp_test_kit import dumps, text_result
+
 VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
-LATEST = "2025-11-25"
 METHODS = ["none", "client_secret_basic", "client_secret_post"]
 GRANTS = ["authorization_code", "refresh_token", "client_credentials"]
 SCOPES = ["mcp:read", "mcp:admin", "offline_access"]
@@ -158,7 +157,6 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 ARGS = None
 PORT = 0
 BASE = ""
-LOG_LOCK = threading.Lock()
 LOCK = threading.Lock()  # guards everything below
 CLIENTS = {}  # client_id -> Client
 CODES = {}  # code -> dict
@@ -214,27 +212,10 @@ class Client:
         return False
 
 
-def eprint(text):
-    sys.stderr.write(f"oauth_server: {text}\n")
-    sys.stderr.flush()
-
-
-def log_entry(entry):
-    if not ARGS.log:
-        return
-    with LOG_LOCK, open(ARGS.log, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
-        f.flush()
-
-
 def sha6(value):
     if value is None:
         return None
     return hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:6]
-
-
-def dumps(obj):
-    return json.dumps(obj, separators=(",", ":"))
 
 
 def is_loopback(uri):
@@ -313,20 +294,8 @@ TOOLS = [
 ]
 
 
-def text_result(text):
-    return {"content": [{"type": "text", "text": text}], "isError": False}
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(kit.Handler):
     server_version = "oauth-test-server/0.1"
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format, *args):  # keep stderr quiet; --log has the facts
-        pass
 
     def handle_expect_100(self):
         """No `100 Continue` for a body that will be refused (413 comes instead)."""
@@ -340,21 +309,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def read_body(self):
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            data = b""
-            while True:
-                line = self.rfile.readline(1024)
-                try:
-                    size = int(line.split(b";")[0].strip() or b"0", 16)
-                except ValueError:
-                    raise BadRequest("bad chunk size")
-                if size < 0 or len(data) + size > MAX_BODY:
-                    raise BadRequest("request body too large", 413)
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline(1024)
+            try:
+                data = kit.read_chunked(self.rfile, MAX_BODY)
+            except ValueError:
+                raise BadRequest("bad chunk size")
+            if data is None:
+                raise BadRequest("request body too large", 413)
+            return data
         raw = self.headers.get("Content-Length")
         if raw is None:
             return b""
@@ -374,7 +335,7 @@ class Handler(BaseHTTPRequestHandler):
             body = body.encode("utf-8")
         self.entry["status"] = status
         self.entry.update(fields)
-        log_entry(self.entry)
+        kit.REQUEST_LOG.append(self.entry)
         self.responded = True
         self.send_response(status)
         if content_type:
@@ -842,37 +803,30 @@ class Handler(BaseHTTPRequestHandler):
         record = self.bearer()
         if record is None:
             return
-        version = self.headers.get("MCP-Protocol-Version")
-        if version is not None and version not in VERSIONS:
-            self.rpc_error(400, -32000, f"Bad Request: unsupported MCP-Protocol-Version {version}")
+        refusal = kit.unsupported_version(self.headers, VERSIONS)
+        if refusal is not None:
+            self.rpc_error(400, -32000, refusal)
             return
-        if not isinstance(msg, dict):
+        kind = kit.classify(msg, strict=False)
+        if kind is None:
             code, text = (-32700, "Parse error") if msg is None else (-32600, "Invalid Request")
             self.rpc_error(400, code, text)
             return
-        is_request = isinstance(msg.get("method"), str) and "id" in msg
-        is_notification = isinstance(msg.get("method"), str) and "id" not in msg
-        is_response = "method" not in msg and "id" in msg and ("result" in msg or "error" in msg)
-        if not (is_request or is_notification or is_response):
-            self.rpc_error(400, -32600, "Invalid Request")
-            return
-        if not is_request:
+        if kind != "request":
             self.mcp_ok(202)
             return
         id_, method = msg["id"], msg["method"]
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
 
         def result(res):
-            self.mcp_ok(200, {"jsonrpc": "2.0", "id": id_, "result": res})
+            self.mcp_ok(200, kit.result_msg(id_, res))
 
         def error(code, text):
-            self.mcp_ok(200, {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": text}})
+            self.mcp_ok(200, kit.error_msg(id_, code, text))
 
         if method == "initialize":
-            asked = params.get("protocolVersion")
-            result({"protocolVersion": asked if asked in VERSIONS else LATEST,
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "oauth-test", "version": "1"}})
+            result(kit.initialize_result(params, {"tools": {}}, {"name": "oauth-test", "version": "1"},
+                                         VERSIONS))
         elif method == "ping":
             result({})
         elif method == "tools/list":
@@ -898,14 +852,6 @@ class Handler(BaseHTTPRequestHandler):
             error(-32602, f"Unknown tool: {params.get('name')}")
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def handle_error(self, request, client_address):  # quiet stderr
-        pass
-
-
 def client_spec(spec):
     client_id, _, rest = spec.partition(":")
     if not client_id:
@@ -925,9 +871,7 @@ def client_spec(spec):
 
 def main():
     global ARGS, PORT, BASE
-    parser = argparse.ArgumentParser(description="OAuth 2.1 AS + MCP resource server for tests")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--log", default=None, help="append one JSON line per request here")
+    parser = kit.arguments("OAuth 2.1 AS + MCP resource server for tests", flags=["port", "log"])
     parser.add_argument("--client", type=client_spec, action="append", default=[],
                         metavar="ID[:SECRET[:METHOD]]", help="pre-register a client (repeatable)")
     parser.add_argument("--token-ttl", type=int, default=3600, help="access token lifetime, seconds")
@@ -942,21 +886,16 @@ def main():
                         help='"resource" of the protected resource metadata')
     parser.add_argument("--always-403", action="store_true",
                         help="the admin tool always answers 403 insufficient_scope")
-    ARGS = parser.parse_args()
+    ARGS = kit.parse(parser, "oauth_server")
     for client in ARGS.client:
         CLIENTS[client.id] = client
 
-    httpd = Server(("127.0.0.1", ARGS.port), Handler)
+    httpd = kit.Server(("127.0.0.1", ARGS.port), Handler)
     PORT = httpd.server_address[1]
     BASE = f"http://127.0.0.1:{PORT}"
-    print(f"PORT={PORT}", flush=True)
-    eprint(f"listening on 127.0.0.1:{PORT} ({len(CLIENTS)} pre-registered clients, token ttl "
-           f"{ARGS.token_ttl} s{', no refresh' if ARGS.no_refresh else ''}"
-           f"{', no DCR' if ARGS.no_dcr else ''})")
-    try:
-        httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    kit.serve(httpd, f"listening on 127.0.0.1:{PORT} ({len(CLIENTS)} pre-registered clients, "
+                     f"token ttl {ARGS.token_ttl} s{', no refresh' if ARGS.no_refresh else ''}"
+                     f"{', no DCR' if ARGS.no_dcr else ''})")
 
 
 if __name__ == "__main__":

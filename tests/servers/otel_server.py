@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -58,6 +57,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+
+import mcp_test_kit as kit
 
 
 def _plain(value):
@@ -179,12 +180,7 @@ def _serve_http(server, port: int, *, stateless: bool, json_response: bool) -> N
     app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=stateless, json_response=json_response, host="127.0.0.1"
     )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    print(f"PORT={port}", flush=True)
+    sock, port = kit.announced_socket(port)
     print(f"otel_server: listening on http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))

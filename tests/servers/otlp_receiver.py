@@ -49,7 +49,6 @@ import base64
 import gzip
 import json
 import re
-import sys
 import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,6 +64,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
+
+import mcp_test_kit as kit
 
 MAX_BODY = 64 << 20
 
@@ -254,26 +255,6 @@ class Handler(BaseHTTPRequestHandler):
     def _text(self, status: int, text: str) -> None:
         self._answer(status, (text + "\n").encode(), "text/plain; charset=utf-8")
 
-    def _read_body(self) -> bytes | None:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks = []
-            total = 0
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass  # trailers
-                    return b"".join(chunks)
-                total += size
-                if total > MAX_BODY:
-                    return None
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            return None
-        return self.rfile.read(length)
-
     def do_GET(self):
         if self.path.split("?")[0] == "/stats":
             with self.server.lock:
@@ -290,7 +271,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         path = self.path.split("?")[0]
         try:
-            raw = self._read_body()
+            raw = kit.read_body(self, MAX_BODY)
         except (ValueError, OSError):
             self.close_connection = True
             return self._text(400, "bad body framing")
@@ -335,11 +316,9 @@ class Handler(BaseHTTPRequestHandler):
                     "items": len(lines),
                 }
             )
-        print(
-            f"otlp_receiver: POST {path} {content_type} {encoding or 'identity'} {len(raw)} bytes -> "
-            f"{len(lines)} {'spans' if path == '/v1/traces' else 'data points'}",
-            file=sys.stderr,
-            flush=True,
+        kit.eprint(
+            f"POST {path} {content_type} {encoding or 'identity'} {len(raw)} bytes -> "
+            f"{len(lines)} {'spans' if path == '/v1/traces' else 'data points'}"
         )
         if content_type == "application/json":
             self._answer(200, b"{}", "application/json")
@@ -352,14 +331,9 @@ def main() -> None:
     parser.add_argument("--out", required=True, metavar="FILE", help="one JSON line per span / data point")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: the OS picks)")
     args = parser.parse_args()
+    kit.name_as("otlp_receiver")
     server = Receiver(args.port, args.out)
-    port = server.server_address[1]
-    print(f"PORT={port}", flush=True)
-    print(f"otlp_receiver: listening on http://127.0.0.1:{port}", file=sys.stderr, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    kit.serve(server, f"listening on http://127.0.0.1:{server.server_address[1]}")
 
 
 if __name__ == "__main__":

@@ -207,9 +207,7 @@ HTTP specifics (streamable-http):
 
 from __future__ import annotations
 
-import argparse
 import json
-import socket
 import sys
 import warnings
 from typing import Any
@@ -218,6 +216,8 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.shared.message import ServerMessageMetadata
+
+import mcp_test_kit as kit
 
 try:  # mcp 2.x
     from mcp.server.mcpserver import Context, MCPServer as _Server
@@ -507,13 +507,7 @@ def _run_streamable_http(port: int) -> None:
     else:
         server.settings.streamable_http_path = "/mcp"
         app = server.streamable_http_app()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    bound = sock.getsockname()[1]
-    print(f"PORT={bound}", flush=True)
+    sock, bound = kit.announced_socket(port)
     _log(f"listening on 127.0.0.1:{bound} (POST/GET/DELETE /mcp)")
     # An open subscriptions/listen stream never ends on its own: without a bound, SIGTERM would
     # wait for it forever (uvicorn's graceful shutdown waits for every connection).
@@ -522,10 +516,7 @@ def _run_streamable_http(port: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("transport", choices=["stdio", "streamable-http"])
-    parser.add_argument("--port", type=int, default=0, help="streamable-http: port on 127.0.0.1 (0: any)")
-    args = parser.parse_args()
+    args = kit.sdk_arguments(__doc__)
     http = args.transport == "streamable-http"
     _log(
         f"mcp {SDK_VERSION} (line {SDK_LINE}) starting, transport={args.transport}"

@@ -110,9 +110,7 @@ Deviations from the bare SDK (SDK bugs that would break tests; see _SessionTaskS
 
 from __future__ import annotations
 
-import argparse
 import json
-import socket
 import sys
 import warnings
 from collections.abc import AsyncIterator
@@ -127,6 +125,8 @@ from mcp.server.experimental.task_support import TaskSupport
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
 from mcp.shared.experimental.tasks.helpers import is_terminal
+
+import mcp_test_kit as kit
 
 try:
     from importlib.metadata import version as _pkg_version
@@ -359,21 +359,13 @@ def _run_streamable_http(port: int) -> None:
 
     app = Starlette(routes=[Route("/mcp", endpoint=Endpoint())], lifespan=lambda _app: manager.run())
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    print(f"PORT={sock.getsockname()[1]}", flush=True)
+    sock, _ = kit.announced_socket(port)
     config = uvicorn.Config(app, log_level="warning")
     anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("transport", choices=["stdio", "streamable-http"])
-    parser.add_argument("--port", type=int, default=0, help="streamable-http: port on 127.0.0.1 (0: any)")
-    args = parser.parse_args()
+    args = kit.sdk_arguments(__doc__)
     http = args.transport == "streamable-http"
     _log(f"mcp {SDK_VERSION} starting, transport={args.transport}" + (f" port={args.port}" if http else ""))
     if http:

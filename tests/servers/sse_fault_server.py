@@ -48,76 +48,40 @@ Modes (--mode):
 "authorization" (true when an Authorization or X-API-Key header was present; never its value)}.
 """
 
-import argparse
 import json
 import queue
 import random
 import secrets
-import socket
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+import mcp_test_kit as kit
+from mcp_test_kit import eprint, text_result
 
 MODES = ["ok", "auth", "forbidden", "drop_after_first", "drop_random", "foreign_endpoint", "slow_endpoint",
          "byte_at_a_time", "crlf"]
 
 ARGS = None
 PORT = 0
-SESSIONS = {}  # session id -> Session
-SESSIONS_LOCK = threading.Lock()
-LOG_LOCK = threading.Lock()
+SESSIONS = kit.Sessions()
 FIRST_STREAM = {"taken": False}
 FIRST_STREAM_LOCK = threading.Lock()
 
 CLOSE = object()  # queued to end a stream
-CALL_LOG_LOCK = threading.Lock()
 
 
-def eprint(text):
-    sys.stderr.write(f"sse_fault_server[{ARGS.mode}]: {text}\n")
-    sys.stderr.flush()
-
-
-def log_entry(entry):
-    if not ARGS.log:
-        return
-    with LOG_LOCK, open(ARGS.log, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
-
-
-class Session:
+class Session(kit.AwaitedAnswers):
     """One SSE stream: its outgoing queue and the answers awaited from the client."""
 
     def __init__(self, drop_after_first_call):
+        super().__init__()
         self.id = secrets.token_hex(16)
         self.out = queue.Queue()
         self.drop_after_first_call = drop_after_first_call
-        self.answers = {}
-        self.answered = threading.Condition()
 
     def send(self, msg):
         self.out.put(msg)
-
-    def await_answers(self, ids, timeout):
-        deadline = time.monotonic() + timeout
-        with self.answered:
-            while not all(i in self.answers for i in ids):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.answered.wait(left)
-            return {i: self.answers.pop(i, None) for i in ids}
-
-    def deliver_answer(self, msg):
-        with self.answered:
-            self.answers[msg.get("id")] = {k: v for k, v in msg.items() if k != "jsonrpc"}
-            self.answered.notify_all()
-
-
-def text_result(text):
-    return {"content": [{"type": "text", "text": text}], "isError": False}
 
 
 TOOLS = [
@@ -125,20 +89,15 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
     {"name": "big", "description": "A text of n bytes",
      "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
-    {"name": "ask", "description": "Sends ping and sampling/createMessage to the client",
-     "inputSchema": {"type": "object", "properties": {}}},
+    kit.ASK_TOOL,
 ]
 
 
 def ask(session, id_):
-    session.send({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
-    session.send({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": {
-        "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
-        "maxTokens": 16,
-    }})
-    got = session.await_answers(["p1", 7], timeout=30)
-    text = json.dumps({"ping": got["p1"], "sampling": got[7]})
-    session.send({"jsonrpc": "2.0", "id": id_, "result": text_result(text)})
+    for request in kit.ask_requests():
+        session.send(request)
+    text = kit.ask_text(session.await_answers(kit.ASK_IDS, timeout=30))
+    session.send(kit.result_msg(id_, text_result(text)))
 
 
 def handle_message(session, msg):
@@ -163,9 +122,7 @@ def handle_message(session, msg):
     elif method == "tools/call":
         name, args = params.get("name"), params.get("arguments") or {}
         if name == "echo":
-            if ARGS.call_log:
-                with CALL_LOG_LOCK, open(ARGS.call_log, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(args.get("message")) + "\n")
+            kit.CALL_LOG.append(args.get("message"))
             answer(text_result(f"Echo: {args.get('message', '')}"))
         elif name == "big":
             answer(text_result("x" * int(args.get("n", 0))))
@@ -185,17 +142,9 @@ def handle_message(session, msg):
                       "error": {"code": -32601, "message": f"Method not found: {method}"}})
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(kit.Handler):
     server_version = "sse-fault-server/0.1"
     listener = "127.0.0.1"
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format, *args):  # keep stderr quiet; --log has the facts
-        pass
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -205,23 +154,12 @@ class Handler(BaseHTTPRequestHandler):
     def authorized(self):
         if ARGS.mode == "forbidden":
             return False
-        if ARGS.mode != "auth":
-            return True
-        auth = self.headers.get("Authorization", "")
-        scheme, _, token = auth.partition(" ")
-        if scheme.lower() == "bearer" and token.strip() == ARGS.secret:
+        if ARGS.mode != "auth" or kit.bearer_is(self.headers, ARGS.secret):
             return True
         return self.headers.get("X-API-Key", "") == ARGS.secret
 
     def plain(self, status, body, extra_headers=()):
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in extra_headers:
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply(status, body.encode(), "text/plain; charset=utf-8", extra_headers)
 
     def refuse(self):
         if ARGS.mode == "forbidden":
@@ -234,7 +172,7 @@ class Handler(BaseHTTPRequestHandler):
         entry = {"listener": self.listener, "verb": self.command, "path": self.path,
                  "status": status, "authorization": self.has_auth_header()}
         entry.update(fields)
-        log_entry(entry)
+        kit.REQUEST_LOG.append(entry)
 
     # --- GET /sse -------------------------------------------------------------------------------
 
@@ -252,24 +190,18 @@ class Handler(BaseHTTPRequestHandler):
                 drop = not FIRST_STREAM["taken"]
                 FIRST_STREAM["taken"] = True
         session = Session(drop_after_first_call=drop)
-        with SESSIONS_LOCK:
-            SESSIONS[session.id] = session
+        SESSIONS.add(session)
         self.log(200, session=session.id)
         try:
             self.stream(session)
         except (BrokenPipeError, ConnectionResetError):
             eprint(f"stream {session.id} closed by the client")
         finally:
-            with SESSIONS_LOCK:
-                SESSIONS.pop(session.id, None)
+            SESSIONS.pop(session.id)
             self.close_connection = True
 
     def stream(self, session):
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_stream()
         self.wfile.flush()
 
         if ARGS.mode == "byte_at_a_time":
@@ -289,15 +221,13 @@ class Handler(BaseHTTPRequestHandler):
                 continue
             if msg is CLOSE:
                 eprint(f"ending stream {session.id} after the first tools/call answer")
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+                self.end_chunks()
                 return
-            data = json.dumps(msg, separators=(",", ":"))
+            data = kit.dumps(msg)
             if ARGS.mode == "byte_at_a_time":
                 self.write_sse(": ping\r\n\r\n")
                 # Split between the first key and the rest: "\n" joins data lines, valid JSON space.
-                rest = json.dumps({k: v for k, v in msg.items() if k != "jsonrpc"},
-                                  separators=(",", ":"))
+                rest = kit.dumps(kit.answer_of(msg))
                 data = '{"jsonrpc":"2.0",\n' + rest[1:]
             self.write_sse(self.event("message", data))
 
@@ -314,14 +244,12 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"1\r\n" + data[i:i + 1] + b"\r\n")
                 self.wfile.flush()
         else:
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
+            self.write_chunk(data)
 
     # --- POST /messages -------------------------------------------------------------------------
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        body = kit.read_body(self)
         url = urlsplit(self.path)
         if url.path != "/messages" or self.listener != "127.0.0.1":
             self.plain(404, "not found")
@@ -331,8 +259,7 @@ class Handler(BaseHTTPRequestHandler):
             self.log(self.refuse())
             return
         session_id = (parse_qs(url.query).get("session_id") or [""])[0]
-        with SESSIONS_LOCK:
-            session = SESSIONS.get(session_id)
+        session = SESSIONS.get(session_id)
         if session is None:
             self.plain(404, "unknown session")
             self.log(404, session=session_id)
@@ -371,28 +298,18 @@ class ForeignHandler(Handler):
 
 def main():
     global ARGS, PORT
-    parser = argparse.ArgumentParser(description="MCP HTTP+SSE server with faults on demand")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--mode", choices=MODES, default="ok")
-    parser.add_argument("--secret", default="s3cret")
-    parser.add_argument("--log", default=None, help="append one JSON line per request here")
+    parser = kit.arguments("MCP HTTP+SSE server with faults on demand", MODES, "ok",
+                           flags=["port", "secret", "log", "call-log"])
     parser.add_argument("--endpoint-delay", type=float, default=30.0)
     parser.add_argument("--drop-every", type=int, default=1000)
-    parser.add_argument("--call-log", default=None)
-    ARGS = parser.parse_args()
+    ARGS = kit.parse(parser, "sse_fault_server[{mode}]")
 
-    ThreadingHTTPServer.daemon_threads = True
-    httpd = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    httpd = kit.PlainServer(("127.0.0.1", ARGS.port), Handler)
     PORT = httpd.server_address[1]
     if ARGS.mode == "foreign_endpoint":
-        foreign = ThreadingHTTPServer(("127.0.0.2", PORT), ForeignHandler)
+        foreign = kit.PlainServer(("127.0.0.2", PORT), ForeignHandler)
         threading.Thread(target=foreign.serve_forever, daemon=True).start()
-    print(f"PORT={PORT}", flush=True)
-    eprint(f"listening on 127.0.0.1:{PORT}")
-    try:
-        httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    kit.serve(httpd, f"listening on 127.0.0.1:{PORT}")
 
 
 if __name__ == "__main__":

@@ -186,29 +186,22 @@ Stats (--stats-file PATH rewritten atomically after every change; HTTP also GET 
  deleted for their ttl], "sessions": n (legacy initialize handled; HTTP: session ids issued)}.
 """
 
-import argparse
-import base64
 import json
 import math
 import os
 import queue
-import re
 import secrets
-import select
-import socket
 import sys
 import threading
 import time
 import uuid
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+
+import mcp_test_kit as kit
+from mcp_test_kit import (META_CAPS, META_SERVER, META_VERSION, NO_ARGS, RpcError, ToolFail, dumps,
+                          eprint, text_result, write_line)
 
 MODERN_VERSION = "2026-07-28"
-LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPS = "io.modelcontextprotocol/clientCapabilities"
-META_SERVER = "io.modelcontextprotocol/serverInfo"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 TASKS_EXT = "io.modelcontextprotocol/tasks"
 SERVER_INFO = {"name": "tasks-server", "version": "1"}
@@ -219,22 +212,19 @@ KEEPALIVE_S = 2.0
 ARGS = None
 LOCK = threading.RLock()  # guards everything below
 COND = threading.Condition(LOCK)  # notified on every task change
-OUT_LOCK = threading.Lock()  # stdio: one writer of stdout lines at a time
-STATS_LOCK = threading.Lock()
 TASKS = {}  # taskId -> Task
 PENDING = {}  # legacy server request id ("elicit-<n>") -> (Task, input entry)
-SESSIONS = {}  # legacy HTTP session id -> Session
+SESSIONS = kit.Sessions(LOCK)  # legacy HTTP sessions
 INPUT_SERIAL = 0
 GETS_SEEN = 0  # tasks/get received so far
 STDIO_INITIALIZED = False
-STATS = {"tool_runs": {}, "tasks_created": 0, "tasks_get": 0, "tasks_result": 0, "tasks_update": 0,
-         "tasks_cancel": [], "cancelled_tasks": [], "statuses": {}, "expired_tasks": [],
-         "sessions": 0}
+STATS = kit.Stats(LOCK, {"tool_runs": {}, "tasks_created": 0, "tasks_get": 0, "tasks_result": 0,
+                         "tasks_update": 0, "tasks_cancel": [], "cancelled_tasks": [],
+                         "statuses": {}, "expired_tasks": [], "sessions": 0})
 
 CUT = object()  # HTTP: close the connection without answering
 EXPIRE = object()  # legacy HTTP: answer 404, the session is gone
 
-NO_ARGS = {"type": "object", "properties": {}}
 # name -> (legacy taskSupport or None when not listed, modern taskSupport, description, inputSchema)
 TOOLS = {
     "greet": ("forbidden", "forbidden", "Greets someone at once",
@@ -255,27 +245,8 @@ TOOLS = {
 }
 
 
-class RpcError(Exception):
-    def __init__(self, code, message, data=None):
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
-
-    def body(self):
-        out = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            out["data"] = self.data
-        return out
-
-    def status(self):
-        return {-32601: 404, -32603: 500}.get(self.code, 400)
-
-
 class Cancelled(Exception):
     """The job's task was cancelled (or expired): stop at once."""
-
-
-class ToolFail(Exception):
-    """Ends a tool with an isError result holding the message."""
 
 
 class Task:
@@ -339,48 +310,8 @@ def modern_params(params):
     return {k: v for k, v in params.items() if k != "_meta"}
 
 
-def dumps(value):
-    return json.dumps(value, separators=(",", ":"))
-
-
-def eprint(text):
-    sys.stderr.write(f"tasks_server: {text}\n")
-    sys.stderr.flush()
-
-
 def publish_stats():
-    with LOCK:
-        text = dumps(STATS)
-    if ARGS.stats_file:
-        with STATS_LOCK:  # one writer at a time; readers see a whole file, never half of one
-            tmp = f"{ARGS.stats_file}.tmp{os.getpid()}.{threading.get_ident()}"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
-            os.replace(tmp, ARGS.stats_file)
-
-
-def count(key, sub=None):
-    with LOCK:
-        if sub is None:
-            STATS[key] += 1
-        else:
-            STATS[key][sub] = STATS[key].get(sub, 0) + 1
-
-
-def text_result(text, is_error=False):
-    return {"content": [{"type": "text", "text": text}], "isError": is_error}
-
-
-def write_line(msg):
-    """stdio: one whole line on stdout; False if stdout is closed."""
-    data = dumps(msg).encode() + b"\n"
-    with OUT_LOCK:
-        try:
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-            return True
-        except (BrokenPipeError, ValueError, OSError):
-            return False
+    STATS.publish()
 
 
 # --- the task store -----------------------------------------------------------------------------
@@ -455,7 +386,7 @@ def create_task(tool, args, era, transport, session, body):
         STATS["tasks_created"] += 1
         STATS["statuses"][task.id] = task.status
         created = task.base(era)
-    count("tool_runs", tool)
+    STATS.bump("tool_runs", tool)
     threading.Thread(target=run_task, args=(task, body), daemon=True).start()
     publish_stats()
     return created
@@ -575,6 +506,14 @@ def content_of(response):
     return content if isinstance(content, dict) else {}
 
 
+def after(seconds, outcome):
+    """A job body that ends with `outcome` after `seconds` (stopped at once by a cancel)."""
+    def body(ctx):
+        ctx.sleep(seconds)
+        return outcome
+    return body
+
+
 def make_body(name, args, mode):
     """A job body for the tool (mode "task" or "inline"), or raises ToolFail on bad arguments."""
     if name == "greet":
@@ -597,21 +536,12 @@ def make_body(name, args, mode):
             return ("result", text_result(f"computed {shown}"))
         return slow
     if name == "failing_job":
-        def failing(ctx):
-            ctx.sleep(0.3)
-            return ("result", text_result("failing_job failed: simulated failure", True))
-        return failing
+        return after(0.3, ("result", text_result("failing_job failed: simulated failure", True)))
     if name == "protocol_error_job":
-        def protocol_error(ctx):
-            ctx.sleep(0.3)
-            return ("error", {"code": -32603,
-                              "message": "Internal error: protocol_error_job crashed"})
-        return protocol_error
+        return after(0.3, ("error", {"code": -32603,
+                                     "message": "Internal error: protocol_error_job crashed"}))
     if name == "tool_error_job":
-        def tool_error(ctx):
-            ctx.sleep(0.3)
-            return ("result", text_result("tool_error_job reported an error", True))
-        return tool_error
+        return after(0.3, ("result", text_result("tool_error_job reported an error", True)))
     if name == "confirm_delete":
         target = args.get("filename", args.get("path", "unnamed"))
         if not isinstance(target, str):
@@ -642,26 +572,18 @@ def make_body(name, args, mode):
             return ("result", text_result(f"inputs: {', '.join(names)}"))
         return multi
     if name == "optional_job":
-        def optional(ctx):
-            ctx.sleep(0.3)
-            return ("result", text_result("ran as task" if mode == "task" else "ran inline"))
-        return optional
+        return after(0.3, ("result", text_result("ran as task" if mode == "task" else "ran inline")))
     if name == "never_ends":
         def never(ctx):
             ctx.forever()
         return never
     if name == "test_tool_with_task":
-        who = args.get("__user_name", "someone")
-
-        def hello(ctx):
-            ctx.sleep(0.2)
-            return ("result", text_result(f"Hello, {who}!"))
-        return hello
+        return after(0.2, ("result", text_result(f"Hello, {args.get('__user_name', 'someone')}!")))
     raise RpcError(-32602, f"Tool {name} not found")
 
 
 def run_inline(name, body):
-    count("tool_runs", name)
+    STATS.bump("tool_runs", name)
     publish_stats()
     try:
         kind, value = body(JobCtx(None))
@@ -678,7 +600,6 @@ def legacy(method, params, transport, session, deliver=None):
     """The result of a legacy request (deliver: tasks/result's way to send server requests)."""
     global STDIO_INITIALIZED
     if method == "initialize":
-        asked = params.get("protocolVersion")
         caps = {"tools": {}}
         if not ARGS.no_task_capability:
             caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -687,8 +608,7 @@ def legacy(method, params, transport, session, deliver=None):
             if transport == "stdio":
                 STATS["sessions"] += 1
         publish_stats()
-        return {"protocolVersion": asked if asked in LEGACY_VERSIONS else "2025-11-25",
-                "capabilities": caps, "serverInfo": SERVER_INFO}
+        return kit.initialize_result(params, caps, SERVER_INFO)
     if transport == "stdio" and not STDIO_INITIALIZED:
         raise RpcError(-32600, f"server not initialized: {method} before initialize")
     if method == "ping":
@@ -808,36 +728,8 @@ def legacy_answer(msg):
 
 # --- modern era ---------------------------------------------------------------------------------
 
-def header(headers, name):
-    value = headers.get(name)
-    if value is None:
-        return None
-    try:
-        return value.encode("latin-1").decode("utf-8")
-    except UnicodeError:
-        return value
-
-
-def decode_name(value):
-    m = re.fullmatch(r"=\?base64\?(.*)\?=", value)
-    if not m:
-        return value
-    b64 = m.group(1) + "=" * (-len(m.group(1)) % 4)
-    try:
-        return base64.b64decode(b64.replace("-", "+").replace("_", "/"), validate=True).decode()
-    except ValueError:
-        raise RpcError(-32020, f"Mcp-Name header {value!r} is not valid base64 UTF-8")
-
-
 def check_headers(method, params, headers):
-    if header(headers, "MCP-Protocol-Version") is None:
-        raise RpcError(-32020, "missing MCP-Protocol-Version header")
-    sent = header(headers, "Mcp-Method")
-    if sent is None:
-        raise RpcError(-32020, "missing Mcp-Method header")
-    if sent != method:
-        raise RpcError(-32020, f"Mcp-Method header {sent!r} does not match the body's method "
-                               f"{method!r}")
+    kit.check_method_headers(method, headers)
     want = None
     if method == "tools/call":
         want = params.get("name")
@@ -845,10 +737,8 @@ def check_headers(method, params, headers):
             params.get("taskId"), str):
         want = params["taskId"]
     if want is not None or method == "tools/call":
-        sent = header(headers, "Mcp-Name")
-        if sent is None:
-            raise RpcError(-32020, "missing Mcp-Name header")
-        if decode_name(sent) != want:
+        sent, name = kit.mcp_name(headers)
+        if name != want:
             raise RpcError(-32020, f"Mcp-Name header {sent!r} does not match the body's "
                                    f"{'name' if method == 'tools/call' else 'taskId'} {want!r}")
 
@@ -861,22 +751,7 @@ def missing_ext():
 def modern(method, params, headers):
     if headers is not None:
         check_headers(method, params, headers)
-    meta = params.get("_meta")
-    meta = meta if isinstance(meta, dict) else {}
-    if not isinstance(meta.get(META_VERSION), str):
-        raise RpcError(-32602, f"missing required _meta field {META_VERSION}")
-    caps = meta.get(META_CAPS)
-    if not isinstance(caps, dict):
-        raise RpcError(-32602, f"missing required _meta field {META_CAPS}")
-    version = meta[META_VERSION]
-    if headers is not None and header(headers, "MCP-Protocol-Version") != version:
-        raise RpcError(-32020, f"MCP-Protocol-Version header "
-                               f"{header(headers, 'MCP-Protocol-Version')!r} does not match _meta "
-                               f"{META_VERSION} {version!r}")
-    if version != MODERN_VERSION:
-        raise RpcError(-32022, "Unsupported protocol version",
-                       {"supported": [MODERN_VERSION], "requested": version})
-    ext = caps.get("extensions")
+    ext = kit.check_meta(params, headers, [MODERN_VERSION])[META_CAPS].get("extensions")
     declared = isinstance(ext, dict) and TASKS_EXT in ext
     if method == "server/discover":
         capabilities = {"tools": {}}
@@ -988,12 +863,8 @@ def note_cancel(params):
 def serve(msg, transport, headers=None, session=None, deliver=None):
     """(HTTP status, answer or None) for one parsed request (method and id present)."""
     req_id, method = msg["id"], msg["method"]
-    params = msg.get("params")
-    if params is None:
-        params = {}
     try:
-        if not isinstance(params, dict):
-            raise RpcError(-32602, "params must be an object")
+        params = kit.params_of(msg)
         if method == "tasks/cancel":
             note_cancel(params)
         modern_era = is_modern(msg)
@@ -1009,25 +880,20 @@ def serve(msg, transport, headers=None, session=None, deliver=None):
     return 200, {"jsonrpc": "2.0", "id": req_id, "result": result}
 
 
+class ClientGone(Exception):
+    pass
+
+
 def safe_serve(msg, transport, **kw):
+    """serve(), a bug in it answered -32603 (HTTP 500); a client leaving a stream (ClientGone)
+    propagates."""
     try:
         return serve(msg, transport, **kw)
+    except ClientGone:
+        raise
     except Exception as exc:
         eprint(f"internal error: {exc!r}")
-        return 500, {"jsonrpc": "2.0", "id": msg.get("id"),
-                     "error": {"code": -32603, "message": f"Internal error: {exc}"}}
-
-
-def classify(msg):
-    """'request', 'notification', 'answer' or None (not JSON-RPC)."""
-    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
-        return None
-    method = msg.get("method")
-    if method is None and "id" in msg and ("result" in msg or "error" in msg):
-        return "answer"
-    if not isinstance(method, str):
-        return None
-    return "request" if "id" in msg else "notification"
+        return 500, kit.error_msg(msg.get("id"), -32603, f"Internal error: {exc}")
 
 
 def log_message(kind, msg):
@@ -1060,21 +926,15 @@ def stdio_request(msg):
 def serve_stdio():
     eprint("serving stdio (legacy 2025-11-25 and modern 2026-07-28 tasks)")
     publish_stats()
-    for line in sys.stdin.buffer:
-        if not line.strip():
-            continue
-        try:
-            msg = json.loads(line)
-        except (ValueError, RecursionError):
+    for line, msg in kit.stdin_messages():
+        if msg is kit.NOT_JSON:
             eprint(f"parse error on a line of {len(line)} bytes")
-            write_line({"jsonrpc": "2.0", "id": None,
-                        "error": {"code": -32700, "message": "Parse error"}})
+            write_line(kit.error_msg(None, -32700, "Parse error"))
             continue
-        kind = classify(msg)
+        kind = kit.classify(msg)
         if kind is None:
             req_id = msg.get("id") if isinstance(msg, dict) else None
-            write_line({"jsonrpc": "2.0", "id": req_id,
-                        "error": {"code": -32600, "message": "Invalid Request"}})
+            write_line(kit.error_msg(req_id, -32600, "Invalid Request"))
             continue
         log_message(kind, msg)
         if kind == "answer":
@@ -1090,114 +950,46 @@ def serve_stdio():
 
 # --- http ---------------------------------------------------------------------------------------
 
-class ClientGone(Exception):
-    pass
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(kit.Handler):
     server_version = "tasks-server/0.1"
 
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format, *args):  # keep stderr for our own lines
-        pass
-
-    def reply(self, status, body=b"", content_type=None, headers=()):
-        self.send_response(status)
-        if content_type:
-            self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in headers:
-            self.send_header(k, v)
-        self.end_headers()
-        if body:
-            self.wfile.write(body)
-
-    def reply_json(self, status, value, headers=()):
-        self.reply(status, dumps(value).encode(), "application/json", headers)
-
-    def rpc_error(self, status, code, message):
-        self.reply_json(status, {"jsonrpc": "2.0", "id": None,
-                                 "error": {"code": code, "message": message}})
-
-    def read_body(self):
-        text = self.headers.get("Content-Length") or "0"
-        length = int(text) if text.isdigit() else -1
-        if length < 0 or length > MAX_BODY:
-            self.close_connection = True
-            self.reply(413 if length > 0 else 400, b"bad body", "text/plain; charset=utf-8")
-            return None
-        return self.rfile.read(length) if length else b""
-
-    def path_only(self):
-        return urlsplit(self.path).path
-
-    def cut(self):
-        """Closes the connection without a byte of answer."""
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
     def session_of(self):
-        """The legacy session named by Mcp-Session-Id, or None after answering 400/404."""
-        sid = self.headers.get("Mcp-Session-Id")
-        if not sid:
-            self.rpc_error(400, -32000, "Bad Request: Mcp-Session-Id header is required")
-            return None
-        with LOCK:
-            if sid in SESSIONS:
-                return sid
-        self.rpc_error(404, -32001, "Session not found")
-        return None
+        """The legacy session id named by Mcp-Session-Id, or None after answering 400/404."""
+        session = self.session_from(SESSIONS)
+        return None if session is None else session.id
 
     def do_GET(self):
         path = self.path_only()
         if path == "/stats":
-            with LOCK:
-                body = dumps(STATS).encode()
-            self.reply(200, body, "application/json")
+            self.reply(200, STATS.json().encode(), "application/json")
             return
-        if path != "/mcp":
-            self.reply(404, b"not found", "text/plain; charset=utf-8")
-            return
-        if not self.headers.get("Mcp-Session-Id"):
-            self.reply(405, b"", headers=[("Allow", "POST")])
-            return
-        sid = self.session_of()
-        if sid is not None:
-            self.standalone(sid)
+        self.get_or_delete(path, self.standalone)
 
     def do_DELETE(self):
-        if self.path_only() != "/mcp":
-            self.reply(404, b"not found", "text/plain; charset=utf-8")
+        def delete(sid):
+            end_session(sid)
+            self.reply(200)
+        self.get_or_delete(self.path_only(), delete)
+
+    def get_or_delete(self, path, then):
+        """GET or DELETE /mcp: then(session id) for a live session; else 404 / 405 / 400."""
+        if path != "/mcp":
+            self.not_found()
             return
         if not self.headers.get("Mcp-Session-Id"):
             self.reply(405, b"", headers=[("Allow", "POST")])
             return
         sid = self.session_of()
         if sid is not None:
-            end_session(sid)
-            self.reply(200)
+            then(sid)
 
     def start_stream(self, headers=()):
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        for k, v in headers:
-            self.send_header(k, v)
-        self.end_headers()
+        super().start_stream(headers=headers)
         self.last_write = time.monotonic()
 
     def chunk(self, data):
         try:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
+            self.write_chunk(data)
         except OSError:
             raise ClientGone()
         self.last_write = time.monotonic()
@@ -1207,19 +999,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def end_stream(self):
         try:
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.end_chunks()
         except OSError:
             self.close_connection = True
-
-    def client_gone(self):
-        try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if not readable:
-                return False
-            return self.connection.recv(1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):
-            return True
 
     def standalone(self, sid):
         """The session's standalone event stream (legacy status notifications)."""
@@ -1255,29 +1037,27 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         if self.path_only() != "/mcp":
-            self.reply(404, b"not found", "text/plain; charset=utf-8")
+            self.not_found()
             return
-        body = self.read_body()
+        body = self.read_capped_body(MAX_BODY, chunked=False)
         if body is None:
             return
         try:
             msg = json.loads(body)
         except (ValueError, RecursionError):
-            self.reply_json(400, {"jsonrpc": "2.0", "id": None,
-                                  "error": {"code": -32700, "message": "Parse error"}})
+            self.reply_json(400, kit.error_msg(None, -32700, "Parse error"))
             return
-        kind = classify(msg)
+        kind = kit.classify(msg)
         if kind is None:
             req_id = msg.get("id") if isinstance(msg, dict) else None
-            self.reply_json(400, {"jsonrpc": "2.0", "id": req_id,
-                                  "error": {"code": -32600, "message": "Invalid Request"}})
+            self.reply_json(400, kit.error_msg(req_id, -32600, "Invalid Request"))
             return
         log_message(kind, msg)
         modern_msg = kind == "request" and is_modern(msg)
         fault = count_request(msg["method"]) if kind == "request" else None
         if fault is CUT:
             eprint(f"--cut-get {ARGS.cut_get}: closing the connection without an answer")
-            self.cut()
+            self.drop()
             return
         if modern_msg:
             status, answer = safe_serve(msg, "http", headers=self.headers)
@@ -1290,7 +1070,7 @@ class Handler(BaseHTTPRequestHandler):
             headers = []
             if "result" in answer:
                 with LOCK:
-                    SESSIONS[sid] = Session(sid)
+                    SESSIONS.add(Session(sid))
                     STATS["sessions"] += 1
                 headers.append(("Mcp-Session-Id", sid))
             self.reply_json(status, answer, headers)
@@ -1339,7 +1119,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise ClientGone()
                 elif time.monotonic() - self.last_write >= KEEPALIVE_S:
                     self.chunk(b": keepalive\n\n")
-            _, answer = safe_serve_streaming(msg, sid, deliver)
+            _, answer = safe_serve(msg, "http", session=sid, deliver=deliver)
             self.event(answer)
             self.end_stream()
         except (ClientGone, OSError):
@@ -1347,60 +1127,32 @@ class Handler(BaseHTTPRequestHandler):
         publish_stats()
 
 
-def safe_serve_streaming(msg, sid, deliver):
-    """safe_serve, but a client leaving the stream (ClientGone) propagates."""
-    try:
-        return serve(msg, "http", session=sid, deliver=deliver)
-    except ClientGone:
-        raise
-    except Exception as exc:
-        eprint(f"internal error: {exc!r}")
-        return 500, {"jsonrpc": "2.0", "id": msg.get("id"),
-                     "error": {"code": -32603, "message": f"Internal error: {exc}"}}
-
-
 def end_session(sid):
     with LOCK:
-        session = SESSIONS.pop(sid, None)
+        session = SESSIONS.pop(sid)
         streams = list(session.streams) if session else []
     for q in streams:
         q.put(None)
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def handle_error(self, request, client_address):  # quiet stderr
-        pass
-
-
 def serve_http():
-    httpd = Server(("127.0.0.1", ARGS.port), Handler)
-    port = httpd.server_address[1]
-    print(f"PORT={port}", flush=True)
-    eprint(f"listening on 127.0.0.1:{port} (legacy 2025-11-25 and modern 2026-07-28 tasks)")
+    httpd = kit.Server(("127.0.0.1", ARGS.port), Handler)
     publish_stats()
-    try:
-        httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return kit.serve(httpd, f"listening on 127.0.0.1:{httpd.server_address[1]} (legacy 2025-11-25 "
+                            f"and modern 2026-07-28 tasks)")
 
 
 def main():
     global ARGS
-    parser = argparse.ArgumentParser(description="MCP task server (2025-11-25 and 2026-07-28)")
-    parser.add_argument("transport", choices=["stdio", "http"])
-    parser.add_argument("--port", type=int, default=0, help="http: 0 picks a free port")
+    parser = kit.arguments("MCP task server (2025-11-25 and 2026-07-28)", transport=True,
+                           flags=["port", "stats-file"])
     parser.add_argument("--poll-interval-ms", type=int, default=100)
     parser.add_argument("--ttl-ms", type=int, default=3_600_000, help="0: unlimited (null)")
     parser.add_argument("--lose-tasks", action="store_true")
     parser.add_argument("--cut-get", type=int, default=None, metavar="N")
     parser.add_argument("--expire-session-on-get", type=int, default=None, metavar="N")
     parser.add_argument("--no-task-capability", action="store_true")
-    parser.add_argument("--stats-file", default=None)
-    ARGS = parser.parse_args()
+    ARGS = kit.parse(parser, "tasks_server", STATS)
     if ARGS.poll_interval_ms < 0 or ARGS.ttl_ms < 0:
         parser.error("--poll-interval-ms and --ttl-ms must be >= 0")
     for name in ("cut_get", "expire_session_on_get"):

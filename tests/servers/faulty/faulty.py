@@ -39,11 +39,14 @@ Modes (one fault each):
                    tools/list grows by one tool per call made: echo, extra1, extra2, ...
 """
 
-import argparse
 import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import mcp_test_kit as kit  # noqa: E402 - tests/servers/, the parent of this script's folder
+from mcp_test_kit import dumps, text_result  # noqa: E402
 
 PROTOCOL_VERSION = "2025-11-25"
 MIB = 1024 * 1024
@@ -58,11 +61,9 @@ out = sys.stdout.buffer
 mode = "ok"
 calls_made = 0
 deferred = []  # client requests that arrived while server_requests mode was waiting
-
-
-def log(text):
-    sys.stderr.write(f"faulty[{mode}]: {text}\n")
-    sys.stderr.flush()
+REQUEST_LOG = kit.JsonLines(os.environ.get("KAGED_REQUEST_LOG"))
+MESSAGES = kit.stdin_messages()
+log = kit.eprint
 
 
 def write_line(obj):
@@ -70,20 +71,16 @@ def write_line(obj):
         out.write(b"this is not JSON, a misbehaving server wrote it\n")
         out.write(b"\n")
         out.write(b"{ broken json\n")
-    out.write(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+    out.write(dumps(obj).encode() + b"\n")
     out.flush()
 
 
 def result(id_, value):
-    write_line({"jsonrpc": "2.0", "id": id_, "result": value})
+    write_line(kit.result_msg(id_, value))
 
 
 def error(id_, code, message):
-    write_line({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
-
-
-def text_result(text, is_error=False):
-    return {"content": [{"type": "text", "text": text}], "isError": is_error}
+    write_line(kit.error_msg(id_, code, message))
 
 
 def tool(name, description, props=None):
@@ -95,8 +92,7 @@ ECHO = tool("echo", "Echo the message back", {"message": {"type": "string"}})
 
 
 def record(msg):
-    path = os.environ.get("KAGED_REQUEST_LOG")
-    if not path:
+    if not REQUEST_LOG.path:
         return
     params = msg.get("params") or {}
     entry = {"id": msg.get("id"), "method": msg.get("method")}
@@ -107,22 +103,16 @@ def record(msg):
             entry["message"] = message
     if msg.get("method") == "notifications/cancelled":
         entry["requestId"] = params.get("requestId")
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
+    REQUEST_LOG.append(entry)
 
 
 def read_message():
     """The next JSON message from stdin, or None at EOF. Bad lines are logged and skipped."""
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            return None
-        if not line.strip():
-            continue
-        try:
-            return json.loads(line)
-        except ValueError:
-            log(f"skipping a non-JSON line of {len(line)} bytes")
+    for line, msg in MESSAGES:
+        if msg is not kit.NOT_JSON:
+            return msg
+        log(f"skipping a non-JSON line of {len(line)} bytes")
+    return None
 
 
 # --- handlers -------------------------------------------------------------------------------
@@ -194,19 +184,16 @@ def answer_huge(id_, size):
 
 
 def server_requests_dance(id_):
-    write_line({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
-    write_line({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": {
-        "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
-        "maxTokens": 16,
-    }})
+    for request in kit.ask_requests():
+        write_line(request)
     got = {}
-    while "p1" not in got or 7 not in got:
+    while not all(i in got for i in kit.ASK_IDS):
         msg = read_message()
         if msg is None:
             log("stdin closed while waiting for the answers to p1 and 7")
             sys.exit(0)
         if "method" not in msg:  # an answer to one of our requests
-            answer = {k: v for k, v in msg.items() if k != "jsonrpc"}
+            answer = kit.answer_of(msg)
             got[msg.get("id")] = answer
             log(f"got answer {json.dumps(answer)}")
             continue
@@ -215,8 +202,7 @@ def server_requests_dance(id_):
             deferred.append(msg)
         else:
             dispatch(msg)
-    text = json.dumps({"ping": got["p1"], "sampling": got[7]})
-    result(id_, text_result(text))
+    result(id_, text_result(kit.ask_text(got)))
 
 
 def on_tools_call(id_, params):
@@ -273,9 +259,7 @@ def dispatch(msg):
 
 def main():
     global mode
-    parser = argparse.ArgumentParser(description="Misbehaving MCP stdio server")
-    parser.add_argument("--mode", choices=MODES, default="ok")
-    mode = parser.parse_args().mode
+    mode = kit.parse(kit.arguments("Misbehaving MCP stdio server", MODES, "ok"), "faulty[{mode}]").mode
     log(f"starting, pid {os.getpid()}")
     if mode == "exit_before_init":
         log("exiting with code 1 before initialize")
