@@ -28,8 +28,8 @@ comparison can catch it):
 
 import argparse
 import hashlib
-import json
-import sys
+
+import mcp_test_kit as kit
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mode", default="ok", choices=["ok", "digest", "size", "frontmatter"])
@@ -129,18 +129,11 @@ def answer(msg):
     return None
 
 
-for line in sys.stdin:
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        continue
+for _, msg in kit.stdin_messages():
     if not isinstance(msg, dict) or "method" not in msg or "id" not in msg:
         continue
     result = answer(msg)
     if result is None:
-        reply = {"jsonrpc": "2.0", "id": msg["id"],
-                 "error": {"code": -32601, "message": f"Method not found: {msg['method']}"}}
+        kit.write_line(kit.error_msg(msg["id"], -32601, f"Method not found: {msg['method']}"))
     else:
-        reply = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
-    sys.stdout.write(json.dumps(reply) + "\n")
-    sys.stdout.flush()
+        kit.write_line(kit.result_msg(msg["id"], result))
