@@ -397,7 +397,20 @@ fn start_child(config: &StdioConfig) -> Result<(Child, i32), TransportError> {
             .as_ref()
             .map(|c| format!(" in {}", c.display()))
             .unwrap_or_default();
-        TransportError::io(format!("could not spawn `{}`{cwd}: {e}", config.program), e)
+        // A program that is not there, or may not be run, is not there at the next attempt
+        // either: the server is marked failed at once instead of restarted in a loop
+        // (`enable` tries again).
+        let permanent = matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+        );
+        let error =
+            TransportError::io(format!("could not spawn `{}`{cwd}: {e}", config.program), e);
+        if permanent {
+            error.permanent()
+        } else {
+            error
+        }
     })?;
     let pid = child
         .id()

@@ -543,3 +543,27 @@ fn a_server_whose_tool_list_failed_is_a_failure_for_tools_status_and_call() {
     );
     assert!(!o.stderr.contains("offers no tool"), "{}", o.stderr);
 }
+
+/// A command that does not exist, or may not be run, cannot be fixed by a restart: `status`
+/// says `failed` with the reason, not `restarting` (issue 36, point 7, for these failures; on
+/// 79ff2ee it said `restarting`).
+#[test]
+fn a_program_that_cannot_be_run_is_failed_not_restarting() {
+    let not_executable = tempfile::NamedTempFile::new().unwrap();
+    let yaml = format!(
+        "mcp:\n  missing:\n    transport: stdio\n    command: [\"/nonexistent/kaged-program\"]\n  denied:\n    transport: stdio\n    command: [{}]\n",
+        serde_json::to_string(&not_executable.path().to_string_lossy()).unwrap()
+    );
+    let dir = common::cli::project(&yaml, "");
+    let o = run(&["status"], &dir);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    for server in ["missing", "denied"] {
+        let line = o
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{server}\t")))
+            .unwrap_or_else(|| panic!("{server}: {}", o.stdout));
+        assert!(line.contains("\tfailed\t"), "{line}");
+        assert!(line.contains("could not spawn"), "{line}");
+    }
+}
