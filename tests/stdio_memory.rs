@@ -52,6 +52,16 @@ async fn memory_stays_bounded_for_a_huge_line_and_stderr_floods() {
     let client = faulty(Fault::Huge);
     client.start().await.unwrap();
     let can_reset = reset_peak();
+    // Without the reset the bounds cannot be asserted: a skip no setting catches, so under
+    // CI it is a failure (issue 40, point 7), as benches/memory.rs fails.
+    assert!(
+        can_reset || std::env::var_os("CI").is_none(),
+        "/proc/self/clear_refs is not writable here, so the memory bounds cannot be checked; \
+         CI is set, so that is a failure"
+    );
+    if !can_reset {
+        eprintln!("SKIPPED: the memory bounds (/proc/self/clear_refs is not writable)");
+    }
     let before = peak_rss();
     let huge = ToolCall::new("huge").with_json_arguments(json!({ "bytes": 100 * MIB }));
     let err = client.clone().oneshot(huge).await.unwrap_err();
