@@ -277,8 +277,12 @@ fn without_defaulted_required(schema: &Value) -> std::borrow::Cow<'_, Value> {
                         .retain(|r| !r.as_str().is_some_and(|n| defaulted.iter().any(|d| d == n)));
                     changed |= required.len() != before;
                 }
-                for v in map.values_mut() {
-                    changed |= relax(v);
+                // Into subschemas only: a `default`, `const`, `enum` or `examples` value is
+                // data, and stays as the tool listed it.
+                for (key, v) in map.iter_mut() {
+                    if !matches!(key.as_str(), "default" | "const" | "enum" | "examples") {
+                        changed |= relax(v);
+                    }
                 }
             }
             Value::Array(items) => {

@@ -274,7 +274,7 @@ impl McpClient {
     }
 
     /// The first line the server wrote that was not a JSON-RPC message (bounded to 200
-    /// characters, control characters removed), if it wrote one: what a program that is not
+    /// characters, control characters removed, token-shaped runs hidden), if it wrote one: what a program that is not
     /// an MCP server, or one that logs to stdout, said. Named in a start-up failure.
     pub fn stdout_noise(&self) -> Option<String> {
         self.shared.lock().stdout_noise.clone()

@@ -541,3 +541,27 @@ async fn an_answer_to_an_id_never_sent_is_dropped_and_the_session_goes_on() {
     );
     assert_eq!(c.state(), ServerState::Ready);
 }
+
+/// `notify::<N>()` sends the notification with its params, and with none when they are empty.
+#[tokio::test(start_paused = true)]
+async fn notify_sends_a_notification_of_any_kind_with_its_params() {
+    struct Custom;
+    impl crate::protocol::method::Notification for Custom {
+        const METHOD: &'static str = "notifications/example/custom";
+    }
+    let t = silent_after_start();
+    let c = McpClient::new("mock", t.clone(), legacy_options());
+    let params = serde_json::Map::from_iter([("k".to_owned(), json!(1))]);
+    c.notify::<Custom>(params).await.unwrap();
+    c.notify::<Custom>(serde_json::Map::new()).await.unwrap();
+    settle().await;
+    let sent: Vec<Value> = t
+        .seen()
+        .into_iter()
+        .filter(|m| method(m) == "notifications/example/custom")
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0]["params"], json!({"k": 1}));
+    assert!(sent[0].get("id").is_none());
+    assert!(sent[1].get("params").is_none(), "{:?}", sent[1]);
+}

@@ -315,7 +315,9 @@ impl Shared {
                     }
                 }
                 SessionEvent::Noise(line) => {
-                    shared.lock().stdout_noise = Some(line.to_owned());
+                    // Kept as an operator may see it: a token-shaped run is hidden.
+                    let line = crate::transport::redact_tokens(line);
+                    shared.lock().stdout_noise = Some(line);
                 }
                 SessionEvent::Unreachable { failure, answers } => {
                     if let Some(session) = session.handle() {

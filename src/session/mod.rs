@@ -381,7 +381,7 @@ impl Session {
                              only (is the command an MCP server? one that logs must log to \
                              stderr)",
                             timeout.as_millis(),
-                            crate::transport::redact_tokens(&line)
+                            line
                         ),
                         None => format!(
                             "did not start and list its tools within the startup timeout of {} \

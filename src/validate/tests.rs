@@ -321,3 +321,21 @@ fn a_required_property_with_a_default_is_not_demanded_and_one_without_still_is()
         std::borrow::Cow::Borrowed(_)
     ));
 }
+
+#[test]
+fn a_default_value_that_looks_like_a_schema_is_left_as_listed() {
+    // Only subschemas are relaxed: data under `default` keeps its own `required` list.
+    let schema = json!({
+        "type": "object",
+        "properties": {"opts": {"type": "object",
+            "default": {"properties": {"a": {"default": 1}}, "required": ["a"]}}},
+        "required": ["opts"]
+    });
+    let relaxed = without_defaulted_required(&schema);
+    assert_eq!(
+        relaxed["properties"]["opts"]["default"]["required"],
+        json!(["a"])
+    );
+    // `opts` declares a default, so it is no longer required at the root.
+    assert_eq!(relaxed["required"], json!([]));
+}

@@ -561,9 +561,13 @@ async fn a_server_that_failed_its_start_is_tried_again_when_its_tool_is_asked_fo
 #[tokio::test]
 async fn a_program_that_is_not_an_mcp_server_is_told_by_what_it_wrote() {
     let script = "print('hello, I am not MCP', flush=True)\nimport time\ntime.sleep(60)\n";
+    // A program that prints a credential: it is not repeated in the operator's line.
+    let leaky =
+        "print('token ntn_0123456789abcdefghij', flush=True)\nimport time\ntime.sleep(60)\n";
     let yaml = format!(
-        "mcp:\n  notmcp:\n    transport: stdio\n    command: {}\n",
-        yaml_list(&["python3".into(), "-c".into(), script.into()])
+        "mcp:\n  notmcp:\n    transport: stdio\n    command: {}\n  leaky:\n    transport: stdio\n    command: {}\n",
+        yaml_list(&["python3".into(), "-c".into(), script.into()]),
+        yaml_list(&["python3".into(), "-c".into(), leaky.into()])
     );
     let config = kaged_mcp::config::Sources::new(yaml)
         .config("[mcp]\nstartup_timeout_ms = 2000\n")
@@ -571,8 +575,18 @@ async fn a_program_that_is_not_an_mcp_server_is_told_by_what_it_wrote() {
         .unwrap();
     let session = Session::start(config).await.unwrap();
     let failures = session.start_failures();
-    assert_eq!(failures.len(), 1, "{failures:?}");
-    let reason = &failures[0].reason;
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    let leaked = failures.iter().find(|f| f.server == "leaky").unwrap();
+    assert!(
+        leaked.reason.contains("it wrote `token ***` on stdout")
+            && !leaked.detail.contains("ntn_0123456789"),
+        "{leaked:?}"
+    );
+    let reason = &failures
+        .iter()
+        .find(|f| f.server == "notmcp")
+        .unwrap()
+        .reason;
     assert!(
         reason.contains("it wrote `hello, I am not MCP` on stdout")
             && reason.contains("JSON-RPC messages only"),

@@ -381,7 +381,8 @@ impl fmt::Display for ClientError {
             | Self::Pagination { .. }
             | Self::TaskFailed { .. }
             | Self::TaskCancelled { .. }
-            | Self::TaskLost { .. } => ": ",
+            | Self::TaskLost { .. }
+            | Self::SkillRefused { .. } => ": ",
             _ => " ",
         };
         write!(

@@ -148,3 +148,19 @@ fn one_classification_feeds_retry_supervision_and_telemetry() {
     assert_eq!(held.class().as_str(), "held");
     assert_eq!(held.error_type(), "too_many_in_flight");
 }
+
+#[test]
+fn a_refused_skill_reads_as_one_line_naming_the_server_the_file_and_the_check() {
+    let e = ClientError::SkillRefused {
+        server: server(),
+        skill: "pdf".into(),
+        file: "skill://pdf/SKILL.md".into(),
+        check: SkillCheck::Size,
+        detail: "it is 9 bytes; the listing says 8".into(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "MCP server `github`: skill `pdf` refused: skill://pdf/SKILL.md failed its size check (it is 9 bytes; the listing says 8); none of it was used"
+    );
+    assert_eq!(e.class(), ErrorClass::Protocol);
+}

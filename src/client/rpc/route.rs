@@ -15,7 +15,7 @@ impl RpcSession {
                     tracing::warn!(
                         server = &*self.server,
                         error = %e,
-                        line = %inbound::excerpt(bytes),
+                        line = %crate::transport::redact_tokens(&inbound::excerpt(bytes)),
                         skipped_total,
                         "server sent a line that could not be decoded; skipped"
                     );
@@ -33,7 +33,7 @@ impl RpcSession {
                     tracing::warn!(
                         server = &*self.server,
                         problem = why,
-                        line = %inbound::excerpt(bytes),
+                        line = %crate::transport::redact_tokens(&inbound::excerpt(bytes)),
                         skipped_total,
                         "server sent an invalid JSON-RPC message; skipped"
                     );
