@@ -7,6 +7,7 @@ mod auth;
 mod call;
 mod check;
 mod demo_server;
+mod lock;
 mod protocol_cmds;
 mod session_cmds;
 mod skills_cmds;
@@ -188,6 +189,25 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Pin the servers' tool definitions: write `mcp.lock` beside project.yaml from what each
+    /// server lists now (the servers named, or all), or with --check compare them with it and
+    /// show each difference.
+    ///
+    /// Exit codes: 0 written, or (--check) everything matches; 1 a server could not be listed
+    /// (nothing written), or (--check) something differs or there is no mcp.lock; 2 a usage or
+    /// configuration error (an unreadable mcp.lock included).
+    Lock {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// Only these servers (the lock's other entries are kept); all declared ones when
+        /// none is named (entries of servers no longer declared are dropped).
+        servers: Vec<String>,
+        /// Compare instead of writing: each changed description line, schema path and
+        /// annotation, each new or removed tool, each server not in the lock.
+        #[arg(long)]
+        check: bool,
+    },
     /// Serve the bundled demo MCP server on stdin/stdout (the quickstart's server).
     DemoServer,
     /// Log in to OAuth servers, show their tokens' state, forget them.
@@ -363,6 +383,11 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             args,
             json,
         } => skills_cmds::show(&project, &args, json, verbose),
+        Command::Lock {
+            project,
+            servers,
+            check,
+        } => lock::run(&project, &servers, check, verbose),
         Command::DemoServer => demo_server::run(),
         Command::Auth { command } => match command {
             AuthCommand::Login { server, project } => auth::login(&project, &server),
