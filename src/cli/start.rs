@@ -84,7 +84,19 @@ fn print_pin_event(event: &PinEvent) {
 }
 
 fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
-    let options = SessionOptions::new().on_pin_event(print_pin_event);
+    // The tool a `call` names: if it is held, the call's own error says so, once.
+    let called = match scope {
+        Scope::ToolOf(tool) => Some((*tool).to_owned()),
+        _ => None,
+    };
+    let options = SessionOptions::new().on_pin_event(move |event| {
+        if let (Some(called), PinEvent::Tool { server, tool, .. }) = (&called, event) {
+            if *called == format!("mcp.{server}.{tool}") {
+                return;
+            }
+        }
+        print_pin_event(event);
+    });
     let server = match scope {
         Scope::All => return options,
         Scope::ToolOf(tool) => server_of(tool),

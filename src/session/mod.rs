@@ -387,15 +387,18 @@ impl Session {
                     let catalog =
                         build_catalog(&config, &server.config, tools, client.runs_tool_tasks());
                     let previous = registry.server_catalog(&key);
-                    pins::announce_tools(
-                        &config,
-                        &key,
-                        previous.as_deref(),
-                        &catalog,
-                        on_pin.as_ref(),
-                    );
                     tracing::info!(server = %key, tools = catalog.tools.len(), "tools registered");
                     registry.replace_catalog(&key, catalog);
+                    // Told once the catalog is in: an embedder that hears an event sees it.
+                    if let Some(current) = registry.server_catalog(&key) {
+                        pins::announce_tools(
+                            &config,
+                            &key,
+                            previous.as_deref(),
+                            &current,
+                            on_pin.as_ref(),
+                        );
+                    }
                     None
                 }
                 Ok(Err(e)) => Some(StartFailure {
@@ -463,9 +466,11 @@ impl Session {
                                 previous.as_deref(),
                                 client.runs_tool_tasks(),
                             );
-                            pins::announce_tools(&config, key, previous.as_deref(), &catalog, on_pin.as_ref());
                             tracing::info!(server = %key, tools = catalog.tools.len(), "tools rediscovered");
                             registry.replace_catalog(key, catalog);
+                            if let Some(current) = registry.server_catalog(key) {
+                                pins::announce_tools(&config, key, previous.as_deref(), &current, on_pin.as_ref());
+                            }
                         }
                         Err(e) => {
                             tracing::warn!(server = %key, error = %e, "rediscovery after tools/list_changed failed");

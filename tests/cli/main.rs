@@ -9,6 +9,7 @@ mod env_secret;
 mod http;
 mod lifecycle;
 mod operator;
+mod pins;
 mod protocol;
 mod session;
 mod skills;
