@@ -19,6 +19,9 @@ mod modern;
 #[path = "../fuzz/src/oauth.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod oauth;
+#[path = "../fuzz/src/pin.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod pin;
 #[path = "../fuzz/src/protocol.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod protocol;
@@ -60,6 +63,11 @@ fn the_config_project_seeds_pass_the_fuzz_checks() {
 #[test]
 fn the_config_toml_seeds_pass_the_fuzz_checks() {
     replay_seeds("config_toml", config::config_toml);
+}
+
+#[test]
+fn the_lock_file_seeds_pass_the_fuzz_checks() {
+    replay_seeds("lock_file", pin::lock_file);
 }
 
 #[test]

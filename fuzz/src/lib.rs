@@ -14,6 +14,7 @@ pub mod challenge;
 pub mod config;
 pub mod modern;
 pub mod oauth;
+pub mod pin;
 pub mod protocol;
 pub mod session;
 pub mod sse;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::canonical::{definition_of, digest};
+use super::canonical::{definition_of, digest, tool_digest};
 use crate::config::{ConfigError, Location, McpServerConfig, TransportConfig};
 use crate::protocol::uri::redact_uri;
 use crate::protocol::{InitializeResult, ToolInfo};
@@ -89,10 +89,9 @@ pub struct LockedTool {
 impl LockedTool {
     /// The lock entry of `tool` as listed now.
     pub fn of(tool: &ToolInfo) -> Self {
-        let definition = definition_of(tool);
         Self {
-            sha256: digest(&definition),
-            definition,
+            sha256: tool_digest(tool),
+            definition: definition_of(tool),
         }
     }
 }

@@ -20,7 +20,7 @@ mod report;
 use std::fmt;
 use std::str::FromStr;
 
-pub use self::canonical::{canonical_bytes, definition_of, digest, PINNED_FIELDS};
+pub use self::canonical::{canonical_bytes, definition_of, digest, tool_digest, PINNED_FIELDS};
 pub use self::diff::{changed_fields, changes, write_changes, Change, MAX_CHANGES};
 pub use self::lockfile::{
     Lock, LockedIdentity, LockedServer, LockedTool, LOCK_FILE, LOCK_VERSION, MAX_LOCK_BYTES,
@@ -182,12 +182,11 @@ impl<'a> ServerPins<'a> {
         let Some(locked) = entry.tools.get(&tool.name) else {
             return Verdict::NotInLock;
         };
-        let now = definition_of(tool);
-        if digest(&now) == locked.sha256 {
+        if tool_digest(tool) == locked.sha256 {
             Verdict::Pinned
         } else {
             Verdict::Changed {
-                fields: changed_fields(&locked.definition, &now),
+                fields: changed_fields(&locked.definition, &definition_of(tool)),
             }
         }
     }
