@@ -219,6 +219,8 @@ pub(crate) struct RpcSession {
     router: Arc<Router>,
     /// The features' state for this session.
     state: SessionState,
+    /// Set once the connection ended (and `table.closed` says how).
+    ended: tokio::sync::watch::Sender<bool>,
 }
 
 /// What the connection has shown so far.
@@ -248,6 +250,10 @@ struct CallTasks {
     /// have answered with a task: a late task answer to one is cancelled (bounded).
     abandoned: Mutex<std::collections::VecDeque<u64>>,
 }
+
+/// How long a request that could not be sent waits for the connection's end to learn whether,
+/// and how, the server exited (see [`RpcSession::exit_behind`]).
+pub(crate) const EXIT_STATUS_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How many abandoned `tools/call` ids a session remembers, to cancel a task that answers one
 /// late.
@@ -360,6 +366,7 @@ impl RpcSession {
             telemetry,
             state: router.new_state(),
             router,
+            ended: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -425,11 +432,8 @@ impl RpcSession {
         let refused = {
             let mut table = self.table();
             if let Some(reason) = &table.closed {
-                let err = ClientError::ConnectionClosed {
-                    server: Arc::clone(&self.server),
-                    request: Some(Self::request_ref(id, method)),
-                    detail: reason.message.clone(),
-                };
+                // A server that exited is reported as such (its exit status, its stderr).
+                let err = self.closed_error(reason, Some(Self::request_ref(id, method)));
                 Err((err, telemetry))
             } else if table.map.len() >= self.max_in_flight {
                 let err = ClientError::TooManyInFlight {
@@ -568,6 +572,22 @@ impl RpcSession {
     /// for its [`RequestHead`].
     pub(crate) fn declared_version(&self) -> Option<&str> {
         self.dialect.declared_version()
+    }
+
+    /// What a request that could not be sent because the connection closed should report:
+    /// when the connection ended without the client asking (the server exited), that end with
+    /// its exit status and stderr, waited for at most [`EXIT_STATUS_WAIT`] (the transport may
+    /// close its writer before it has reaped the process); any other error as it is.
+    pub(crate) async fn exit_behind(&self, err: ClientError) -> ClientError {
+        let ClientError::ConnectionClosed { request, .. } = &err else {
+            return err;
+        };
+        let mut ended = self.ended.subscribe();
+        let _ = tokio::time::timeout(EXIT_STATUS_WAIT, ended.wait_for(|e| *e)).await;
+        match &self.table().closed {
+            Some(reason) if !reason.requested => self.closed_error(reason, request.clone()),
+            _ => err,
+        }
     }
 
     /// The connection ended: no more requests.
@@ -766,6 +786,7 @@ impl RpcSession {
             (table.map.drain().collect(), first)
         };
         if first {
+            self.ended.send_replace(true);
             self.telemetry.ended(match () {
                 () if reason.requested => None,
                 () if reason.exit_status().is_some() => Some("server_exited"),
