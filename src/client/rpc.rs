@@ -251,10 +251,6 @@ struct CallTasks {
     abandoned: Mutex<std::collections::VecDeque<u64>>,
 }
 
-/// How long a request that could not be sent waits for the connection's end to learn whether,
-/// and how, the server exited (see [`RpcSession::exit_behind`]).
-pub(crate) const EXIT_STATUS_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// How many abandoned `tools/call` ids a session remembers, to cancel a task that answers one
 /// late.
 const ABANDONED_CALLS: usize = 64;
@@ -384,7 +380,11 @@ impl RpcSession {
         }
     }
 
-    fn closed_error(&self, reason: &CloseReason, request: Option<RequestRef>) -> ClientError {
+    pub(super) fn closed_error(
+        &self,
+        reason: &CloseReason,
+        request: Option<RequestRef>,
+    ) -> ClientError {
         if reason.requested {
             ClientError::ConnectionClosed {
                 server: Arc::clone(&self.server),
@@ -572,22 +572,6 @@ impl RpcSession {
     /// for its [`RequestHead`].
     pub(crate) fn declared_version(&self) -> Option<&str> {
         self.dialect.declared_version()
-    }
-
-    /// What a request that could not be sent because the connection closed should report:
-    /// when the connection ended without the client asking (the server exited), that end with
-    /// its exit status and stderr, waited for at most [`EXIT_STATUS_WAIT`] (the transport may
-    /// close its writer before it has reaped the process); any other error as it is.
-    pub(crate) async fn exit_behind(&self, err: ClientError) -> ClientError {
-        let ClientError::ConnectionClosed { request, .. } = &err else {
-            return err;
-        };
-        let mut ended = self.ended.subscribe();
-        let _ = tokio::time::timeout(EXIT_STATUS_WAIT, ended.wait_for(|e| *e)).await;
-        match &self.table().closed {
-            Some(reason) if !reason.requested => self.closed_error(reason, request.clone()),
-            _ => err,
-        }
     }
 
     /// The connection ended: no more requests.
