@@ -1,6 +1,7 @@
 //! `kaged-mcp call`: one tool through the full stack, starting only its server; the
 //! arguments inline, from a file or stdin; the server's progress on stderr while it runs; the
-//! result (or, with `--json`, the error as JSON) on stdout.
+//! result (or, with `--json`, the error as JSON) on stdout. SIGINT or SIGTERM cancels the call
+//! on the wire and shuts the session down (see [`super::interrupt`]).
 
 use std::io::{IsTerminal, Read, Write};
 
@@ -11,6 +12,7 @@ use crate::session::Session;
 use crate::Error;
 use kaged_mcp_layers::timeout::{Progress, ProgressHandle};
 
+use super::interrupt::Signals;
 use super::session_cmds::print_result;
 use super::start::{parse_args, report, runtime, server_of, start, Scope, Who};
 use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
@@ -161,7 +163,19 @@ pub(super) fn run(
         Err(e) => return fail("usage", &format!("--args: {e}"), None, EXIT_CONFIG),
     };
     runtime().block_on(async {
-        let (session, _) = match start(args, Scope::ToolOf(tool), false, out.verbose).await {
+        // Listening from the start: an interrupt never leaves the server running.
+        let mut signals = Signals::listen();
+        let started = match signals
+            .until(start(args, Scope::ToolOf(tool), false, out.verbose))
+            .await
+        {
+            Ok(started) => started,
+            Err(signal) => {
+                signal.announce("stopped while its server started; it was killed");
+                return signal.exit_code();
+            }
+        };
+        let (session, _) = match started {
             Ok(s) => s,
             Err(code) => {
                 if out.json {
@@ -177,7 +191,17 @@ pub(super) fn run(
                 return code;
             }
         };
-        let result = call_showing_progress(&session, &who, tool, arguments, out.quiet).await;
+        let result = match signals
+            .until(call_showing_progress(
+                &session, &who, tool, arguments, out.quiet,
+            ))
+            .await
+        {
+            Ok(result) => result,
+            // The call is dropped: its request is cancelled on the wire before the session
+            // shuts down.
+            Err(signal) => return signals.interrupted(session, signal).await,
+        };
         let code = match result {
             Ok(r) => {
                 let _ = print_result(&r, out.json, &mut std::io::stdout().lock());
@@ -216,7 +240,7 @@ pub(super) fn run(
                 code
             }
         };
-        session.shutdown().await;
+        super::interrupt::end(session).await;
         code
     })
 }

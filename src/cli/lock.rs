@@ -58,7 +58,7 @@ pub(super) fn run(args: &ProjectArgs, servers: &[String], check: bool, verbose: 
         match Session::start_with(config, options).await {
             Ok(session) => {
                 let observed = session.observe_pins(only).await;
-                session.shutdown().await;
+                super::interrupt::end(session).await;
                 Ok(observed)
             }
             Err(e) => Err(e),

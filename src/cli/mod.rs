@@ -1,12 +1,15 @@
 //! The `kaged-mcp` command line: argument parsing and the commands, kept in the library so
 //! they can be tested without spawning the binary.
 //!
-//! Exit codes: 0 success; 1 a call or the session failed; 2 a usage or configuration error.
+//! Exit codes: 0 success; 1 a call or the session failed; 2 a usage or configuration error;
+//! 130 or 143 interrupted by SIGINT or SIGTERM (see `interrupt`: what was in flight is
+//! cancelled and the servers are shut down first).
 
 mod auth;
 mod call;
 mod check;
 mod demo_server;
+mod interrupt;
 mod lock;
 mod protocol_cmds;
 mod session_cmds;

@@ -21,7 +21,7 @@ use crate::session::Session;
 use crate::transport::text::{clean, redact_uri};
 use crate::Error;
 
-use super::start::{parse_args, report, runtime, start, Scope};
+use super::start::{parse_args, report, start, Scope};
 use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// `resources [SERVER]`.
@@ -148,7 +148,7 @@ impl Failure {
 /// `kaged-mcp <verb>`: starts the servers the verb needs, runs it, prints its answer on stdout
 /// and any failure as `error:` lines on stderr.
 pub(super) fn run(project: &ProjectArgs, verb: &Verb, json: bool, verbose: bool) -> u8 {
-    runtime().block_on(async {
+    super::interrupt::block_on(async {
         let scope = match verb.server() {
             Some(server) => Scope::Server(server),
             None => Scope::All,
@@ -186,7 +186,7 @@ pub(super) fn run(project: &ProjectArgs, verb: &Verb, json: bool, verbose: bool)
         };
         let _ = out.flush();
         drop(out);
-        session.shutdown().await;
+        super::interrupt::end(session).await;
         code
     })
 }

@@ -10,6 +10,7 @@ use crate::registry::ToolDefinition;
 use crate::session::{ServerStatus, Session};
 use crate::Error;
 
+use super::interrupt::Signals;
 use super::start::{parse_args, report, runtime, start, Scope, Who};
 use super::{protocol_cmds, ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
@@ -40,7 +41,7 @@ fn print_catalog(
 /// `kaged-mcp tools`: the catalog of the servers that started; exit 1 when any enabled
 /// server did not (its `error:` line says why), 0 when all did.
 pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool) -> u8 {
-    runtime().block_on(async {
+    super::interrupt::block_on(async {
         let (session, failed) = match start(args, Scope::All, true, verbose).await {
             Ok(s) => s,
             Err(code) => return code,
@@ -79,7 +80,7 @@ pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool)
                 EXIT_FAILED
             }
         };
-        session.shutdown().await;
+        super::interrupt::end(session).await;
         code
     })
 }
@@ -208,7 +209,7 @@ fn all_ready(st: &[ServerStatus]) -> bool {
 
 /// `kaged-mcp status`: exit 1 when an enabled server is not ready.
 pub(super) fn status(args: &ProjectArgs, json: bool, verbose: bool) -> u8 {
-    runtime().block_on(async {
+    super::interrupt::block_on(async {
         let (session, _) = match start(args, Scope::All, false, verbose).await {
             Ok(s) => s,
             Err(code) => return code,
@@ -216,7 +217,7 @@ pub(super) fn status(args: &ProjectArgs, json: bool, verbose: bool) -> u8 {
         let st = session.status();
         let _ = print_status(&st, json, verbose, &mut std::io::stdout().lock());
         let started = session.start_failures().is_empty();
-        session.shutdown().await;
+        super::interrupt::end(session).await;
         if all_ready(&st) && started {
             EXIT_OK
         } else {
@@ -225,12 +226,115 @@ pub(super) fn status(args: &ProjectArgs, json: bool, verbose: bool) -> u8 {
     })
 }
 
-/// `kaged-mcp shell`: one command per line on stdin, one answer each, until `quit` or EOF.
+/// Runs one line of the shell; `true` when it asks to quit.
+async fn shell_line(
+    session: &Session,
+    who: &Who<'_>,
+    json: bool,
+    verbose: bool,
+    line: &str,
+) -> bool {
+    let line = line.trim();
+    if line.is_empty() {
+        return false;
+    }
+    let (cmd, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    let mut out = std::io::stdout().lock();
+    let err = |out: &mut std::io::StdoutLock<'_>, msg: String| {
+        if json {
+            let _ = writeln!(out, "{}", json!({"error": msg}));
+        } else {
+            let _ = writeln!(out, "error: {msg}");
+        }
+    };
+    match cmd {
+        "quit" | "exit" => return true,
+        "tools" => match catalog(session, who) {
+            Ok(t) => {
+                let _ = print_catalog(&t, json, &mut out);
+            }
+            Err(e) => err(&mut out, e.reason()),
+        },
+        "status" => {
+            let _ = print_status(&session.status(), json, verbose, &mut out);
+        }
+        "enable" if !rest.is_empty() => {
+            drop(out);
+            let r = session.enable(rest).await;
+            let mut out = std::io::stdout().lock();
+            match r {
+                Ok(()) if json => {
+                    let _ = writeln!(out, "{}", json!({"enabled": rest}));
+                }
+                Ok(()) => {
+                    let _ = writeln!(out, "enabled {rest}");
+                }
+                Err(e) => err(&mut out, e.reason()),
+            }
+        }
+        "call" if !rest.is_empty() => {
+            let (tool, a) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            match parse_args(Some(a)) {
+                Err(e) => err(&mut out, e),
+                Ok(arguments) => {
+                    drop(out);
+                    let r = do_call(session, who, tool, arguments).await;
+                    let mut out = std::io::stdout().lock();
+                    match r {
+                        Ok(r) => {
+                            let _ = print_result(&r, json, &mut out);
+                        }
+                        Err(e) => err(&mut out, e.reason()),
+                    }
+                }
+            }
+        }
+        "resources" | "read" | "prompts" | "prompt" | "complete" => {
+            match protocol_cmds::parse_shell_line(line) {
+                Err(e) => err(&mut out, e),
+                Ok(verb) => {
+                    drop(out);
+                    // One answer per line: binary contents go to `--out` only.
+                    let mut answer = Vec::new();
+                    let r = protocol_cmds::execute(session, &verb, json, &mut answer, true).await;
+                    let mut out = std::io::stdout().lock();
+                    match r {
+                        Ok(errors) => {
+                            let _ = out.write_all(&answer);
+                            for e in errors {
+                                err(&mut out, e.reason());
+                            }
+                        }
+                        Err(f) => err(&mut out, f.message),
+                    }
+                }
+            }
+        }
+        _ => err(
+            &mut out,
+            format!("unknown command `{line}`; commands: tools, call TOOL [JSON], status, enable SERVER, resources [SERVER], read SERVER URI [--out FILE], prompts [SERVER], prompt SERVER NAME [--args JSON], complete SERVER (--prompt NAME | --template URI) ARG PREFIX [--context JSON], quit"),
+        ),
+    }
+    let _ = std::io::stdout().flush();
+    false
+}
+
+/// `kaged-mcp shell`: one command per line on stdin, one answer each, until `quit` or EOF;
+/// SIGINT or SIGTERM cancels the command in flight and ends the shell (see
+/// [`super::interrupt`]).
 pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool) -> u8 {
     runtime().block_on(async {
-        let (session, _) = match start(args, Scope::All, true, verbose).await {
-            Ok(s) => s,
-            Err(code) => return code,
+        // Listening from the start: an interrupt never leaves a server running, and one
+        // during a command cancels what it has in flight.
+        let mut signals = Signals::listen();
+        let (session, _) = match signals.until(start(args, Scope::All, true, verbose)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(code)) => return code,
+            Err(signal) => {
+                signal.announce("stopped while the servers started; they were killed");
+                return signal.exit_code();
+            }
         };
         let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);
         // stdin is read on a thread of its own so the runtime keeps serving the servers
@@ -244,90 +348,21 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool)
                 }
             }
         });
-        while let Some(line) = rx.recv().await {
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let (cmd, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-            let rest = rest.trim();
-            let mut out = std::io::stdout().lock();
-            let err = |out: &mut std::io::StdoutLock<'_>, msg: String| {
-                if json {
-                    let _ = writeln!(out, "{}", json!({"error": msg}));
-                } else {
-                    let _ = writeln!(out, "error: {msg}");
-                }
+        loop {
+            let next = signals.until(rx.recv()).await;
+            let line = match next {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(signal) => return signals.interrupted(session, signal).await,
             };
-            match cmd {
-                "quit" | "exit" => break,
-                "tools" => match catalog(&session, &who) {
-                    Ok(t) => {
-                        let _ = print_catalog(&t, json, &mut out);
-                    }
-                    Err(e) => err(&mut out, e.reason()),
-                },
-                "status" => {
-                    let _ = print_status(&session.status(), json, verbose, &mut out);
-                }
-                "enable" if !rest.is_empty() => {
-                    drop(out);
-                    let r = session.enable(rest).await;
-                    let mut out = std::io::stdout().lock();
-                    match r {
-                        Ok(()) if json => {
-                            let _ = writeln!(out, "{}", json!({"enabled": rest}));
-                        }
-                        Ok(()) => {
-                            let _ = writeln!(out, "enabled {rest}");
-                        }
-                        Err(e) => err(&mut out, e.reason()),
-                    }
-                }
-                "call" if !rest.is_empty() => {
-                    let (tool, a) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-                    match parse_args(Some(a)) {
-                        Err(e) => err(&mut out, e),
-                        Ok(arguments) => {
-                            drop(out);
-                            let r = do_call(&session, &who, tool, arguments).await;
-                            let mut out = std::io::stdout().lock();
-                            match r {
-                                Ok(r) => {
-                                    let _ = print_result(&r, json, &mut out);
-                                }
-                                Err(e) => err(&mut out, e.reason()),
-                            }
-                        }
-                    }
-                }
-                "resources" | "read" | "prompts" | "prompt" | "complete" => {
-                    match protocol_cmds::parse_shell_line(line) {
-                        Err(e) => err(&mut out, e),
-                        Ok(verb) => {
-                            drop(out);
-                            // One answer per line: binary contents go to `--out` only.
-                            let mut answer = Vec::new();
-                            let r = protocol_cmds::execute(&session, &verb, json, &mut answer, true).await;
-                            let mut out = std::io::stdout().lock();
-                            match r {
-                                Ok(errors) => {
-                                    let _ = out.write_all(&answer);
-                                    for e in errors {
-                                        err(&mut out, e.reason());
-                                    }
-                                }
-                                Err(f) => err(&mut out, f.message),
-                            }
-                        }
-                    }
-                }
-                _ => err(
-                    &mut out,
-                    format!("unknown command `{line}`; commands: tools, call TOOL [JSON], status, enable SERVER, resources [SERVER], read SERVER URI [--out FILE], prompts [SERVER], prompt SERVER NAME [--args JSON], complete SERVER (--prompt NAME | --template URI) ARG PREFIX [--context JSON], quit"),
-                ),
+            match signals
+                .until(shell_line(&session, &who, json, verbose, &line))
+                .await
+            {
+                Ok(false) => {}
+                Ok(true) => break,
+                Err(signal) => return signals.interrupted(session, signal).await,
             }
-            let _ = std::io::stdout().flush();
         }
         session.shutdown().await;
         EXIT_OK

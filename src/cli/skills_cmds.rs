@@ -11,7 +11,7 @@ use crate::client::ClientError;
 use crate::session::Session;
 use crate::Error;
 
-use super::start::{report, runtime, start, Scope};
+use super::start::{report, start, Scope};
 use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// `skills [SERVER]`.
@@ -38,7 +38,7 @@ pub(crate) struct SkillArgs {
 /// array of `{server, uri, name, description, frontmatter, files}`). Exit 0; 1 when a server
 /// failed or its list did; 2 for an undeclared server.
 pub(super) fn list(project: &ProjectArgs, args: &SkillsArgs, json: bool, verbose: bool) -> u8 {
-    runtime().block_on(async {
+    super::interrupt::block_on(async {
         let scope = args.server.as_deref().map_or(Scope::All, Scope::Server);
         let (session, failed) = match start(project, scope, args.server.is_none(), verbose).await {
             Ok(s) => s,
@@ -99,7 +99,7 @@ pub(super) fn list(project: &ProjectArgs, args: &SkillsArgs, json: bool, verbose
         }
         let _ = out.flush();
         drop(out);
-        session.shutdown().await;
+        super::interrupt::end(session).await;
         code
     })
 }
@@ -108,7 +108,7 @@ pub(super) fn list(project: &ProjectArgs, args: &SkillsArgs, json: bool, verbose
 /// skill, uri, mimeType, text}`). Exit 0; 1 when the skill is refused (the line names the
 /// check: `digest`, `size`, `frontmatter`) or the server failed; 2 for an undeclared server.
 pub(super) fn show(project: &ProjectArgs, args: &SkillArgs, json: bool, verbose: bool) -> u8 {
-    runtime().block_on(async {
+    super::interrupt::block_on(async {
         let (session, _) = match start(project, Scope::Server(&args.server), false, verbose).await {
             Ok(s) => s,
             Err(code) => return code,
@@ -144,7 +144,7 @@ pub(super) fn show(project: &ProjectArgs, args: &SkillArgs, json: bool, verbose:
                 }
             }
         };
-        session.shutdown().await;
+        super::interrupt::end(session).await;
         code
     })
 }

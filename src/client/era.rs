@@ -89,7 +89,16 @@ pub(crate) async fn probe(
 ) -> Probe {
     let (id, rx) = match session.discover(meta) {
         Ok(sent) => sent,
-        Err(e) => return Probe::Failed(e),
+        // The server exited before the probe could be written: as if it exited on it.
+        Err(e) => match session.exit_behind(e).await {
+            ClientError::Exited { reason, .. } => {
+                return Probe::Legacy {
+                    why: format!("the server {reason} before server/discover"),
+                    closed: true,
+                }
+            }
+            e => return Probe::Failed(e),
+        },
     };
     let answer = match tokio::time::timeout(timeout, rx).await {
         Err(_) => {

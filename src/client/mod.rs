@@ -153,6 +153,8 @@ pub(crate) struct Shared {
     restart_rng: XorShiftRng,
     sampling_refused: RejectedCounter,
     server_requests: ServerRequestService,
+    /// How many `roots/list` the client answered (see [`roots`]: the start waits for one).
+    roots_answered: roots::RootsAnswered,
     /// The `_meta` entries of a modern request, serialized once (`None` only if they could
     /// not be: then the client speaks legacy).
     modern_meta: Option<Arc<ModernMeta>>,
@@ -178,11 +180,15 @@ impl McpClient {
     ) -> Self {
         let server: Arc<str> = Arc::from(server.into());
         let sampling_refused = RejectedCounter::new();
+        let roots_answered = roots::RootsAnswered::default();
         let server_requests = server_requests::stack(
             &server,
             options.server_request_handler.clone(),
             options.elicitation_handler.clone(),
-            options.roots.as_deref(),
+            options
+                .roots
+                .as_deref()
+                .map(|roots| (roots, roots_answered.clone())),
             sampling_refused.clone(),
         );
         let (tools_changed, _) = watch::channel(0);
@@ -239,6 +245,7 @@ impl McpClient {
                 restart_rng: XorShiftRng::new(),
                 sampling_refused,
                 server_requests,
+                roots_answered,
                 modern_meta,
                 param_headers: dialect::ParamHeaders::default(),
                 tasks: Arc::new(tasks::TaskBoard::new(request_timeout)),
@@ -327,6 +334,30 @@ impl McpClient {
         let (session, connection) = self.shared.stop(ServerState::Disabled);
         if let Some(connection) = connection {
             connection.close().await;
+        }
+        if let Some(session) = session {
+            session_close_requested(&session, "shut down by the client");
+        }
+    }
+
+    /// [`shutdown`](Self::shutdown) bounded by `deadline`, for a one-shot command or an
+    /// interrupt, which cannot wait the transport's own grace periods: each polite step (stdio:
+    /// close stdin and wait, then SIGTERM and wait) gets a third of it, then SIGKILL; whatever
+    /// is left at `deadline` is torn down at once (the connection dropped: SIGKILL to the
+    /// process group). What is queued (a cancelled call's `notifications/cancelled` or
+    /// `tasks/cancel`) is written before stdin closes; an HTTP session is ended (`DELETE`)
+    /// within the deadline.
+    pub async fn shutdown_within(&self, deadline: Duration) {
+        let (session, connection) = self.shared.stop(ServerState::Disabled);
+        if let Some(connection) = connection {
+            let close = connection.close_within(deadline / 3);
+            if tokio::time::timeout(deadline, close).await.is_err() {
+                tracing::debug!(
+                    server = &*self.shared.server,
+                    deadline_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+                    "the server did not shut down within the deadline; torn down"
+                );
+            }
         }
         if let Some(session) = session {
             session_close_requested(&session, "shut down by the client");
@@ -446,5 +477,7 @@ impl Service<ToolCall> for McpClient {
 
 #[cfg(test)]
 mod protocol_tests;
+#[cfg(test)]
+mod start_tests;
 #[cfg(test)]
 mod tests;

@@ -97,6 +97,10 @@ pub struct ClientOptions {
     /// The roots the server may see (default none: the `roots` capability is not advertised
     /// and `roots/list` is refused); see [`roots`](super::roots).
     pub roots: Option<Vec<Root>>,
+    /// With [`roots`](Self::roots) set, how long a legacy start may wait for the server to
+    /// ask for them and take the answer in, before the first call is sent (default 2 s; see
+    /// [`roots`](super::roots)). A server that does not ask costs one `ping` round trip.
+    pub roots_wait: Duration,
 }
 
 impl Default for ClientOptions {
@@ -121,6 +125,7 @@ impl Default for ClientOptions {
             task_ttl: Duration::from_secs(600),
             log_level: None,
             roots: None,
+            roots_wait: Duration::from_secs(2),
         }
     }
 }
@@ -209,6 +214,13 @@ impl ClientOptions {
     #[must_use]
     pub fn log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
+        self
+    }
+
+    /// Sets [`roots_wait`](Self::roots_wait).
+    #[must_use]
+    pub fn roots_wait(mut self, wait: Duration) -> Self {
+        self.roots_wait = wait;
         self
     }
 
@@ -311,6 +323,7 @@ impl fmt::Debug for ClientOptions {
             .field("task_ttl", &self.task_ttl)
             .field("log_level", &self.log_level)
             .field("roots", &self.roots)
+            .field("roots_wait", &self.roots_wait)
             .field(
                 "server_request_handler",
                 &self.server_request_handler.as_ref().map(|_| "custom"),

@@ -5,11 +5,26 @@
 //! answers `roots/list` in the server→client request stack, in either era (a 2026-07-28
 //! server asks for them in an `input_required` answer, which takes the same stack); without,
 //! nothing is advertised and `roots/list` is refused "method not found" as any unknown request.
+//!
+//! # The first call waits for the roots
+//! A server that uses roots typically asks for them when `notifications/initialized` arrives
+//! and applies them asynchronously (server-filesystem resolves each with `realpath` first), so
+//! a call sent right after the handshake may find none. With roots set, a legacy start is
+//! therefore not ready until the server has had them, bounded by
+//! [`ClientOptions::roots_wait`](super::ClientOptions::roots_wait) (2 s): after
+//! `notifications/initialized` the client sends `ping`. A server that asks for roots on
+//! `initialized` asks before it answers what came after it (one stream, in order), so when the
+//! `pong` comes without a `roots/list` before it, the server did not ask and nothing more is
+//! awaited. When it did ask, the answer was written before the `pong` was read, and one more
+//! `ping` round trip lets the server take that answer in before the first call is sent. The
+//! protocol has no message saying a server finished applying its roots; the round trip is the
+//! closest signal it offers.
 
 use crate::protocol::method::{ListRoots, ServerRequestKind as _};
 use std::fmt;
 use std::future::{ready, Ready};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -60,18 +75,32 @@ impl Root {
     }
 }
 
+/// How many times the client answered `roots/list` (every session of the client counts): the
+/// start compares it before and after its `ping` (see the [module docs](self)).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RootsAnswered(Arc<AtomicU64>);
+
+impl RootsAnswered {
+    /// The count so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
 /// Answers `roots/list` with the client's roots; passes every other request to `inner`.
 #[derive(Clone)]
 pub(crate) struct Roots<S> {
     inner: S,
     answer: Arc<Value>,
+    answered: RootsAnswered,
 }
 
 impl<S> Roots<S> {
-    pub(crate) fn new(inner: S, roots: &[Root]) -> Self {
+    pub(crate) fn new(inner: S, roots: &[Root], answered: RootsAnswered) -> Self {
         Self {
             inner,
             answer: Arc::new(serde_json::json!({ "roots": roots })),
+            answered,
         }
     }
 }
@@ -98,6 +127,8 @@ where
 
     fn call(&mut self, req: ServerRequest) -> Self::Future {
         if req.method == ListRoots::METHOD {
+            // Counted as it is answered: the answer is written as soon as this is ready.
+            self.answered.0.fetch_add(1, Ordering::AcqRel);
             return Either::Left(ready(Ok(Value::clone(&self.answer))));
         }
         Either::Right(self.inner.call(req))
@@ -142,11 +173,19 @@ mod tests {
     #[tokio::test]
     async fn roots_list_is_answered_with_the_roots_and_the_rest_passes() {
         let roots = [Root::for_dir(Path::new("/p/data"), None)];
-        let svc = stack("s", None, None, Some(&roots), RejectedCounter::new());
+        let answered = RootsAnswered::default();
+        let svc = stack(
+            "s",
+            None,
+            None,
+            Some((&roots, answered.clone())),
+            RejectedCounter::new(),
+        );
         assert_eq!(
             svc.clone().oneshot(req("roots/list")).await.unwrap(),
             serde_json::json!({"roots": [{"uri": "file:///p/data"}]})
         );
+        assert_eq!(answered.get(), 1, "roots/list is counted");
         assert_eq!(
             svc.clone().oneshot(req("ping")).await.unwrap(),
             serde_json::json!({})

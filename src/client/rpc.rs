@@ -219,6 +219,8 @@ pub(crate) struct RpcSession {
     router: Arc<Router>,
     /// The features' state for this session.
     state: SessionState,
+    /// Set once the connection ended (and `table.closed` says how).
+    ended: tokio::sync::watch::Sender<bool>,
 }
 
 /// What the connection has shown so far.
@@ -360,6 +362,7 @@ impl RpcSession {
             telemetry,
             state: router.new_state(),
             router,
+            ended: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -377,7 +380,11 @@ impl RpcSession {
         }
     }
 
-    fn closed_error(&self, reason: &CloseReason, request: Option<RequestRef>) -> ClientError {
+    pub(super) fn closed_error(
+        &self,
+        reason: &CloseReason,
+        request: Option<RequestRef>,
+    ) -> ClientError {
         if reason.requested {
             ClientError::ConnectionClosed {
                 server: Arc::clone(&self.server),
@@ -425,11 +432,8 @@ impl RpcSession {
         let refused = {
             let mut table = self.table();
             if let Some(reason) = &table.closed {
-                let err = ClientError::ConnectionClosed {
-                    server: Arc::clone(&self.server),
-                    request: Some(Self::request_ref(id, method)),
-                    detail: reason.message.clone(),
-                };
+                // A server that exited is reported as such (its exit status, its stderr).
+                let err = self.closed_error(reason, Some(Self::request_ref(id, method)));
                 Err((err, telemetry))
             } else if table.map.len() >= self.max_in_flight {
                 let err = ClientError::TooManyInFlight {
@@ -766,6 +770,7 @@ impl RpcSession {
             (table.map.drain().collect(), first)
         };
         if first {
+            self.ended.send_replace(true);
             self.telemetry.ended(match () {
                 () if reason.requested => None,
                 () if reason.exit_status().is_some() => Some("server_exited"),

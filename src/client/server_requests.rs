@@ -41,7 +41,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service};
 
 use super::elicitation::{Elicit, ElicitationService};
-use super::roots::{Root, Roots};
+use super::roots::{Root, Roots, RootsAnswered};
 use crate::protocol::jsonrpc::{JsonRpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
 use crate::protocol::method::{ServerPing, ServerRequestKind as _};
 use crate::protocol::ServerRequest;
@@ -77,7 +77,7 @@ pub(crate) fn stack(
     server: &str,
     handler: Option<ServerRequestService>,
     elicitation: Option<ElicitationService>,
-    roots: Option<&[Root]>,
+    roots: Option<(&[Root], RootsAnswered)>,
     counter: RejectedCounter,
 ) -> ServerRequestService {
     let handler = handler.unwrap_or_else(|| ServerRequestService::new(DefaultServerRequests));
@@ -86,7 +86,7 @@ pub(crate) fn stack(
         None => handler,
     };
     let inner = match roots {
-        Some(roots) => ServerRequestService::new(Roots::new(inner, roots)),
+        Some((roots, answered)) => ServerRequestService::new(Roots::new(inner, roots, answered)),
         None => inner,
     };
     ServerRequestService::new(RejectSampling::with_counter(inner, server, counter))

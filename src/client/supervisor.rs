@@ -465,7 +465,10 @@ impl Shared {
         session: &Arc<RpcSession>,
     ) -> Result<InitializeResult, ClientError> {
         let (id, rx) =
-            session.initialize(&self.options.client_info, self.options.capabilities())?;
+            match session.initialize(&self.options.client_info, self.options.capabilities()) {
+                Ok(sent) => sent,
+                Err(e) => return Err(session.exit_behind(e).await),
+            };
         let init = match tokio::time::timeout(self.options.initialize_timeout, rx).await {
             Ok(Ok(answer)) => answer?,
             Ok(Err(_)) => {
@@ -497,8 +500,41 @@ impl Shared {
                 .telemetry()
                 .agreed(&init.protocol_version, connection.session_digest());
         }
+        let roots_before = self.roots_answered.get();
         session.initialized();
+        if self.options.roots.is_some() {
+            self.await_roots(session, roots_before).await;
+        }
         Ok(init)
+    }
+
+    /// After `notifications/initialized`, with roots set: waits until the server has had them,
+    /// or shows it did not ask, within [`ClientOptions::roots_wait`] (see [`roots`]: a `ping`
+    /// round trip; when a `roots/list` came before its answer, a second one).
+    async fn await_roots(&self, session: &Arc<RpcSession>, before: u64) {
+        use crate::protocol::method::{Ping, Request as _};
+        let ping = || async {
+            let head = crate::transport::RequestHead::new(Ping::METHOD);
+            // An error answer is an answer too: it came after what the server read before it.
+            if let Ok((rx, guard)) = session.request::<Ping>(head, None::<&()>) {
+                let _ = guard.answer_within(rx, self.options.roots_wait).await;
+            }
+        };
+        let waited = tokio::time::timeout(self.options.roots_wait, async {
+            ping().await;
+            let asked = self.roots_answered.get() != before;
+            if asked {
+                ping().await;
+            }
+            asked
+        })
+        .await;
+        tracing::debug!(
+            server = &*self.server,
+            asked = *waited.as_ref().unwrap_or(&false),
+            within_bound = waited.is_ok(),
+            "roots: the first call may go"
+        );
     }
 
     /// Counts a failure: the next attempt after a backoff, or the failed state after

@@ -598,4 +598,19 @@ impl Session {
             .collect();
         join_all(clients.iter().map(|c| c.shutdown())).await;
     }
+
+    /// [`shutdown`](Self::shutdown) bounded by `deadline` (see
+    /// [`McpClient::shutdown_within`]): every server at once, each given a third of it to
+    /// leave after stdin closes and again after SIGTERM, then killed; an HTTP session is
+    /// ended. For a one-shot command, or the daemon's own SIGINT/SIGTERM handling, where a
+    /// stuck server must not keep the process alive. What the dropped calls queued
+    /// (`notifications/cancelled`, `tasks/cancel`) is written first.
+    pub async fn shutdown_within(self, deadline: std::time::Duration) {
+        let clients: Vec<McpClient> = self
+            .servers
+            .values()
+            .filter_map(|s| s.client.clone())
+            .collect();
+        join_all(clients.iter().map(|c| c.shutdown_within(deadline))).await;
+    }
 }

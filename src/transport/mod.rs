@@ -109,6 +109,7 @@ use std::io;
 use std::pin::Pin;
 use std::process::ExitStatus;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::protocol::RequestId;
 
@@ -258,6 +259,16 @@ pub trait Connection: Send + Sync + fmt::Debug + 'static {
     /// Shuts the connection down gracefully (stdio: close stdin, wait, SIGTERM, wait, SIGKILL
     /// to the process group) and resolves when it is gone.
     fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
+
+    /// [`close`](Self::close) with `grace` in place of the transport's own grace periods (a
+    /// one-shot command or an interrupt, which cannot wait the daemon's): stdio closes stdin
+    /// and waits `grace` for the exit, then SIGTERM and `grace` again, then SIGKILL. The
+    /// default is `close`, for a transport without grace periods of its own; the caller bounds
+    /// it either way (dropping the future drops the connection, which tears it down at once).
+    fn close_within(self: Box<Self>, grace: Duration) -> BoxFuture<'static, ()> {
+        let _ = grace;
+        self.close()
+    }
 
     /// The server's process id (and process group id), for a transport that runs a process.
     fn process_id(&self) -> Option<u32> {

@@ -284,18 +284,35 @@ impl Proc {
             .is_ok_and(|r| r.is_ok())
     }
 
-    /// SIGTERM, then SIGKILL, each after a grace period, until the child is reaped.
-    async fn terminate(&self) {
+    /// SIGTERM, then SIGKILL after `grace`, until the child is reaped.
+    async fn terminate(&self, grace: Duration) {
         if self.wait_exit(Duration::ZERO).await {
             return;
         }
         kill_group(self.pid, Signal::SIGTERM);
-        if self.wait_exit(self.grace).await {
+        if self.wait_exit(grace).await {
             return;
         }
         kill_group(self.pid, Signal::SIGKILL);
         // SIGKILL cannot be ignored; the bound only guards against a stuck reaper.
-        self.wait_exit(self.grace.max(Duration::from_secs(5))).await;
+        self.wait_exit(grace.max(Duration::from_secs(5))).await;
+    }
+
+    /// The graceful end (see [`Connection::close`]), each wait bounded by `grace`.
+    async fn close(self: Arc<Self>, grace: Duration) {
+        self.requested.store(true, Ordering::Release);
+        // Closing stdin is the polite way to ask an MCP stdio server to leave; what is
+        // queued (cancellations of calls that just gave up) goes out first, within the
+        // same grace period as the wait for the exit.
+        let started = tokio::time::Instant::now();
+        self.outbound.flush_and_close(grace).await;
+        let left = grace.saturating_sub(started.elapsed());
+        if !self.wait_exit(left).await {
+            self.terminate(grace).await;
+        }
+        let mut done = self.reader_done.subscribe();
+        let _ = tokio::time::timeout(grace, done.wait_for(|d| *d)).await;
+        self.finish("shut down by the client");
     }
 
     /// Calls the handler's `on_closed` once, with what is known now.
@@ -496,7 +513,7 @@ impl Proc {
         self.outbound.close();
         // The server closed stdout: it is exiting, or it is of no more use.
         if !self.wait_exit(self.grace).await {
-            self.terminate().await;
+            self.terminate(self.grace).await;
         }
         let mut stderr_done = self.stderr_done.subscribe();
         let _ = tokio::time::timeout(self.grace, stderr_done.wait_for(|d| *d)).await;
@@ -547,21 +564,15 @@ impl fmt::Debug for StdioConnection {
 
 impl Connection for StdioConnection {
     fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        let grace = self.proc.grace;
+        self.close_within(grace)
+    }
+
+    fn close_within(self: Box<Self>, grace: Duration) -> BoxFuture<'static, ()> {
         let proc = Arc::clone(&self.proc);
         proc.requested.store(true, Ordering::Release);
         Box::pin(async move {
-            // Closing stdin is the polite way to ask an MCP stdio server to leave; what is
-            // queued (cancellations of calls that just gave up) goes out first, within the
-            // same grace period as the wait for the exit.
-            let started = tokio::time::Instant::now();
-            proc.outbound.flush_and_close(proc.grace).await;
-            let left = proc.grace.saturating_sub(started.elapsed());
-            if !proc.wait_exit(left).await {
-                proc.terminate().await;
-            }
-            let mut done = proc.reader_done.subscribe();
-            let _ = tokio::time::timeout(proc.grace, done.wait_for(|d| *d)).await;
-            proc.finish("shut down by the client");
+            proc.close(grace).await;
             drop(self);
         })
     }

@@ -354,6 +354,8 @@ pub(crate) enum Fault {
     /// Sends `notifications/tools/list_changed` after every `tools/call` answer; `tools/list`
     /// grows by one tool (`extra1`, `extra2`, …) per call made.
     ListChanged,
+    /// Does not exit when stdin closes; stays until a signal ends it.
+    Linger,
 }
 
 impl Fault {
@@ -375,6 +377,7 @@ impl Fault {
             Fault::ExitBeforeInit => "exit_before_init",
             Fault::Paginated => "paginated",
             Fault::ListChanged => "list_changed",
+            Fault::Linger => "linger",
         }
     }
 }

@@ -6,7 +6,27 @@
 
 use super::*;
 
+/// How long a request that could not be sent waits for the connection's end to learn whether,
+/// and how, the server exited (see [`RpcSession::exit_behind`]).
+const EXIT_STATUS_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl RpcSession {
+    /// What a request that could not be sent because the connection closed should report:
+    /// when the connection ended without the client asking (the server exited), that end with
+    /// its exit status and stderr, waited for at most [`EXIT_STATUS_WAIT`] (the transport may
+    /// close its writer before it has reaped the process); any other error as it is.
+    pub(crate) async fn exit_behind(&self, err: ClientError) -> ClientError {
+        let ClientError::ConnectionClosed { request, .. } = &err else {
+            return err;
+        };
+        let mut ended = self.ended.subscribe();
+        let _ = tokio::time::timeout(EXIT_STATUS_WAIT, ended.wait_for(|e| *e)).await;
+        match &self.table().closed {
+            Some(reason) if !reason.requested => self.closed_error(reason, request.clone()),
+            _ => err,
+        }
+    }
+
     fn handle_frame(&self, bytes: &[u8]) {
         let frame = match inbound::decode(self, bytes) {
             Ok(frame) => frame,

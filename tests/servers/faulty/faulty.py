@@ -37,12 +37,17 @@ Modes (one fault each):
                    (3 + 3 + 1); an unknown cursor gets -32602
   list_changed     after every tools/call answer sends notifications/tools/list_changed, and
                    tools/list grows by one tool per call made: echo, extra1, extra2, ...
+  linger           does not exit when stdin closes (as a server whose timers keep it alive):
+                   it stays until a signal ends it
+
+With KAGED_PID_FILE set, the server writes its process id to that file when it starts.
 """
 
 import json
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import mcp_test_kit as kit  # noqa: E402 - tests/servers/, the parent of this script's folder
@@ -54,7 +59,7 @@ MIB = 1024 * 1024
 MODES = [
     "ok", "request_log", "crash", "never_answer", "garbage", "huge", "stderr_flood",
     "stderr_one_line", "grandchild", "cursor_loop", "server_requests", "bad_version",
-    "exit_before_init", "paginated", "list_changed",
+    "exit_before_init", "paginated", "list_changed", "linger",
 ]
 
 out = sys.stdout.buffer
@@ -261,6 +266,9 @@ def main():
     global mode
     mode = kit.parse(kit.arguments("Misbehaving MCP stdio server", MODES, "ok"), "faulty[{mode}]").mode
     log(f"starting, pid {os.getpid()}")
+    if os.environ.get("KAGED_PID_FILE"):
+        with open(os.environ["KAGED_PID_FILE"], "w", encoding="utf-8") as f:
+            f.write(str(os.getpid()))
     if mode == "exit_before_init":
         log("exiting with code 1 before initialize")
         sys.exit(1)
@@ -271,6 +279,10 @@ def main():
                 continue
             msg = read_message()
             if msg is None:
+                if mode == "linger":
+                    log("stdin closed, staying until a signal ends me")
+                    while True:
+                        time.sleep(3600)
                 log("stdin closed, exiting")
                 return
             if "method" not in msg:

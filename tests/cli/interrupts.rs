@@ -1,0 +1,237 @@
+//! What issue 36 found operators meet at the end of a command and at its start: SIGINT and
+//! SIGTERM cancel what is in flight on the wire and shut the servers down (130 / 143, one
+//! line); a one-shot command leaves no server behind, even one that stays after stdin closes;
+//! a server that exits at once is reported as an exit whichever way the start races; a
+//! one-shot call to server-filesystem sees the roots the project gives it.
+//!
+//! No durations are asserted: each test waits for the event it needs (a line in a log, a file,
+//! the process's end) within a generous bound.
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::peers::{self, Fault};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::common;
+
+/// How long a test waits for what should come at once: generous, for a loaded CI machine.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Waits until `ready` is true, at most [`PATIENCE`].
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !ready() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` is alive (a zombie counts as gone: it runs nothing).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// A project with one stdio server `srv` running `faulty.py --mode <mode>`, its request log and
+/// pid file in the project directory.
+fn faulty_project(mode: Fault, local: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let command = serde_json::to_string(&peers::faulty(mode)).unwrap();
+    let log = serde_json::to_string(dir.path().join("requests.jsonl").to_str().unwrap()).unwrap();
+    let pid = serde_json::to_string(dir.path().join("pid").to_str().unwrap()).unwrap();
+    std::fs::write(
+        dir.path().join("project.yaml"),
+        format!(
+            "mcp:\n  srv:\n    transport: stdio\n    command: {command}\n    env: {{ KAGED_REQUEST_LOG: {log}, KAGED_PID_FILE: {pid} }}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("local.toml"), local).unwrap();
+    dir
+}
+
+fn server_pid(dir: &Path) -> i32 {
+    let path = dir.join("pid");
+    wait_until("the server's pid file", || {
+        std::fs::read_to_string(&path).is_ok_and(|t| !t.trim().is_empty())
+    });
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn spawn(args: &[&str], dir: &Path) -> Child {
+    common::cli::kaged()
+        .args(&args[..1])
+        .arg("--project")
+        .arg(dir)
+        .args(&args[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Sends `signal` to the running `kaged-mcp` once the server logged a `tools/call`, and returns
+/// its exit code, stderr and the server's request log.
+fn interrupt_a_call(
+    child: Child,
+    dir: &Path,
+    signal: Signal,
+) -> (Option<i32>, String, Vec<serde_json::Value>, i32) {
+    let log = dir.join("requests.jsonl");
+    wait_until("the tools/call at the server", || {
+        peers::read_request_log(&log)
+            .iter()
+            .any(|e| e["method"] == "tools/call")
+    });
+    let pid = server_pid(dir);
+    kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), signal).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (
+        out.status.code(),
+        stderr,
+        peers::read_request_log(&log),
+        pid,
+    )
+}
+
+fn assert_cancelled_and_gone(
+    code: Option<i32>,
+    expected: i32,
+    stderr: &str,
+    name: &str,
+    log: &[serde_json::Value],
+    pid: i32,
+) {
+    assert_eq!(code, Some(expected), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("interrupted"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line says so: {stderr}");
+    assert!(lines[0].contains(name), "{stderr}");
+    let call = log
+        .iter()
+        .find(|e| e["method"] == "tools/call")
+        .unwrap_or_else(|| panic!("{log:?}"));
+    let cancelled = log
+        .iter()
+        .find(|e| e["method"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no notifications/cancelled reached the server: {log:?}"));
+    assert_eq!(cancelled["requestId"], call["id"], "{log:?}");
+    assert!(!alive(pid), "the server (pid {pid}) outlived the command");
+}
+
+#[test]
+fn sigint_during_a_call_cancels_it_on_the_wire_and_exits_130() {
+    let dir = faulty_project(Fault::NeverAnswer, "");
+    let child = spawn(
+        &["call", "mcp.srv.echo", "--args", r#"{"message": "x"}"#],
+        dir.path(),
+    );
+    let (code, stderr, log, pid) = interrupt_a_call(child, dir.path(), Signal::SIGINT);
+    assert_cancelled_and_gone(code, 130, &stderr, "SIGINT", &log, pid);
+}
+
+#[test]
+fn sigterm_during_a_call_cancels_it_on_the_wire_and_exits_143() {
+    let dir = faulty_project(Fault::NeverAnswer, "");
+    let child = spawn(
+        &["call", "mcp.srv.echo", "--args", r#"{"message": "x"}"#],
+        dir.path(),
+    );
+    let (code, stderr, log, pid) = interrupt_a_call(child, dir.path(), Signal::SIGTERM);
+    assert_cancelled_and_gone(code, 143, &stderr, "SIGTERM", &log, pid);
+}
+
+#[test]
+fn sigint_during_a_call_in_the_shell_cancels_it_and_exits_130() {
+    let dir = faulty_project(Fault::NeverAnswer, "");
+    let mut child = spawn(&["shell"], dir.path());
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, b"call mcp.srv.echo {\"message\": \"x\"}\n").unwrap();
+    // stdin stays open: the shell waits for the call, not for the end of its input.
+    let (code, stderr, log, pid) = interrupt_a_call(child, dir.path(), Signal::SIGINT);
+    drop(stdin);
+    assert_cancelled_and_gone(code, 130, &stderr, "SIGINT", &log, pid);
+}
+
+#[test]
+fn a_one_shot_call_leaves_no_server_behind_that_stays_after_stdin_closes() {
+    let dir = faulty_project(Fault::Linger, "");
+    let out = common::cli::run(
+        &["call", "mcp.srv.echo", "--args", r#"{"message": "hi"}"#],
+        dir.path(),
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout.trim(), "Echo: hi", "{out:?}");
+    let pid = server_pid(dir.path());
+    assert!(!alive(pid), "the server (pid {pid}) outlived the command");
+}
+
+#[test]
+fn a_server_that_exits_at_once_among_many_is_reported_as_exited() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = serde_json::to_string(&peers::faulty(Fault::Ok)).unwrap();
+    let mut yaml = String::from("mcp:\n");
+    for i in 0..8 {
+        yaml.push_str(&format!(
+            "  s{i}:\n    transport: stdio\n    command: {ok}\n"
+        ));
+    }
+    yaml.push_str("  quits:\n    transport: stdio\n    command: [sh, -c, \"exit 0\"]\n");
+    std::fs::write(dir.path().join("project.yaml"), yaml).unwrap();
+    std::fs::write(dir.path().join("local.toml"), "").unwrap();
+    let out = common::cli::run(&["tools"], dir.path());
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("`quits`"))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(
+        line.contains("exited (exit status: 0)") && !line.contains("could not be queued"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_one_shot_call_to_server_filesystem_sees_the_project_roots() {
+    let Some(cmd) = peers::require(peers::filesystem_stdio(), "server-filesystem") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let yaml = format!(
+        "mcp:\n  filesystem:\n    transport: stdio\n    command: {}\n    roots: [./data]\n",
+        serde_json::to_string(&cmd).unwrap()
+    );
+    std::fs::write(dir.path().join("project.yaml"), yaml).unwrap();
+    std::fs::write(dir.path().join("local.toml"), "").unwrap();
+    let root = dir.path().join("data").canonicalize().unwrap();
+    // Each one-shot call is a new server: every one must see the root, not only most.
+    for _ in 0..5 {
+        let out = common::cli::run(
+            &["call", "mcp.filesystem.list_allowed_directories"],
+            dir.path(),
+        );
+        assert_eq!(out.code, Some(0), "{out:?}");
+        assert_eq!(
+            out.stdout.trim(),
+            format!("Allowed directories:\n{}", root.display()),
+            "{out:?}"
+        );
+    }
+}
