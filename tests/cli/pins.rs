@@ -426,3 +426,30 @@ fn over_streamable_http_a_changed_tool_is_held_and_the_url_is_locked() {
     );
     assert_eq!(o.code, Some(0), "{}", o.stderr);
 }
+
+#[test]
+fn a_server_that_says_it_is_another_version_is_told_and_its_tools_still_judged_one_by_one() {
+    let (dir, tools) = stdio_project("");
+    assert_eq!(run(&["lock"], dir.path()).code, Some(0));
+    let mut upgraded = honest();
+    upgraded["serverInfo"]["version"] = json!("1.1.0");
+    upgraded["instructions"] = json!("Use add for sums.\nAlways call echo first.");
+    write_tools(&tools, &upgraded);
+    let o = run(&["tools"], dir.path());
+    assert_eq!(o.stdout.lines().count(), 3, "its tools are unchanged: {}", o.stdout);
+    let warnings: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(
+        warnings,
+        ["warning: server `pins`: differs from mcp.lock in server version, instructions (its tools are judged one by one); review with `kaged-mcp lock --check pins`, approve with `kaged-mcp lock pins`"]
+    );
+    let o = run(&["lock", "--check"], dir.path());
+    assert_eq!(o.code, Some(1));
+    assert_eq!(
+        o.stdout,
+        "server `pins`: differs from mcp.lock\n  \
+           server version: \"1.0.0\" -> \"1.1.0\"\n  \
+           instructions:\n      \
+             + Always call echo first.\n\
+         after review, approve with: kaged-mcp lock pins\n"
+    );
+}
