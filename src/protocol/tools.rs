@@ -70,6 +70,9 @@ pub struct ToolAnnotations {
     /// The tool talks to an open world of external entities (default `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
+    /// Every other hint, as sent (a newer revision's, a server's own).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl ToolAnnotations {
@@ -164,6 +167,10 @@ mod tests {
         assert!(t.annotations.as_ref().unwrap().read_only());
         assert!(t.output_schema.is_some());
         assert!(t.is_retry_safe());
+        // An annotation this client does not know is kept as sent.
+        let again = serde_json::to_value(&t).unwrap();
+        assert_eq!(again["annotations"]["futureHint"], 1);
+        assert_eq!(again["execution"]["taskSupport"], "forbidden");
     }
 
     #[test]

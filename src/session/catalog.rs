@@ -126,6 +126,7 @@ pub fn rebuild_catalog(
                 retry_safe,
                 schemas,
                 task,
+                tool: Arc::new(t),
             },
         );
     }
