@@ -48,6 +48,21 @@ pub enum Error {
         /// Its last error, if any.
         last_error: Option<String>,
     },
+    /// The server offers the tool, but pinning holds it out of the catalog (`pins =
+    /// "enforce"`): its definition differs from the one `mcp.lock` approved, or the lock does
+    /// not have it. No server was contacted.
+    #[error(
+        "server `{server}`: tool `{tool}` is held: {reason}; {}",
+        crate::pin::Verdict::approve_with(server)
+    )]
+    ToolHeld {
+        /// The server.
+        server: String,
+        /// The tool, as the server names it.
+        tool: String,
+        /// How it differs from the lock, with the fields that changed.
+        reason: String,
+    },
     /// The agent's `tools:` block does not grant the tool; no server was contacted.
     #[error("tool `{tool}` is not granted to agent `{agent}`")]
     NotGranted {
@@ -179,7 +194,7 @@ impl Error {
     /// --json` prints it): `config`, `unknown_tool`, `server_not_ready`, `not_granted`,
     /// `unknown_agent`, `login_required`, `unknown_server`, `registration`, `timeout`,
     /// `call_failed`, `invalid_arguments`, `invalid_result`, `handler`, `request_failed`,
-    /// `read_too_large`, `resource_not_granted`.
+    /// `read_too_large`, `resource_not_granted`, `tool_held`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Config(_) => "config",
@@ -198,6 +213,7 @@ impl Error {
             Error::Request { .. } => "request_failed",
             Error::ReadTooLarge { .. } => "read_too_large",
             Error::ResourceNotGranted { .. } => "resource_not_granted",
+            Error::ToolHeld { .. } => "tool_held",
         }
     }
 
@@ -226,7 +242,8 @@ impl Error {
             | Error::InvalidResult { server, .. }
             | Error::Request { server, .. }
             | Error::ReadTooLarge { server, .. }
-            | Error::ResourceNotGranted { server, .. } => Some(server),
+            | Error::ResourceNotGranted { server, .. }
+            | Error::ToolHeld { server, .. } => Some(server),
             _ => None,
         }
     }

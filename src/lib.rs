@@ -14,6 +14,7 @@ pub mod config;
 pub mod error;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+pub mod pin;
 pub mod protocol;
 pub mod registry;
 pub mod session;

@@ -35,6 +35,7 @@ pub(crate) fn demo_config() -> Result<Config, Box<dyn Error>> {
         )),
         local: None,
         config: Some(read("config.toml")?),
+        lock: None,
     };
     sources.load().map_err(|e: ConfigErrors| e.into())
 }

@@ -41,6 +41,21 @@ pub(super) fn run(args: &ProjectArgs, verbose: bool) -> u8 {
             roots_ok = false;
         }
     }
+    match &config.lock {
+        None if !config.project.servers.is_empty() => println!(
+            "no mcp.lock: tool definitions are not pinned; `kaged-mcp lock` writes one (see the \
+             pinning section of the README)"
+        ),
+        None => {}
+        Some(lock) => {
+            let tools: usize = lock.servers.values().map(|s| s.tools.len()).sum();
+            println!(
+                "mcp.lock: {} server(s), {tools} pinned tool(s); `kaged-mcp lock --check` compares \
+                 them with what the servers list",
+                lock.servers.len()
+            );
+        }
+    }
     if secrets_ok && roots_ok {
         EXIT_OK
     } else {

@@ -8,6 +8,7 @@ mod call;
 mod catalog_cmds;
 mod check;
 mod demo_server;
+mod lock;
 mod output;
 mod protocol_cmds;
 mod render;
@@ -237,6 +238,25 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Pin the servers' tool definitions: write `mcp.lock` beside project.yaml from what each
+    /// server lists now (the servers named, or all), or with --check compare them with it and
+    /// show each difference.
+    ///
+    /// Exit codes: 0 written, or (--check) everything matches; 1 a server could not be listed
+    /// (nothing written), or (--check) something differs or there is no mcp.lock; 2 a usage or
+    /// configuration error (an unreadable mcp.lock included).
+    Lock {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// Only these servers (the lock's other entries are kept); all declared ones when
+        /// none is named (entries of servers no longer declared are dropped).
+        servers: Vec<String>,
+        /// Compare instead of writing: each changed description line, schema path and
+        /// annotation, each new or removed tool, each server not in the lock.
+        #[arg(long)]
+        check: bool,
+    },
     /// Serve the bundled demo MCP server on stdin/stdout (the quickstart's server).
     DemoServer,
     /// Log in to OAuth servers, show their tokens' state, forget them.
@@ -343,9 +363,10 @@ fn find_project(dir: &std::path::Path) -> Option<PathBuf> {
 /// What `status --help` says of its JSON.
 const STATUS_JSON_HELP: &str = "JSON (--json): an array, one object per server, with the keys
   server, transport (stdio, streamable-http, sse), state (idle, starting, ready, restarting,
-  failed, disabled), tools (registered tools), last_error and error_detail (the operator's line and
-  the whole chain, or null), consecutive_failures, calls, tool_errors, failed_calls, timeouts,
-  restarts, p50_ms and p99_ms (call latency, or null), tasks_in_flight, tasks_completed,
+  failed, disabled), tools (registered tools), pins (enforce, warn, off: how mcp.lock holds
+  its catalog), held (the tools pinning holds out → why), last_error and error_detail (the
+  operator's line and the whole chain, or null), consecutive_failures, calls, tool_errors,
+  failed_calls, timeouts, restarts, p50_ms and p99_ms (call latency, or null), tasks_in_flight, tasks_completed,
   tasks_failed, tasks_cancelled, era (legacy or modern) and protocol_version (null before
   the server started), era_setting (auto, legacy, modern: local.toml), server_info (the
   server's serverInfo as sent: name, version, title, websiteUrl, description, icons, …),
@@ -489,6 +510,11 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             args,
             json,
         } => skills_cmds::show(&project, &args, json, verbose),
+        Command::Lock {
+            project,
+            servers,
+            check,
+        } => lock::run(&project, &servers, check, verbose),
         Command::DemoServer => demo_server::run(),
         Command::Auth { command } => match command {
             AuthCommand::Login { server, project } => auth::login(&project, &server),

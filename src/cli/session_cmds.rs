@@ -91,6 +91,16 @@ fn print_status(
                 write!(out, "\t{}", e.replace('\n', " "))?;
             }
             writeln!(out)?;
+            if !s.held.is_empty() {
+                let held: Vec<&str> = s.held.keys().map(String::as_str).collect();
+                writeln!(
+                    out,
+                    "  held by mcp.lock: {} ({}; `kaged-mcp lock --check {}` shows why)",
+                    s.held.len(),
+                    held.join(", "),
+                    s.server
+                )?;
+            }
             write_identity(s, out)?;
             if verbose {
                 if let Some(d) = s

@@ -5,7 +5,8 @@
 use serde_json::{Map, Value};
 
 use crate::config::Config;
-use crate::session::{Session, SessionOptions};
+use crate::pin::Verdict;
+use crate::session::{PinEvent, Session, SessionOptions};
 use crate::Error;
 
 use super::output::Failure;
@@ -55,18 +56,61 @@ pub(super) fn server_of(tool: &str) -> Option<&str> {
         .map(|rest| rest.split_once('.').map_or(rest, |(server, _)| server))
 }
 
+/// What pinning found, as one `warning:` line on stderr each ([`crate::pin`]).
+fn print_pin_event(event: &PinEvent) {
+    match event {
+        PinEvent::Tool {
+            server,
+            tool,
+            verdict,
+            held,
+        } => {
+            let what = if *held {
+                "is held"
+            } else {
+                "is registered (pins = \"warn\") although"
+            };
+            eprintln!(
+                "warning: server `{server}`: tool `{tool}` {what}: {}; {}",
+                verdict.reason(server),
+                Verdict::approve_with(server)
+            );
+        }
+        PinEvent::Server {
+            server,
+            differences,
+        } => eprintln!(
+            "warning: server `{server}`: differs from mcp.lock in {} (its tools are judged one by one); {}",
+            differences.join(", "),
+            Verdict::approve_with(server)
+        ),
+    }
+}
+
 fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
+    // The tool a `call` names: if it is held, the call's own error says so, once.
+    let called = match scope {
+        Scope::ToolOf(tool) => Some((*tool).to_owned()),
+        _ => None,
+    };
+    let options = SessionOptions::new().on_pin_event(move |event| {
+        if let (Some(called), PinEvent::Tool { server, tool, .. }) = (&called, event) {
+            if *called == format!("mcp.{server}.{tool}") {
+                return;
+            }
+        }
+        print_pin_event(event);
+    });
     let server = match scope {
-        Scope::All => return SessionOptions::new(),
-        Scope::Servers([]) => return SessionOptions::new(),
-        Scope::Servers(names) => return SessionOptions::new().only_servers(names.iter().cloned()),
+        Scope::All | Scope::Servers([]) => return options,
+        Scope::Servers(names) => return options.only_servers(names.iter().cloned()),
         Scope::ToolOf(tool) => server_of(tool),
         Scope::Server(server) => Some(*server),
     };
     let only = server
         .filter(|s| config.project.servers.iter().any(|d| d.key == *s))
         .map(str::to_owned);
-    SessionOptions::new().only_servers(only)
+    options.only_servers(only)
 }
 
 /// The usage error of a `Scope::Servers` naming a server the project does not declare.

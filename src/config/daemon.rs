@@ -27,6 +27,10 @@ pub struct DaemonConfig {
     /// `oauth_token_dir`: where OAuth token files live (default: the operator's state
     /// directory, `$XDG_STATE_HOME/kaged-mcp/oauth` or `~/.local/state/kaged-mcp/oauth`).
     pub oauth_token_dir: Option<std::path::PathBuf>,
+    /// `pins = "enforce" | "warn" | "off"`: the default of every server's `pins` (see
+    /// [`Config::pin_policy`](super::Config::pin_policy)); `None` leaves the default to
+    /// whether the project has an `mcp.lock`.
+    pub pins: Option<crate::pin::PinPolicy>,
 }
 
 impl Default for DaemonConfig {
@@ -38,6 +42,7 @@ impl Default for DaemonConfig {
             frame_limit_bytes: 16 * 1024 * 1024,
             max_in_flight: 64,
             oauth_token_dir: None,
+            pins: None,
         }
     }
 }
@@ -50,6 +55,7 @@ const KEYS: &[&str] = &[
     "frame_limit_bytes",
     "max_in_flight",
     "oauth_token_dir",
+    "pins",
 ];
 
 /// Parses `config.toml`; tables other than `[mcp]` belong to the rest of the daemon. One of
@@ -106,6 +112,23 @@ pub(crate) fn parse(
                     v.span(),
                     p,
                     format!("expected a string, found {}", type_name(other)),
+                )),
+            }
+            continue;
+        }
+        if key == "pins" {
+            match v.get_ref() {
+                DeValue::String(s) => match s.parse::<crate::pin::PinPolicy>() {
+                    Ok(pins) => out.pins = Some(pins),
+                    Err(problem) => errors.push(doc.err(v.span(), p, problem)),
+                },
+                other => errors.push(doc.err(
+                    v.span(),
+                    p,
+                    format!(
+                        "expected \"enforce\", \"warn\" or \"off\", found {}",
+                        type_name(other)
+                    ),
                 )),
             }
             continue;

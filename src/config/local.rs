@@ -49,6 +49,10 @@ pub struct ServerOverrides {
     /// of a legacy session whose server offers `logging`; the `_meta` log level of every
     /// 2026-07-28 request). Default none: the server decides.
     pub log_level: Option<LoggingLevel>,
+    /// `pins = "enforce" | "warn" | "off"`: how this server's catalog is held to `mcp.lock`
+    /// (default: config.toml's `[mcp] pins`, else `enforce` with a lock and `off` without;
+    /// see [`crate::pin`]).
+    pub pins: Option<crate::pin::PinPolicy>,
 }
 
 /// The parsed `local.toml`.
@@ -216,6 +220,18 @@ fn overrides(
                     )),
                 }
             }
+            ("pins", DeValue::String(text)) => match text.parse::<crate::pin::PinPolicy>() {
+                Ok(pins) => o.pins = Some(pins),
+                Err(problem) => errors.push(doc.err(v.span(), p, problem)),
+            },
+            ("pins", other) => errors.push(doc.err(
+                v.span(),
+                p,
+                format!(
+                    "expected \"enforce\", \"warn\" or \"off\", found {}",
+                    type_name(other)
+                ),
+            )),
             ("timeout_ms", value) => o.timeout = milliseconds(doc, v.span(), value, p, errors),
             ("probe_timeout_ms", value) => {
                 o.probe_timeout = milliseconds(doc, v.span(), value, p, errors);
@@ -224,7 +240,7 @@ fn overrides(
                 k.span(),
                 p,
                 format!(
-                    "unknown key `{other}`; [mcp.<server>] has disabled, era, log_level, probe_timeout_ms, tasks, timeout_ms, trust_annotations, validate"
+                    "unknown key `{other}`; [mcp.<server>] has disabled, era, log_level, pins, probe_timeout_ms, tasks, timeout_ms, trust_annotations, validate"
                 ),
             )),
         }

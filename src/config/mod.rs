@@ -36,6 +36,7 @@ pub(crate) mod yaml;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use daemon::DaemonConfig;
@@ -102,6 +103,8 @@ pub struct Sources {
     pub local: Option<(PathBuf, String)>,
     /// `config.toml`, if any.
     pub config: Option<(PathBuf, String)>,
+    /// `mcp.lock`, if the project has one ([`crate::pin`]).
+    pub lock: Option<(PathBuf, String)>,
 }
 
 impl Sources {
@@ -113,7 +116,14 @@ impl Sources {
             overlay: None,
             local: None,
             config: None,
+            lock: None,
         }
+    }
+
+    /// Adds `mcp.lock`.
+    pub fn lock(mut self, text: impl Into<String>) -> Self {
+        self.lock = Some((crate::pin::LOCK_FILE.into(), text.into()));
+        self
     }
 
     /// Adds `project.local.yaml`.
@@ -213,6 +223,17 @@ impl Sources {
             Some((file, text)) => daemon::parse(text, file, &mut errors, &mut warnings),
             None => DaemonConfig::default(),
         };
+        // A lock that cannot be read or parsed is an error, never "no lock": pins fail closed.
+        let lock = match &self.lock {
+            Some((file, text)) => match crate::pin::Lock::parse(text, file) {
+                Ok(lock) => Some(Arc::new(lock)),
+                Err(e) => {
+                    errors.push(e);
+                    None
+                }
+            },
+            None => None,
+        };
         if let Some(errs) = ConfigErrors::from_vec(errors) {
             return Err(errs);
         }
@@ -221,6 +242,7 @@ impl Sources {
             project,
             local,
             daemon,
+            lock,
             warnings,
             local_file: self.local.as_ref().map(|(f, _)| f.clone()),
         })
@@ -239,12 +261,30 @@ pub struct Config {
     pub local: LocalConfig,
     /// Daemon-level knobs.
     pub daemon: DaemonConfig,
+    /// The project's `mcp.lock`, if it has one: the tool definitions the operator approved
+    /// ([`crate::pin`]).
+    pub lock: Option<Arc<crate::pin::Lock>>,
     /// Things worth telling the operator that do not stop the session.
     pub warnings: Vec<ConfigError>,
     local_file: Option<PathBuf>,
 }
 
 impl Config {
+    /// How `server`'s catalog is held to `mcp.lock`: its `pins` in local.toml, else `pins`
+    /// under `[mcp]` in config.toml, else `enforce` when the project has a lock and `off`
+    /// when it has none.
+    pub fn pin_policy(&self, server: &str) -> crate::pin::PinPolicy {
+        self.local
+            .overrides(server)
+            .pins
+            .or(self.daemon.pins)
+            .unwrap_or(if self.lock.is_some() {
+                crate::pin::PinPolicy::Enforce
+            } else {
+                crate::pin::PinPolicy::Off
+            })
+    }
+
     /// The per-call timeout of `server`: its `timeout_ms`, else the daemon default.
     pub fn timeout_for(&self, server: &str) -> Duration {
         self.local
@@ -340,6 +380,11 @@ pub fn load(paths: &ConfigPaths) -> Result<Config, ConfigErrors> {
         Some(p) => read_file(p, &mut errors).map(|t| (p.clone(), t)),
         None => None,
     };
+    let lock_file = dir.join(crate::pin::LOCK_FILE);
+    let lock = match std::fs::symlink_metadata(&lock_file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        _ => read_lock(&lock_file, &mut errors).map(|t| (lock_file, t)),
+    };
     if let Some(errs) = ConfigErrors::from_vec(errors) {
         return Err(errs);
     }
@@ -353,8 +398,35 @@ pub fn load(paths: &ConfigPaths) -> Result<Config, ConfigErrors> {
         overlay,
         local,
         config,
+        lock,
     }
     .load()
+}
+
+/// Reads `mcp.lock` (larger than a configuration file may be, up to
+/// [`MAX_LOCK_BYTES`](crate::pin::MAX_LOCK_BYTES)).
+fn read_lock(path: &Path, errors: &mut Vec<ConfigError>) -> Option<String> {
+    let fail = |errors: &mut Vec<ConfigError>, msg: String| {
+        errors.push(ConfigError::new(path, "", None, msg));
+        None
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => return fail(errors, format!("cannot read: {e}")),
+    };
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return fail(errors, "is a directory, not a file".into());
+    }
+    let max = crate::pin::MAX_LOCK_BYTES;
+    let mut text = String::new();
+    match file.take(max + 1).read_to_string(&mut text) {
+        Ok(n) if n as u64 > max => fail(
+            errors,
+            format!("is larger than {max} bytes, the limit of a lock file"),
+        ),
+        Ok(_) => Some(text),
+        Err(e) => fail(errors, format!("cannot read: {e}")),
+    }
 }
 
 fn read_file(path: &Path, errors: &mut Vec<ConfigError>) -> Option<String> {

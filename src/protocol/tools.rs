@@ -70,7 +70,8 @@ pub struct ToolAnnotations {
     /// The tool talks to an open world of external entities (default `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
-    /// Every other hint, as sent (a newer revision's, a server's own).
+    /// Annotations this client does not interpret, kept as sent (they are part of what
+    /// [`crate::pin`] pins).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -21,6 +21,7 @@ pub use definition::{check_tool_name, ToolDefinition, ToolRequirement, ToolSourc
 
 use crate::client::ToolCall;
 use crate::config::ToolGrants;
+use crate::pin::Verdict;
 use crate::protocol::{ToolInfo, ToolResult};
 use crate::stack::ToolService;
 use crate::validate::ToolSchemas;
@@ -45,6 +46,9 @@ pub struct McpTool {
     /// both schemas, every other field as sent): what `kaged-mcp tools --json` and `describe`
     /// show. Shared, never copied on a call.
     pub tool: Arc<ToolInfo>,
+    /// Its standing against `mcp.lock` ([`crate::pin`]): pinned, or (under `pins = "warn"`)
+    /// registered although it differs.
+    pub pin: Verdict,
 }
 
 /// One server's registered tools, by full name.
@@ -60,6 +64,10 @@ pub struct ServerCatalog {
     /// name given twice): the name, escaped for a log line → why. Each was one WARN; the CLI's
     /// `tools` prints them as notes.
     pub skipped: BTreeMap<String, String>,
+    /// Tools the server offers that pinning holds out of the catalog (`pins = "enforce"`): the
+    /// server's name for each → how it differs from `mcp.lock`. A call of one is refused with
+    /// [`Error::ToolHeld`].
+    pub held: BTreeMap<String, Verdict>,
 }
 
 struct McpEntry {
@@ -288,14 +296,20 @@ impl ToolRegistry {
                     tool: tool.to_owned(),
                     hint: None,
                 })?;
-                let t = entry
-                    .catalog
-                    .tools
-                    .get(tool)
-                    .ok_or_else(|| Error::UnknownTool {
-                        tool: tool.to_owned(),
-                        hint: None,
-                    })?;
+                let Some(t) = entry.catalog.tools.get(tool) else {
+                    let name = &tool[server.len() + 5..];
+                    return Err(match entry.catalog.held.get(name) {
+                        Some(verdict) => Error::ToolHeld {
+                            server: server.to_owned(),
+                            tool: name.to_owned(),
+                            reason: verdict.reason(server),
+                        },
+                        None => Error::UnknownTool {
+                            tool: tool.to_owned(),
+                            hint: None,
+                        },
+                    });
+                };
                 let name: Arc<str> =
                     Arc::from(t.definition.mcp_tool_name.as_deref().unwrap_or_default());
                 (

@@ -1,12 +1,14 @@
 //! A server's `tools/list` made into its catalog ([`build_catalog`], [`rebuild_catalog`]):
 //! names checked, the project's `tools:` filter applied (what it removed kept, to explain),
-//! each tool's schemas compiled as `validate` says.
+//! each tool judged against `mcp.lock` (held out under `pins = "enforce"` when it differs;
+//! [`crate::pin`]), each tool's schemas compiled as `validate` says.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::config::{Config, McpServerConfig, TaskMode};
+use crate::pin::ServerPins;
 use crate::protocol::{TaskSupport, ToolInfo};
 use crate::registry::{check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolSource};
 use crate::validate::{ToolSchemas, Validation};
@@ -42,6 +44,7 @@ pub fn rebuild_catalog(
     let mode = overrides.tasks;
     let trust = overrides.trust_annotations;
     let validation = overrides.validate;
+    let pins = ServerPins::of(config, &server.key);
     let mut catalog = ServerCatalog::default();
     for t in tools {
         if let Err(why) = check_tool_name(&t.name) {
@@ -55,12 +58,17 @@ pub fn rebuild_catalog(
             continue;
         }
         let full = format!("mcp.{}.{}", server.key, t.name);
-        if catalog.tools.contains_key(&full) {
+        if catalog.tools.contains_key(&full) || catalog.held.contains_key(&t.name) {
             tracing::warn!(server = %server.key, tool = %t.name, "duplicate tool name skipped");
             catalog.skipped.insert(
                 t.name.clone(),
                 "the server lists this name twice".to_owned(),
             );
+            continue;
+        }
+        let pin = pins.verdict(&t);
+        if pins.holds(&pin) {
+            catalog.held.insert(t.name.clone(), pin);
             continue;
         }
         let task = match (t.task_support(), mode) {
@@ -126,6 +134,7 @@ pub fn rebuild_catalog(
                 retry_safe,
                 schemas,
                 task,
+                pin,
                 tool: Arc::new(t),
             },
         );

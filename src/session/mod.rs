@@ -39,10 +39,12 @@ use kaged_mcp_layers::stats::CallStats;
 
 mod catalog;
 mod explain;
+mod pins;
 mod protocol;
 mod status;
 
 pub use self::catalog::{build_catalog, rebuild_catalog};
+pub use self::pins::PinEvent;
 pub use self::status::{ServerStatus, StartFailure};
 
 /// The embedder's hook on each server's stack: server key and standard builder in, builder out.
@@ -59,6 +61,7 @@ pub struct SessionOptions {
     token_dir: Option<PathBuf>,
     token_sources: BTreeMap<String, Arc<dyn TokenSource>>,
     only: Option<BTreeSet<String>>,
+    on_pin: Option<pins::OnPinEvent>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -74,6 +77,7 @@ impl std::fmt::Debug for SessionOptions {
         )
         .field("elicitation_handler", &self.elicitation.is_some())
         .field("only", &self.only)
+        .field("on_pin_event", &self.on_pin.is_some())
         .finish()
     }
 }
@@ -140,6 +144,16 @@ impl SessionOptions {
         self.only = Some(servers.into_iter().collect());
         self
     }
+
+    /// Hears what pinning finds ([`crate::pin`]): each tool that differs from `mcp.lock`
+    /// (held, or registered under `pins = "warn"`) and each server reached differently or
+    /// saying it is someone else, once per session (again only when it changes, after a
+    /// `notifications/tools/list_changed`). Called from the task that read the catalog: keep
+    /// it short (send the event on a channel). Each event is also a WARN in the log.
+    pub fn on_pin_event(mut self, f: impl Fn(&PinEvent) + Send + Sync + 'static) -> Self {
+        self.on_pin = Some(Arc::new(f));
+        self
+    }
 }
 
 struct Server {
@@ -178,6 +192,7 @@ pub struct Session {
     registry: Arc<ToolRegistry>,
     servers: BTreeMap<String, Arc<Server>>,
     watchers: Vec<JoinHandle<()>>,
+    on_pin: Option<pins::OnPinEvent>,
 }
 
 impl std::fmt::Debug for Session {
@@ -325,6 +340,7 @@ impl Session {
             registry,
             servers,
             watchers: Vec::new(),
+            on_pin: options.on_pin.clone(),
         };
         let starts = session
             .servers
@@ -344,6 +360,7 @@ impl Session {
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let registry = self.registry.clone();
         let config = self.config.clone();
+        let on_pin = self.on_pin.clone();
         let timeout = config.daemon.startup_timeout;
         async move {
             let Some(client) = server.client.clone() else {
@@ -360,10 +377,28 @@ impl Session {
             .await;
             let err = match result {
                 Ok(Ok(tools)) => {
+                    let init = client.initialize_result();
+                    pins::announce_server(
+                        &config,
+                        &server.config,
+                        init.as_deref(),
+                        on_pin.as_ref(),
+                    );
                     let catalog =
                         build_catalog(&config, &server.config, tools, client.runs_tool_tasks());
+                    let previous = registry.server_catalog(&key);
                     tracing::info!(server = %key, tools = catalog.tools.len(), "tools registered");
                     registry.replace_catalog(&key, catalog);
+                    // Told once the catalog is in: an embedder that hears an event sees it.
+                    if let Some(current) = registry.server_catalog(&key) {
+                        pins::announce_tools(
+                            &config,
+                            &key,
+                            previous.as_deref(),
+                            &current,
+                            on_pin.as_ref(),
+                        );
+                    }
                     None
                 }
                 Ok(Err(e)) => Some(StartFailure {
@@ -416,6 +451,7 @@ impl Session {
             let server = server.clone();
             let registry = self.registry.clone();
             let config = self.config.clone();
+            let on_pin = self.on_pin.clone();
             self.watchers.push(tokio::spawn(async move {
                 while changes.changed().await.is_ok() {
                     let key = &server.config.key;
@@ -432,6 +468,9 @@ impl Session {
                             );
                             tracing::info!(server = %key, tools = catalog.tools.len(), "tools rediscovered");
                             registry.replace_catalog(key, catalog);
+                            if let Some(current) = registry.server_catalog(key) {
+                                pins::announce_tools(&config, key, previous.as_deref(), &current, on_pin.as_ref());
+                            }
                         }
                         Err(e) => {
                             tracing::warn!(server = %key, error = %e, "rediscovery after tools/list_changed failed");

@@ -18,6 +18,11 @@ pub struct ServerStatus {
     pub state: String,
     /// How many of its tools are registered.
     pub tools: usize,
+    /// How its catalog is held to `mcp.lock`: `enforce`, `warn` or `off` ([`crate::pin`]).
+    pub pins: &'static str,
+    /// The tools it offers that pinning holds out of the catalog: the server's name for
+    /// each → why (how it differs from `mcp.lock`).
+    pub held: std::collections::BTreeMap<String, String>,
     /// The last error as the operator's line (what happened and what to change, without the
     /// server's name), if any.
     pub last_error: Option<String>,
@@ -155,9 +160,21 @@ impl Session {
                     .as_ref()
                     .map(McpClient::task_counts)
                     .unwrap_or_default();
+                let held = self
+                    .registry
+                    .server_catalog(&key)
+                    .map(|c| {
+                        c.held
+                            .iter()
+                            .map(|(tool, v)| (tool.clone(), v.reason(&key)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 ServerStatus {
                     transport: s.config.transport.name(),
                     tools: self.registry.server_tool_count(&key),
+                    pins: self.config.pin_policy(&key).name(),
+                    held,
                     server: key,
                     state,
                     last_error,

@@ -422,8 +422,10 @@ fn check_prints_one_line_per_server_and_the_detail_with_v() {
     let d = identity_project();
     let o = run(&["check"], d.path());
     assert_eq!(o.code, Some(0), "{}", o.stderr);
+    // The project's line, one per server, then what mcp.lock pins.
     let lines: Vec<&str> = o.stdout.lines().collect();
-    assert_eq!(lines.len(), 4, "{}", o.stdout);
+    assert_eq!(lines.len(), 5, "{}", o.stdout);
+    assert!(lines[4].starts_with("no mcp.lock: "), "{}", o.stdout);
     assert!(
         lines[0].ends_with(": 3 server(s) (-v for each one's settings)"),
         "{}",

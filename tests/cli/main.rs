@@ -10,6 +10,7 @@ mod http;
 mod inspect;
 mod lifecycle;
 mod operator;
+mod pins;
 mod protocol;
 mod session;
 mod skills;

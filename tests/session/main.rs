@@ -6,6 +6,7 @@ mod common;
 
 // These run the built `kaged-mcp` binary (or its demo server), which exists only with the
 // `cli` feature.
+mod pins;
 #[cfg(feature = "cli")]
 mod security;
 #[cfg(feature = "cli")]
