@@ -38,7 +38,7 @@ fn source(
 pub(super) fn login(args: &ProjectArgs, server: &str) -> u8 {
     let config = match load_config(args) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(f) => return f.exit(false, false),
     };
     let browser = config
         .project
@@ -75,7 +75,7 @@ pub(super) fn login(args: &ProjectArgs, server: &str) -> u8 {
 pub(super) fn status(args: &ProjectArgs, json_out: bool) -> u8 {
     let config = match load_config(args) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(f) => return f.exit(json_out, false),
     };
     let mut rows = Vec::new();
     let mut code = EXIT_OK;
@@ -134,7 +134,7 @@ pub(super) fn status(args: &ProjectArgs, json_out: bool) -> u8 {
 pub(super) fn logout(args: &ProjectArgs, server: &str) -> u8 {
     let config = match load_config(args) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(f) => return f.exit(false, false),
     };
     let source = match source(&config, server, None) {
         Ok(s) => s,

@@ -5,7 +5,7 @@
 
 use std::io::{IsTerminal, Read, Write};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::protocol::ToolResult;
 use crate::session::Session;
@@ -13,9 +13,10 @@ use crate::Error;
 use kaged_mcp_layers::timeout::{Progress, ProgressHandle};
 
 use super::interrupt::Signals;
+use super::output::Failure;
 use super::session_cmds::print_result;
-use super::start::{parse_args, report, runtime, server_of, start, Scope, Who};
-use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
+use super::start::{parse_args, runtime, server_of, start, Scope, Who};
+use super::{ProjectArgs, EXIT_OK};
 
 /// How `call` prints.
 pub(super) struct CallOutput {
@@ -47,14 +48,15 @@ fn read_args(arg: Option<&str>) -> Result<Option<String>, String> {
     }
 }
 
-/// The `--json` form of a failure: `{"error": {"server", "tool", "kind", "message"}}`.
-fn error_json(tool: &str, server: Option<&str>, kind: &str, message: &str) -> Value {
-    json!({"error": {
-        "server": server.or_else(|| server_of(tool)),
-        "tool": tool,
-        "kind": kind,
-        "message": message,
-    }})
+/// A failure of `call`, naming the tool and its server: `{"error": {"kind", "message",
+/// "server", "tool"}}`.
+fn about(f: Failure, tool: &str) -> Failure {
+    // The error's own server comes first; `with` keeps the first value of a key.
+    let f = f.with("tool", tool);
+    match server_of(tool) {
+        Some(s) => f.with("server", s),
+        None => f.with("server", Value::Null),
+    }
 }
 
 /// Shows a call's progress on stderr: one line rewritten in place on a terminal, one line per
@@ -150,17 +152,11 @@ pub(super) fn run(
     arguments: Option<&str>,
     out: CallOutput,
 ) -> u8 {
-    let fail = |kind: &str, message: &str, server: Option<&str>, code: u8| {
-        if out.json {
-            let v = error_json(tool, server, kind, message);
-            println!("{v}");
-        }
-        eprintln!("error: {message}");
-        code
-    };
     let arguments = match read_args(arguments).and_then(|a| parse_args(a.as_deref())) {
         Ok(a) => a,
-        Err(e) => return fail("usage", &format!("--args: {e}"), None, EXIT_CONFIG),
+        Err(e) => {
+            return about(Failure::usage(format!("--args: {e}")), tool).exit(out.json, out.verbose)
+        }
     };
     runtime().block_on(async {
         // Listening from the start: an interrupt never leaves the server running.
@@ -177,19 +173,7 @@ pub(super) fn run(
         };
         let (session, _) = match started {
             Ok(s) => s,
-            Err(code) => {
-                if out.json {
-                    let kind = if code == EXIT_CONFIG {
-                        "config"
-                    } else {
-                        "call_failed"
-                    };
-                    let v =
-                        error_json(tool, None, kind, "the session could not start (see stderr)");
-                    println!("{v}");
-                }
-                return code;
-            }
+            Err(f) => return about(f, tool).exit(out.json, out.verbose),
         };
         let result = match signals
             .until(call_showing_progress(
@@ -227,17 +211,15 @@ pub(super) fn run(
                 EXIT_OK
             }
             Err(e) => {
-                let code = if matches!(e, Error::LoginRequired { .. }) {
-                    EXIT_CONFIG
+                // Only a login to make is the operator's to fix (2); an unknown server is an
+                // unknown tool here, which the call reports (1).
+                let f = Failure::of(&e);
+                let f = if matches!(e, Error::LoginRequired { .. }) {
+                    f
                 } else {
-                    EXIT_FAILED
+                    f.code(super::EXIT_FAILED)
                 };
-                if out.json {
-                    let v = error_json(tool, e.server(), e.kind(), &e.reason());
-                    println!("{v}");
-                }
-                report(&e, out.verbose);
-                code
+                about(f, tool).exit(out.json, out.verbose)
             }
         };
         super::interrupt::end(session).await;

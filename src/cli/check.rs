@@ -8,13 +8,15 @@ use crate::config::{
     TransportConfig, Validation,
 };
 use crate::protocol::LoggingLevel;
+use crate::transport::text::redact_uri;
 
 use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_OK};
 
-pub(super) fn run(args: &ProjectArgs) -> u8 {
+/// `kaged-mcp check`: one line per server, or (`verbose`) each server's whole settings.
+pub(super) fn run(args: &ProjectArgs, verbose: bool) -> u8 {
     let config = match load_config(args) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(f) => return f.exit(false, false),
     };
     let secrets_ok = match config.resolve_secrets() {
         Ok(_) => true,
@@ -25,7 +27,11 @@ pub(super) fn run(args: &ProjectArgs) -> u8 {
             false
         }
     };
-    print!("{}", describe(&config));
+    if verbose {
+        print!("{}", describe(&config));
+    } else {
+        print!("{}", summary(&config));
+    }
     // The roots are resolved as a start resolves them: a missing directory or a symlink out
     // of the project is found here, not only when the server starts.
     let mut roots_ok = true;
@@ -79,6 +85,63 @@ pub(crate) fn describe(config: &Config) -> String {
     out
 }
 
+/// One line for the project, then one per server: key, transport, command or URL, state.
+/// Never contains a secret value (a URL's credentials and query values are hidden).
+pub(crate) fn summary(config: &Config) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "project {}: {} server(s) (-v for each one's settings)",
+        config.project_root.display(),
+        config.project.servers.len()
+    );
+    for s in &config.project.servers {
+        let target = match &s.transport {
+            TransportConfig::Stdio(st) => shell_words(&st.command),
+            TransportConfig::Sse(http) | TransportConfig::StreamableHttp(http) => {
+                redact_uri(http.url.as_str()).into_owned()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{}\t{}\t{target}\t{}",
+            s.key,
+            s.transport.name(),
+            state(config, s)
+        );
+    }
+    out
+}
+
+/// A server's state as the configuration decides it: `disabled (local.toml)`, `secret
+/// MISSING: <refs>` when a secret it names is not set, `no tools (tools.enabled: false)`, or
+/// `ok`.
+fn state(config: &Config, s: &McpServerConfig) -> String {
+    if config.local.overrides(&s.key).disabled {
+        return "disabled (local.toml)".to_owned();
+    }
+    let missing: Vec<&str> = s
+        .auth
+        .iter()
+        .flat_map(|a| {
+            [
+                a.secret_ref.as_ref(),
+                a.oauth.as_ref().and_then(|o| o.private_key_ref.as_ref()),
+            ]
+        })
+        .flatten()
+        .filter(|r| config.local.secret(r).is_none())
+        .map(|r| r.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return format!("secret MISSING: {}", missing.join(", "));
+    }
+    if !s.tools.enabled {
+        return "no tools (tools.enabled: false)".to_owned();
+    }
+    "ok".to_owned()
+}
+
 /// Appends one server's section: its transport, auth, tool filter, local.toml settings and
 /// roots.
 fn describe_server(out: &mut String, config: &Config, s: &McpServerConfig) {
@@ -110,7 +173,7 @@ fn describe_transport(out: &mut String, transport: &TransportConfig) {
             }
         }
         TransportConfig::Sse(http) | TransportConfig::StreamableHttp(http) => {
-            let _ = writeln!(out, "  url: {}", http.url);
+            let _ = writeln!(out, "  url: {}", redact_uri(http.url.as_str()));
             if !http.headers.is_empty() {
                 let names: Vec<&str> = http.headers.iter().map(|(n, _)| n.as_str()).collect();
                 let _ = writeln!(out, "  headers: {}", names.join(", "));

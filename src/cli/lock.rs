@@ -24,7 +24,7 @@ fn unpinned(mut config: Config) -> Config {
 pub(super) fn run(args: &ProjectArgs, servers: &[String], check: bool, verbose: bool) -> u8 {
     let config = match load_config(args) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(f) => return f.exit(false, verbose),
     };
     let declared: Vec<String> = config
         .project

@@ -7,11 +7,14 @@
 
 mod auth;
 mod call;
+mod catalog_cmds;
 mod check;
 mod demo_server;
 mod interrupt;
 mod lock;
+mod output;
 mod protocol_cmds;
+mod render;
 mod session_cmds;
 mod skills_cmds;
 mod start;
@@ -23,6 +26,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use self::output::{Failure, JSON_EXIT_CODES};
 use self::protocol_cmds::{CompleteArgs, PromptArgs, PromptsArgs, ReadArgs, ResourcesArgs, Verb};
 use crate::config::{self, ConfigPaths};
 
@@ -42,9 +46,13 @@ pub(crate) struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Validate the configuration and print the resolved servers.
+    /// Validate the configuration and print the resolved servers, one line each (name,
+    /// transport, command or URL, state); `-v` prints each server's whole settings.
     Check(ProjectArgs),
-    /// Start a session and print the registered tool catalog.
+    /// Start the servers (all, or those named) and print their tools: one line each,
+    /// `name(param: type, optional?: type)`, the hints the server declares (read-only,
+    /// destructive, idempotent, open-world) and the first line of the description.
+    #[command(after_help = JSON_EXIT_CODES)]
     Tools {
         /// Where the configuration is.
         #[command(flatten)]
@@ -52,11 +60,37 @@ pub(crate) enum Command {
         /// The agent to act as.
         #[command(flatten)]
         who: AgentArg,
-        /// Print a JSON array of ToolDefinition objects.
+        /// Only these servers, and start only them [default: every server].
+        #[arg(value_name = "SERVER")]
+        servers: Vec<String>,
+        /// Print a JSON array of ToolDefinition objects (`name`, `namespace`, `description`,
+        /// `parameters`, `returns`, `requires`, `source`, `mcp_server`, `mcp_tool_name`), each
+        /// with `mcp_tool`: the tool as its server listed it, whole (`title`, `inputSchema`,
+        /// `outputSchema`, `annotations`, `execution`, `icons`, `_meta`, …).
         #[arg(long)]
         json: bool,
     },
-    /// Start a session and call one tool through the full stack.
+    /// Start one tool's server and describe the tool: title, description, a table of its
+    /// parameters (name, type, required, default, allowed values, description), its output
+    /// schema and its annotations.
+    #[command(after_help = JSON_EXIT_CODES)]
+    Describe {
+        /// Where the configuration is.
+        #[command(flatten)]
+        project: ProjectArgs,
+        /// The agent to act as.
+        #[command(flatten)]
+        who: AgentArg,
+        /// The tool's full name, such as `mcp.demo.echo`.
+        tool: String,
+        /// Print the tool's ToolDefinition with `mcp_tool`, as one entry of `tools --json`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a session and call one tool through the full stack. Every content block is
+    /// shown: text as it is, images and audio as `[image MIME, N bytes]`, resource links as
+    /// `[resource link URI name (MIME)]`, embedded resources as their URI and text.
+    #[command(after_help = JSON_EXIT_CODES)]
     Call {
         /// Where the configuration is.
         #[command(flatten)]
@@ -70,26 +104,33 @@ pub(crate) enum Command {
         /// read them from stdin.
         #[arg(long, value_name = "JSON|@FILE|-")]
         args: Option<String>,
-        /// Print `{"content", "structuredContent", "isError", "truncated"}` as JSON (on
-        /// failure, `{"error": {"server", "tool", "kind", "message"}}`).
+        /// Print `{"content", "structuredContent", "isError", "truncated", "_meta"?}` as JSON
+        /// (on failure, `{"error": {"kind", "message", "server", "tool"}}`).
         #[arg(long)]
         json: bool,
         /// Show no progress on stderr while the call runs.
         #[arg(short, long)]
         quiet: bool,
     },
-    /// Start a session and print each server's state, tool count and last error.
+    /// Start the servers (all, or those named) and print who each is and how it is: state,
+    /// tool count, protocol era and version, last error; then the server's name, version,
+    /// title and website, its capabilities and the first line of its instructions.
+    #[command(after_help = STATUS_JSON_HELP)]
     Status {
         /// Where the configuration is.
         #[command(flatten)]
         project: ProjectArgs,
-        /// Print a JSON array of `{"server", "state", "tools", "last_error"}`.
+        /// Only these servers, and start only them [default: every server].
+        #[arg(value_name = "SERVER")]
+        servers: Vec<String>,
+        /// Print a JSON array, one object per server (its keys are listed below).
         #[arg(long)]
         json: bool,
     },
     /// Start a session once, then answer commands read from stdin, one per line:
     /// `tools`, `call TOOL [JSON]`, `status`, `enable SERVER`, `resources`, `read`, `prompts`,
     /// `prompt`, `complete` (with the arguments of the commands of those names), `quit`.
+    #[command(after_help = JSON_EXIT_CODES)]
     Shell {
         /// Where the configuration is.
         #[command(flatten)]
@@ -103,6 +144,7 @@ pub(crate) enum Command {
     },
     /// Start the servers and print their resources and resource templates: server, URI (or
     /// URI template), name, MIME type, size.
+    #[command(after_help = JSON_EXIT_CODES)]
     Resources {
         /// Where the configuration is.
         #[command(flatten)]
@@ -116,6 +158,7 @@ pub(crate) enum Command {
     },
     /// Start one server and read one of its resources: text to stdout, binary contents with
     /// `--out FILE` (or to a redirected stdout).
+    #[command(after_help = JSON_EXIT_CODES)]
     Read {
         /// Where the configuration is.
         #[command(flatten)]
@@ -129,6 +172,7 @@ pub(crate) enum Command {
     },
     /// Start the servers and print their prompts: name, description, arguments (which are
     /// required).
+    #[command(after_help = JSON_EXIT_CODES)]
     Prompts {
         /// Where the configuration is.
         #[command(flatten)]
@@ -140,7 +184,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Start one server and get one of its prompts with arguments: its messages.
+    /// Start one server and get one of its prompts with arguments: its messages, each content
+    /// block shown as `call` shows it.
+    #[command(after_help = JSON_EXIT_CODES)]
     Prompt {
         /// Where the configuration is.
         #[command(flatten)]
@@ -154,6 +200,7 @@ pub(crate) enum Command {
     },
     /// Start one server and complete a prompt's argument or a resource template's variable:
     /// the values, one a line.
+    #[command(after_help = JSON_EXIT_CODES)]
     Complete {
         /// Where the configuration is.
         #[command(flatten)]
@@ -167,6 +214,7 @@ pub(crate) enum Command {
     },
     /// List the skills servers serve (SEP-2640): server, name and description, one a line.
     /// No skill file is read.
+    #[command(after_help = JSON_EXIT_CODES)]
     Skills {
         /// Where the configuration is.
         #[command(flatten)]
@@ -181,6 +229,7 @@ pub(crate) enum Command {
     /// Load one skill, verify its SKILL.md (size, SHA-256 digest, frontmatter) against the
     /// server's listing, and print it (or, with --file, one of its listed files). A refusal
     /// exits 1 naming the check.
+    #[command(after_help = JSON_EXIT_CODES)]
     Skill {
         /// Where the configuration is.
         #[command(flatten)]
@@ -236,6 +285,7 @@ pub(crate) enum AuthCommand {
     },
     /// Show, per OAuth server, whether it is logged in, the expiry and the scopes (never a
     /// token).
+    #[command(after_help = JSON_EXIT_CODES)]
     Status {
         /// Where the configuration is.
         #[command(flatten)]
@@ -265,9 +315,11 @@ pub(crate) struct AgentArg {
 /// Where the configuration is.
 #[derive(Debug, Args)]
 pub(crate) struct ProjectArgs {
-    /// The project directory, holding project.yaml (and project.local.yaml, local.toml).
+    /// The project directory, holding project.yaml (and project.local.yaml, local.toml)
+    /// [default: the nearest directory holding project.yaml, from the current directory
+    /// upward, as cargo finds Cargo.toml].
     #[arg(long, value_name = "DIR")]
-    pub(crate) project: PathBuf,
+    pub(crate) project: Option<PathBuf>,
     /// The operator's local.toml [default: DIR/local.toml when it exists].
     #[arg(long, value_name = "FILE")]
     pub(crate) local: Option<PathBuf>,
@@ -277,14 +329,55 @@ pub(crate) struct ProjectArgs {
 }
 
 impl ProjectArgs {
-    fn paths(&self) -> ConfigPaths {
-        ConfigPaths {
-            project_dir: self.project.clone(),
+    /// The configuration's files: `--project`, or the nearest directory upward from the
+    /// current one that holds `project.yaml` (a usage error when there is none).
+    fn paths(&self) -> Result<ConfigPaths, Failure> {
+        let project_dir = match &self.project {
+            Some(dir) => dir.clone(),
+            None => {
+                let cwd = std::env::current_dir().map_err(|e| {
+                    Failure::usage(format!(
+                        "cannot read the current directory ({e}); give --project DIR"
+                    ))
+                })?;
+                find_project(&cwd).ok_or_else(|| {
+                    Failure::usage(format!(
+                        "no project.yaml in {} or any directory above it; give --project DIR",
+                        cwd.display()
+                    ))
+                })?
+            }
+        };
+        Ok(ConfigPaths {
+            project_dir,
             local: self.local.clone(),
             config: self.config.clone(),
-        }
+        })
     }
 }
+
+/// The nearest of `dir` and its ancestors that holds a `project.yaml` file.
+fn find_project(dir: &std::path::Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join("project.yaml").is_file())
+        .map(std::path::Path::to_path_buf)
+}
+
+/// What `status --help` says of its JSON.
+const STATUS_JSON_HELP: &str = "JSON (--json): an array, one object per server, with the keys
+  server, transport (stdio, streamable-http, sse), state (idle, starting, ready, restarting,
+  failed, disabled), tools (registered tools), pins (enforce, warn, off: how mcp.lock holds
+  its catalog), held (the tools pinning holds out → why), last_error and error_detail (the
+  operator's line and the whole chain, or null), consecutive_failures, calls, tool_errors,
+  failed_calls, timeouts, restarts, p50_ms and p99_ms (call latency, or null), tasks_in_flight, tasks_completed,
+  tasks_failed, tasks_cancelled, era (legacy or modern) and protocol_version (null before
+  the server started), era_setting (auto, legacy, modern: local.toml), server_info (the
+  server's serverInfo as sent: name, version, title, websiteUrl, description, icons, …),
+  capabilities (as announced), instructions (whole); the last three null before it started.
+
+Exit codes: 0 every server named (or declared) is ready or disabled; 1 one is not, or the
+session failed; 2 a usage or configuration error (an unknown server names the declared ones).
+With --json a failure is one object on stdout, {\"error\": {\"kind\", \"message\", …}}.";
 
 /// Exit code 0.
 pub const EXIT_OK: u8 = 0;
@@ -303,7 +396,17 @@ pub fn demo_server() -> ExitCode {
 /// runs the command; returns the process exit code. The argument types are the binary's own,
 /// not library API.
 pub fn main() -> ExitCode {
-    run(<Cli as clap::Parser>::parse())
+    match <Cli as clap::Parser>::try_parse() {
+        Ok(cli) => run(cli),
+        Err(e) => {
+            // A usage error of a command asked for JSON is that command's one JSON failure
+            // too; clap prints its own message on stderr and exits 2.
+            if e.use_stderr() && std::env::args_os().any(|a| a == "--json") {
+                println!("{}", Failure::usage(output::clap_message(&e)).json());
+            }
+            e.exit()
+        }
+    }
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -313,12 +416,32 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     let telemetry = init_tracing(cli.verbose, !matches!(cli.command, Command::DemoServer));
     let verbose = cli.verbose > 0;
     let code = match cli.command {
-        Command::Check(args) => check::run(&args),
-        Command::Tools { project, who, json } => session_cmds::tools(
+        Command::Check(args) => check::run(&args, verbose),
+        Command::Tools {
+            project,
+            who,
+            servers,
+            json,
+        } => catalog_cmds::tools(
             &project,
             start::Who {
                 agent: who.agent.as_deref(),
             },
+            &servers,
+            json,
+            verbose,
+        ),
+        Command::Describe {
+            project,
+            who,
+            tool,
+            json,
+        } => catalog_cmds::describe(
+            &project,
+            start::Who {
+                agent: who.agent.as_deref(),
+            },
+            &tool,
             json,
             verbose,
         ),
@@ -342,7 +465,11 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
                 quiet,
             },
         ),
-        Command::Status { project, json } => session_cmds::status(&project, json, verbose),
+        Command::Status {
+            project,
+            servers,
+            json,
+        } => session_cmds::status(&project, &servers, json, verbose),
         Command::Shell { project, who, json } => session_cmds::shell(
             &project,
             start::Who {
@@ -470,17 +597,11 @@ fn init_tracing(verbose: u8, export: bool) -> Option<Telemetry> {
     telemetry
 }
 
-/// Loads the configuration and resolves secrets, printing `error: …` lines on failure.
-fn load_config(args: &ProjectArgs) -> Result<config::Config, u8> {
-    let config = match config::load(&args.paths()) {
-        Ok(c) => c,
-        Err(errs) => {
-            for e in &errs {
-                eprintln!("error: {e}");
-            }
-            return Err(EXIT_CONFIG);
-        }
-    };
+/// Loads the configuration (its warnings as `warning:` lines on stderr), or the failure to
+/// print.
+fn load_config(args: &ProjectArgs) -> Result<config::Config, Failure> {
+    let config = config::load(&args.paths()?)
+        .map_err(|errs| Failure::config(errs.iter().map(ToString::to_string).collect()))?;
     for w in &config.warnings {
         eprintln!("warning: {w}");
     }

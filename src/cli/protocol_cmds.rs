@@ -14,15 +14,15 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 
 use crate::protocol::{
-    CompletionRef, ContentBlock, Prompt, ReadResourceResult, Resource, ResourceContents,
-    ResourceTemplate,
+    CompletionRef, Prompt, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
 use crate::session::Session;
 use crate::transport::text::{clean, redact_uri};
 use crate::Error;
 
+use super::output::Failure;
 use super::start::{parse_args, report, start, Scope};
-use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
+use super::{render, ProjectArgs, EXIT_FAILED, EXIT_OK};
 
 /// `resources [SERVER]`.
 #[derive(Debug, Clone, Args)]
@@ -117,36 +117,8 @@ impl Verb {
     }
 }
 
-/// Why a verb failed: the exit code and the operator's line.
-pub(super) struct Failure {
-    pub(super) code: u8,
-    pub(super) message: String,
-}
-
-impl Failure {
-    fn usage(message: impl Into<String>) -> Self {
-        Self {
-            code: EXIT_CONFIG,
-            message: message.into(),
-        }
-    }
-
-    fn of(e: &Error) -> Self {
-        let code = match e {
-            Error::UnknownServer { .. } | Error::LoginRequired { .. } | Error::Config(_) => {
-                EXIT_CONFIG
-            }
-            _ => EXIT_FAILED,
-        };
-        Self {
-            code,
-            message: e.reason(),
-        }
-    }
-}
-
 /// `kaged-mcp <verb>`: starts the servers the verb needs, runs it, prints its answer on stdout
-/// and any failure as `error:` lines on stderr.
+/// and any failure as `error:` lines on stderr (with `json`, and as one JSON object on stdout).
 pub(super) fn run(project: &ProjectArgs, verb: &Verb, json: bool, verbose: bool) -> u8 {
     super::interrupt::block_on(async {
         let scope = match verb.server() {
@@ -155,7 +127,7 @@ pub(super) fn run(project: &ProjectArgs, verb: &Verb, json: bool, verbose: bool)
         };
         let (session, _) = match start(project, scope, verb.server().is_none(), verbose).await {
             Ok(s) => s,
-            Err(code) => return code,
+            Err(f) => return f.exit(json, verbose),
         };
         let mut out = std::io::stdout().lock();
         let code = match execute(
@@ -179,10 +151,7 @@ pub(super) fn run(project: &ProjectArgs, verb: &Verb, json: bool, verbose: bool)
                     EXIT_OK
                 }
             }
-            Err(f) => {
-                eprintln!("error: {}", f.message);
-                f.code
-            }
+            Err(f) => f.exit(json, verbose),
         };
         let _ = out.flush();
         drop(out);
@@ -212,10 +181,7 @@ pub(super) async fn execute(
 
 /// The failure of writing the answer to `out`.
 fn unwritten(e: std::io::Error) -> Failure {
-    Failure {
-        code: EXIT_FAILED,
-        message: format!("cannot write the answer: {e}"),
-    }
+    Failure::new(EXIT_FAILED, "io", format!("cannot write the answer: {e}"))
 }
 
 /// `resources`: the resources and templates of the servers asked for, then written.
@@ -386,7 +352,7 @@ async fn get_prompt(
         writeln!(out, "{}", json!(got)).map_err(unwritten)?;
     } else {
         for m in &got.messages {
-            writeln!(out, "{}: {}", m.role, describe(&m.content)).map_err(unwritten)?;
+            writeln!(out, "{}: {}", m.role, render::block(&m.content)).map_err(unwritten)?;
         }
     }
     Ok(Vec::new())
@@ -477,21 +443,6 @@ fn cell(text: &str) -> String {
     clean(text, 4096)
 }
 
-/// One line for a content block of a prompt message.
-fn describe(block: &ContentBlock) -> String {
-    match block {
-        ContentBlock::Text(t) => t.text.clone(),
-        ContentBlock::Image(i) => format!("[image {}]", i.mime_type),
-        ContentBlock::Audio(a) => format!("[audio {}]", a.mime_type),
-        ContentBlock::ResourceLink(l) => format!("[resource link {}]", l.uri),
-        ContentBlock::Resource(r) => match &r.resource {
-            ResourceContents::Text(t) => format!("[resource {}]\n{}", t.uri, t.text),
-            ResourceContents::Blob(b) => format!("[binary resource {}]", b.uri),
-        },
-        other => format!("[{} content]", other.kind()),
-    }
-}
-
 /// Writes a read: JSON `{"contents", "truncated"}`; or the text to stdout (or `--out`), and the
 /// blob's bytes to `--out` (or to stdout when it is not a terminal).
 fn write_read(
@@ -501,9 +452,8 @@ fn write_read(
     out: &mut dyn Write,
     terminal: bool,
 ) -> Result<(), Failure> {
-    let io = |e: std::io::Error| Failure {
-        code: EXIT_FAILED,
-        message: format!("cannot write the contents: {e}"),
+    let io = |e: std::io::Error| {
+        Failure::new(EXIT_FAILED, "io", format!("cannot write the contents: {e}"))
     };
     if json {
         let answer = json!({"contents": read.contents, "truncated": read.truncated});
@@ -527,13 +477,17 @@ fn write_read(
             if let ResourceContents::Blob(b) = c {
                 let decoded = base64::engine::general_purpose::STANDARD
                     .decode(b.blob.trim())
-                    .map_err(|e| Failure {
-                        code: EXIT_FAILED,
-                        message: format!(
-                            "server `{}`: resources/read {}: the blob is not valid base64: {e}",
-                            a.server,
-                            redact_uri(&b.uri)
-                        ),
+                    .map_err(|e| {
+                        Failure::new(
+                            EXIT_FAILED,
+                            "invalid_result",
+                            format!(
+                                "server `{}`: resources/read {}: the blob is not valid base64: {e}",
+                                a.server,
+                                redact_uri(&b.uri)
+                            ),
+                        )
+                        .with("server", a.server.as_str())
                     })?;
                 bytes.extend_from_slice(&decoded);
             }
@@ -544,9 +498,12 @@ fn write_read(
         read.joined_text().into_bytes()
     };
     match &a.out {
-        Some(path) => std::fs::write(path, &bytes).map_err(|e| Failure {
-            code: EXIT_FAILED,
-            message: format!("cannot write {}: {e}", path.display()),
+        Some(path) => std::fs::write(path, &bytes).map_err(|e| {
+            Failure::new(
+                EXIT_FAILED,
+                "io",
+                format!("cannot write {}: {e}", path.display()),
+            )
         }),
         None if binary && terminal => Err(Failure::usage(format!(
             "{} is binary ({} bytes): write it with --out FILE (or redirect stdout)",
@@ -582,17 +539,7 @@ pub(super) fn parse_shell_line(line: &str) -> Result<Verb, String> {
     let words = shlex::split(line).ok_or("a quote is not closed")?;
     ShellVerb::try_parse_from(words)
         .map(|v| v.verb)
-        .map_err(|e| {
-            // clap's message, up to its usage block, on one line.
-            let text = e.to_string();
-            let said: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .take_while(|l| !l.starts_with("Usage:"))
-                .filter(|l| !l.is_empty())
-                .collect();
-            said.join(" ").trim_start_matches("error: ").to_owned()
-        })
+        .map_err(|e| super::output::clap_message(&e))
 }
 
 #[cfg(test)]

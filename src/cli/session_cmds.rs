@@ -1,89 +1,20 @@
-//! `kaged-mcp tools`, `status` and `shell`, and what `call` ([`super::call`]) shares with
-//! them: starting a session (all servers, or only a tool's), printing errors and results.
+//! `kaged-mcp status` and `shell`, and what `call` ([`super::call`]) shares with them:
+//! printing results (every content block, [`super::render`]) and each server's status.
 
 use std::io::{BufRead, Write};
 
 use serde_json::{json, Map, Value};
 
 use crate::protocol::ToolResult;
-use crate::registry::ToolDefinition;
 use crate::session::{ServerStatus, Session};
+use crate::transport::text::clean;
 use crate::Error;
 
+use super::catalog_cmds::{catalog, print_catalog};
 use super::interrupt::Signals;
-use super::start::{parse_args, report, runtime, start, Scope, Who};
-use super::{protocol_cmds, ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
-
-fn catalog(session: &Session, who: &Who<'_>) -> Result<Vec<ToolDefinition>, Error> {
-    match who.agent {
-        Some(a) => session.catalog_for(a),
-        None => Ok(session.catalog()),
-    }
-}
-
-fn print_catalog(
-    tools: &[ToolDefinition],
-    json: bool,
-    out: &mut impl Write,
-) -> std::io::Result<()> {
-    if json {
-        serde_json::to_writer(&mut *out, tools)?;
-        writeln!(out)
-    } else {
-        for t in tools {
-            let desc = t.description.lines().next().unwrap_or("");
-            writeln!(out, "{}\t{}", t.name, desc)?;
-        }
-        Ok(())
-    }
-}
-
-/// `kaged-mcp tools`: the catalog of the servers that started; exit 1 when any enabled
-/// server did not (its `error:` line says why), 0 when all did.
-pub(super) fn tools(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool) -> u8 {
-    super::interrupt::block_on(async {
-        let (session, failed) = match start(args, Scope::All, true, verbose).await {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
-        let code = match catalog(&session, &who) {
-            Ok(tools) => {
-                let _ = print_catalog(&tools, json, &mut std::io::stdout().lock());
-                for (tool, why) in session.registry().unvalidated() {
-                    if tools.iter().any(|t| t.name == tool) {
-                        eprintln!("note: {tool} is not validated: {}", why.join("; "));
-                    }
-                }
-                for server in &session.config().project.servers {
-                    let Some(catalog) = session.registry().server_catalog(&server.key) else {
-                        continue;
-                    };
-                    for (name, why) in &catalog.skipped {
-                        eprintln!(
-                            "note: server `{}` offers a tool `{name}` that is not registered: {why}",
-                            server.key
-                        );
-                    }
-                }
-                if failed > 0 {
-                    EXIT_FAILED
-                } else {
-                    EXIT_OK
-                }
-            }
-            Err(e @ Error::LoginRequired { .. }) => {
-                report(&e, verbose);
-                EXIT_CONFIG
-            }
-            Err(e) => {
-                report(&e, verbose);
-                EXIT_FAILED
-            }
-        };
-        super::interrupt::end(session).await;
-        code
-    })
-}
+use super::output::Failure;
+use super::start::{parse_args, runtime, start, Scope, Who};
+use super::{protocol_cmds, render, ProjectArgs, EXIT_FAILED, EXIT_OK};
 
 pub(super) async fn do_call(
     session: &Session,
@@ -97,16 +28,23 @@ pub(super) async fn do_call(
     }
 }
 
-/// The `--json` form of a result.
+/// The `--json` form of a result: `{"content", "structuredContent", "isError", "truncated"}`,
+/// and the result's `_meta` when it has one.
 pub(crate) fn result_json(r: &ToolResult) -> Value {
-    json!({
+    let mut v = json!({
         "content": r.content,
         "structuredContent": r.structured_content,
         "isError": r.is_error,
         "truncated": r.truncated,
-    })
+    });
+    if let (Value::Object(m), Some(meta)) = (&mut v, &r.meta) {
+        m.insert("_meta".into(), meta.clone());
+    }
+    v
 }
 
+/// Writes a result: its JSON form, or every content block as text ([`render::blocks`]) and,
+/// when there is none, the structured content.
 pub(super) fn print_result(
     r: &ToolResult,
     json: bool,
@@ -116,7 +54,7 @@ pub(super) fn print_result(
         serde_json::to_writer(&mut *out, &result_json(r))?;
         writeln!(out)
     } else {
-        let text = r.joined_text();
+        let text = render::blocks(&r.content);
         if text.is_empty() {
             if let Some(s) = &r.structured_content {
                 return writeln!(out, "{s}");
@@ -164,6 +102,7 @@ fn print_status(
                     s.server
                 )?;
             }
+            write_identity(s, out)?;
             if verbose {
                 if let Some(d) = s
                     .error_detail
@@ -201,18 +140,78 @@ fn print_status(
     }
 }
 
+/// Who the server says it is, indented under its status line: `server: name version (title,
+/// website)`, its capabilities, the first line of its instructions. Nothing before it started.
+fn write_identity(s: &ServerStatus, out: &mut impl Write) -> std::io::Result<()> {
+    if let Some(info) = &s.server_info {
+        let mut line = clean(&format!("{} {}", info.name, info.version), 400);
+        let website = info.extra.get("websiteUrl").and_then(Value::as_str);
+        let more: Vec<String> = info
+            .title
+            .iter()
+            .map(|t| clean(t, 200))
+            .chain(website.map(|w| clean(w, 400)))
+            .collect();
+        if !more.is_empty() {
+            line.push_str(&format!(" ({})", more.join(", ")));
+        }
+        writeln!(out, "  server: {}", line.trim())?;
+    }
+    if let Some(caps) = s.capabilities.as_ref().and_then(Value::as_object) {
+        let shown: Vec<String> = caps
+            .iter()
+            .map(|(name, v)| {
+                let flags: Vec<&str> = v
+                    .as_object()
+                    .map(|o| {
+                        o.iter()
+                            .filter(|(_, f)| **f == Value::Bool(true))
+                            .map(|(k, _)| k.as_str())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if flags.is_empty() {
+                    clean(name, 80)
+                } else {
+                    clean(&format!("{name} ({})", flags.join(", ")), 400)
+                }
+            })
+            .collect();
+        let shown = if shown.is_empty() {
+            "none".to_owned()
+        } else {
+            shown.join(", ")
+        };
+        writeln!(out, "  capabilities: {shown}")?;
+    }
+    if let Some(first) = s
+        .instructions
+        .as_deref()
+        .and_then(|i| i.lines().map(str::trim).find(|l| !l.is_empty()))
+    {
+        let more = if s.instructions.as_deref().is_some_and(|i| i.trim() != first) {
+            " (…; --json has all of them)"
+        } else {
+            ""
+        };
+        writeln!(out, "  instructions: {}{more}", clean(first, 400))?;
+    }
+    Ok(())
+}
+
 /// Whether every enabled server is ready.
 fn all_ready(st: &[ServerStatus]) -> bool {
     st.iter()
         .all(|s| s.state == "ready" || s.state == "disabled")
 }
 
-/// `kaged-mcp status`: exit 1 when an enabled server is not ready.
-pub(super) fn status(args: &ProjectArgs, json: bool, verbose: bool) -> u8 {
+/// `kaged-mcp status [SERVER…]`: starts the servers named (or all) and prints their status;
+/// exit 1 when one of them is enabled and not ready.
+pub(super) fn status(args: &ProjectArgs, servers: &[String], json: bool, verbose: bool) -> u8 {
     super::interrupt::block_on(async {
-        let (session, _) = match start(args, Scope::All, false, verbose).await {
+        let (session, _) = match start(args, Scope::Servers(servers), false, verbose).await {
             Ok(s) => s,
-            Err(code) => return code,
+            Err(f) => return f.exit(json, verbose),
         };
         let st = session.status();
         let _ = print_status(&st, json, verbose, &mut std::io::stdout().lock());
@@ -241,20 +240,21 @@ async fn shell_line(
     let (cmd, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let rest = rest.trim();
     let mut out = std::io::stdout().lock();
-    let err = |out: &mut std::io::StdoutLock<'_>, msg: String| {
+    // Every failure is one line: `error: …`, or with --json the one JSON failure.
+    let err = |out: &mut std::io::StdoutLock<'_>, f: Failure| {
         if json {
-            let _ = writeln!(out, "{}", json!({"error": msg}));
+            let _ = writeln!(out, "{}", f.json());
         } else {
-            let _ = writeln!(out, "error: {msg}");
+            let _ = writeln!(out, "error: {}", f.message());
         }
     };
     match cmd {
         "quit" | "exit" => return true,
         "tools" => match catalog(session, who) {
             Ok(t) => {
-                let _ = print_catalog(&t, json, &mut out);
+                let _ = print_catalog(session, &t, json, &mut out);
             }
-            Err(e) => err(&mut out, e.reason()),
+            Err(e) => err(&mut out, Failure::of(&e)),
         },
         "status" => {
             let _ = print_status(&session.status(), json, verbose, &mut out);
@@ -270,13 +270,13 @@ async fn shell_line(
                 Ok(()) => {
                     let _ = writeln!(out, "enabled {rest}");
                 }
-                Err(e) => err(&mut out, e.reason()),
+                Err(e) => err(&mut out, Failure::of(&e)),
             }
         }
         "call" if !rest.is_empty() => {
             let (tool, a) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
             match parse_args(Some(a)) {
-                Err(e) => err(&mut out, e),
+                Err(e) => err(&mut out, Failure::usage(e)),
                 Ok(arguments) => {
                     drop(out);
                     let r = do_call(session, who, tool, arguments).await;
@@ -285,14 +285,14 @@ async fn shell_line(
                         Ok(r) => {
                             let _ = print_result(&r, json, &mut out);
                         }
-                        Err(e) => err(&mut out, e.reason()),
+                        Err(e) => err(&mut out, Failure::of(&e).with("tool", tool)),
                     }
                 }
             }
         }
         "resources" | "read" | "prompts" | "prompt" | "complete" => {
             match protocol_cmds::parse_shell_line(line) {
-                Err(e) => err(&mut out, e),
+                Err(e) => err(&mut out, Failure::usage(e)),
                 Ok(verb) => {
                     drop(out);
                     // One answer per line: binary contents go to `--out` only.
@@ -303,17 +303,17 @@ async fn shell_line(
                         Ok(errors) => {
                             let _ = out.write_all(&answer);
                             for e in errors {
-                                err(&mut out, e.reason());
+                                err(&mut out, Failure::of(&e));
                             }
                         }
-                        Err(f) => err(&mut out, f.message),
+                        Err(f) => err(&mut out, f),
                     }
                 }
             }
         }
         _ => err(
             &mut out,
-            format!("unknown command `{line}`; commands: tools, call TOOL [JSON], status, enable SERVER, resources [SERVER], read SERVER URI [--out FILE], prompts [SERVER], prompt SERVER NAME [--args JSON], complete SERVER (--prompt NAME | --template URI) ARG PREFIX [--context JSON], quit"),
+            Failure::usage(format!("unknown command `{line}`; commands: tools, call TOOL [JSON], status, enable SERVER, resources [SERVER], read SERVER URI [--out FILE], prompts [SERVER], prompt SERVER NAME [--args JSON], complete SERVER (--prompt NAME | --template URI) ARG PREFIX [--context JSON], quit")),
         ),
     }
     let _ = std::io::stdout().flush();
@@ -330,7 +330,7 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool)
         let mut signals = Signals::listen();
         let (session, _) = match signals.until(start(args, Scope::All, true, verbose)).await {
             Ok(Ok(s)) => s,
-            Ok(Err(code)) => return code,
+            Ok(Err(f)) => return f.exit(json, verbose),
             Err(signal) => {
                 signal.announce("stopped while the servers started; they were killed");
                 return signal.exit_code();

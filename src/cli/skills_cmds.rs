@@ -11,8 +11,9 @@ use crate::client::ClientError;
 use crate::session::Session;
 use crate::Error;
 
+use super::output::Failure;
 use super::start::{report, start, Scope};
-use super::{ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
+use super::{ProjectArgs, EXIT_FAILED, EXIT_OK};
 
 /// `skills [SERVER]`.
 #[derive(Debug, Args)]
@@ -42,7 +43,7 @@ pub(super) fn list(project: &ProjectArgs, args: &SkillsArgs, json: bool, verbose
         let scope = args.server.as_deref().map_or(Scope::All, Scope::Server);
         let (session, failed) = match start(project, scope, args.server.is_none(), verbose).await {
             Ok(s) => s,
-            Err(code) => return code,
+            Err(f) => return f.exit(json, verbose),
         };
         let servers = match &args.server {
             Some(server) => vec![server.clone()],
@@ -85,8 +86,10 @@ pub(super) fn list(project: &ProjectArgs, args: &SkillsArgs, json: bool, verbose
                     }
                 }
                 Err(e @ Error::UnknownServer { .. }) => {
-                    report(&e, verbose);
-                    return EXIT_CONFIG;
+                    drop(out);
+                    let code = Failure::of(&e).exit(json, verbose);
+                    super::interrupt::end(session).await;
+                    return code;
                 }
                 Err(e) => {
                     report(&e, verbose);
@@ -111,7 +114,7 @@ pub(super) fn show(project: &ProjectArgs, args: &SkillArgs, json: bool, verbose:
     super::interrupt::block_on(async {
         let (session, _) = match start(project, Scope::Server(&args.server), false, verbose).await {
             Ok(s) => s,
-            Err(code) => return code,
+            Err(f) => return f.exit(json, verbose),
         };
         let code = match load(&session, args).await {
             Ok(content) => {
@@ -133,16 +136,7 @@ pub(super) fn show(project: &ProjectArgs, args: &SkillArgs, json: bool, verbose:
                 let _ = out.flush();
                 EXIT_OK
             }
-            Err(e) => {
-                if json {
-                    println!("{}", error_json(&e));
-                }
-                report(&e, verbose);
-                match e {
-                    Error::UnknownServer { .. } => EXIT_CONFIG,
-                    _ => EXIT_FAILED,
-                }
-            }
+            Err(e) => failure(&e).exit(json, verbose),
         };
         super::interrupt::end(session).await;
         code
@@ -160,8 +154,9 @@ async fn load(session: &Session, args: &SkillArgs) -> Result<crate::client::Skil
     }
 }
 
-/// `{"error": {"kind", "message", "server", "check"?}}`: a refused skill names its check.
-fn error_json(e: &Error) -> serde_json::Value {
+/// The failure of `skill`: `{"error": {"kind", "message", "server", "check"}}`, a refused
+/// skill naming its check; exit 2 for an undeclared server, 1 otherwise.
+fn failure(e: &Error) -> Failure {
     let check = match e {
         Error::Request { source, .. } => match &**source {
             ClientError::SkillRefused { check, .. } => Some(check.as_str()),
@@ -169,5 +164,12 @@ fn error_json(e: &Error) -> serde_json::Value {
         },
         _ => None,
     };
-    json!({"error": {"kind": e.kind(), "message": e.reason(), "server": e.server(), "check": check}})
+    let code = match e {
+        Error::UnknownServer { .. } => super::EXIT_CONFIG,
+        _ => EXIT_FAILED,
+    };
+    Failure::of(e)
+        .code(code)
+        .with("server", e.server())
+        .with("check", check)
 }

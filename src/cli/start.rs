@@ -9,7 +9,8 @@ use crate::pin::Verdict;
 use crate::session::{PinEvent, Session, SessionOptions};
 use crate::Error;
 
-use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_FAILED};
+use super::output::Failure;
+use super::{load_config, ProjectArgs, EXIT_FAILED};
 
 /// What `tools`, `call` and `shell` act as: the daemon itself, or one agent.
 pub(super) struct Who<'a> {
@@ -38,6 +39,9 @@ pub(super) fn report(e: &Error, verbose: bool) {
 pub(super) enum Scope<'a> {
     /// Every declared server (`tools`, `status`, `shell`).
     All,
+    /// Only these servers (`tools SERVER…`, `status SERVER…`); every one must be declared,
+    /// or the command is a usage error naming the declared servers. Empty means all.
+    Servers(&'a [String]),
     /// Only the server of this tool name (`call`): none when the name names no declared
     /// server, so the call fails with the unknown tool's hint without starting anything.
     ToolOf(&'a str),
@@ -98,7 +102,8 @@ fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
         print_pin_event(event);
     });
     let server = match scope {
-        Scope::All => return options,
+        Scope::All | Scope::Servers([]) => return options,
+        Scope::Servers(names) => return options.only_servers(names.iter().cloned()),
         Scope::ToolOf(tool) => server_of(tool),
         Scope::Server(server) => Some(*server),
     };
@@ -108,16 +113,46 @@ fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
     options.only_servers(only)
 }
 
-/// Loads the configuration and starts a session; prints errors and returns the exit code on
-/// failure. With `announce`, each server that failed to start is one `error:` line on stderr
-/// (its chain too with `verbose`); the count of those servers comes back with the session.
+/// The usage error of a `Scope::Servers` naming a server the project does not declare.
+fn undeclared(config: &Config, scope: &Scope<'_>) -> Option<Failure> {
+    let Scope::Servers(names) = scope else {
+        return None;
+    };
+    let declared: Vec<&str> = config
+        .project
+        .servers
+        .iter()
+        .map(|s| s.key.as_str())
+        .collect();
+    let unknown = names.iter().find(|n| !declared.contains(&n.as_str()))?;
+    let known = if declared.is_empty() {
+        "none is declared".to_owned()
+    } else {
+        format!("the declared servers: {}", declared.join(", "))
+    };
+    Some(
+        Failure::new(
+            super::EXIT_CONFIG,
+            "unknown_server",
+            format!("no server `{unknown}` in the project; {known}"),
+        )
+        .with("server", unknown.as_str()),
+    )
+}
+
+/// Loads the configuration and starts a session; the failure to print when it cannot. With
+/// `announce`, each server that failed to start is one `error:` line on stderr (its chain too
+/// with `verbose`); the count of those servers comes back with the session.
 pub(super) async fn start(
     args: &ProjectArgs,
     scope: Scope<'_>,
     announce: bool,
     verbose: bool,
-) -> Result<(Session, usize), u8> {
+) -> Result<(Session, usize), Failure> {
     let config = load_config(args)?;
+    if let Some(f) = undeclared(&config, &scope) {
+        return Err(f);
+    }
     let options = options_for(&config, &scope);
     match Session::start_with(config, options).await {
         Ok(s) => {
@@ -133,16 +168,10 @@ pub(super) async fn start(
             let count = failed.len();
             Ok((s, count))
         }
-        Err(Error::Config(errs)) => {
-            for e in &errs {
-                eprintln!("error: {e}");
-            }
-            Err(EXIT_CONFIG)
-        }
-        Err(e) => {
-            report(&e, verbose);
-            Err(EXIT_FAILED)
-        }
+        Err(Error::Config(errs)) => Err(Failure::config(
+            errs.iter().map(ToString::to_string).collect(),
+        )),
+        Err(e) => Err(Failure::of(&e).code(EXIT_FAILED)),
     }
 }
 

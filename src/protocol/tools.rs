@@ -168,6 +168,10 @@ mod tests {
         assert!(t.annotations.as_ref().unwrap().read_only());
         assert!(t.output_schema.is_some());
         assert!(t.is_retry_safe());
+        // An annotation this client does not know is kept as sent.
+        let again = serde_json::to_value(&t).unwrap();
+        assert_eq!(again["annotations"]["futureHint"], 1);
+        assert_eq!(again["execution"]["taskSupport"], "forbidden");
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub use definition::{check_tool_name, ToolDefinition, ToolRequirement, ToolSourc
 use crate::client::ToolCall;
 use crate::config::ToolGrants;
 use crate::pin::Verdict;
-use crate::protocol::ToolResult;
+use crate::protocol::{ToolInfo, ToolResult};
 use crate::stack::ToolService;
 use crate::validate::ToolSchemas;
 use crate::Error;
@@ -42,6 +42,10 @@ pub struct McpTool {
     /// Calls ask a 2025-11-25 server to run them as tasks (`params.task`): the tool requires
     /// it, or allows it and the server's `tasks` mode is `prefer` ([`crate::client::tasks`]).
     pub task: bool,
+    /// The tool as its server listed it (title, annotations, `execution`, icons, `_meta`,
+    /// both schemas, every other field as sent): what `kaged-mcp tools --json` and `describe`
+    /// show. Shared, never copied on a call.
+    pub tool: Arc<ToolInfo>,
     /// Its standing against `mcp.lock` ([`crate::pin`]): pinned, or (under `pins = "warn"`)
     /// registered although it differs.
     pub pin: Verdict,

@@ -135,6 +135,7 @@ pub fn rebuild_catalog(
                 schemas,
                 task,
                 pin,
+                tool: Arc::new(t),
             },
         );
     }

@@ -52,6 +52,13 @@ pub struct ServerStatus {
     pub era: Option<&'static str>,
     /// The protocol version it speaks, once it started.
     pub protocol_version: Option<String>,
+    /// What the server said about itself when it started (`serverInfo`: `name`, `version`,
+    /// `title`, `websiteUrl`, `description`, `icons`, … as sent), once it started.
+    pub server_info: Option<crate::protocol::Implementation>,
+    /// The capabilities it announced (`tools`, `resources`, `prompts`, `logging`, …), as sent.
+    pub capabilities: Option<serde_json::Value>,
+    /// The instructions it gave its clients, whole.
+    pub instructions: Option<String>,
     /// The era the operator asked for (`auto`, `legacy` or `modern`, from `local.toml`).
     pub era_setting: &'static str,
     /// Median call latency in milliseconds (a histogram estimate, at most ~25 % high); `None`
@@ -147,6 +154,7 @@ impl Session {
                 let (last_error, error_detail) = failure.unzip();
                 let stats = s.stats.as_ref().map(|st| st.snapshot()).unwrap_or_default();
                 let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+                let init = s.client.as_ref().and_then(McpClient::initialize_result);
                 let tasks = s
                     .client
                     .as_ref()
@@ -183,6 +191,9 @@ impl Session {
                         .and_then(McpClient::era)
                         .map(|e| e.as_str()),
                     protocol_version: s.client.as_ref().and_then(McpClient::protocol_version),
+                    server_info: init.as_ref().map(|i| i.server_info.clone()),
+                    capabilities: init.as_ref().map(|i| i.capabilities.clone()),
+                    instructions: init.as_ref().and_then(|i| i.instructions.clone()),
                     era_setting: self.config.local.overrides(&s.config.key).era.as_str(),
                     p50_ms: ms(stats.p50),
                     p99_ms: ms(stats.p99),

@@ -9,7 +9,10 @@ fn kaged() -> Command {
 #[test]
 fn check_accepts_the_bundled_demo_project() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
-    let out = kaged().args(["check", "--project", dir]).output().unwrap();
+    let out = kaged()
+        .args(["check", "-v", "--project", dir])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -45,7 +48,7 @@ fn check_exits_2_naming_file_key_and_line_on_a_broken_copy() {
         .unwrap()
         + 1;
     let out = kaged()
-        .args(["check", "--project"])
+        .args(["check", "-v", "--project"])
         .arg(d.path())
         .output()
         .unwrap();
@@ -71,7 +74,7 @@ fn check_exits_2_on_a_missing_secret_and_never_prints_secrets() {
     )
     .unwrap();
     let out = kaged()
-        .args(["check", "--project"])
+        .args(["check", "-v", "--project"])
         .arg(d.path())
         .output()
         .unwrap();
@@ -103,7 +106,7 @@ fn check_honours_local_and_config_flags() {
     let cfg = d.path().join("config.toml");
     std::fs::write(&cfg, "[mcp]\nresult_max_bytes = 99\n").unwrap();
     let out = kaged()
-        .args(["check", "--project"])
+        .args(["check", "-v", "--project"])
         .arg(d.path())
         .arg("--local")
         .arg(&local)
@@ -132,8 +135,20 @@ fn check_honours_local_and_config_flags() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = kaged().args(["check"]).output().unwrap();
+    // No --project, and no project.yaml from the current directory up.
+    let empty = tempfile::tempdir().unwrap();
+    let out = kaged()
+        .args(["check"])
+        .current_dir(empty.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("or any directory above it; give --project DIR"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = kaged()
         .args(["check", "--project", "/nonexistent/dir"])
         .output()
@@ -156,7 +171,7 @@ fn check_prints_an_env_secret_as_stars_and_plain_values_as_written() {
     )
     .unwrap();
     let out = kaged()
-        .args(["check", "--project"])
+        .args(["check", "-v", "--project"])
         .arg(d.path())
         .env("RUST_LOG", "kaged_mcp=trace")
         .output()
@@ -188,7 +203,7 @@ fn check_exits_2_on_a_missing_env_secret_naming_file_key_line_and_ref() {
     )
     .unwrap();
     let out = kaged()
-        .args(["check", "--project"])
+        .args(["check", "-v", "--project"])
         .arg(d.path())
         .output()
         .unwrap();
@@ -214,7 +229,7 @@ fn check_exits_2_on_a_missing_env_secret_naming_file_key_line_and_ref() {
 /// The `era:` line `check` prints for the only server of the project in `dir`.
 fn era_line(dir: &std::path::Path) -> String {
     let out = kaged()
-        .args(["check", "--project"])
+        .args(["check", "-v", "--project"])
         .arg(dir)
         .output()
         .unwrap();
@@ -243,7 +258,7 @@ fn check_on_an_sse_server_names_exactly_the_era_values_it_accepts() {
         )
         .unwrap();
         let accepted = kaged()
-            .args(["check", "--project"])
+            .args(["check", "-v", "--project"])
             .arg(d.path())
             .output()
             .unwrap()
@@ -265,7 +280,7 @@ fn check_shows_the_log_level_and_the_roots_and_refuses_roots_that_do_not_resolve
         "[mcp.fs]\nlog_level = \"warning\"\n",
     );
     std::fs::create_dir(d.path().join("data")).unwrap();
-    let o = run(&["check"], d.path());
+    let o = run(&["check", "-v"], d.path());
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert!(o.stdout.contains("  log level: warning\n"), "{}", o.stdout);
     assert!(o.stdout.contains("  roots: [./data]\n"), "{}", o.stdout);
@@ -276,7 +291,7 @@ fn check_shows_the_log_level_and_the_roots_and_refuses_roots_that_do_not_resolve
     );
     // A root that is not there: found by check, not only at start.
     std::fs::remove_dir(d.path().join("data")).unwrap();
-    let o = run(&["check"], d.path());
+    let o = run(&["check", "-v"], d.path());
     assert_eq!(o.code, Some(2), "{}", o.stderr);
     assert!(
         o.stderr.contains("server `fs`: roots") && o.stderr.contains("data"),

@@ -65,7 +65,7 @@ fn a_stdio_server_gets_its_env_secret_and_no_output_shows_it() {
     assert_eq!(o.stdout.trim(), "mismatch", "{}", o.stderr);
     assert!(!o.stdout.contains(SECRET) && !o.stderr.contains(SECRET));
 
-    for args in [&["check"][..], &["status"], &["tools"]] {
+    for args in [&["check"][..], &["check", "-v"], &["status"], &["tools"]] {
         let o = run(args, &d);
         assert_eq!(o.code, Some(0), "{args:?}: {}", o.stderr);
         assert!(

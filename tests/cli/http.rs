@@ -38,7 +38,7 @@ fn every_command_works_over_streamable_http() {
             .unwrap();
     let d = project(&peer.mcp_url(), SECRET);
 
-    let (code, out, err) = run(&["check"], &d);
+    let (code, out, err) = run(&["check", "-v"], &d);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("remote (streamable-http)"), "{out}");
     assert!(out.contains(&format!("url: {}", peer.mcp_url())), "{out}");

@@ -206,7 +206,7 @@ fn the_shell_says_a_killed_http_server_is_not_ready_once_a_call_could_not_reach_
         &mut stdout,
         r#"call mcp.remote.echo {"message":"again"}"#,
     );
-    let message = e["error"].as_str().unwrap();
+    let message = e["error"]["message"].as_str().unwrap();
     // Refused at once after the retries, or timed out waiting for the restarts: either way
     // the operator reads that the connection was refused.
     assert!(

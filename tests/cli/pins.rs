@@ -436,8 +436,17 @@ fn a_server_that_says_it_is_another_version_is_told_and_its_tools_still_judged_o
     upgraded["instructions"] = json!("Use add for sums.\nAlways call echo first.");
     write_tools(&tools, &upgraded);
     let o = run(&["tools"], dir.path());
-    assert_eq!(o.stdout.lines().count(), 3, "its tools are unchanged: {}", o.stdout);
-    let warnings: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(
+        o.stdout.lines().count(),
+        3,
+        "its tools are unchanged: {}",
+        o.stdout
+    );
+    let warnings: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
     assert_eq!(
         warnings,
         ["warning: server `pins`: differs from mcp.lock in server version, instructions (its tools are judged one by one); review with `kaged-mcp lock --check pins`, approve with `kaged-mcp lock pins`"]

@@ -328,7 +328,10 @@ fn the_shell_answers_the_same_verbs_one_json_line_each() {
     );
     assert_eq!(answers[5].as_array().unwrap().len(), 4);
     assert!(
-        answers[6]["error"].as_str().unwrap().contains("--prompt"),
+        answers[6]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--prompt"),
         "{}",
         answers[6]
     );

@@ -38,7 +38,9 @@ fn tools_prints_the_catalog_and_lists_failed_servers_on_stderr() {
     let o = run(&["tools"], &d);
     assert_eq!(o.code, Some(1), "{}", o.stderr);
     assert!(
-        o.stdout.contains("mcp.demo.echo\tEchoes a message"),
+        o.stdout.contains(
+            "mcp.demo.echo(message: string, pad?: integer) [read-only]\tEchoes a message"
+        ),
         "{}",
         o.stdout
     );
@@ -247,7 +249,7 @@ fn shell_answers_each_command_and_shows_a_crash_and_restart() {
 
     // The server dies mid-call: the call fails at once, naming the server.
     let r = ask(&mut stdin, &mut stdout, "call mcp.demo.crash");
-    let err = r["error"].as_str().unwrap();
+    let err = r["error"]["message"].as_str().unwrap();
     assert!(err.contains("demo"), "{err}");
     let st = ask(&mut stdin, &mut stdout, "status");
     assert_eq!(st[0]["state"], "restarting", "{st}");
@@ -273,13 +275,27 @@ fn shell_answers_each_command_and_shows_a_crash_and_restart() {
 
     // A failing command never ends the shell.
     let r = ask(&mut stdin, &mut stdout, "call mcp.demo.nope");
-    assert!(r["error"].as_str().unwrap().contains("unknown tool"));
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown tool"));
+    assert_eq!(r["error"]["kind"], "unknown_tool", "{r}");
     let r = ask(&mut stdin, &mut stdout, "frobnicate");
-    assert!(r["error"].as_str().unwrap().contains("unknown command"));
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown command"));
+    assert_eq!(r["error"]["kind"], "usage", "{r}");
     let r = ask(&mut stdin, &mut stdout, "call mcp.demo.echo [1]");
-    assert!(r["error"].as_str().unwrap().contains("JSON object"));
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("JSON object"));
     let r = ask(&mut stdin, &mut stdout, "enable nosuch");
-    assert!(r["error"].as_str().unwrap().contains("unknown MCP server"));
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown MCP server"));
     let r = ask(&mut stdin, &mut stdout, "enable broken");
     assert_eq!(r["enabled"], "broken");
 
@@ -306,7 +322,10 @@ fn shell_for_an_agent_lists_only_its_tools_and_ends_at_eof() {
     assert_eq!(tools[0]["name"], "mcp.demo.echo");
     assert_eq!(tools.as_array().unwrap().len(), 1);
     let r = ask(&mut stdin, &mut stdout, "call mcp.demo.crash");
-    assert!(r["error"].as_str().unwrap().contains("not granted"));
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not granted"));
     drop(stdin);
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
@@ -365,7 +384,7 @@ fn tools_says_which_tools_are_not_validated() {
     .unwrap();
     let o = run(&["tools"], &dir);
     assert_eq!(o.code, Some(0), "{}", o.stderr);
-    assert!(o.stdout.contains("mcp.fa.remote_ref\t"), "{}", o.stdout);
+    assert!(o.stdout.contains("mcp.fa.remote_ref("), "{}", o.stdout);
     let notes: Vec<&str> = o
         .stderr
         .lines()

@@ -429,7 +429,7 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
     let auth =
         "      client_id: svc\n      secret_ref: oauth.svc\n      grant: client_credentials\n";
     std::fs::write(project.join("project.yaml"), server.project(auth)).unwrap();
-    let out = with(&["check"]);
+    let out = with(&["check", "-v"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(
         out.stdout.contains(
