@@ -13,7 +13,7 @@ use crate::Error;
 use super::catalog_cmds::{catalog, print_catalog};
 use super::interrupt::Signals;
 use super::output::Failure;
-use super::start::{parse_args, runtime, start, Scope, Who};
+use super::start::{parse_args, runtime, start, start_lasting, Scope, Who};
 use super::{protocol_cmds, render, ProjectArgs, EXIT_FAILED, EXIT_OK};
 
 pub(super) async fn do_call(
@@ -328,7 +328,10 @@ pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool)
         // Listening from the start: an interrupt never leaves a server running, and one
         // during a command cancels what it has in flight.
         let mut signals = Signals::listen();
-        let (session, _) = match signals.until(start(args, Scope::All, true, verbose)).await {
+        let (session, _) = match signals
+            .until(start_lasting(args, Scope::All, true, verbose))
+            .await
+        {
             Ok(Ok(s)) => s,
             Ok(Err(f)) => return f.exit(json, verbose),
             Err(signal) => {

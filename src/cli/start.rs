@@ -87,7 +87,7 @@ fn print_pin_event(event: &PinEvent) {
     }
 }
 
-fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
+fn options_for(config: &Config, scope: &Scope<'_>, one_shot: bool) -> SessionOptions {
     // The tool a `call` names: if it is held, the call's own error says so, once.
     let called = match scope {
         Scope::ToolOf(tool) => Some((*tool).to_owned()),
@@ -101,6 +101,11 @@ fn options_for(config: &Config, scope: &Scope<'_>) -> SessionOptions {
         }
         print_pin_event(event);
     });
+    let options = if one_shot {
+        options.one_shot()
+    } else {
+        options
+    };
     let server = match scope {
         Scope::All | Scope::Servers([]) => return options,
         Scope::Servers(names) => return options.only_servers(names.iter().cloned()),
@@ -143,17 +148,41 @@ fn undeclared(config: &Config, scope: &Scope<'_>) -> Option<Failure> {
 /// Loads the configuration and starts a session; the failure to print when it cannot. With
 /// `announce`, each server that failed to start is one `error:` line on stderr (its chain too
 /// with `verbose`); the count of those servers comes back with the session.
+///
+/// The session is [one-shot](SessionOptions::one_shot): it ends with the command, so a server
+/// that failed is `failed`, never `restarting`. The shell's is [`start_lasting`].
 pub(super) async fn start(
     args: &ProjectArgs,
     scope: Scope<'_>,
     announce: bool,
     verbose: bool,
 ) -> Result<(Session, usize), Failure> {
+    start_session(args, scope, announce, verbose, true).await
+}
+
+/// [`start`] for a session that lasts (the shell): a server that failed restarts on a later
+/// call.
+pub(super) async fn start_lasting(
+    args: &ProjectArgs,
+    scope: Scope<'_>,
+    announce: bool,
+    verbose: bool,
+) -> Result<(Session, usize), Failure> {
+    start_session(args, scope, announce, verbose, false).await
+}
+
+async fn start_session(
+    args: &ProjectArgs,
+    scope: Scope<'_>,
+    announce: bool,
+    verbose: bool,
+    one_shot: bool,
+) -> Result<(Session, usize), Failure> {
     let config = load_config(args)?;
     if let Some(f) = undeclared(&config, &scope) {
         return Err(f);
     }
-    let options = options_for(&config, &scope);
+    let options = options_for(&config, &scope, one_shot);
     match Session::start_with(config, options).await {
         Ok(s) => {
             let failed = s.start_failures();

@@ -77,6 +77,9 @@ impl Session {
                 self.0.rediscovering.store(false, Ordering::Release);
             }
         }
+        if self.one_shot {
+            return;
+        }
         let Some(s) = self.servers.get(server) else {
             return;
         };

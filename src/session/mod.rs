@@ -62,6 +62,7 @@ pub struct SessionOptions {
     token_sources: BTreeMap<String, Arc<dyn TokenSource>>,
     only: Option<BTreeSet<String>>,
     on_pin: Option<pins::OnPinEvent>,
+    one_shot: bool,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -78,6 +79,7 @@ impl std::fmt::Debug for SessionOptions {
         .field("elicitation_handler", &self.elicitation.is_some())
         .field("only", &self.only)
         .field("on_pin_event", &self.on_pin.is_some())
+        .field("one_shot", &self.one_shot)
         .finish()
     }
 }
@@ -145,6 +147,15 @@ impl SessionOptions {
         self
     }
 
+    /// The session serves one command and ends (what every `kaged-mcp` command but `shell`
+    /// does): nothing will start a failed server again, so a server whose start failed is
+    /// `failed` in [`Session::status`] and in the errors of calls to it, never `restarting`,
+    /// and a call to it starts no background restart. A daemon leaves it unset.
+    pub fn one_shot(mut self) -> Self {
+        self.one_shot = true;
+        self
+    }
+
     /// Hears what pinning finds ([`crate::pin`]): each tool that differs from `mcp.lock`
     /// (held, or registered under `pins = "warn"`) and each server reached differently or
     /// saying it is someone else, once per session (again only when it changes, after a
@@ -193,6 +204,7 @@ pub struct Session {
     servers: BTreeMap<String, Arc<Server>>,
     watchers: Vec<JoinHandle<()>>,
     on_pin: Option<pins::OnPinEvent>,
+    one_shot: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -341,6 +353,7 @@ impl Session {
             servers,
             watchers: Vec::new(),
             on_pin: options.on_pin.clone(),
+            one_shot: options.one_shot,
         };
         let starts = session
             .servers

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Session;
-use crate::client::McpClient;
+use crate::client::{McpClient, ServerState};
 
 /// A server's state as the session sees it.
 #[derive(Debug, Clone, Serialize)]
@@ -14,7 +14,8 @@ pub struct ServerStatus {
     pub server: String,
     /// Its transport: `stdio`, `streamable-http` or `sse`.
     pub transport: &'static str,
-    /// `starting`, `ready`, `restarting`, `failed` or `disabled`.
+    /// `starting`, `ready`, `restarting`, `failed` or `disabled` (never `restarting` in a
+    /// [one-shot](super::SessionOptions::one_shot) session: nothing will restart the server).
     pub state: String,
     /// How many of its tools are registered.
     pub tools: usize,
@@ -150,6 +151,13 @@ impl Session {
                             c.consecutive_failures(),
                         )
                     }
+                };
+                // A one-shot session ends with its command: a server it would restart on the
+                // next call will never see one.
+                let state = if self.one_shot && state == ServerState::Restarting.as_str() {
+                    ServerState::Failed.as_str().to_owned()
+                } else {
+                    state
                 };
                 let (last_error, error_detail) = failure.unzip();
                 let stats = s.stats.as_ref().map(|st| st.snapshot()).unwrap_or_default();

@@ -62,7 +62,7 @@ fn a_call_to_a_tool_of_a_server_that_is_not_ready_says_so() {
     );
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(
-        err.contains("error: server `broken` is not ready (restarting): ")
+        err.contains("error: server `broken` is not ready (failed): ")
             && err.contains("exiting with code 1 before initialize"),
         "{err}"
     );

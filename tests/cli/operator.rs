@@ -116,8 +116,10 @@ fn tools_and_status_exit_1_when_a_server_failed_and_0_when_all_started() {
 
 #[test]
 fn status_state_counters_and_log_agree() {
-    // A server that exits before initialize: one failure, restarting (the next call tries
-    // again after the backoff), as the log says; a 403: failed at once, one failure.
+    // A server that exits before initialize: one failure; the supervisor would restart it on
+    // the next call (its log says `to=restarting`), but a one-shot command has no next call, so
+    // status says `failed` (issue 36 point 7; on 79ff2ee it said `restarting`); a 403: failed
+    // at once, one failure.
     let forbidden = SsePeer::start_reporting_port(&peers::http_fault_server("forbidden", &[]))
         .expect("http_fault_server");
     let broken = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
@@ -137,7 +139,7 @@ fn status_state_counters_and_log_agree() {
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let st = v.as_array().unwrap();
     assert_eq!(st[0]["server"], "broken");
-    assert_eq!(st[0]["state"], "restarting", "{v}");
+    assert_eq!(st[0]["state"], "failed", "{v}");
     assert_eq!(st[0]["consecutive_failures"], 1, "{v}");
     assert!(
         stderr.contains("server=\"broken\" failures=1") && stderr.contains("to=restarting"),
@@ -566,4 +568,58 @@ fn a_program_that_cannot_be_run_is_failed_not_restarting() {
         assert!(line.contains("\tfailed\t"), "{line}");
         assert!(line.contains("could not spawn"), "{line}");
     }
+}
+
+/// In the shell, which lasts, a failure a restart can fix is `restarting`; one it cannot (a
+/// program that is not there, a 404 at the configured URL: nothing there is an MCP endpoint)
+/// is `failed` at once, with the reason (issue 36 point 7; on 79ff2ee both said `restarting`,
+/// the 404 after trying five times).
+#[test]
+fn in_the_shell_what_no_restart_can_fix_is_failed_at_once() {
+    let peer = SsePeer::start_reporting_port(&peers::http_fault_server("ok", &[]))
+        .expect("http_fault_server");
+    let broken = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
+    let yaml = format!(
+        "mcp:\n  missing:\n    transport: stdio\n    command: [\"/nonexistent/kaged-program\"]\n  \
+         wrongpath:\n    transport: streamable-http\n    url: http://127.0.0.1:{}/not-mcp\n  \
+         broken:\n    transport: stdio\n    command: {broken}\n",
+        peer.port()
+    );
+    let dir = common::cli::project(&yaml, "");
+    let o = common::cli::shell(dir.path(), &["--json"], &["status"]);
+    let line = o.stdout.lines().last().unwrap_or_default();
+    let st: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    let state = |key: &str| {
+        st.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["server"] == key)
+            .unwrap_or_else(|| panic!("{key} in {st}"))
+            .clone()
+    };
+    assert_eq!(state("broken")["state"], "restarting", "{st}");
+    for key in ["missing", "wrongpath"] {
+        let s = state(key);
+        assert_eq!(s["state"], "failed", "{key}: {st}");
+        assert_eq!(s["consecutive_failures"], 1, "{key}: {st}");
+    }
+    let reason = state("wrongpath")["last_error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        reason.contains("404 Not Found")
+            && reason.contains("/not-mcp")
+            && reason.contains("is the MCP endpoint path right?"),
+        "{reason}"
+    );
+    // The one-shot status says the same of the 404, with exit 1.
+    let o = run(&["status"], &dir);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    let line = o
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("wrongpath\t"))
+        .unwrap_or_default();
+    assert!(line.contains("\tfailed\t"), "{}", o.stdout);
 }

@@ -710,7 +710,17 @@ impl ClientError {
     pub(crate) fn restart_cannot_fix(&self, era_forced: bool) -> bool {
         match self {
             Self::ConnectFailed { source, .. } => source.is_permanent(),
-            Self::SendFailed { failure, .. } => failure.is_permanent(),
+            // A 404 to `initialize` (the first request of a session, no session id): nothing
+            // at the configured URL is an MCP endpoint, which no restart changes (a 404 to the
+            // era probe alone is taken for a legacy server, which `initialize` then asks).
+            Self::SendFailed {
+                failure, request, ..
+            } => {
+                failure.is_permanent()
+                    || (failure.http_status() == Some(404)
+                        && (request.method == Initialize::METHOD
+                            || (era_forced && is_handshake(request.method))))
+            }
             Self::NoCommonVersion { .. } | Self::NotModern { .. } => true,
             Self::JsonRpc { request, code, .. } => {
                 era_forced
