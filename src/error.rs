@@ -131,7 +131,7 @@ pub enum Error {
         reason: String,
     },
     /// The call did not finish within the server's timeout.
-    #[error("server `{server}`: tool `{tool}` timed out after {} ms (raise `timeout_ms` under [mcp.{server}] in local.toml, or `default_timeout_ms` under [mcp] in config.toml)", timeout.as_millis())]
+    #[error("server `{server}`: tool `{tool}` timed out after {} ms{} (raise `timeout_ms` under [mcp.{server}] in local.toml, or `default_timeout_ms` under [mcp] in config.toml)", timeout.as_millis(), poll_interval.map(|p| format!(": its task, polled every {} ms as the server asked, had not changed", p.as_millis())).unwrap_or_default())]
     Timeout {
         /// The server.
         server: String,
@@ -139,6 +139,10 @@ pub enum Error {
         tool: String,
         /// The timeout that fired (`timeout_ms` or the daemon default).
         timeout: Duration,
+        /// When the call ran as an MCP task whose server asked to be polled only every so
+        /// often, and the timeout came at a poll that found the task unchanged: that interval
+        /// (the timeout never fires between two such polls).
+        poll_interval: Option<Duration>,
     },
     /// The call failed on its way to or from the server: transport, protocol, JSON-RPC error,
     /// a failed server. The source says what, and names the server and request id.

@@ -297,6 +297,9 @@ pub struct TimedOut {
     pub timeout: Duration,
     /// Whether it was the total cap of a call that reported progress.
     pub total_cap: bool,
+    /// When the call was an MCP task the server asked to be polled only every so often, and
+    /// the timeout came at a poll that found it unchanged: that interval.
+    pub poll_interval: Option<Duration>,
 }
 
 impl fmt::Display for TimedOut {
@@ -311,7 +314,15 @@ impl fmt::Display for TimedOut {
             "server `{}`: no answer within {what} {} ms",
             self.server,
             self.timeout.as_millis()
-        )
+        )?;
+        if let Some(every) = self.poll_interval {
+            write!(
+                f,
+                " (its task, polled every {} ms as the server asked, had not changed)",
+                every.as_millis()
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -407,14 +418,18 @@ where
             }
             Err(e) if e.is::<Elapsed>() => {
                 this.span.record("outcome", "timeout");
-                let (timeout, total_cap) = e
+                let (timeout, total_cap, poll_interval) = e
                     .downcast_ref::<Elapsed>()
-                    .map(|el| (el.after(), el.kind() == ElapsedKind::Total))
+                    .map(|el| {
+                        let total = el.kind() == ElapsedKind::Total;
+                        (el.after(), total, el.asked_interval().filter(|_| !total))
+                    })
                     .unwrap_or_default();
                 Err(Box::new(TimedOut {
                     server: this.server.clone(),
                     timeout,
                     total_cap,
+                    poll_interval,
                 }) as BoxError)
             }
             Err(e) => {
@@ -475,6 +490,7 @@ pub fn into_error(server: &str, tool: &str, err: BoxError) -> Error {
             server: server.to_owned(),
             tool: tool.to_owned(),
             timeout: t.timeout,
+            poll_interval: t.poll_interval,
         },
         Err(source) => Error::Call {
             server: server.to_owned(),

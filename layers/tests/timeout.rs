@@ -126,3 +126,68 @@ async fn waiting_for_readiness_is_not_timed() {
     assert_request_eq!(handle, plain(5)).send_response("ok");
     assert_eq!(assert_ready_ok!(response.poll()), "ok");
 }
+
+/// A hold (a wait the server asked for, such as an MCP task's `pollInterval`) keeps the idle
+/// limit from ending the call before it is over; a release after a look that saw nothing new,
+/// once the idle limit has passed, ends the call at once, saying the server's pace was why.
+#[tokio::test(start_paused = true)]
+async fn a_hold_defers_the_idle_limit_and_its_release_after_silence_ends_the_call() {
+    let (mut svc, mut handle) = mock::spawn_layer::<Call, &str, _>(layer());
+    let progress = ProgressHandle::new();
+    let call = Call {
+        id: 7,
+        progress: Some(progress.clone()),
+    };
+    assert_ready_ok!(svc.poll_ready());
+    let mut response = tokio_test::task::spawn(svc.call(call.clone()));
+    assert_pending!(response.poll());
+    let _send = assert_request_eq!(handle, call);
+    assert_eq!(
+        progress.idle_limit(),
+        Some(secs(5)),
+        "the layer tells its limit"
+    );
+    // The server asks to be polled every 8 s, more than the 5 s idle limit.
+    progress.hold_until(tokio::time::Instant::now() + secs(8), secs(8));
+    tokio::time::advance(secs(6)).await;
+    assert_pending!(response.poll());
+    // The poll at 8 s sees a change: the idle limit counts from it.
+    tokio::time::advance(secs(2)).await;
+    progress.notify();
+    progress.release();
+    assert_pending!(response.poll());
+    // The hold covers the wait and the poll's own answer (2 s at most).
+    progress.hold_until(tokio::time::Instant::now() + secs(10), secs(8));
+    tokio::time::advance(secs(8)).await; // t = 16: the poll is sent...
+    assert_pending!(response.poll());
+    tokio::time::advance(Duration::from_millis(100)).await; // ...and sees nothing new.
+    assert!(!response.is_woken());
+    progress.release();
+    assert!(response.is_woken(), "the release wakes the timeout");
+    let err = assert_ready_err!(response.poll());
+    let elapsed = err.downcast_ref::<Elapsed>().unwrap();
+    assert_eq!(elapsed.kind(), ElapsedKind::Idle);
+    assert_eq!(elapsed.asked_interval(), Some(secs(8)));
+    assert_eq!(
+        err.to_string(),
+        "no progress for 5s, seen at the server's pace: it asked to be polled every 8s, and nothing had changed when it was"
+    );
+}
+
+/// Without a hold nothing changes: the idle limit fires between looks as before.
+#[tokio::test(start_paused = true)]
+async fn without_a_hold_the_idle_limit_is_as_before() {
+    let (mut svc, mut handle) = mock::spawn_layer::<Call, &str, _>(layer());
+    let progress = ProgressHandle::new();
+    let call = Call {
+        id: 8,
+        progress: Some(progress.clone()),
+    };
+    assert_ready_ok!(svc.poll_ready());
+    let mut response = tokio_test::task::spawn(svc.call(call.clone()));
+    assert_pending!(response.poll());
+    let _send = assert_request_eq!(handle, call);
+    tokio::time::advance(secs(5)).await;
+    let err = assert_ready_err!(response.poll());
+    assert_eq!(err.to_string(), "no progress for 5s");
+}

@@ -1439,3 +1439,101 @@ async fn every_request_span_ends_once_with_how_the_request_ended() {
         .unwrap();
     assert_eq!(secret.values["otel.status_description"], "bad key ***");
 }
+
+/// A task server polled every 5 s whose status message changes at each `tasks/get`
+/// (`changing`) or never; it completes at the third `tasks/get`.
+fn slow_poll_server(changing: bool) -> impl Fn(&Value) -> Vec<Act> + Send + Sync + 'static {
+    let gets = Arc::new(Mutex::new(0u32));
+    move |msg: &Value| match method(msg) {
+        "initialize" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}},
+            "serverInfo": {"name": "mock", "version": "1.0"}}}))],
+        "tools/call" => vec![Act::Reply(
+            json!({"jsonrpc":"2.0","id":msg["id"],"result":{"task":{
+            "taskId": "t1", "status": "working", "statusMessage": if changing { "step 0" } else { "busy" },
+            "pollInterval": 5000}}}),
+        )],
+        "tasks/get" => {
+            let n = {
+                let mut gets = gets.lock().unwrap();
+                *gets += 1;
+                *gets
+            };
+            let status = if n >= 3 { "completed" } else { "working" };
+            let message = if changing {
+                format!("step {n}")
+            } else {
+                "busy".to_owned()
+            };
+            vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+                "taskId": "t1", "status": status, "statusMessage": message, "pollInterval": 5000}}))]
+        }
+        "tasks/result" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "content": [{"type": "text", "text": "done"}]}}))],
+        "tasks/cancel" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "taskId": "t1", "status": "cancelled"}}))],
+        _ => vec![],
+    }
+}
+
+/// FastMCP's tasks ask to be polled every 5 s; with a 1.5 s idle timeout a task that changed
+/// at every poll timed out before its first one (issue 36 point 8). The timeout never fires
+/// between two polls the server asked for: a task that changes completes, and one that does
+/// not times out at the first poll that sees it unchanged, saying the server's pace was why.
+#[tokio::test(start_paused = true)]
+async fn a_slow_poll_interval_never_times_out_between_polls_and_says_so_when_it_does() {
+    use kaged_mcp_layers::timeout::{Elapsed, ElapsedKind, ProgressTimeoutLayer};
+    let timed = |c: McpClient| {
+        tower::ServiceBuilder::new()
+            .layer(ProgressTimeoutLayer::new(
+                Duration::from_millis(1500),
+                Duration::from_secs(600),
+            ))
+            .service(c)
+    };
+    let t = MockTransport::new(slow_poll_server(true));
+    let c = legacy_client(t);
+    let start = tokio::time::Instant::now();
+    let r = timed(c.clone())
+        .oneshot(
+            ToolCall::new("research")
+                .with_task(true)
+                .with_progress(ProgressHandle::new()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "done");
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(15),
+        "three polls, 5 s apart"
+    );
+
+    let t = MockTransport::new(slow_poll_server(false));
+    let c = legacy_client(t.clone());
+    let start = tokio::time::Instant::now();
+    let err = timed(c.clone())
+        .oneshot(
+            ToolCall::new("research")
+                .with_task(true)
+                .with_progress(ProgressHandle::new()),
+        )
+        .await
+        .unwrap_err();
+    let elapsed = err.downcast_ref::<Elapsed>().expect("the idle timeout");
+    assert_eq!(elapsed.kind(), ElapsedKind::Idle);
+    assert_eq!(elapsed.asked_interval(), Some(Duration::from_secs(5)));
+    assert!(
+        err.to_string().contains("asked to be polled every 5s"),
+        "{err}"
+    );
+    // At the first poll, which found the task as it was; not at 1.5 s, between polls.
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    let gets = t
+        .seen_methods()
+        .iter()
+        .filter(|m| *m == "tasks/get")
+        .count();
+    assert_eq!(gets, 1);
+}

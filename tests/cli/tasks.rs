@@ -190,3 +190,41 @@ fn a_task_that_makes_no_progress_times_out_and_is_cancelled() {
         "{stats}"
     );
 }
+
+/// A server that asks to be polled every 3 s, with `timeout_ms = 1500` (FastMCP's tasks ask
+/// for 5 s): a task whose status message changes completes, since the timeout never fires
+/// between two polls the server asked for; one that never changes times out at a poll, and
+/// the line says the server's interval was the pace (issue 36 point 8; on 79ff2ee both timed
+/// out after 1.5 s, between polls).
+#[test]
+fn a_slow_poll_interval_is_the_pace_of_the_timeout_and_the_message_says_so() {
+    let script = peers::server_script("tasks_server.py");
+    let d = project(
+        &format!(
+            "mcp:\n  srv:\n    transport: stdio\n    command: [python3, {}, stdio, --poll-interval-ms, '3000']\n",
+            serde_json::to_string(&script).unwrap(),
+        ),
+        "[mcp.srv]\ntimeout_ms = 1500\n",
+    );
+    let o = run(
+        &[
+            "call",
+            "mcp.srv.slow_compute",
+            "--quiet",
+            "--args",
+            r#"{"seconds": 4}"#,
+        ],
+        d.path(),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout, "computed 4\n");
+    let o = run(&["call", "mcp.srv.never_ends", "--quiet"], d.path());
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "error: server `srv`: tool `never_ends` timed out after 1500 ms: its task, polled every 3000 ms as the server asked, had not changed (raise `timeout_ms`"
+        ),
+        "{}",
+        o.stderr
+    );
+}

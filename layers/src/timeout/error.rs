@@ -21,12 +21,33 @@ pub enum ElapsedKind {
 pub struct Elapsed {
     after: Duration,
     kind: ElapsedKind,
+    asked: Option<Duration>,
 }
 
 impl Elapsed {
     /// A timeout of `kind` after `after`.
     pub const fn new(kind: ElapsedKind, after: Duration) -> Self {
-        Self { after, kind }
+        Self {
+            after,
+            kind,
+            asked: None,
+        }
+    }
+
+    /// The same timeout, reached at a look the server asked to be made only every `asked`
+    /// ([`ProgressHandle::hold_until`](super::ProgressHandle::hold_until)): the call could
+    /// not be seen to progress more often than that.
+    pub const fn with_asked_interval(self, asked: Duration) -> Self {
+        Self {
+            asked: Some(asked),
+            ..self
+        }
+    }
+
+    /// The wait between looks the server asked for, when it bounded how often progress could
+    /// be seen.
+    pub const fn asked_interval(&self) -> Option<Duration> {
+        self.asked
     }
 
     /// The limit that was reached: the idle duration or the total cap.
@@ -42,9 +63,19 @@ impl Elapsed {
 
 impl fmt::Display for Elapsed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            ElapsedKind::Idle => write!(f, "no progress for {:?}", self.after),
-            ElapsedKind::Total => write!(f, "total cap of {:?} reached", self.after),
+        match (self.kind, self.asked) {
+            (ElapsedKind::Idle, Some(asked)) if asked > self.after => write!(
+                f,
+                "no progress for {:?}, seen at the server's pace: it asked to be polled every {asked:?}, and nothing had changed when it was",
+                self.after
+            ),
+            (ElapsedKind::Idle, Some(asked)) => write!(
+                f,
+                "no progress for {:?} (polled every {asked:?}, as the server asked)",
+                self.after
+            ),
+            (ElapsedKind::Idle, None) => write!(f, "no progress for {:?}", self.after),
+            (ElapsedKind::Total, _) => write!(f, "total cap of {:?} reached", self.after),
         }
     }
 }

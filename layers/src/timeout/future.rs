@@ -30,6 +30,9 @@ pub struct ResponseFuture<F> {
     idle: Duration,
     total: Duration,
     cap: Instant,
+    start: Instant,
+    /// A hold was on when the timer was last armed ([`ProgressHandle::hold_until`]).
+    held: bool,
 }
 
 impl<F> ResponseFuture<F> {
@@ -41,6 +44,9 @@ impl<F> ResponseFuture<F> {
     ) -> Self {
         let now = Instant::now();
         let cap = deadline(now, total);
+        if let Some(p) = &progress {
+            p.set_idle_limit(idle);
+        }
         Self {
             inner,
             sleep: tokio::time::sleep_until(deadline(now, idle).min(cap)),
@@ -48,8 +54,17 @@ impl<F> ResponseFuture<F> {
             idle,
             total,
             cap,
+            start: now,
+            held: false,
         }
     }
+}
+
+/// When the idle limit ends the call now: `idle` after the last progress (or the start),
+/// not before a hold ends, never after the cap.
+fn idle_end(p: &ProgressHandle, start: Instant, idle: Duration, cap: Instant) -> Instant {
+    let base = deadline(p.last_progress().unwrap_or(start), idle);
+    p.held_until().map_or(base, |h| base.max(h)).min(cap)
 }
 
 /// `from + after`, or about 30 years from `from` when that overflows.
@@ -71,16 +86,26 @@ where
         if let Poll::Ready(out) = this.inner.poll(cx) {
             return Poll::Ready(out.map_err(Into::into));
         }
+        // While a hold is on (and once as it ends), the timer follows it: a hold that ends
+        // early wakes this future, which then arms the timer where the idle limit now falls.
+        if let Some(p) = this.progress.as_ref() {
+            let holding = p.held_until().is_some();
+            if holding || *this.held {
+                p.register(cx.waker());
+                let target = idle_end(p, *this.start, *this.idle, *this.cap);
+                if target != this.sleep.deadline() {
+                    this.sleep.as_mut().reset(target);
+                }
+                *this.held = holding;
+            }
+        }
         loop {
             ready!(this.sleep.as_mut().poll(cx));
             // The limit that ends the call: the timer's, or a later one progress allows.
             let mut end = this.sleep.deadline();
             if end < *this.cap {
-                let last = this
-                    .progress
-                    .as_ref()
-                    .and_then(ProgressHandle::last_progress);
-                if let Some(next) = last.map(|at| deadline(at, *this.idle).min(*this.cap)) {
+                if let Some(p) = this.progress.as_ref() {
+                    let next = idle_end(p, *this.start, *this.idle, *this.cap);
                     if next > Instant::now() {
                         tracing::trace!(
                             idle_ms = millis(*this.idle),
@@ -95,7 +120,15 @@ where
             let elapsed = if end >= *this.cap {
                 Elapsed::new(ElapsedKind::Total, *this.total)
             } else {
-                Elapsed::new(ElapsedKind::Idle, *this.idle)
+                let idle = Elapsed::new(ElapsedKind::Idle, *this.idle);
+                match this
+                    .progress
+                    .as_ref()
+                    .and_then(ProgressHandle::asked_interval)
+                {
+                    Some(asked) => idle.with_asked_interval(asked),
+                    None => idle,
+                }
             };
             tracing::debug!(
                 kind = ?elapsed.kind(),

@@ -2,7 +2,8 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Waker;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -47,18 +48,50 @@ struct Shared {
     last: AtomicU64,
     count: AtomicU64,
     observer: Option<ProgressObserver>,
+    /// Nanoseconds from `origin` to the end of a hold ([`ProgressHandle::hold_until`]), plus
+    /// one; 0 when no hold.
+    hold: AtomicU64,
+    /// The wait the server asked for that the last hold covered, in milliseconds plus one; 0
+    /// when none was ever held.
+    asked_ms: AtomicU64,
+    /// The idle limit the call is measured against, in nanoseconds plus one (set by the
+    /// timeout when the call starts); 0 when no timeout watches the handle.
+    idle: AtomicU64,
+    /// The timeout's waker while a hold is on, so that a hold that ends early wakes it.
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Shared {
+    fn new(observer: Option<ProgressObserver>) -> Self {
+        Self {
+            origin: Instant::now(),
+            last: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+            observer,
+            hold: AtomicU64::new(0),
+            asked_ms: AtomicU64::new(0),
+            idle: AtomicU64::new(0),
+            waker: Mutex::new(None),
+        }
+    }
+
+    fn nanos_to(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.origin);
+        u64::try_from(since.as_nanos())
+            .unwrap_or(u64::MAX - 1)
+            .saturating_add(1)
+    }
+
+    fn instant(&self, nanos: u64) -> Option<Instant> {
+        (nanos != 0).then(|| self.origin + Duration::from_nanos(nanos - 1))
+    }
 }
 
 impl ProgressHandle {
     /// A handle that has seen no progress.
     pub fn new() -> Self {
         Self {
-            shared: Arc::new(Shared {
-                origin: Instant::now(),
-                last: AtomicU64::new(0),
-                count: AtomicU64::new(0),
-                observer: None,
-            }),
+            shared: Arc::new(Shared::new(None)),
         }
     }
 
@@ -66,12 +99,7 @@ impl ProgressHandle {
     /// line showing a long call's progress, a daemon relaying it to its agent).
     pub fn observed(observer: ProgressObserver) -> Self {
         Self {
-            shared: Arc::new(Shared {
-                origin: Instant::now(),
-                last: AtomicU64::new(0),
-                count: AtomicU64::new(0),
-                observer: Some(observer),
-            }),
+            shared: Arc::new(Shared::new(Some(observer))),
         }
     }
 
@@ -106,9 +134,92 @@ impl ProgressHandle {
 
     /// When progress was last recorded, `None` if never.
     pub fn last_progress(&self) -> Option<Instant> {
-        match self.shared.last.load(Ordering::Relaxed) {
+        self.shared
+            .instant(self.shared.last.load(Ordering::Relaxed))
+    }
+
+    /// When the handle was made: the start of the call's silence until its first progress.
+    pub fn created(&self) -> Instant {
+        self.shared.origin
+    }
+
+    /// The caller waits, at the server's request, until `until` before it can see progress
+    /// again (an MCP task's `pollInterval` of `asked`, the poll's own answer included): the
+    /// idle limit does not end the call before then. A hold replaces the previous one; it
+    /// ends at `until` or at [`release`](Self::release). Whoever holds decides when silence
+    /// is established: hold only while the last look could have seen progress and the idle
+    /// limit had not passed, or a call that makes none never times out (the total cap still
+    /// ends it). A timeout that fires after a hold says the server's interval was the reason.
+    pub fn hold_until(&self, until: Instant, asked: Duration) {
+        let ms = u64::try_from(asked.as_millis()).unwrap_or(u64::MAX - 1);
+        self.shared
+            .asked_ms
+            .store(ms.saturating_add(1), Ordering::Relaxed);
+        self.shared
+            .hold
+            .store(self.shared.nanos_to(until), Ordering::Release);
+        self.wake();
+    }
+
+    /// Ends the hold now (the poll it covered was answered).
+    pub fn release(&self) {
+        if self.shared.hold.swap(0, Ordering::AcqRel) != 0 {
+            self.wake();
+        }
+    }
+
+    /// When the current hold ends, `None` without one.
+    pub fn held_until(&self) -> Option<Instant> {
+        self.shared
+            .instant(self.shared.hold.load(Ordering::Acquire))
+    }
+
+    /// The server's asked wait that a hold last covered, `None` if the handle was never held.
+    pub fn asked_interval(&self) -> Option<Duration> {
+        match self.shared.asked_ms.load(Ordering::Relaxed) {
             0 => None,
-            nanos => Some(self.shared.origin + Duration::from_nanos(nanos - 1)),
+            ms => Some(Duration::from_millis(ms - 1)),
+        }
+    }
+
+    /// The idle limit a [`ProgressTimeout`](super::ProgressTimeout) measures this call
+    /// against, once the call started under one.
+    pub fn idle_limit(&self) -> Option<Duration> {
+        match self.shared.idle.load(Ordering::Relaxed) {
+            0 => None,
+            nanos => Some(Duration::from_nanos(nanos - 1)),
+        }
+    }
+
+    pub(super) fn set_idle_limit(&self, idle: Duration) {
+        let nanos = u64::try_from(idle.as_nanos()).unwrap_or(u64::MAX - 1);
+        self.shared
+            .idle
+            .store(nanos.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// Keeps `waker` to wake when a hold changes (the timeout registers while one is on).
+    pub(super) fn register(&self, waker: &Waker) {
+        let mut slot = self
+            .shared
+            .waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match &*slot {
+            Some(w) if w.will_wake(waker) => {}
+            _ => *slot = Some(waker.clone()),
+        }
+    }
+
+    fn wake(&self) {
+        let waker = self
+            .shared
+            .waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 }

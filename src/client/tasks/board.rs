@@ -59,7 +59,7 @@ impl std::fmt::Debug for TaskBoard {
 pub(super) struct Watch {
     /// Notified by a status notification for the task.
     pub(super) wake: Notify,
-    progress: Option<ProgressHandle>,
+    pub(super) progress: Option<ProgressHandle>,
     /// The session generation and request id of the `tools/call` that created it: its
     /// progress token.
     token: (u64, u64),

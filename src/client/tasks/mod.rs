@@ -25,7 +25,12 @@
 //!   (its progress token stays valid for the whole task) reaches the call's
 //!   [`ProgressHandle`]: it keeps a progress-aware timeout alive (within the stack's progress
 //!   cap) and shows on `kaged-mcp call`'s progress line. A poll that finds nothing new is not
-//!   progress: a task stuck in `working` times out like a quiet server.
+//!   progress: a task stuck in `working` times out like a quiet server, but only at a poll:
+//!   when the server's `pollInterval` is longer than what is left of the idle limit, the
+//!   limit is held over the wait and the poll's answer
+//!   ([`ProgressHandle::hold_until`](kaged_mcp_layers::timeout::ProgressHandle::hold_until)),
+//!   so it never fires between two polls the server asked for, and a timeout that comes at a
+//!   poll says the server's interval was the pace.
 //! - `input_required`: 2025-11-25 sends `tasks/result` at once, and the server's requests
 //!   (`elicitation/create` with the task's `related-task` `_meta`) arrive on the connection and
 //!   pass the server-request stack as any other (elicitation to the embedder's handler,
@@ -297,7 +302,13 @@ impl Follower<'_> {
                 self.pause(&state, last_get).await;
             }
             last_get = Some(tokio::time::Instant::now());
-            match self.get(&session).await {
+            let got = self.get(&session).await;
+            // The poll a hold covered is answered: from here the idle limit counts again
+            // (a poll that saw no change after the limit passed ends the call now).
+            if let Some(h) = &self.watch.progress {
+                h.release();
+            }
+            match got {
                 Ok(next) => {
                     failures = 0;
                     from_get = true;
@@ -317,6 +328,7 @@ impl Follower<'_> {
     /// notifications is not polled faster.
     async fn pause(&self, state: &TaskState, last_get: Option<tokio::time::Instant>) {
         let wait = poll_interval(state);
+        self.hold_for(wait);
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             () = self.watch.wake.notified() => {
@@ -325,6 +337,26 @@ impl Follower<'_> {
                 }
             }
         }
+    }
+
+    /// The server asked to be polled only after `wait`: when the call's idle limit would
+    /// pass before that poll (and its answer) could see a change, the limit is held until
+    /// then, so it never fires between two polls the server asked for. Not when the last
+    /// poll already found the task unchanged past the limit: the call then times out, at the
+    /// server's pace, saying so ([`ProgressHandle::hold_until`]).
+    fn hold_for(&self, wait: Duration) {
+        let Some(h) = &self.watch.progress else {
+            return;
+        };
+        let Some(idle) = h.idle_limit() else {
+            return;
+        };
+        let now = tokio::time::Instant::now();
+        let limit = h.last_progress().unwrap_or_else(|| h.created()) + idle;
+        if limit <= now || limit >= now + wait {
+            return;
+        }
+        h.hold_until(now + wait + self.board.request_timeout, wait);
     }
 
     /// Whether a failed `tasks/get` or `tasks/result` may be asked again: `Ok` counts it,
