@@ -415,7 +415,16 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     // when a traced command starts it).
     let telemetry = init_tracing(cli.verbose, !matches!(cli.command, Command::DemoServer));
     let verbose = cli.verbose > 0;
-    let code = match cli.command {
+    // One trace per command: every request span of the command is a child of this one.
+    let root = tracing::info_span!(
+        target: crate::telemetry::TARGET,
+        "kaged-mcp",
+        otel.name = %format_args!("kaged-mcp {}", verb(&cli.command)),
+        otel.kind = "internal",
+        process.exit.code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let code = root.in_scope(|| match cli.command {
         Command::Check(args) => check::run(&args, verbose),
         Command::Tools {
             project,
@@ -524,7 +533,12 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             AuthCommand::Status { project, json } => auth::status(&project, json),
             AuthCommand::Logout { server, project } => auth::logout(&project, &server),
         },
-    };
+    });
+    root.record("process.exit.code", i64::from(code));
+    if code != EXIT_OK {
+        root.record("otel.status_code", "error");
+    }
+    drop(root);
     #[cfg(feature = "otlp")]
     if let Some(telemetry) = telemetry {
         telemetry.shutdown();
@@ -532,6 +546,32 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
     #[cfg(not(feature = "otlp"))]
     let _ = telemetry;
     ExitCode::from(code)
+}
+
+/// The command's name, as its root span names it (`kaged-mcp call`).
+fn verb(command: &Command) -> &'static str {
+    match command {
+        Command::Check(_) => "check",
+        Command::Tools { .. } => "tools",
+        Command::Describe { .. } => "describe",
+        Command::Call { .. } => "call",
+        Command::Status { .. } => "status",
+        Command::Shell { .. } => "shell",
+        Command::Resources { .. } => "resources",
+        Command::Read { .. } => "read",
+        Command::Prompts { .. } => "prompts",
+        Command::Prompt { .. } => "prompt",
+        Command::Complete { .. } => "complete",
+        Command::Skills { .. } => "skills",
+        Command::Skill { .. } => "skill",
+        Command::Lock { .. } => "lock",
+        Command::DemoServer => "demo-server",
+        Command::Auth { command } => match command {
+            AuthCommand::Login { .. } => "auth login",
+            AuthCommand::Status { .. } => "auth status",
+            AuthCommand::Logout { .. } => "auth logout",
+        },
+    }
 }
 
 /// The OpenTelemetry export, when the environment asks for one (feature `otlp`).

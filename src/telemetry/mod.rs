@@ -224,6 +224,9 @@ pub(crate) struct RequestTelemetry(
 #[derive(Debug)]
 struct Active {
     span: tracing::Span,
+    /// The request is the 2026-07-28 era probe (`server/discover`), which a legacy server
+    /// refuses as the expected way to say it is one.
+    probe: bool,
     #[cfg(feature = "otel")]
     timing: Option<otel::RequestTiming>,
 }
@@ -263,6 +266,7 @@ impl RequestTelemetry {
         Self(
             Some(Box::new(Active {
                 span,
+                probe: method == crate::protocol::method::Discover::METHOD,
                 #[cfg(feature = "otel")]
                 timing,
             })),
@@ -321,7 +325,16 @@ impl Active {
                     self.span
                         .record("rpc.response.status_code", tracing::field::display(code));
                 }
+                // A legacy server's JSON-RPC refusal of the era probe (-32601 method not
+                // found, or -32602 as the PyPI `mcp` 1.x answers) is how it says which era it
+                // speaks: the expected path, so no ERROR status (the code stays on the span as
+                // the answer's). A modern error code is a real failure.
+                let expected = self.probe
+                    && error
+                        .code
+                        .is_some_and(|c| !crate::protocol::modern::is_modern_error(c));
                 match error.message {
+                    _ if expected => &self.span,
                     // Sets the status to ERROR with the server's message: its first
                     // `STATUS_DESCRIPTION_MAX` bytes, token-like runs hidden (servers echo
                     // arguments, credentials included, into their messages).
