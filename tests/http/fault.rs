@@ -16,15 +16,15 @@ use crate::common::capture;
 use crate::common::peers;
 use crate::sse_harness;
 
-const SECRET: &str = "tok-8f3a-very-secret";
+pub(crate) const SECRET: &str = "tok-8f3a-very-secret";
 
-fn args(v: Value) -> Option<Map<String, Value>> {
+pub(crate) fn args(v: Value) -> Option<Map<String, Value>> {
     v.as_object().cloned()
 }
 
 /// The fault server in `mode` with `extra` arguments, logging to `dir/log.jsonl` and
 /// `dir/calls.txt`.
-fn start(mode: &str, extra: &[&str], dir: &Path) -> SsePeer {
+pub(crate) fn start(mode: &str, extra: &[&str], dir: &Path) -> SsePeer {
     let log = dir.join("log.jsonl");
     let calls = dir.join("calls.txt");
     let mut all = vec![
@@ -39,7 +39,7 @@ fn start(mode: &str, extra: &[&str], dir: &Path) -> SsePeer {
 }
 
 /// A session on the server as `remote`, with `auth`/`local`/`config` text added.
-async fn session(peer: &SsePeer, auth: &str, local: &str, config: &str) -> Session {
+pub(crate) async fn session(peer: &SsePeer, auth: &str, local: &str, config: &str) -> Session {
     let project = format!(
         "mcp:\n  remote:\n    transport: streamable-http\n    url: {}\n{auth}",
         peer.mcp_url()
@@ -52,11 +52,11 @@ async fn session(peer: &SsePeer, auth: &str, local: &str, config: &str) -> Sessi
     Session::start(config).await.unwrap()
 }
 
-fn log(dir: &Path) -> Vec<Value> {
+pub(crate) fn log(dir: &Path) -> Vec<Value> {
     peers::read_request_log(&dir.join("log.jsonl"))
 }
 
-fn calls(dir: &Path) -> Vec<String> {
+pub(crate) fn calls(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("calls.txt"))
         .unwrap_or_default()
         .lines()
@@ -64,13 +64,25 @@ fn calls(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn posts_of<'a>(log: &'a [Value], method: &str) -> Vec<&'a Value> {
+/// Waits (at most 30 s) until the server's request log has an entry for which `seen` holds:
+/// the server writes each entry before its answer's last byte.
+pub(crate) async fn until_logged(dir: &Path, seen: impl Fn(&Value) -> bool) {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !log(dir).iter().any(&seen) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never logged: {:#?}", log(dir)));
+}
+
+pub(crate) fn posts_of<'a>(log: &'a [Value], method: &str) -> Vec<&'a Value> {
     log.iter()
         .filter(|e| e["verb"] == "POST" && e["method"] == method)
         .collect()
 }
 
-async fn echo(session: &Session, message: &str) -> Result<String, Error> {
+pub(crate) async fn echo(session: &Session, message: &str) -> Result<String, Error> {
     session
         .call("mcp.remote.echo", args(json!({ "message": message })))
         .await
