@@ -206,9 +206,17 @@ async fn a_get_stream_event_over_the_frame_limit_is_discarded_and_the_stream_goe
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     });
-    hello
-        .await
-        .expect("the event after the oversized one arrives");
+    if hello.await.is_err() {
+        let text = captured.text();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("GET") || l.contains("frame") || l.contains("WARN"))
+            .collect();
+        panic!(
+            "no event after the oversized one: {lines:#?}\n{:#?}",
+            log(dir.path())
+        );
+    }
     let over = warnings(
         &captured,
         &["over the frame limit", "limit=1048576", "len=3000"],
