@@ -185,6 +185,7 @@ fn the_shell_says_a_killed_http_server_is_not_ready_once_a_call_could_not_reach_
     let mut child = kaged()
         .args(["shell", "--json", "--project"])
         .arg(d.path())
+        .env("RUST_LOG", "kaged_mcp::transport=warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -192,6 +193,13 @@ fn the_shell_says_a_killed_http_server_is_not_ready_once_a_call_could_not_reach_
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (warned, warnings) = std::sync::mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = warned.send(line);
+        }
+    });
     let ok = ask(
         &mut stdin,
         &mut stdout,
@@ -199,10 +207,21 @@ fn the_shell_says_a_killed_http_server_is_not_ready_once_a_call_could_not_reach_
     );
     assert_eq!(ok["content"][0]["text"], "Echo: hi", "{ok}");
     drop(server); // killed: its port now refuses connections
-                  // Let the client's pool see its kept-alive connection closed, so the next call connects
-                  // anew and is refused (a request written on the dying connection is another case: it may
-                  // have been delivered, so it is no proof the server is down).
-    std::thread::sleep(std::time::Duration::from_millis(300));
+                  // The client has seen its connections closed once its GET stream, which ended with them,
+                  // was refused on a new connection (after a pause): its pool then holds no kept-alive
+                  // connection, so the next call connects anew and is refused (a request written on the
+                  // dying connection is another case: it may have been delivered, so it is no proof the
+                  // server is down).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = warnings
+            .recv_timeout(left)
+            .expect("the GET stream is refused");
+        if line.contains("GET stream could not be opened") && line.contains("refused") {
+            break;
+        }
+    }
     let e = ask(
         &mut stdin,
         &mut stdout,

@@ -90,6 +90,17 @@ impl OAuthPeer {
         assert_eq!(self.request("POST", "/revoke-refresh").0, 204);
     }
 
+    /// `POST /token-outage` (`true`: every refresh is answered 503 from now on) or
+    /// `POST /token-restore` (`false`).
+    pub(crate) fn token_outage(&self, on: bool) {
+        let path = if on {
+            "/token-outage"
+        } else {
+            "/token-restore"
+        };
+        assert_eq!(self.request("POST", path).0, 204);
+    }
+
     /// One HTTP/1.1 request without a body on its own connection: the status and the body.
     fn request(&self, verb: &str, path: &str) -> (u16, String) {
         let mut tcp = TcpStream::connect(("127.0.0.1", self.peer.port())).unwrap();

@@ -13,6 +13,7 @@ use kaged_mcp::Session;
 use peers::SsePeer;
 use serde_json::Value;
 
+use crate::common::capture::Captured;
 use crate::common::peers;
 
 /// The server `srv`, over stdio or HTTP; the HTTP peer lives as long as the returned guard.
@@ -219,8 +220,10 @@ async fn http_a_subscription_stream_cut_without_an_answer_is_opened_again() {
 }
 
 /// A server that refuses `subscriptions/listen` while offering list changes (a JSON-RPC error,
-/// or over HTTP a plain `405` such as a proxy's) is not asked again: 3.5 s later (past the
-/// first two pauses, 1 s and 2 s) it has seen one listen request, and the server is ready.
+/// or over HTTP a plain `405` such as a proxy's) is not asked again: once the client said the
+/// refusal, every pause before a listen is opened again (at most 60 s) is passed on a paused
+/// clock, and after a call answered since (the server counts requests as it reads them) it
+/// has seen one listen request, and the server is ready.
 async fn refused_case(http: bool, how: &str) {
     let dir = tempfile::tempdir().unwrap();
     let stats = dir.path().join("stats.json");
@@ -233,10 +236,38 @@ async fn refused_case(http: bool, how: &str) {
             stats.to_str().unwrap(),
         ],
     );
+    let (captured, _guard) = Captured::install_local();
     let session = start(project).await;
-    tokio::time::sleep(Duration::from_millis(3500)).await;
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let refused = tokio::time::timeout(Duration::from_secs(30), async {
+        while !captured
+            .text()
+            .contains("the server refused subscriptions/listen")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    refused.await.expect("the refusal is said");
+    tokio::time::pause();
+    tokio::time::advance(Duration::from_secs(120)).await;
+    // Whatever the pauses woke runs (and writes its request) before the call below is sent.
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::resume();
+    let echo = serde_json::json!({ "message": "after" });
+    let echoed = session.call("mcp.srv.echo", echo.as_object().cloned());
+    assert_eq!(echoed.await.unwrap().joined_text(), "Echo: after");
+    let mut v = Value::Null;
+    for _ in 0..200 {
+        v = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        if v["requests"]["tools/call"].as_u64() >= Some(1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(v["requests"]["subscriptions/listen"], 1, "{v}");
+    let text = captured.text();
+    assert!(!text.contains("opening it again"), "{text}");
     let st = &session.status()[0];
     assert_eq!((st.state.as_str(), st.restarts), ("ready", 0), "{st:?}");
     session.shutdown().await;

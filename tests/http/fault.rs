@@ -16,15 +16,15 @@ use crate::common::capture;
 use crate::common::peers;
 use crate::sse_harness;
 
-const SECRET: &str = "tok-8f3a-very-secret";
+pub(crate) const SECRET: &str = "tok-8f3a-very-secret";
 
-fn args(v: Value) -> Option<Map<String, Value>> {
+pub(crate) fn args(v: Value) -> Option<Map<String, Value>> {
     v.as_object().cloned()
 }
 
 /// The fault server in `mode` with `extra` arguments, logging to `dir/log.jsonl` and
 /// `dir/calls.txt`.
-fn start(mode: &str, extra: &[&str], dir: &Path) -> SsePeer {
+pub(crate) fn start(mode: &str, extra: &[&str], dir: &Path) -> SsePeer {
     let log = dir.join("log.jsonl");
     let calls = dir.join("calls.txt");
     let mut all = vec![
@@ -39,7 +39,7 @@ fn start(mode: &str, extra: &[&str], dir: &Path) -> SsePeer {
 }
 
 /// A session on the server as `remote`, with `auth`/`local`/`config` text added.
-async fn session(peer: &SsePeer, auth: &str, local: &str, config: &str) -> Session {
+pub(crate) async fn session(peer: &SsePeer, auth: &str, local: &str, config: &str) -> Session {
     let project = format!(
         "mcp:\n  remote:\n    transport: streamable-http\n    url: {}\n{auth}",
         peer.mcp_url()
@@ -52,11 +52,11 @@ async fn session(peer: &SsePeer, auth: &str, local: &str, config: &str) -> Sessi
     Session::start(config).await.unwrap()
 }
 
-fn log(dir: &Path) -> Vec<Value> {
+pub(crate) fn log(dir: &Path) -> Vec<Value> {
     peers::read_request_log(&dir.join("log.jsonl"))
 }
 
-fn calls(dir: &Path) -> Vec<String> {
+pub(crate) fn calls(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("calls.txt"))
         .unwrap_or_default()
         .lines()
@@ -64,13 +64,25 @@ fn calls(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn posts_of<'a>(log: &'a [Value], method: &str) -> Vec<&'a Value> {
+/// Waits (at most 30 s) until the server's request log has an entry for which `seen` holds:
+/// the server writes each entry before its answer's last byte.
+pub(crate) async fn until_logged(dir: &Path, seen: impl Fn(&Value) -> bool) {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !log(dir).iter().any(&seen) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never logged: {:#?}", log(dir)));
+}
+
+pub(crate) fn posts_of<'a>(log: &'a [Value], method: &str) -> Vec<&'a Value> {
     log.iter()
         .filter(|e| e["verb"] == "POST" && e["method"] == method)
         .collect()
 }
 
-async fn echo(session: &Session, message: &str) -> Result<String, Error> {
+pub(crate) async fn echo(session: &Session, message: &str) -> Result<String, Error> {
     session
         .call("mcp.remote.echo", args(json!({ "message": message })))
         .await
@@ -83,8 +95,8 @@ async fn headers_session_id_protocol_version_get_stream_and_delete() {
     let peer = start("ok", &[], dir.path());
     let session = session(&peer, "", "", "").await;
     assert_eq!(echo(&session, "one").await.unwrap(), "Echo: one");
-    // The GET stream opened after the handshake (give it a moment to be logged).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The GET stream opened after the handshake.
+    until_logged(dir.path(), |e| e["verb"] == "GET" && e["status"] == 200).await;
     session.shutdown().await;
     let log = log(dir.path());
     let init = posts_of(&log, "initialize");
@@ -242,9 +254,20 @@ async fn server_requests_on_a_response_stream_are_answered_and_sampling_is_refus
 async fn a_server_without_a_get_stream_is_asked_once() {
     let dir = tempfile::tempdir().unwrap();
     let peer = start("no_get", &[], dir.path());
+    let (captured, _guard) = capture::Captured::install_local();
     let session = session(&peer, "", "", "").await;
     assert_eq!(echo(&session, "a").await.unwrap(), "Echo: a");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Once the 405 was taken in, every pause a GET stream is opened again after (at most
+    // 60 s) is passed on a paused clock: a GET opened again would show in the log.
+    let taken = tokio::time::timeout(Duration::from_secs(30), async {
+        while !captured.text().contains("the server offers no GET stream") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    taken.await.expect("the 405 is taken in");
+    tokio::time::pause();
+    tokio::time::advance(Duration::from_secs(120)).await;
+    tokio::time::resume();
     assert_eq!(echo(&session, "b").await.unwrap(), "Echo: b");
     session.shutdown().await;
     let log = log(dir.path());
@@ -423,7 +446,16 @@ async fn an_endless_answer_ends_with_the_call_timeout() {
         assert_eq!(echo(&session, "after").await.unwrap(), "Echo: after");
         session.shutdown().await;
         // The server saw the client go away (the endless body is no longer read).
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        let gone = tokio::time::timeout(Duration::from_secs(30), async {
+            while !peer
+                .stderr()
+                .contains("the client went away while answering")
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        gone.await
+            .unwrap_or_else(|_| panic!("{answers}: {}", peer.stderr()));
         let stderr = peer.stderr();
         assert!(!stderr.contains("Traceback"), "{stderr}");
     }
@@ -452,7 +484,8 @@ async fn a_redirect_to_another_origin_is_refused_and_nothing_leaks() {
         err.contains("307") && err.contains("another origin (http://127.0.0.2:"),
         "{err}"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The start has returned, so whatever it sent was answered, and the server logs each
+    // request before its answer's last byte: the log is complete.
     let log = log(dir.path());
     assert!(
         !log.iter().any(|e| e["listener"] == "127.0.0.2"),

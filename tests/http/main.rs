@@ -12,6 +12,7 @@ mod common;
 #[path = "../sse_harness/mod.rs"]
 mod sse_harness;
 
+mod after_handshake;
 mod cache_hints;
 mod eras;
 mod fault;

@@ -12,4 +12,5 @@ mod common;
 // Runs the built `kaged-mcp` binary, which exists only with the `cli` feature.
 #[cfg(feature = "cli")]
 mod e2e;
+mod refresh;
 mod secret_logs;

@@ -5,7 +5,7 @@ Usage:  python3 http_fault_server.py [--port N] [--mode MODE] [--answers sse|jso
                                      [--secret S] [--log FILE] [--call-log FILE] [--delay SECS]
                                      [--retry-ms N]
                                      [--chaos-every N] [--chaos-seed S] [--burst N]
-                                     [--bind-retry-ms N]
+                                     [--bind-retry-ms N] [--status N] [--verbs V,...] [--size N]
 
 Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1, TCP_NODELAY). The first line on
 stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on start.
@@ -109,6 +109,10 @@ Modes (--mode):
                      in ok); a second listener on 127.0.0.2:<port> answers everything 404 and logs it
                      (with "listener": "127.0.0.2") so a test can prove nothing, and no Authorization
                      header, leaked
+  later              --verbs (default POST,GET,DELETE; POST: tools/call only) answered --status (default
+                     307), unprocessed: a 3xx with `Location` as in redirect, 401 `error="invalid_token"`
+  drop_call          the first tools/call POST is dropped (not processed) as drop_first drops a GET
+  big_get            GET streams start with a notifications/message of --size (3000000) bytes of "x"
 
 --log FILE appends one JSON line per HTTP request, flushed, written before the response's last byte:
 {"listener", "verb", "path", "status", "session" (the Mcp-Session-Id header or null),
@@ -131,7 +135,7 @@ from mcp_test_kit import dumps, eprint, text_result
 
 MODES = ["ok", "expire_after_first", "cut_before_answer", "no_get", "auth", "forbidden", "host_check",
          "forbidden_noisy", "slow_headers", "malformed_sse", "redirect", "drop_first", "chaos",
-         "expire_burst"]
+         "expire_burst", "later", "drop_call", "big_get"]
 REFUSING = ("forbidden", "host_check", "forbidden_noisy")  # modes refusing every request with 403
 NOISY_HEAD = ("\x1b[31mred\x1b[0m \x1b]0;owned\x07\r\nFAKE LOG LINE\x00\x07 \u202eesrever"
               " the rest is x: ")
@@ -390,9 +394,9 @@ class Handler(kit.Handler):
 
     # --- GET /mcp -----------------------------------------------------------------------------
 
-    def dropped_first(self, verb):
-        """drop_first: closes the connection of the first `verb` request without an answer."""
-        if ARGS.mode != "drop_first":
+    def dropped_first(self, verb, mode="drop_first"):
+        """In `mode`: closes the connection of the first `verb` request without an answer."""
+        if ARGS.mode != mode:
             return False
         with DROPPED_LOCK:
             if verb in DROPPED:
@@ -411,6 +415,9 @@ class Handler(kit.Handler):
         if self.command == "GET":
             self.entry["resumed"] = False
         if not self.common_checks():
+            return False
+        if ARGS.mode == "later" and self.command in ARGS.verbs.split(","):
+            self.later()
             return False
         if ARGS.mode == "no_get":
             self.reply(405, b"", headers=[("Allow", "POST")])
@@ -460,6 +467,11 @@ class Handler(kit.Handler):
         n = last_n
         try:
             self.start_stream(resumed=resumed)
+            if not resumed and ARGS.mode == "big_get":
+                n += 1
+                self.event(stream_id, n, Body({"jsonrpc": "2.0", "method": "notifications/message",
+                                               "params": {"level": "info", "data": Body.SENTINEL}},
+                                              ARGS.size, True))
             if not resumed:
                 n += 1
                 self.event(stream_id, n, Body({
@@ -544,6 +556,11 @@ class Handler(kit.Handler):
             if session is None:
                 return
         tool = self.entry["tool"]
+        if tool is not None and self.dropped_first("tools/call", "drop_call"):
+            return
+        if ARGS.mode == "later" and tool is not None and "POST" in ARGS.verbs.split(","):
+            self.later()
+            return
         if ARGS.mode == "expire_burst" and is_request and msg["method"] == "tools/call":
             if self.burst(session):
                 return
@@ -560,6 +577,12 @@ class Handler(kit.Handler):
         except (BrokenPipeError, ConnectionResetError):
             eprint(f"the client went away while answering {msg.get('method')} id {msg.get('id')}")
             self.close_connection = True
+
+    def later(self):
+        headers = [("Location", f"http://127.0.0.2:{PORT}/mcp")] if ARGS.status // 100 == 3 else []
+        if ARGS.status == 401:
+            headers.append(("WWW-Authenticate", 'Bearer realm="mcp", error="invalid_token"'))
+        self.reply(ARGS.status, b"", headers=headers)
 
     def burst(self, session):
         """expire_burst: holds the first session's first --burst calls, then 404s them all."""
@@ -754,6 +777,9 @@ def main():
     parser.add_argument("--retry-ms", type=int, default=300, help="cut_before_answer: retry field")
     parser.add_argument("--burst", type=int, default=8, help="expire_burst: calls held")
     parser.add_argument("--chaos-every", type=int, default=1000, help="chaos: odds 1/N per fault")
+    parser.add_argument("--status", type=int, default=307, help="later: the status")
+    parser.add_argument("--verbs", default="POST,GET,DELETE", help="later: the verbs refused")
+    parser.add_argument("--size", type=int, default=3000000, help="big_get: the data's bytes")
     parser.add_argument("--chaos-seed", type=int, default=None, help="chaos: seed of the draws")
     ARGS = kit.parse(parser, "http_fault_server[{mode}]")
     CHAOS.seed(ARGS.chaos_seed)
@@ -761,7 +787,7 @@ def main():
     httpd = kit.bind(lambda: kit.PlainServer(("127.0.0.1", ARGS.port), Handler),
                      ARGS.bind_retry_ms)
     PORT = httpd.server_address[1]
-    if ARGS.mode == "redirect":
+    if ARGS.mode in ("redirect", "later"):
         foreign = kit.PlainServer(("127.0.0.2", PORT), ForeignHandler)
         threading.Thread(target=foreign.serve_forever, daemon=True).start()
     kit.serve(httpd, f"listening on 127.0.0.1:{PORT} (answers {ARGS.answers}"

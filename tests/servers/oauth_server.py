@@ -113,6 +113,8 @@ Test controls (no auth):
   POST /expire         -> every access token issued so far is expired (401 invalid_token from now
                           on; tokens issued later are fine), 204
   POST /revoke-refresh -> every refresh token is dead (invalid_grant), 204
+  POST /token-outage   -> every refresh_token request is answered 503 {"error":
+                          "temporarily_unavailable"} (the token kept alive) until /token-restore, 204
 Known paths with another verb -> 405; anything else -> 404.
 
 --log FILE appends one JSON line per HTTP request, flushed, written before the response is sent:
@@ -163,6 +165,7 @@ CODES = {}  # code -> dict
 ACCESS = {}  # access token -> dict
 REFRESH = {}  # refresh token -> dict
 GENERATION = {}  # client_id -> access tokens issued so far
+OUTAGE = {"on": False}  # /token-outage: every refresh answered 503
 STATS = {
     "authorize": 0,
     "token": {g: 0 for g in GRANTS},
@@ -394,6 +397,8 @@ class Handler(kit.Handler):
             "/stats": {"GET": self.stats},
             "/expire": {"POST": self.expire},
             "/revoke-refresh": {"POST": self.revoke_refresh},
+            "/token-outage": {"POST": lambda: self.outage(True)},
+            "/token-restore": {"POST": lambda: self.outage(False)},
         }
         if path == "/as/register" and ARGS.no_dcr:
             routes.pop(path)
@@ -465,6 +470,11 @@ class Handler(kit.Handler):
             n = len(REFRESH)
             REFRESH.clear()
         self.reply(204, revoked=n)
+
+    def outage(self, on):
+        with LOCK:
+            OUTAGE["on"] = on
+        self.reply(204)
 
     # --- dynamic client registration ----------------------------------------------------------
 
@@ -712,6 +722,8 @@ class Handler(kit.Handler):
             time.sleep(ARGS.refresh_delay_ms / 1000)
         old = form.get("refresh_token")
         self.entry["refresh_token"] = sha6(old)
+        if OUTAGE["on"]:
+            raise OAuthError(503, "temporarily_unavailable", "the token service is down")
         if resource is not None and resource != resource_url():
             raise OAuthError(400, "invalid_target", f"resource must be {resource_url()}")
         with LOCK:

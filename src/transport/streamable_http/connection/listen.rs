@@ -39,8 +39,15 @@ impl Conn {
                         attempt = 0;
                     }
                 }
-                Err(Listen::NotOffered(status)) => {
+                Err(Listen::NotOffered(status, None)) => {
                     tracing::debug!(server = %self.server, status = %status, "the server offers no GET stream");
+                    self.no_get_stream.store(true, Ordering::Release);
+                    return;
+                }
+                Err(Listen::NotOffered(status, Some(problem))) => {
+                    // A redirect (never followed) or a refusal of the credentials: the operator
+                    // has something to fix, so it is said as for any other request.
+                    tracing::warn!(server = %self.server, status = %status, problem = %problem, "GET stream refused; the session goes on without it");
                     self.no_get_stream.store(true, Ordering::Release);
                     return;
                 }
@@ -74,19 +81,20 @@ impl Conn {
                     drain_soon(body).await;
                 }
                 // A refusal that passes, or no answer, is tried again; any other (405, 401,
-                // a redirect) says there is no stream to have.
-                return Err(match refused.status() {
-                    Some(status) if !refused.is_transient() => Listen::NotOffered(status),
-                    _ => Listen::Failed(
-                        refused
-                            .into_failure("the GET", &self.inner.auth_hint)
-                            .to_string(),
+                // a redirect) says there is no stream to have, and why when it is one to fix.
+                let status = refused.status().filter(|_| !refused.is_transient());
+                let failure = refused.into_failure("the GET", &self.inner.auth_hint);
+                return Err(match status {
+                    Some(status) => Listen::NotOffered(
+                        status,
+                        failure.is_permanent().then(|| failure.to_string()),
                     ),
+                    None => Listen::Failed(failure.to_string()),
                 });
             }
         };
         if !matches!(content_type(&response), ContentType::EventStream) {
-            return Err(Listen::NotOffered(response.status()));
+            return Err(Listen::NotOffered(response.status(), None));
         }
         Ok(response.into_body())
     }
@@ -111,7 +119,9 @@ impl Conn {
 }
 
 enum Listen {
-    NotOffered(StatusCode),
+    /// Refused for good; with the operator's line when the refusal is one to fix (a redirect,
+    /// the credentials), not for a plain `405` or an answer that is no event stream.
+    NotOffered(StatusCode, Option<String>),
     Expired,
     Failed(String),
 }

@@ -393,7 +393,8 @@ impl Conn {
         self.lock_session().id.is_some()
     }
 
-    /// Sends `DELETE` with the session id; any answer is fine.
+    /// Sends `DELETE` with the session id; any answer is fine, and a redirect or a refusal of
+    /// the credentials is said (WARN).
     async fn delete(&self) {
         if !self.has_session() {
             return;
@@ -416,7 +417,14 @@ impl Conn {
                     drain_soon(body).await;
                 }
                 let failure = other.into_failure("the DELETE", &self.inner.auth_hint);
-                tracing::debug!(server = %self.server, problem = %failure, "DELETE failed");
+                if failure.is_permanent() {
+                    // A redirect (never followed) or a refusal of the credentials: something
+                    // for the operator to fix, and the server may keep the session until it
+                    // expires.
+                    tracing::warn!(server = %self.server, problem = %failure, "DELETE refused; the session was not ended");
+                } else {
+                    tracing::debug!(server = %self.server, problem = %failure, "DELETE failed");
+                }
             }
         }
     }
