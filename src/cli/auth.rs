@@ -29,13 +29,23 @@ fn source(
             Err(EXIT_CONFIG)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", super::hints::fix(&e.to_string()));
             Err(EXIT_CONFIG)
         }
     }
 }
 
-pub(super) fn login(args: &ProjectArgs, server: &str) -> u8 {
+/// `kaged-mcp auth …`.
+pub(super) fn run(command: super::AuthCommand) -> u8 {
+    use super::AuthCommand;
+    match command {
+        AuthCommand::Login { server, project } => login(&project, &server),
+        AuthCommand::Status { project, json } => status(&project, json),
+        AuthCommand::Logout { server, project } => logout(&project, &server),
+    }
+}
+
+fn login(args: &ProjectArgs, server: &str) -> u8 {
     let config = match load_config(args) {
         Ok(c) => c,
         Err(f) => return f.exit(false, false),
@@ -66,13 +76,13 @@ pub(super) fn login(args: &ProjectArgs, server: &str) -> u8 {
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", super::hints::fix(&e.to_string()));
             EXIT_FAILED
         }
     }
 }
 
-pub(super) fn status(args: &ProjectArgs, json_out: bool) -> u8 {
+fn status(args: &ProjectArgs, json_out: bool) -> u8 {
     let config = match load_config(args) {
         Ok(c) => c,
         Err(f) => return f.exit(json_out, false),
@@ -107,7 +117,7 @@ pub(super) fn status(args: &ProjectArgs, json_out: bool) -> u8 {
     for r in rows {
         let server = r["server"].as_str().unwrap_or_default();
         if let Some(e) = r["error"].as_str() {
-            println!("{server}: error: {e}");
+            println!("{server}: error: {}", super::hints::fix(e));
         } else if r["logged_in"] == true {
             let scopes: Vec<&str> = r["scopes"]
                 .as_array()
@@ -125,13 +135,14 @@ pub(super) fn status(args: &ProjectArgs, json_out: bool) -> u8 {
                 }
             );
         } else {
-            println!("{server}: not logged in (run `kaged-mcp auth login {server}`)");
+            let line = format!("{server}: not logged in (run `kaged-mcp auth login {server}`)");
+            println!("{}", super::hints::fix(&line));
         }
     }
     code
 }
 
-pub(super) fn logout(args: &ProjectArgs, server: &str) -> u8 {
+fn logout(args: &ProjectArgs, server: &str) -> u8 {
     let config = match load_config(args) {
         Ok(c) => c,
         Err(f) => return f.exit(false, false),
@@ -150,7 +161,7 @@ pub(super) fn logout(args: &ProjectArgs, server: &str) -> u8 {
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", super::hints::fix(&e.to_string()));
             EXIT_FAILED
         }
     }

@@ -16,7 +16,7 @@ use super::interrupt::Signals;
 use super::output::Failure;
 use super::session_cmds::print_result;
 use super::start::{parse_args, runtime, server_of, start, Scope, Who};
-use super::{ProjectArgs, EXIT_OK};
+use super::{typed_args, ServerArgs, EXIT_OK};
 
 /// How `call` prints.
 pub(super) struct CallOutput {
@@ -26,6 +26,23 @@ pub(super) struct CallOutput {
     pub(super) verbose: bool,
     /// No progress on stderr.
     pub(super) quiet: bool,
+}
+
+/// The arguments of a call as given: `--args` and each `--arg key=value`.
+pub(super) struct Arguments<'a> {
+    /// `--args`: inline JSON, `@FILE`, or `-`.
+    pub(super) args: Option<&'a str>,
+    /// Each `--arg key=value`, typed once the tool's schema is known.
+    pub(super) pairs: &'a [String],
+}
+
+/// The input schema of `tool` as its server listed it (`{}` when it is not registered: the
+/// call then fails naming the tool, and `--arg` values stay strings until then).
+pub(super) fn input_schema(session: &Session, tool: &str) -> Value {
+    server_of(tool)
+        .and_then(|s| session.registry().server_catalog(s))
+        .and_then(|c| c.tools.get(tool).map(|t| t.tool.input_schema.clone()))
+        .unwrap_or_else(|| Value::Object(Map::new()))
 }
 
 /// The text of `--args`: inline JSON, `@FILE`, or `-` for stdin.
@@ -146,18 +163,22 @@ async fn call_showing_progress(
 
 /// `kaged-mcp call`: starts only the tool's server, calls it through the full stack.
 pub(super) fn run(
-    args: &ProjectArgs,
+    args: &ServerArgs,
     who: Who<'_>,
     tool: &str,
-    arguments: Option<&str>,
+    given: Arguments<'_>,
     out: CallOutput,
 ) -> u8 {
-    let arguments = match read_args(arguments).and_then(|a| parse_args(a.as_deref())) {
+    let arguments = match read_args(given.args).and_then(|a| parse_args(a.as_deref())) {
         Ok(a) => a,
         Err(e) => {
             return about(Failure::usage(format!("--args: {e}")), tool).exit(out.json, out.verbose)
         }
     };
+    // A malformed pair is told before any server starts; its type once the schema is known.
+    if let Some(e) = given.pairs.iter().find_map(|p| typed_args::split(p).err()) {
+        return about(Failure::usage(e), tool).exit(out.json, out.verbose);
+    }
     runtime().block_on(async {
         // Listening from the start: an interrupt never leaves the server running.
         let mut signals = Signals::listen();
@@ -175,6 +196,15 @@ pub(super) fn run(
             Ok(s) => s,
             Err(f) => return about(f, tool).exit(out.json, out.verbose),
         };
+        let arguments =
+            match typed_args::merge(arguments, given.pairs, &input_schema(&session, tool)) {
+                Ok(a) => a,
+                Err(e) => {
+                    let code = about(Failure::usage(e), tool).exit(out.json, out.verbose);
+                    super::interrupt::end(session).await;
+                    return code;
+                }
+            };
         let result = match signals
             .until(call_showing_progress(
                 &session, &who, tool, arguments, out.quiet,

@@ -18,7 +18,7 @@ use crate::Error;
 
 use super::output::Failure;
 use super::start::{start, Scope, Who};
-use super::{ProjectArgs, EXIT_FAILED, EXIT_OK};
+use super::{ServerArgs, EXIT_FAILED, EXIT_OK};
 
 /// How deep a schema is followed to name a parameter's type.
 const MAX_TYPE_DEPTH: usize = 4;
@@ -234,7 +234,7 @@ fn hints(a: Option<&ToolAnnotations>) -> Vec<&'static str> {
 /// when any are); exit 1 when any of them did not (its `error:` line says why), 0 when all
 /// did.
 pub(super) fn tools(
-    args: &ProjectArgs,
+    args: &ServerArgs,
     who: Who<'_>,
     servers: &[String],
     json: bool,
@@ -286,7 +286,7 @@ fn notes(session: &Session, tools: &[ToolDefinition]) {
 /// `kaged-mcp describe TOOL`: starts the tool's server, describes the tool. Exit 1 when the
 /// tool is not registered (its server did not start, or has no such tool).
 pub(super) fn describe(
-    args: &ProjectArgs,
+    args: &ServerArgs,
     who: Who<'_>,
     tool: &str,
     json: bool,

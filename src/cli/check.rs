@@ -37,23 +37,27 @@ pub(super) fn run(args: &ProjectArgs, verbose: bool) -> u8 {
     let mut roots_ok = true;
     for server in &config.project.servers {
         if let Err(e) = crate::assemble::roots(&config, server) {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", super::hints::fix(&e.to_string()));
             roots_ok = false;
         }
     }
     match &config.lock {
         None if !config.project.servers.is_empty() => println!(
-            "no mcp.lock: tool definitions are not pinned; `kaged-mcp lock` writes one (see the \
-             pinning section of the README)"
+            "{}",
+            super::hints::fix(
+                "no mcp.lock: tool definitions are not pinned; `kaged-mcp lock` writes one (see \
+                 the pinning section of the README)"
+            )
         ),
         None => {}
         Some(lock) => {
             let tools: usize = lock.servers.values().map(|s| s.tools.len()).sum();
-            println!(
+            let line = format!(
                 "mcp.lock: {} server(s), {tools} pinned tool(s); `kaged-mcp lock --check` compares \
                  them with what the servers list",
                 lock.servers.len()
             );
+            println!("{}", super::hints::fix(&line));
         }
     }
     if secrets_ok && roots_ok {

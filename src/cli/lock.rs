@@ -7,8 +7,9 @@ use crate::config::Config;
 use crate::pin::{Lock, LockReport, PinPolicy, LOCK_FILE};
 use crate::session::{Session, SessionOptions};
 
+use super::hints::fix;
 use super::start::runtime;
-use super::{load_config, ProjectArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
+use super::{ServerArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// The configuration to observe servers with: nothing pinned, so every tool is listed and
 /// nothing is held or warned about while the lock is being written or checked.
@@ -21,8 +22,8 @@ fn unpinned(mut config: Config) -> Config {
 }
 
 /// `kaged-mcp lock [SERVER…] [--check]`.
-pub(super) fn run(args: &ProjectArgs, servers: &[String], check: bool, verbose: bool) -> u8 {
-    let config = match load_config(args) {
+pub(super) fn run(args: &ServerArgs, servers: &[String], check: bool, verbose: bool) -> u8 {
+    let config = match args.refuse_adhoc("lock").and_then(|()| args.load()) {
         Ok(c) => c,
         Err(f) => return f.exit(false, verbose),
     };
@@ -43,8 +44,11 @@ pub(super) fn run(args: &ProjectArgs, servers: &[String], check: bool, verbose: 
     let old = config.lock.as_deref().cloned();
     if check && old.is_none() {
         eprintln!(
-            "error: {} does not exist: nothing is pinned; `kaged-mcp lock` writes it",
-            path.display()
+            "error: {}",
+            fix(&format!(
+                "{} does not exist: nothing is pinned; `kaged-mcp lock` writes it",
+                path.display()
+            ))
         );
         return EXIT_FAILED;
     }
@@ -78,7 +82,7 @@ pub(super) fn run(args: &ProjectArgs, servers: &[String], check: bool, verbose: 
         only.is_none(),
     );
     if check {
-        print!("{report}");
+        print!("{}", fix(&report.to_string()));
         return if report.differs() {
             EXIT_FAILED
         } else {
@@ -107,13 +111,13 @@ fn write(
                 lock.servers.insert(key, entry);
             }
             Err(why) => {
-                eprintln!("error: server `{key}`: {why}");
+                eprintln!("error: server `{key}`: {}", fix(&why));
                 failed = true;
             }
         }
     }
     if failed {
-        eprintln!("error: {} not written: every server must answer to be locked (name the others: `kaged-mcp lock SERVER…`)", path.display());
+        eprintln!("error: {}", fix(&format!("{} not written: every server must answer to be locked (name the others: `kaged-mcp lock SERVER…`)", path.display())));
         return EXIT_FAILED;
     }
     if whole {

@@ -5,27 +5,33 @@
 //! 130 or 143 interrupted by SIGINT or SIGTERM (see `interrupt`: what was in flight is
 //! cancelled and the servers are shut down first).
 
+mod adhoc;
 mod auth;
 mod call;
 mod catalog_cmds;
 mod check;
 mod demo_server;
+mod hints;
 mod interrupt;
 mod lock;
 mod output;
+mod ping;
 mod protocol_cmds;
 mod render;
+mod server_log;
 mod session_cmds;
 mod skills_cmds;
 mod start;
 #[cfg(feature = "otlp")]
 mod telemetry;
+mod typed_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use self::adhoc::ServerArgs;
 use self::output::{Failure, JSON_EXIT_CODES};
 use self::protocol_cmds::{CompleteArgs, PromptArgs, PromptsArgs, ReadArgs, ResourcesArgs, Verb};
 use crate::config::{self, ConfigPaths};
@@ -54,9 +60,9 @@ pub(crate) enum Command {
     /// destructive, idempotent, open-world) and the first line of the description.
     #[command(after_help = JSON_EXIT_CODES)]
     Tools {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// The agent to act as.
         #[command(flatten)]
         who: AgentArg,
@@ -75,9 +81,9 @@ pub(crate) enum Command {
     /// schema and its annotations.
     #[command(after_help = JSON_EXIT_CODES)]
     Describe {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// The agent to act as.
         #[command(flatten)]
         who: AgentArg,
@@ -92,9 +98,9 @@ pub(crate) enum Command {
     /// `[resource link URI name (MIME)]`, embedded resources as their URI and text.
     #[command(after_help = JSON_EXIT_CODES)]
     Call {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// The agent to act as.
         #[command(flatten)]
         who: AgentArg,
@@ -104,6 +110,11 @@ pub(crate) enum Command {
         /// read them from stdin.
         #[arg(long, value_name = "JSON|@FILE|-")]
         args: Option<String>,
+        /// One argument, `key=value` (repeatable): typed by the tool's input schema (a
+        /// number, boolean, array, object or null parsed as JSON where the property's type
+        /// says so; a string as it is). Merged over `--args`, `--arg` winning.
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        arg: Vec<String>,
         /// Print `{"content", "structuredContent", "isError", "truncated", "_meta"?}` as JSON
         /// (on failure, `{"error": {"kind", "message", "server", "tool"}}`).
         #[arg(long)]
@@ -117,9 +128,9 @@ pub(crate) enum Command {
     /// title and website, its capabilities and the first line of its instructions.
     #[command(after_help = STATUS_JSON_HELP)]
     Status {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// Only these servers, and start only them [default: every server].
         #[arg(value_name = "SERVER")]
         servers: Vec<String>,
@@ -128,13 +139,13 @@ pub(crate) enum Command {
         json: bool,
     },
     /// Start a session once, then answer commands read from stdin, one per line:
-    /// `tools`, `call TOOL [JSON]`, `status`, `enable SERVER`, `resources`, `read`, `prompts`,
+    /// `tools`, `call TOOL [JSON | --args JSON] [--arg KEY=VALUE]…`, `status`, `enable SERVER`, `resources`, `read`, `prompts`,
     /// `prompt`, `complete` (with the arguments of the commands of those names), `quit`.
     #[command(after_help = JSON_EXIT_CODES)]
     Shell {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// The agent to act as.
         #[command(flatten)]
         who: AgentArg,
@@ -146,9 +157,9 @@ pub(crate) enum Command {
     /// URI template), name, MIME type, size.
     #[command(after_help = JSON_EXIT_CODES)]
     Resources {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// Which server.
         #[command(flatten)]
         args: ResourcesArgs,
@@ -160,9 +171,9 @@ pub(crate) enum Command {
     /// `--out FILE` (or to a redirected stdout).
     #[command(after_help = JSON_EXIT_CODES)]
     Read {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// What to read.
         #[command(flatten)]
         args: ReadArgs,
@@ -174,9 +185,9 @@ pub(crate) enum Command {
     /// required).
     #[command(after_help = JSON_EXIT_CODES)]
     Prompts {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// Which server.
         #[command(flatten)]
         args: PromptsArgs,
@@ -188,9 +199,9 @@ pub(crate) enum Command {
     /// block shown as `call` shows it.
     #[command(after_help = JSON_EXIT_CODES)]
     Prompt {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// Which prompt, with which arguments.
         #[command(flatten)]
         args: PromptArgs,
@@ -202,9 +213,9 @@ pub(crate) enum Command {
     /// the values, one a line.
     #[command(after_help = JSON_EXIT_CODES)]
     Complete {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// What to complete.
         #[command(flatten)]
         args: CompleteArgs,
@@ -216,9 +227,9 @@ pub(crate) enum Command {
     /// No skill file is read.
     #[command(after_help = JSON_EXIT_CODES)]
     Skills {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// Which servers.
         #[command(flatten)]
         args: skills_cmds::SkillsArgs,
@@ -231,9 +242,9 @@ pub(crate) enum Command {
     /// exits 1 naming the check.
     #[command(after_help = JSON_EXIT_CODES)]
     Skill {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// The skill.
         #[command(flatten)]
         args: skills_cmds::SkillArgs,
@@ -249,9 +260,9 @@ pub(crate) enum Command {
     /// (nothing written), or (--check) something differs or there is no mcp.lock; 2 a usage or
     /// configuration error (an unreadable mcp.lock included).
     Lock {
-        /// Where the configuration is.
+        /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
-        project: ProjectArgs,
+        project: ServerArgs,
         /// Only these servers (the lock's other entries are kept); all declared ones when
         /// none is named (entries of servers no longer declared are dropped).
         servers: Vec<String>,
@@ -259,6 +270,24 @@ pub(crate) enum Command {
         /// annotation, each new or removed tool, each server not in the lock.
         #[arg(long)]
         check: bool,
+    },
+    /// Start one server and send it N MCP pings, as ping(8): one line per ping with its
+    /// round-trip time, then a summary (sent, answered, lost, min/avg/max).
+    ///
+    /// Exit codes: 0 a ping was answered; 1 none was, or the server did not start; 2 a usage or
+    /// configuration error.
+    Ping {
+        /// Where the configuration is (or the ad-hoc server), and the log level.
+        #[command(flatten)]
+        project: ServerArgs,
+        /// The server's key [default: the ad-hoc server].
+        server: Option<String>,
+        /// How many pings.
+        #[arg(short = 'c', long, value_name = "N", default_value_t = 3)]
+        count: u32,
+        /// Seconds between two pings.
+        #[arg(short = 'i', long, value_name = "SECONDS", default_value_t = 1.0)]
+        interval: f64,
     },
     /// Serve the bundled demo MCP server on stdin/stdout (the quickstart's server).
     DemoServer,
@@ -268,6 +297,41 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: AuthCommand,
     },
+}
+
+/// `$f(project)` for a command that talks to servers, `None` for the others.
+macro_rules! server_args {
+    ($command:expr) => {
+        match $command {
+            Command::Tools { project, .. }
+            | Command::Describe { project, .. }
+            | Command::Call { project, .. }
+            | Command::Status { project, .. }
+            | Command::Shell { project, .. }
+            | Command::Resources { project, .. }
+            | Command::Read { project, .. }
+            | Command::Prompts { project, .. }
+            | Command::Prompt { project, .. }
+            | Command::Complete { project, .. }
+            | Command::Skills { project, .. }
+            | Command::Skill { project, .. }
+            | Command::Lock { project, .. }
+            | Command::Ping { project, .. } => Some(project),
+            Command::Check(_) | Command::DemoServer | Command::Auth { .. } => None,
+        }
+    };
+}
+
+impl Command {
+    /// The server arguments of a command that talks to servers.
+    fn server_args(&self) -> Option<&ServerArgs> {
+        server_args!(self)
+    }
+
+    /// The same, to fill in the ad-hoc server's command.
+    fn server_args_mut(&mut self) -> Option<&mut ServerArgs> {
+        server_args!(self)
+    }
 }
 
 /// `kaged-mcp auth …`.
@@ -312,6 +376,15 @@ pub(crate) struct AgentArg {
     pub(crate) agent: Option<String>,
 }
 
+impl AgentArg {
+    /// Who the command acts as.
+    fn who(&self) -> start::Who<'_> {
+        start::Who {
+            agent: self.agent.as_deref(),
+        }
+    }
+}
+
 /// Where the configuration is.
 #[derive(Debug, Args)]
 pub(crate) struct ProjectArgs {
@@ -348,6 +421,7 @@ impl ProjectArgs {
                 })?
             }
         };
+        hints::set_project(&project_dir);
         Ok(ConfigPaths {
             project_dir,
             local: self.local.clone(),
@@ -396,12 +470,30 @@ pub fn demo_server() -> ExitCode {
 /// runs the command; returns the process exit code. The argument types are the binary's own,
 /// not library API.
 pub fn main() -> ExitCode {
-    match <Cli as clap::Parser>::try_parse() {
-        Ok(cli) => run(cli),
+    let json = std::env::args_os().any(|a| a == "--json");
+    let (args, command) = match adhoc::split_command(std::env::args_os().collect()) {
+        Ok(split) => split,
+        Err(f) => return ExitCode::from(f.exit(json, false)),
+    };
+    match <Cli as clap::Parser>::try_parse_from(args) {
+        Ok(cli) if command.is_empty() => run(cli),
+        Ok(mut cli) => match cli.command.server_args_mut() {
+            Some(server) => {
+                server.adhoc.command = command;
+                run(cli)
+            }
+            None => ExitCode::from(
+                Failure::usage(
+                    "`-- COMMAND` gives an ad-hoc server, which only the commands that talk to \
+                     servers take",
+                )
+                .exit(json, false),
+            ),
+        },
         Err(e) => {
             // A usage error of a command asked for JSON is that command's one JSON failure
             // too; clap prints its own message on stderr and exits 2.
-            if e.use_stderr() && std::env::args_os().any(|a| a == "--json") {
+            if e.use_stderr() && json {
                 println!("{}", Failure::usage(output::clap_message(&e)).json());
             }
             e.exit()
@@ -413,7 +505,13 @@ pub fn main() -> ExitCode {
 pub(crate) fn run(cli: Cli) -> ExitCode {
     // The demo server is a peer, not a command: it exports nothing (it inherits `OTEL_*`
     // when a traced command starts it).
-    let telemetry = init_tracing(cli.verbose, !matches!(cli.command, Command::DemoServer));
+    let telemetry = init_tracing(
+        cli.verbose,
+        !matches!(cli.command, Command::DemoServer),
+        cli.command
+            .server_args()
+            .is_some_and(|a| a.log_level.is_some()),
+    );
     let verbose = cli.verbose > 0;
     // One trace per command: every request span of the command is a child of this one.
     let root = tracing::info_span!(
@@ -424,50 +522,55 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
         process.exit.code = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
     );
-    let code = root.in_scope(|| match cli.command {
+    let code = root.in_scope(|| dispatch(cli.command, verbose));
+    root.record("process.exit.code", i64::from(code));
+    if code != EXIT_OK {
+        root.record("otel.status_code", "error");
+    }
+    drop(root);
+    #[cfg(feature = "otlp")]
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    #[cfg(not(feature = "otlp"))]
+    let _ = telemetry;
+    ExitCode::from(code)
+}
+
+/// Runs one command; returns its exit code.
+fn dispatch(command: Command, verbose: bool) -> u8 {
+    match command {
         Command::Check(args) => check::run(&args, verbose),
+        Command::DemoServer => demo_server::run(),
+        Command::Auth { command } => auth::run(command),
         Command::Tools {
             project,
             who,
             servers,
             json,
-        } => catalog_cmds::tools(
-            &project,
-            start::Who {
-                agent: who.agent.as_deref(),
-            },
-            &servers,
-            json,
-            verbose,
-        ),
+        } => catalog_cmds::tools(&project, who.who(), &servers, json, verbose),
         Command::Describe {
             project,
             who,
             tool,
             json,
-        } => catalog_cmds::describe(
-            &project,
-            start::Who {
-                agent: who.agent.as_deref(),
-            },
-            &tool,
-            json,
-            verbose,
-        ),
+        } => catalog_cmds::describe(&project, who.who(), &tool, json, verbose),
         Command::Call {
             project,
             who,
             tool,
             args,
+            arg,
             json,
             quiet,
         } => call::run(
             &project,
-            start::Who {
-                agent: who.agent.as_deref(),
-            },
+            who.who(),
             &tool,
-            args.as_deref(),
+            call::Arguments {
+                args: args.as_deref(),
+                pairs: &arg,
+            },
             call::CallOutput {
                 json,
                 verbose,
@@ -479,14 +582,9 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             servers,
             json,
         } => session_cmds::status(&project, &servers, json, verbose),
-        Command::Shell { project, who, json } => session_cmds::shell(
-            &project,
-            start::Who {
-                agent: who.agent.as_deref(),
-            },
-            json,
-            verbose,
-        ),
+        Command::Shell { project, who, json } => {
+            session_cmds::shell(&project, who.who(), json, verbose)
+        }
         Command::Resources {
             project,
             args,
@@ -527,25 +625,21 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             servers,
             check,
         } => lock::run(&project, &servers, check, verbose),
-        Command::DemoServer => demo_server::run(),
-        Command::Auth { command } => match command {
-            AuthCommand::Login { server, project } => auth::login(&project, &server),
-            AuthCommand::Status { project, json } => auth::status(&project, json),
-            AuthCommand::Logout { server, project } => auth::logout(&project, &server),
-        },
-    });
-    root.record("process.exit.code", i64::from(code));
-    if code != EXIT_OK {
-        root.record("otel.status_code", "error");
+        Command::Ping {
+            project,
+            server,
+            count,
+            interval,
+        } => ping::run(
+            &project,
+            &ping::PingArgs {
+                server: server.as_deref(),
+                count,
+                interval,
+            },
+            verbose,
+        ),
     }
-    drop(root);
-    #[cfg(feature = "otlp")]
-    if let Some(telemetry) = telemetry {
-        telemetry.shutdown();
-    }
-    #[cfg(not(feature = "otlp"))]
-    let _ = telemetry;
-    ExitCode::from(code)
 }
 
 /// The command's name, as its root span names it (`kaged-mcp call`).
@@ -565,6 +659,7 @@ fn verb(command: &Command) -> &'static str {
         Command::Skills { .. } => "skills",
         Command::Skill { .. } => "skill",
         Command::Lock { .. } => "lock",
+        Command::Ping { .. } => "ping",
         Command::DemoServer => "demo-server",
         Command::Auth { command } => match command {
             AuthCommand::Login { .. } => "auth login",
@@ -586,7 +681,10 @@ type Telemetry = std::convert::Infallible;
 /// a terminal and never with `NO_COLOR` set. With the `otlp` feature and the OpenTelemetry
 /// environment variables set, the request spans and metrics are exported too (see
 /// [`telemetry`]), whatever the log level.
-fn init_tracing(verbose: u8, export: bool) -> Option<Telemetry> {
+///
+/// With `server_logs` (`--log-level`), the servers' log messages are shown by
+/// [`server_log::ServerLog`], one line each, and left out of that log.
+fn init_tracing(verbose: u8, export: bool, server_logs: bool) -> Option<Telemetry> {
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -605,7 +703,15 @@ fn init_tracing(verbose: u8, export: bool) -> Option<Telemetry> {
     let log = tracing_subscriber::fmt::layer()
         .with_ansi(colour)
         .with_writer(std::io::stderr)
-        .with_filter(filter);
+        .with_filter(filter)
+        .with_filter(tracing_subscriber::filter::filter_fn(move |m| {
+            !(server_logs && server_log::is_server_log(m))
+        }));
+    let server_log = server_logs.then(|| {
+        server_log::ServerLog.with_filter(tracing_subscriber::filter::filter_fn(
+            server_log::is_server_log,
+        ))
+    });
     #[cfg(feature = "otlp")]
     let telemetry = match export.then(telemetry::from_env).transpose() {
         Ok(t) => t.flatten(),
@@ -632,6 +738,7 @@ fn init_tracing(verbose: u8, export: bool) -> Option<Telemetry> {
     let export: Option<tracing_subscriber::layer::Identity> = None;
     let _ = tracing_subscriber::registry()
         .with(log)
+        .with(server_log)
         .with(export)
         .try_init();
     telemetry
@@ -646,4 +753,40 @@ fn load_config(args: &ProjectArgs) -> Result<config::Config, Failure> {
         eprintln!("warning: {w}");
     }
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        // clap checks ids, positions and flags only in debug builds, at parse: here, for every
+        // command at once.
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    #[test]
+    fn the_ad_hoc_command_is_split_at_the_first_double_dash() {
+        let (args, command) = adhoc::split_command(
+            [
+                "kaged-mcp",
+                "call",
+                "mcp.adhoc.t",
+                "--",
+                "node",
+                "s.js",
+                "--",
+                "x",
+            ]
+            .map(Into::into)
+            .to_vec(),
+        )
+        .unwrap();
+        assert_eq!(args.len(), 3);
+        assert_eq!(command, ["node", "s.js", "--", "x"]);
+        assert!(
+            adhoc::split_command(["kaged-mcp", "tools", "--"].map(Into::into).to_vec()).is_err()
+        );
+    }
 }

@@ -88,6 +88,16 @@ impl Failure {
         self
     }
 
+    /// The same failure told inside the shell: its hints name the shell's verbs
+    /// ([`super::hints::fix_in_shell`]).
+    pub(super) fn in_shell(mut self) -> Self {
+        for line in &mut self.lines {
+            *line = super::hints::fix_in_shell(line);
+        }
+        self.detail = self.detail.map(|d| super::hints::fix_in_shell(&d));
+        self
+    }
+
     /// The operator's line (the lines joined by `; `).
     pub(super) fn message(&self) -> String {
         self.lines.join("; ")
@@ -97,7 +107,10 @@ impl Failure {
     pub(super) fn json(&self) -> Value {
         let mut error = Map::new();
         error.insert("kind".into(), Value::from(self.kind));
-        error.insert("message".into(), Value::from(self.message()));
+        error.insert(
+            "message".into(),
+            Value::from(super::hints::fix(&self.message())),
+        );
         for (k, v) in &self.fields {
             error.entry(k.clone()).or_insert_with(|| v.clone());
         }
@@ -117,10 +130,10 @@ impl Failure {
     /// The `error:` lines on stderr, and with `verbose` the whole chain.
     pub(super) fn tell(&self, verbose: bool) {
         for line in &self.lines {
-            eprintln!("error: {line}");
+            eprintln!("error: {}", super::hints::fix(line));
         }
         if let Some(d) = self.detail.as_ref().filter(|_| verbose) {
-            eprintln!("  detail: {d}");
+            eprintln!("  detail: {}", super::hints::fix(d));
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::Error;
 
 use super::output::Failure;
 use super::start::{parse_args, report, start, Scope};
-use super::{render, ProjectArgs, EXIT_FAILED, EXIT_OK};
+use super::{render, ServerArgs, EXIT_FAILED, EXIT_OK};
 
 /// `resources [SERVER]`.
 #[derive(Debug, Clone, Args)]
@@ -61,6 +61,10 @@ pub(crate) struct PromptArgs {
     /// The prompt's arguments, a JSON object of strings, e.g. `{"city": "Paris"}`.
     #[arg(long, value_name = "JSON")]
     pub(crate) args: Option<String>,
+    /// One argument, `key=value` (repeatable; prompt arguments are strings), merged over
+    /// `--args`, `--arg` winning.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub(crate) arg: Vec<String>,
 }
 
 /// `complete SERVER (--prompt NAME | --template URI_TEMPLATE) ARG PREFIX [--context JSON]`.
@@ -119,7 +123,7 @@ impl Verb {
 
 /// `kaged-mcp <verb>`: starts the servers the verb needs, runs it, prints its answer on stdout
 /// and any failure as `error:` lines on stderr (with `json`, and as one JSON object on stdout).
-pub(super) fn run(project: &ProjectArgs, verb: &Verb, json: bool, verbose: bool) -> u8 {
+pub(super) fn run(project: &ServerArgs, verb: &Verb, json: bool, verbose: bool) -> u8 {
     super::interrupt::block_on(async {
         let scope = match verb.server() {
             Some(server) => Scope::Server(server),
@@ -344,6 +348,9 @@ async fn get_prompt(
     out: &mut dyn Write,
 ) -> Result<Vec<Error>, Failure> {
     let arguments = strings("--args", a.args.as_deref())?;
+    // No schema: every value is a string, as prompt arguments are.
+    let arguments =
+        super::typed_args::merge(arguments, &a.arg, &Value::Null).map_err(Failure::usage)?;
     let got = session
         .prompt(&a.server, &a.name, arguments.as_ref())
         .await

@@ -13,8 +13,8 @@ use crate::Error;
 use super::catalog_cmds::{catalog, print_catalog};
 use super::interrupt::Signals;
 use super::output::Failure;
-use super::start::{parse_args, runtime, start, start_lasting, Scope, Who};
-use super::{protocol_cmds, render, ProjectArgs, EXIT_FAILED, EXIT_OK};
+use super::start::{runtime, start, start_lasting, Scope, Who};
+use super::{protocol_cmds, render, typed_args, ServerArgs, EXIT_FAILED, EXIT_OK};
 
 pub(super) async fn do_call(
     session: &Session,
@@ -94,13 +94,13 @@ fn print_status(
             writeln!(out)?;
             if !s.held.is_empty() {
                 let held: Vec<&str> = s.held.keys().map(String::as_str).collect();
-                writeln!(
-                    out,
+                let line = format!(
                     "  held by mcp.lock: {} ({}; `kaged-mcp lock --check {}` shows why)",
                     s.held.len(),
                     held.join(", "),
                     s.server
-                )?;
+                );
+                writeln!(out, "{}", super::hints::fix(&line))?;
             }
             write_identity(s, out)?;
             if verbose {
@@ -207,7 +207,7 @@ fn all_ready(st: &[ServerStatus]) -> bool {
 
 /// `kaged-mcp status [SERVER…]`: starts the servers named (or all) and prints their status;
 /// exit 1 when one of them is enabled and not ready.
-pub(super) fn status(args: &ProjectArgs, servers: &[String], json: bool, verbose: bool) -> u8 {
+pub(super) fn status(args: &ServerArgs, servers: &[String], json: bool, verbose: bool) -> u8 {
     super::interrupt::block_on(async {
         let (session, _) = match start(args, Scope::Servers(servers), false, verbose).await {
             Ok(s) => s,
@@ -242,6 +242,7 @@ async fn shell_line(
     let mut out = std::io::stdout().lock();
     // Every failure is one line: `error: …`, or with --json the one JSON failure.
     let err = |out: &mut std::io::StdoutLock<'_>, f: Failure| {
+        let f = f.in_shell();
         if json {
             let _ = writeln!(out, "{}", f.json());
         } else {
@@ -275,8 +276,11 @@ async fn shell_line(
         }
         "call" if !rest.is_empty() => {
             let (tool, a) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            match parse_args(Some(a)) {
-                Err(e) => err(&mut out, Failure::usage(e)),
+            let schema = super::call::input_schema(session, tool);
+            let arguments = typed_args::shell_call(a)
+                .and_then(|(args, pairs)| typed_args::merge(args, &pairs, &schema));
+            match arguments {
+                Err(e) => err(&mut out, Failure::usage(e).with("tool", tool)),
                 Ok(arguments) => {
                     drop(out);
                     let r = do_call(session, who, tool, arguments).await;
@@ -313,7 +317,7 @@ async fn shell_line(
         }
         _ => err(
             &mut out,
-            Failure::usage(format!("unknown command `{line}`; commands: tools, call TOOL [JSON], status, enable SERVER, resources [SERVER], read SERVER URI [--out FILE], prompts [SERVER], prompt SERVER NAME [--args JSON], complete SERVER (--prompt NAME | --template URI) ARG PREFIX [--context JSON], quit")),
+            Failure::usage(format!("unknown command `{line}`; commands: tools, call TOOL [JSON | --args JSON] [--arg KEY=VALUE]…, status, enable SERVER, resources [SERVER], read SERVER URI [--out FILE], prompts [SERVER], prompt SERVER NAME [--args JSON], complete SERVER (--prompt NAME | --template URI) ARG PREFIX [--context JSON], quit")),
         ),
     }
     let _ = std::io::stdout().flush();
@@ -323,7 +327,7 @@ async fn shell_line(
 /// `kaged-mcp shell`: one command per line on stdin, one answer each, until `quit` or EOF;
 /// SIGINT or SIGTERM cancels the command in flight and ends the shell (see
 /// [`super::interrupt`]).
-pub(super) fn shell(args: &ProjectArgs, who: Who<'_>, json: bool, verbose: bool) -> u8 {
+pub(super) fn shell(args: &ServerArgs, who: Who<'_>, json: bool, verbose: bool) -> u8 {
     runtime().block_on(async {
         // Listening from the start: an interrupt never leaves a server running, and one
         // during a command cancels what it has in flight.

@@ -13,7 +13,7 @@ use crate::Error;
 
 use super::output::Failure;
 use super::start::{report, start, Scope};
-use super::{ProjectArgs, EXIT_FAILED, EXIT_OK};
+use super::{ServerArgs, EXIT_FAILED, EXIT_OK};
 
 /// `skills [SERVER]`.
 #[derive(Debug, Args)]
@@ -38,7 +38,7 @@ pub(crate) struct SkillArgs {
 /// `kaged-mcp skills`: server, name and description of each skill, one a line (`--json`: an
 /// array of `{server, uri, name, description, frontmatter, files}`). Exit 0; 1 when a server
 /// failed or its list did; 2 for an undeclared server.
-pub(super) fn list(project: &ProjectArgs, args: &SkillsArgs, json: bool, verbose: bool) -> u8 {
+pub(super) fn list(project: &ServerArgs, args: &SkillsArgs, json: bool, verbose: bool) -> u8 {
     super::interrupt::block_on(async {
         let scope = args.server.as_deref().map_or(Scope::All, Scope::Server);
         let (session, failed) = match start(project, scope, args.server.is_none(), verbose).await {
@@ -110,7 +110,7 @@ pub(super) fn list(project: &ProjectArgs, args: &SkillsArgs, json: bool, verbose
 /// `kaged-mcp skill`: the verified `SKILL.md` (or `--file`) on stdout (`--json`: `{server,
 /// skill, uri, mimeType, text}`). Exit 0; 1 when the skill is refused (the line names the
 /// check: `digest`, `size`, `frontmatter`) or the server failed; 2 for an undeclared server.
-pub(super) fn show(project: &ProjectArgs, args: &SkillArgs, json: bool, verbose: bool) -> u8 {
+pub(super) fn show(project: &ServerArgs, args: &SkillArgs, json: bool, verbose: bool) -> u8 {
     super::interrupt::block_on(async {
         let (session, _) = match start(project, Scope::Server(&args.server), false, verbose).await {
             Ok(s) => s,

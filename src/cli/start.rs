@@ -10,7 +10,7 @@ use crate::session::{PinEvent, Session, SessionOptions};
 use crate::Error;
 
 use super::output::Failure;
-use super::{load_config, ProjectArgs, EXIT_FAILED};
+use super::{hints, ServerArgs, EXIT_FAILED};
 
 /// What `tools`, `call` and `shell` act as: the daemon itself, or one agent.
 pub(super) struct Who<'a> {
@@ -28,10 +28,10 @@ pub(super) fn runtime() -> tokio::runtime::Runtime {
 /// Prints an error as the operator's line, `error: …`, and with `-v` its whole chain.
 pub(super) fn report(e: &Error, verbose: bool) {
     let reason = e.reason();
-    eprintln!("error: {reason}");
+    eprintln!("error: {}", hints::fix(&reason));
     let full = e.to_string();
     if verbose && full != reason {
-        eprintln!("  detail: {full}");
+        eprintln!("  detail: {}", hints::fix(&full));
     }
 }
 
@@ -71,18 +71,24 @@ fn print_pin_event(event: &PinEvent) {
                 "is registered (pins = \"warn\") although"
             };
             eprintln!(
-                "warning: server `{server}`: tool `{tool}` {what}: {}; {}",
-                verdict.reason(server),
-                Verdict::approve_with(server)
+                "warning: {}",
+                hints::fix(&format!(
+                    "server `{server}`: tool `{tool}` {what}: {}; {}",
+                    verdict.reason(server),
+                    Verdict::approve_with(server)
+                ))
             );
         }
         PinEvent::Server {
             server,
             differences,
         } => eprintln!(
-            "warning: server `{server}`: differs from mcp.lock in {} (its tools are judged one by one); {}",
-            differences.join(", "),
-            Verdict::approve_with(server)
+            "warning: {}",
+            hints::fix(&format!(
+                "server `{server}`: differs from mcp.lock in {} (its tools are judged one by one); {}",
+                differences.join(", "),
+                Verdict::approve_with(server)
+            ))
         ),
     }
 }
@@ -152,7 +158,7 @@ fn undeclared(config: &Config, scope: &Scope<'_>) -> Option<Failure> {
 /// The session is [one-shot](SessionOptions::one_shot): it ends with the command, so a server
 /// that failed is `failed`, never `restarting`. The shell's is [`start_lasting`].
 pub(super) async fn start(
-    args: &ProjectArgs,
+    args: &ServerArgs,
     scope: Scope<'_>,
     announce: bool,
     verbose: bool,
@@ -163,7 +169,7 @@ pub(super) async fn start(
 /// [`start`] for a session that lasts (the shell): a server that failed restarts on a later
 /// call.
 pub(super) async fn start_lasting(
-    args: &ProjectArgs,
+    args: &ServerArgs,
     scope: Scope<'_>,
     announce: bool,
     verbose: bool,
@@ -172,13 +178,13 @@ pub(super) async fn start_lasting(
 }
 
 async fn start_session(
-    args: &ProjectArgs,
+    args: &ServerArgs,
     scope: Scope<'_>,
     announce: bool,
     verbose: bool,
     one_shot: bool,
 ) -> Result<(Session, usize), Failure> {
-    let config = load_config(args)?;
+    let config = args.load()?;
     if let Some(f) = undeclared(&config, &scope) {
         return Err(f);
     }
@@ -188,9 +194,9 @@ async fn start_session(
             let failed = s.start_failures();
             if announce {
                 for f in &failed {
-                    eprintln!("error: server `{}`: {}", f.server, f.reason);
+                    eprintln!("error: server `{}`: {}", f.server, hints::fix(&f.reason));
                     if verbose && f.detail != f.reason {
-                        eprintln!("  detail: {}", f.detail);
+                        eprintln!("  detail: {}", hints::fix(&f.detail));
                     }
                 }
             }

@@ -55,14 +55,18 @@ fn log_server_message(server: &str, params: &LoggingMessageParams) {
     };
     let text = inbound::excerpt(text.as_bytes());
     let logger = params.logger.as_deref().unwrap_or("");
+    // `level` is the server's own name for it (the CLI's `--log-level` shows it as sent).
+    let level = params.level.map_or("info", LoggingLevel::name);
     match params.level {
-        Some(LoggingLevel::Debug) => tracing::debug!(server, logger, message = %text, "server log"),
+        Some(LoggingLevel::Debug) => {
+            tracing::debug!(server, logger, level, message = %text, "server log")
+        }
         Some(LoggingLevel::Info | LoggingLevel::Notice) | None => {
-            tracing::info!(server, logger, message = %text, "server log");
+            tracing::info!(server, logger, level, message = %text, "server log");
         }
         Some(LoggingLevel::Warning) => {
-            tracing::warn!(server, logger, message = %text, "server log")
+            tracing::warn!(server, logger, level, message = %text, "server log")
         }
-        Some(_) => tracing::error!(server, logger, message = %text, "server log"),
+        Some(_) => tracing::error!(server, logger, level, message = %text, "server log"),
     }
 }

@@ -208,10 +208,10 @@ fn describe_shows_title_parameters_output_schema_and_annotations() {
     assert_eq!(o.code, Some(1), "{}", o.stderr);
     let v = json_of(&o);
     assert_eq!(v["error"]["kind"], "unknown_tool", "{v}");
-    assert!(v["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("kaged-mcp tools ident"));
+    assert!(v["error"]["message"].as_str().unwrap().contains(&format!(
+        "kaged-mcp tools --project {} ident",
+        d.path().display()
+    )));
 }
 
 #[test]

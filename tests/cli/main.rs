@@ -1,5 +1,6 @@
 //! The built `kaged-mcp` binary, one test binary (needs the `cli` feature): `check`, the session
-//! commands and `shell`, Streamable HTTP servers, lifecycle edges and every exit code.
+//! commands and `shell`, Streamable HTTP servers, lifecycle edges and every exit code, the
+//! operator's input (`--arg`, ad-hoc servers, `--log-level`, `ping`, pasteable hints).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -7,6 +8,7 @@ mod common;
 mod check;
 mod env_secret;
 mod http;
+mod input;
 mod inspect;
 mod interrupts;
 mod lifecycle;

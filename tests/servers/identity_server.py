@@ -8,8 +8,9 @@ Python 3 stdlib only; JSON-RPC 2.0, one message per line on stdin/stdout; exits 
 EOF. Speaks the legacy era: initialize (answers the client's protocolVersion) with serverInfo
 {name "identity-server", version "3.1.4", title "Identity Server", websiteUrl
 "https://example.test/identity", description}, capabilities {tools {listChanged true}, logging
-{}} and instructions on three lines; then tools/list, tools/call; ping -> {}; any other
-request -> -32601; notifications and answers are ignored.
+{}} and instructions on three lines; then tools/list, tools/call; ping -> {};
+logging/setLevel -> {} (the level is kept); any other request -> -32601; notifications and
+answers are ignored.
 
 Tool:
   show(kind: string enum [all], count?: integer default 1)
@@ -17,6 +18,8 @@ Tool:
       execution {taskSupport: forbidden}, an outputSchema. Answers content of every kind: text,
       image (4 bytes), audio (3 bytes), a resource link, an embedded text resource and an
       embedded blob (2 bytes); structuredContent {"ok": true}; and _meta {"trace": "t-1"}.
+      Once a level was set, a call first sends notifications/message (logger "show", data
+      "show called (LEVEL)") at debug, warning and error, those at or above the level.
 """
 
 import mcp_test_kit as kit
@@ -61,6 +64,22 @@ CONTENT = [
 ]
 
 
+LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+STATE = {"level": None}
+
+
+def log_messages():
+    """The log messages of one call, at the levels at or above the one set."""
+    level = STATE["level"]
+    if level not in LEVELS:
+        return
+    for lv in ("debug", "warning", "error"):
+        if LEVELS.index(lv) >= LEVELS.index(level):
+            kit.write_line({"jsonrpc": "2.0", "method": "notifications/message",
+                            "params": {"level": lv, "logger": "show",
+                                       "data": f"show called ({lv})"}})
+
+
 def answer(msg):
     method = msg["method"]
     params = msg.get("params") or {}
@@ -75,7 +94,11 @@ def answer(msg):
         return {}
     if method == "tools/list":
         return {"tools": [TOOL]}
+    if method == "logging/setLevel":
+        STATE["level"] = params.get("level")
+        return {}
     if method == "tools/call" and params.get("name") == "show":
+        log_messages()
         return {"content": CONTENT, "structuredContent": {"ok": True},
                 "_meta": {"trace": "t-1"}}
     if method == "tools/call":
