@@ -422,7 +422,10 @@ where
                     .downcast_ref::<Elapsed>()
                     .map(|el| {
                         let total = el.kind() == ElapsedKind::Total;
-                        (el.after(), total, el.asked_interval().filter(|_| !total))
+                        // The server's pace is worth telling when it was at least the
+                        // limit: progress could not be seen more often than that.
+                        let asked = el.asked_interval().filter(|a| !total && *a >= el.after());
+                        (el.after(), total, asked)
                     })
                     .unwrap_or_default();
                 Err(Box::new(TimedOut {

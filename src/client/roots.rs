@@ -16,9 +16,11 @@
 //! `initialized` asks before it answers what came after it (one stream, in order), so when the
 //! `pong` comes without a `roots/list` before it, the server did not ask and nothing more is
 //! awaited. When it did ask, the answer was written before the `pong` was read, and one more
-//! `ping` round trip lets the server take that answer in before the first call is sent. The
-//! protocol has no message saying a server finished applying its roots; the round trip is the
-//! closest signal it offers.
+//! `ping` round trip lets the server take that answer in; then the client waits four more of
+//! that round trip (at least 25 ms), since server-filesystem resolves the roots off its event
+//! loop and a loaded machine needs longer for it. The protocol has no message saying a server
+//! finished applying its roots; the round trip is the closest signal it offers, and the
+//! settle scales with it.
 
 use crate::protocol::method::{ListRoots, ServerRequestKind as _};
 use std::fmt;

@@ -524,7 +524,14 @@ impl Shared {
             ping().await;
             let asked = self.roots_answered.get() != before;
             if asked {
+                let sent = tokio::time::Instant::now();
                 ping().await;
+                // The server applies the roots on its own time after it read our answer
+                // (server-filesystem: a `realpath` and a `stat` per root, off its event loop),
+                // and nothing on the wire says when it is done: give it a few of its own
+                // round trips more, so a loaded machine (slower round trips) waits longer.
+                let settle = (sent.elapsed() * ROOTS_SETTLE_ROUND_TRIPS).max(ROOTS_SETTLE_MIN);
+                tokio::time::sleep(settle).await;
             }
             asked
         })
@@ -723,3 +730,10 @@ impl Shared {
         (session, connection)
     }
 }
+
+/// After a server asked for the roots, how many of its `ping` round trips the first call
+/// waits more, for the server to apply them (see `await_roots`).
+const ROOTS_SETTLE_ROUND_TRIPS: u32 = 4;
+
+/// The least of that wait.
+const ROOTS_SETTLE_MIN: Duration = Duration::from_millis(25);

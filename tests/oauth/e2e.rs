@@ -420,8 +420,10 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
     std::fs::write(project.join("project.yaml"), server.project("")).unwrap();
     let out = with(&["call", "mcp.remote.whoami"]);
     assert_eq!(out.code, Some(2), "{out:?}");
+    // The hint is a command that works when pasted: it carries the project used.
     assert!(
-        out.stderr.contains("kaged-mcp auth login remote"),
+        out.stderr
+            .contains(&format!("kaged-mcp auth login --project {p} remote")),
         "{out:?}"
     );
 

@@ -45,7 +45,7 @@ impl Elapsed {
     }
 
     /// The wait between looks the server asked for, when it bounded how often progress could
-    /// be seen.
+    /// be seen (`Display` tells it when it was at least the limit).
     pub const fn asked_interval(&self) -> Option<Duration> {
         self.asked
     }
@@ -64,17 +64,12 @@ impl Elapsed {
 impl fmt::Display for Elapsed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.kind, self.asked) {
-            (ElapsedKind::Idle, Some(asked)) if asked > self.after => write!(
+            (ElapsedKind::Idle, Some(asked)) if asked >= self.after => write!(
                 f,
                 "no progress for {:?}, seen at the server's pace: it asked to be polled every {asked:?}, and nothing had changed when it was",
                 self.after
             ),
-            (ElapsedKind::Idle, Some(asked)) => write!(
-                f,
-                "no progress for {:?} (polled every {asked:?}, as the server asked)",
-                self.after
-            ),
-            (ElapsedKind::Idle, None) => write!(f, "no progress for {:?}", self.after),
+            (ElapsedKind::Idle, _) => write!(f, "no progress for {:?}", self.after),
             (ElapsedKind::Total, _) => write!(f, "total cap of {:?} reached", self.after),
         }
     }
