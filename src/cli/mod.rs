@@ -10,6 +10,7 @@ mod call;
 mod catalog_cmds;
 mod check;
 mod demo_server;
+mod import;
 mod interrupt;
 mod lock;
 mod output;
@@ -260,6 +261,15 @@ pub(crate) enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Add the servers of another client's file to project.yaml: Claude Code's `.mcp.json`,
+    /// Claude Desktop's `claude_desktop_config.json`, Cursor's and VS Code's `mcp.json`, Codex's
+    /// `config.toml`. Secrets (`env` values, credential headers) go to local.toml as
+    /// `secret_ref`s, never to project.yaml; `${VAR}` references are named as needing a value;
+    /// a server key the project has is not overwritten. One line per server.
+    ///
+    /// Exit codes: 0 imported (or nothing to import); 2 the file cannot be read or is no known
+    /// format, the project files cannot be added to, or local.toml can be read by others.
+    Import(import::ImportArgs),
     /// Serve the bundled demo MCP server on stdin/stdout (the quickstart's server).
     DemoServer,
     /// Log in to OAuth servers, show their tokens' state, forget them.
@@ -518,6 +528,7 @@ pub(crate) fn run(cli: Cli) -> ExitCode {
             servers,
             check,
         } => lock::run(&project, &servers, check, verbose),
+        Command::Import(args) => import::run(&args),
         Command::DemoServer => demo_server::run(),
         Command::Auth { command } => match command {
             AuthCommand::Login { server, project } => auth::login(&project, &server),

@@ -7,6 +7,7 @@ mod common;
 mod check;
 mod env_secret;
 mod http;
+mod import;
 mod inspect;
 mod interrupts;
 mod lifecycle;
