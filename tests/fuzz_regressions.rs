@@ -13,6 +13,9 @@ mod challenge;
 #[path = "../fuzz/src/config.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod config;
+#[path = "../fuzz/src/import.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod import;
 #[path = "../fuzz/src/modern.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod modern;
@@ -63,6 +66,11 @@ fn the_config_project_seeds_pass_the_fuzz_checks() {
 #[test]
 fn the_config_toml_seeds_pass_the_fuzz_checks() {
     replay_seeds("config_toml", config::config_toml);
+}
+
+#[test]
+fn the_import_formats_seeds_pass_the_fuzz_checks() {
+    replay_seeds("import_formats", import::import_formats);
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod catalog_cmds;
 mod check;
 mod demo_server;
 mod hints;
+mod import;
 mod interrupt;
 mod lock;
 mod output;
@@ -289,6 +290,15 @@ pub(crate) enum Command {
         #[arg(short = 'i', long, value_name = "SECONDS", default_value_t = 1.0)]
         interval: f64,
     },
+    /// Add the servers of another client's file to project.yaml: Claude Code's `.mcp.json`,
+    /// Claude Desktop's `claude_desktop_config.json`, Cursor's and VS Code's `mcp.json`, Codex's
+    /// `config.toml`. Secrets (`env` values, credential headers) go to local.toml as
+    /// `secret_ref`s, never to project.yaml; `${VAR}` references are named as needing a value;
+    /// a server key the project has is not overwritten. One line per server.
+    ///
+    /// Exit codes: 0 imported (or nothing to import); 2 the file cannot be read or is no known
+    /// format, the project files cannot be added to, or local.toml can be read by others.
+    Import(import::ImportArgs),
     /// Serve the bundled demo MCP server on stdin/stdout (the quickstart's server).
     DemoServer,
     /// Log in to OAuth servers, show their tokens' state, forget them.
@@ -317,7 +327,9 @@ macro_rules! server_args {
             | Command::Skill { project, .. }
             | Command::Lock { project, .. }
             | Command::Ping { project, .. } => Some(project),
-            Command::Check(_) | Command::DemoServer | Command::Auth { .. } => None,
+            Command::Check(_) | Command::DemoServer | Command::Auth { .. } | Command::Import(_) => {
+                None
+            }
         }
     };
 }
@@ -639,6 +651,7 @@ fn dispatch(command: Command, verbose: bool) -> u8 {
             },
             verbose,
         ),
+        Command::Import(args) => import::run(&args),
     }
 }
 
@@ -660,6 +673,7 @@ fn verb(command: &Command) -> &'static str {
         Command::Skill { .. } => "skill",
         Command::Lock { .. } => "lock",
         Command::Ping { .. } => "ping",
+        Command::Import(_) => "import",
         Command::DemoServer => "demo-server",
         Command::Auth { command } => match command {
             AuthCommand::Login { .. } => "auth login",

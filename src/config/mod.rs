@@ -24,6 +24,7 @@
 mod daemon;
 mod era;
 mod error;
+pub mod import;
 mod local;
 mod overlay;
 mod project;

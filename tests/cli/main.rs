@@ -8,6 +8,7 @@ mod common;
 mod check;
 mod env_secret;
 mod http;
+mod import;
 mod input;
 mod inspect;
 mod interrupts;

@@ -1,0 +1,275 @@
+use super::write::{declared_keys, local_toml, project_yaml};
+use super::*;
+use crate::config::{EnvValue, Sources, TransportConfig};
+
+const CLAUDE: &str = r#"{
+  "mcpServers": {
+    "GitHub Server": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_secret123", "NODE_ENV": "production"}
+    },
+    "linear": {
+      "type": "http",
+      "url": "https://mcp.linear.app/mcp",
+      "headers": {"Authorization": "Bearer lin_secret456", "X-Region": "eu"}
+    },
+    "notion": {"command": "notion-mcp", "env": {"NOTION_TOKEN": "${NOTION_TOKEN}"}},
+    "db": {"command": "db-mcp"}
+  }
+}"#;
+
+/// Loads `project` with `local`, as `check` does (env secrets resolved, auth secrets too).
+fn load(project: &str, local: Option<&str>) -> Result<crate::config::Config, String> {
+    let mut sources = Sources::new(project);
+    if let Some(l) = local {
+        sources = sources.local(l);
+    }
+    let config = sources.load().map_err(|e| e.to_string())?;
+    config.resolve_secrets().map_err(|e| e.to_string())?;
+    Ok(config)
+}
+
+#[test]
+fn a_claude_code_file_becomes_servers_and_secrets() {
+    let plan = plan(CLAUDE, ".mcp.json", &["db"]).unwrap();
+    assert_eq!(plan.format, Format::ClaudeCode);
+    let keys: Vec<&str> = plan.servers.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(keys, ["github-server", "linear", "notion"]);
+    assert_eq!(plan.skipped.len(), 1);
+    assert!(plan.skipped[0].reason.contains("already declares `db`"));
+    let existing = "# my project\nname: demo\nmcp:\n  db:\n    transport: stdio\n    command: [\"db\"]\n\nprimary: {}\n";
+    let project = project_yaml(Some(existing), &plan).unwrap();
+    assert!(project.starts_with(existing.split("\nprimary").next().unwrap()));
+    assert!(project.ends_with("\nprimary: {}\n"), "{project}");
+    for secret in ["ghp_secret123", "lin_secret456"] {
+        assert!(!project.contains(secret), "{project}");
+    }
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    assert!(local.contains("GITHUB_PERSONAL_ACCESS_TOKEN = \"ghp_secret123\""));
+    assert!(local.contains("authorization = \"lin_secret456\""));
+    assert!(local.contains("# NOTION_TOKEN = \"\"  # needs a value: the file had ${NOTION_TOKEN}"));
+    // Only the reference is missing, and loading names it.
+    let err = load(&project, Some(&local)).unwrap_err();
+    assert!(err.contains("import.notion.NOTION_TOKEN"), "{err}");
+    let filled = local.replace("# NOTION_TOKEN = \"\"", "NOTION_TOKEN = \"n\"\n#");
+    let config = load(&project, Some(&filled)).unwrap();
+    assert_eq!(config.project.servers.len(), 4);
+    let gh = config.project.server("github-server").unwrap();
+    let TransportConfig::Stdio(stdio) = &gh.transport else {
+        panic!("stdio")
+    };
+    assert_eq!(stdio.env["NODE_ENV"], EnvValue::Plain("production".into()));
+    assert_eq!(
+        stdio.env["GITHUB_PERSONAL_ACCESS_TOKEN"].expose(),
+        Some("ghp_secret123")
+    );
+    let linear = config.project.server("linear").unwrap();
+    assert_eq!(linear.transport.name(), "streamable-http");
+    assert_eq!(
+        linear.auth.as_ref().unwrap().kind,
+        crate::config::AuthKind::Bearer
+    );
+    assert_eq!(linear.transport.http().unwrap().headers.len(), 1);
+}
+
+#[test]
+fn a_vscode_file_with_inputs_and_comments_is_read() {
+    let vscode = r#"{
+      // VS Code keeps comments
+      "inputs": [{"type": "promptString", "id": "api-key", "description": "Perplexity API Key", "password": true}],
+      "servers": {
+        "perplexity": {"type": "stdio", "command": "npx", "args": ["-y", "server-perplexity-ask"],
+                       "env": {"PERPLEXITY_API_KEY": "${input:api-key}"}},
+        "fetch": {"type": "sse", "url": "http://localhost:3000/sse", "headers": {"X-API-Key": "k-123"}},
+      },
+    }"#;
+    let plan = plan(vscode, ".vscode/mcp.json", &[]).unwrap();
+    assert_eq!(plan.format, Format::VsCode);
+    let perplexity = &plan.servers[1];
+    assert_eq!(perplexity.key, "perplexity");
+    assert_eq!(
+        perplexity.secrets[0].references,
+        ["${input:api-key} (Perplexity API Key)"]
+    );
+    let project = project_yaml(None, &plan).unwrap();
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    assert!(!project.contains("k-123"));
+    let err = load(&project, Some(&local)).unwrap_err();
+    assert!(
+        err.contains("import.perplexity.PERPLEXITY_API_KEY"),
+        "{err}"
+    );
+    let fetch = plan.servers.iter().find(|s| s.key == "fetch").unwrap();
+    let PlannedTransport::Http { sse, auth, .. } = &fetch.transport else {
+        panic!("http")
+    };
+    assert!(sse);
+    assert_eq!(
+        auth.as_ref().unwrap().header_name.as_deref(),
+        Some("X-API-Key")
+    );
+}
+
+#[test]
+fn a_codex_file_maps_its_bearer_variable_and_headers() {
+    let codex = r#"
+model = "o3"
+[mcp_servers.docs]
+command = "docs-mcp"
+args = ["--stdio"]
+env = { DOCS_API_KEY = "d-1", LOG_LEVEL = "debug" }
+startup_timeout_sec = 20
+
+[mcp_servers.figma]
+url = "https://mcp.figma.com/mcp"
+bearer_token_env_var = "FIGMA_TOKEN"
+http_headers = { "X-Figma-Region" = "us-east-1" }
+"#;
+    let plan = plan(codex, "config.toml", &[]).unwrap();
+    assert_eq!(plan.format, Format::Codex);
+    let docs = &plan.servers[0];
+    assert!(docs.notes.iter().any(|n| n.contains("startup_timeout_sec")));
+    let figma = &plan.servers[1];
+    assert_eq!(figma.secrets[0].references, ["${FIGMA_TOKEN}"]);
+    let project = project_yaml(None, &plan).unwrap();
+    assert!(project.contains("auth: { type: bearer, secret_ref: \"import.figma.authorization\" }"));
+    assert!(project.contains("X-Figma-Region: \"us-east-1\""));
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    let err = load(&project, Some(&local)).unwrap_err();
+    assert!(err.contains("import.figma.authorization"), "{err}");
+}
+
+#[test]
+fn a_second_credential_header_is_left_out_but_kept_in_local_toml() {
+    let text = r#"{"mcpServers": {"api": {"type": "http", "url": "https://a.example/mcp",
+        "headers": {"Authorization": "Basic dTpw", "X-Api-Key": "k", "Accept": "x"}}}}"#;
+    let plan = plan(text, "mcp.json", &[]).unwrap();
+    let api = &plan.servers[0];
+    assert_eq!(api.secrets.len(), 2);
+    assert!(api.secrets[0].used && !api.secrets[1].used);
+    assert!(api
+        .notes
+        .iter()
+        .any(|n| n.contains("X-Api-Key") && n.contains("left out")));
+    let project = project_yaml(None, &plan).unwrap();
+    assert!(project.contains("type: header, header_name: \"Authorization\""));
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    load(&project, Some(&local)).unwrap();
+}
+
+#[test]
+fn urls_with_credentials_and_unreadable_entries_are_skipped() {
+    let text = r#"{"mcpServers": {
+        "a": {"url": "https://u:p@a.example/mcp"},
+        "b": {"url": "https://b.example/mcp?api_key=x"},
+        "c": {"type": "ws", "url": "wss://c"},
+        "d": {"command": ""},
+        "e": 3,
+        "f": {"url": "https://${HOST}/mcp"}
+    }}"#;
+    let plan = plan(text, "mcp.json", &[]).unwrap();
+    assert!(plan.servers.is_empty());
+    assert_eq!(plan.skipped.len(), 6);
+    for s in &plan.skipped {
+        assert!(
+            !s.reason.contains(":p@") && !s.reason.contains("api_key=x"),
+            "{}",
+            s.reason
+        );
+    }
+}
+
+#[test]
+fn names_that_meet_get_numbered_and_the_project_stays_within_its_limit() {
+    let mut servers = String::from("{\"mcpServers\": {");
+    for i in 0..3 {
+        servers.push_str(&format!(
+            "\"S {i}\": {{\"command\": \"x\"}}, \"s-{i}\": {{\"command\": \"y\"}},"
+        ));
+    }
+    for i in 0..15 {
+        servers.push_str(&format!("\"zz{i}\": {{\"command\": \"z\"}},"));
+    }
+    servers.push_str("\"zzz\": {\"command\": \"z\"}}}");
+    let plan = plan(&servers, "mcp.json", &["keep"]).unwrap();
+    assert_eq!(plan.servers.len(), MAX_SERVERS - 1);
+    assert!(plan.servers.iter().any(|s| s.key == "s-0-2"));
+    assert!(plan.skipped.iter().all(|s| s.reason.contains("at most 16")));
+    let project = project_yaml(
+        Some("mcp:\n    keep: {transport: stdio, command: [k]}\n"),
+        &plan,
+    )
+    .unwrap();
+    assert_eq!(
+        load(&project, None).unwrap().project.servers.len(),
+        MAX_SERVERS
+    );
+}
+
+#[test]
+fn an_empty_or_inline_mcp_block_is_handled() {
+    let plan = plan(
+        r#"{"mcpServers": {"one": {"command": "x"}}}"#,
+        "a.json",
+        &[],
+    )
+    .unwrap();
+    for existing in [
+        "mcp:\nother: 1\n",
+        "mcp: {}  # none yet\n",
+        "mcp: ~",
+        "",
+        "# only a comment",
+    ] {
+        let out = project_yaml(Some(existing), &plan).unwrap();
+        assert_eq!(
+            declared_keys(&out).unwrap(),
+            ["one"],
+            "{existing:?} → {out}"
+        );
+    }
+    let e = project_yaml(Some("mcp: {db: {transport: stdio, command: [d]}}\n"), &plan).unwrap_err();
+    assert!(e.contains("inline"), "{e}");
+    assert!(project_yaml(Some("- a\n"), &plan).is_err());
+    assert!(project_yaml(Some("mcp: [\n"), &plan).is_err());
+}
+
+#[test]
+fn local_toml_is_appended_to_and_a_clash_is_refused() {
+    let plan = plan(CLAUDE, ".mcp.json", &[]).unwrap();
+    let existing = "[mcp.db]\ndisabled = true\n\n[secrets.api_keys]\nother = \"o\"";
+    let out = local_toml(Some(existing), &plan).unwrap().unwrap();
+    assert!(out.starts_with(existing));
+    let clash = "[secrets.import.linear]\nx = \"1\"\n";
+    assert!(local_toml(Some(clash), &plan)
+        .unwrap_err()
+        .contains("[secrets.import.linear]"));
+    assert!(local_toml(Some("[broken"), &plan).is_err());
+    let none = super::plan(
+        r#"{"mcpServers": {"one": {"command": "x"}}}"#,
+        "a.json",
+        &[],
+    )
+    .unwrap();
+    assert!(local_toml(Some(existing), &none).unwrap().is_none());
+}
+
+#[test]
+fn awkward_values_are_quoted_so_they_read_back() {
+    let text = r##"{"mcpServers": {"odd": {"command": "a \"b\" \\ c\u0007\u2028", "args": ["null", "#x", "- y", "{z}"],
+        "env": {"true": "1", "NODE_ENV": "line\nbreak", "PATH": "p:q"}}}}"##;
+    let plan = plan(text, "a.json", &[]).unwrap();
+    let project = project_yaml(None, &plan).unwrap();
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    let config = load(&project, Some(&local)).unwrap();
+    let TransportConfig::Stdio(s) = &config.project.servers[0].transport else {
+        panic!("stdio")
+    };
+    assert_eq!(
+        s.command,
+        ["a \"b\" \\ c\u{7}\u{2028}", "null", "#x", "- y", "{z}"]
+    );
+    assert_eq!(s.env["NODE_ENV"].expose(), Some("line\nbreak"));
+    assert_eq!(s.env["PATH"], EnvValue::Plain("p:q".into()));
+}
