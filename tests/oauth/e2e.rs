@@ -493,8 +493,9 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
     assert_eq!(rows[0]["logged_in"], false, "{rows}");
     let out = with(&["auth", "status"]);
     assert!(
-        out.stdout
-            .contains("remote: not logged in (run `kaged-mcp auth login remote`)"),
+        out.stdout.contains(&format!(
+            "remote: not logged in (run `kaged-mcp auth login --project {p} remote`)"
+        )),
         "{out:?}"
     );
     // Nothing went to the state directory: the token directory is the configured one.
