@@ -5,7 +5,9 @@
 //!   for each request, `tasks/cancel` for a task), then shut the session down within
 //!   [`INTERRUPT_SHUTDOWN`] ([`Session::shutdown_within`]: what was queued is written, stdio
 //!   servers leave or are terminated and reaped, HTTP sessions are ended with `DELETE`);
-//! - the other commands stop where they are; their servers are killed as the session drops;
+//! - the other commands (run by [`block_on`]) stop where they are, which drops what they have
+//!   in flight (queueing its cancellation), and their session is shut down the same way
+//!   (through the [`SessionCloser`] the start remembered);
 //! - a second signal while the session shuts down ends the process at once (what is left is
 //!   killed).
 //!
@@ -21,7 +23,9 @@ use std::time::Duration;
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::session::Session;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use crate::session::{Session, SessionCloser};
 
 /// How long an interrupted command gives its servers to leave.
 pub(super) const INTERRUPT_SHUTDOWN: Duration = Duration::from_millis(1500);
@@ -130,23 +134,58 @@ impl Signals {
 }
 
 /// Runs a command's `body` on the command runtime, listening for SIGINT and SIGTERM from its
-/// start: a signal drops the body (its session kills its servers), prints the line and
-/// returns 130 or 143. For the commands with nothing in flight worth cancelling on the wire
-/// (`call` and `shell` handle interrupts themselves).
+/// start: a signal drops the body (its requests in flight queue their cancellation), shuts
+/// the session it started down within [`INTERRUPT_SHUTDOWN`] (a second signal: at once),
+/// prints the line and returns 130 or 143. (`call` and `shell` handle interrupts themselves.)
 pub(super) fn block_on(body: impl Future<Output = u8>) -> u8 {
     super::start::runtime().block_on(async {
         let mut signals = Signals::listen();
-        match signals.until(body).await {
-            Ok(code) => code,
-            Err(signal) => {
-                signal.announce("stopped; its servers were killed");
+        let out = signals.until(body).await;
+        // The body is dropped by now: its requests in flight queued their cancellation.
+        let closer = started()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match (out, closer) {
+            (Ok(code), _) => code,
+            (Err(signal), Some(closer)) => {
+                signal.announce("cancelled what was in flight; the servers are shut down");
+                if let Err(again) = signals
+                    .until(closer.shutdown_within(INTERRUPT_SHUTDOWN))
+                    .await
+                {
+                    tracing::debug!(
+                        signal = again.name(),
+                        "a second signal: the servers are killed"
+                    );
+                }
+                signal.exit_code()
+            }
+            (Err(signal), None) => {
+                signal.announce("stopped before any server started");
                 signal.exit_code()
             }
         }
     })
 }
 
+/// The session the running command started, for [`block_on`] to shut down after a signal.
+fn started() -> &'static Mutex<Option<SessionCloser>> {
+    static STARTED: OnceLock<Mutex<Option<SessionCloser>>> = OnceLock::new();
+    STARTED.get_or_init(|| Mutex::new(None))
+}
+
+/// Remembers the session a command started ([`super::start::start`] calls it), so that an
+/// interrupt shuts its servers down in order, whichever command was running.
+pub(super) fn remember(session: &Session) {
+    *started().lock().unwrap_or_else(PoisonError::into_inner) = Some(session.closer());
+}
+
 /// Ends a one-shot command's session: within [`ONE_SHOT_SHUTDOWN`].
 pub(super) async fn end(session: Session) {
+    started()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
     session.shutdown_within(ONE_SHOT_SHUTDOWN).await;
 }

@@ -191,6 +191,7 @@ async fn start_session(
     let options = options_for(&config, &scope, one_shot);
     match Session::start_with(config, options).await {
         Ok(s) => {
+            super::interrupt::remember(&s);
             let failed = s.start_failures();
             if announce {
                 for f in &failed {

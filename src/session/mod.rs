@@ -619,11 +619,34 @@ impl Session {
     /// stuck server must not keep the process alive. What the dropped calls queued
     /// (`notifications/cancelled`, `tasks/cancel`) is written first.
     pub async fn shutdown_within(self, deadline: std::time::Duration) {
-        let clients: Vec<McpClient> = self
-            .servers
-            .values()
-            .filter_map(|s| s.client.clone())
-            .collect();
-        join_all(clients.iter().map(|c| c.shutdown_within(deadline))).await;
+        self.closer().shutdown_within(deadline).await;
+    }
+
+    /// A handle that shuts this session's servers down even where the session itself is
+    /// owned by a task being dropped (a command interrupted by a signal): it keeps the
+    /// clients alive past the session, so what the dropped calls queued
+    /// (`notifications/cancelled`, `tasks/cancel`) is still written, and then closes them as
+    /// [`shutdown_within`](Self::shutdown_within) does.
+    pub fn closer(&self) -> SessionCloser {
+        SessionCloser {
+            clients: self
+                .servers
+                .values()
+                .filter_map(|s| s.client.clone())
+                .collect(),
+        }
+    }
+}
+
+/// Shuts a session's servers down from outside it ([`Session::closer`]).
+#[derive(Debug, Clone)]
+pub struct SessionCloser {
+    clients: Vec<McpClient>,
+}
+
+impl SessionCloser {
+    /// Every server at once, within `deadline` (see [`McpClient::shutdown_within`]).
+    pub async fn shutdown_within(self, deadline: std::time::Duration) {
+        join_all(self.clients.iter().map(|c| c.shutdown_within(deadline))).await;
     }
 }

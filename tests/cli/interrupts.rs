@@ -235,3 +235,45 @@ fn a_one_shot_call_to_server_filesystem_sees_the_project_roots() {
         );
     }
 }
+
+/// Every command, not only `call` and `shell`: a `ping` the server never answers is
+/// cancelled on the wire when SIGINT comes, the server is shut down and reaped, one line says
+/// so, exit 130 (issue 36 point 3, the other commands; until this, their servers were killed
+/// as the session dropped, with nothing cancelled).
+#[test]
+fn sigint_during_any_command_cancels_its_request_on_the_wire() {
+    let dir = faulty_project(Fault::NeverAnswer, "");
+    let child = spawn(&["ping", "srv", "-c", "1"], dir.path());
+    let log = dir.path().join("requests.jsonl");
+    wait_until("the ping at the server", || {
+        peers::read_request_log(&log)
+            .iter()
+            .any(|e| e["method"] == "ping")
+    });
+    let pid = server_pid(dir.path());
+    kill(
+        Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("interrupted"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line says so: {stderr}");
+    assert!(
+        lines[0].contains("cancelled what was in flight"),
+        "{stderr}"
+    );
+    let log = peers::read_request_log(&log);
+    let ping = log.iter().find(|e| e["method"] == "ping").unwrap();
+    let cancelled = log
+        .iter()
+        .find(|e| e["method"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no notifications/cancelled reached the server: {log:?}"));
+    assert_eq!(cancelled["requestId"], ping["id"], "{log:?}");
+    assert!(!alive(pid), "the server (pid {pid}) outlived the command");
+}

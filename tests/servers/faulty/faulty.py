@@ -18,7 +18,8 @@ Modes (one fault each):
   ok               well-behaved baseline
   request_log      same as ok; meant to be run with KAGED_REQUEST_LOG (never-twice checks)
   crash            exit(3) on any tools/call, without answering
-  never_answer     reads tools/call and never answers it (everything else is answered)
+  never_answer     reads tools/call and ping and never answers them (everything else is
+                   answered)
   garbage          writes non-JSON lines (and a blank line) on stdout before every answer
   huge             tools/call `huge` answers with one line of 100 MiB (arguments.bytes to change
                    the size), written in 1 MiB chunks; later calls are answered normally
@@ -252,6 +253,8 @@ def dispatch(msg):
         return
     if method == "initialize":
         on_initialize(id_)
+    elif method == "ping" and mode == "never_answer":
+        log(f"never answering ping id {id_!r}")
     elif method == "ping":
         result(id_, {})
     elif method == "tools/list":
