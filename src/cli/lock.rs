@@ -8,7 +8,6 @@ use crate::pin::{Lock, LockReport, PinPolicy, LOCK_FILE};
 use crate::session::{Session, SessionOptions};
 
 use super::hints::fix;
-use super::start::runtime;
 use super::{ServerArgs, EXIT_CONFIG, EXIT_FAILED, EXIT_OK};
 
 /// The configuration to observe servers with: nothing pinned, so every tool is listed and
@@ -58,38 +57,34 @@ pub(super) fn run(args: &ServerArgs, servers: &[String], check: bool, verbose: b
         options = options.only_servers(only.iter().cloned());
     }
     let config = unpinned(config);
-    let observed = runtime().block_on(async {
-        match Session::start_with(config, options).await {
-            Ok(session) => {
-                let observed = session.observe_pins(only).await;
-                super::interrupt::end(session).await;
-                Ok(observed)
+    // Interrupts as every command: what is in flight is cancelled, the servers shut down.
+    super::interrupt::block_on(async {
+        let session = match Session::start_with(config, options).await {
+            Ok(session) => session,
+            Err(e) => {
+                super::start::report(&e, verbose);
+                return EXIT_FAILED;
             }
-            Err(e) => Err(e),
-        }
-    });
-    let observed = match observed {
-        Ok(o) => o,
-        Err(e) => {
-            super::start::report(&e, verbose);
-            return EXIT_FAILED;
-        }
-    };
-    let report = LockReport::compare(
-        old.as_ref().unwrap_or(&Lock::new()),
-        &observed,
-        &declared,
-        only.is_none(),
-    );
-    if check {
-        print!("{}", fix(&report.to_string()));
-        return if report.differs() {
-            EXIT_FAILED
-        } else {
-            EXIT_OK
         };
-    }
-    write(&path, old, observed, &declared, only.is_none(), &report)
+        super::interrupt::remember(&session);
+        let observed = session.observe_pins(only).await;
+        super::interrupt::end(session).await;
+        let report = LockReport::compare(
+            old.as_ref().unwrap_or(&Lock::new()),
+            &observed,
+            &declared,
+            only.is_none(),
+        );
+        if check {
+            print!("{}", fix(&report.to_string()));
+            return if report.differs() {
+                EXIT_FAILED
+            } else {
+                EXIT_OK
+            };
+        }
+        write(&path, old, observed, &declared, only.is_none(), &report)
+    })
 }
 
 /// Writes the lock: the observed servers replaced, with `whole` the undeclared ones dropped.
