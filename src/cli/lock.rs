@@ -119,7 +119,7 @@ fn write(
         lock.servers.retain(|k, _| declared.contains(k));
     }
     if let Err(e) = lock.write(path) {
-        eprintln!("error: {e}");
+        eprintln!("error: cannot write {}: {e}", path.display());
         return EXIT_FAILED;
     }
     for server in &report.servers {

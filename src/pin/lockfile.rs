@@ -241,14 +241,14 @@ impl Lock {
     /// that a reader never sees half a lock.
     ///
     /// # Errors
-    /// The I/O error, with the path.
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    /// The I/O error of writing the temporary file or renaming it (the temporary file is
+    /// removed); the caller names the path.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
         let tmp: PathBuf = path.with_extension("lock.tmp");
         std::fs::write(&tmp, self.render())
             .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(|e| {
+            .inspect_err(|_| {
                 let _ = std::fs::remove_file(&tmp);
-                format!("cannot write {}: {e}", path.display())
             })
     }
 }
