@@ -62,7 +62,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), Box<dyn std::error::Error>
     // Token files of this run only: a token of an earlier run would be refused.
     let token_dir = tempfile_dir()?;
     if scenario.starts_with("auth/") {
-        let (auth, secrets) = oauth_block(scenario)?;
+        let (auth, secrets) = oauth_block(scenario, &token_dir)?;
         project.push_str(&auth);
         local = secrets;
         options = options
@@ -93,8 +93,12 @@ fn tempfile_dir() -> Result<std::path::PathBuf, std::io::Error> {
 }
 
 /// The `auth:` block of the server and the `local.toml` secrets for an auth scenario, from
-/// `MCP_CONFORMANCE_CONTEXT` where the scenario gives client credentials.
-fn oauth_block(scenario: &str) -> Result<(String, String), Box<dyn std::error::Error>> {
+/// `MCP_CONFORMANCE_CONTEXT` where the scenario gives client credentials. A workload's
+/// identity token (`valid_jwt`) is written to a file in `dir`, as a platform mounts one.
+fn oauth_block(
+    scenario: &str,
+    dir: &std::path::Path,
+) -> Result<(String, String), Box<dyn std::error::Error>> {
     let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
         Ok(text) => serde_json::from_str(&text)?,
         Err(_) => Value::Null,
@@ -123,6 +127,19 @@ fn oauth_block(scenario: &str) -> Result<(String, String), Box<dyn std::error::E
     }
     if scenario.starts_with("auth/client-credentials") {
         auth.push_str("      grant: client_credentials\n");
+    }
+    if let (true, Some(Value::String(jwt))) =
+        (scenario == "auth/wif-jwt-bearer", field("valid_jwt"))
+    {
+        let path = dir.join("workload-token");
+        std::fs::write(&path, jwt)?;
+        auth.push_str(&format!(
+            "      grant: jwt_bearer\n      assertion_file: {}\n",
+            Value::String(path.display().to_string())
+        ));
+    }
+    if scenario.starts_with("auth/dpop") {
+        auth.push_str("      dpop: true\n");
     }
     Ok((auth, secrets))
 }

@@ -210,10 +210,7 @@ fn auth_line(config: &Config, auth: Option<&AuthConfig>) -> String {
         let _ = write!(line, ", {what} {r} ({state})");
     }
     if let Some(o) = &a.oauth {
-        let grant = match o.grant {
-            crate::config::OAuthGrant::AuthorizationCode => "authorization_code",
-            crate::config::OAuthGrant::ClientCredentials => "client_credentials",
-        };
+        let grant = o.grant.as_str();
         let client = o.client_id.as_deref().map_or_else(
             || {
                 o.client_metadata_url

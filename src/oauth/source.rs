@@ -25,10 +25,13 @@ use tokio::sync::Mutex;
 use url::Url;
 
 use super::discovery::{discover, AsMetadata, Discovered};
+use super::dpop::{Audience, Dpop};
 use super::grant::{self, Client, GrantError, Granted};
 use super::http::OAuthHttp;
 use super::loopback::Callback;
 use super::store::{StoreKey, StoredTokens, Token, TokenStore};
+pub use super::summary::{LoginSummary, StoredSummary};
+use super::workload;
 use super::Authorizer;
 use crate::config::{ClientAuthMethod, Config, McpServerConfig, OAuthConfig, OAuthGrant, Secret};
 use crate::transport::http::redacted;
@@ -58,6 +61,8 @@ pub struct OAuthSource {
     authorizer: Option<Arc<dyn Authorizer>>,
     needs_login: AtomicBool,
     state: Mutex<State>,
+    /// The DPoP key and nonces, with `dpop: true`.
+    dpop: Option<Arc<Dpop>>,
 }
 
 #[derive(Default)]
@@ -71,14 +76,26 @@ struct State {
     discovered_from: Option<String>,
     /// The scope sets stepped up to, in order.
     stepped_up: Vec<BTreeSet<String>>,
+    /// The digest of the last JWT-bearer assertion the token endpoint refused: never sent again.
+    refused_assertion: Option<[u8; 32]>,
+    /// The source's DPoP state, told which header is the DPoP-bound token's.
+    dpop: Option<Arc<Dpop>>,
 }
 
 impl State {
     fn set_tokens(&mut self, tokens: Option<StoredTokens>) {
-        self.header = tokens
-            .as_ref()
-            .and_then(|t| t.access_token.as_ref())
-            .and_then(|a| AuthHeader::bearer(a.expose()).ok());
+        let access = tokens.as_ref().and_then(|t| {
+            let a = t.access_token.as_ref()?;
+            Some((a.expose(), t.token_type.as_deref() == Some("dpop")))
+        });
+        self.header = access.and_then(|(a, bound)| match (bound, &self.dpop) {
+            (true, Some(_)) => AuthHeader::dpop(a).ok(),
+            _ => AuthHeader::bearer(a).ok(),
+        });
+        if let Some(dpop) = &self.dpop {
+            let bound = access.filter(|(_, b)| *b).map(|(a, _)| a);
+            dpop.bind(self.header.clone().zip(bound));
+        }
         self.tokens = tokens;
     }
 
@@ -102,7 +119,7 @@ impl fmt::Debug for OAuthSource {
 }
 
 /// Unix seconds, as the token files keep expiries.
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -141,14 +158,27 @@ impl OAuthSource {
             })
             .unwrap_or_else(|| "dynamic".to_owned());
         let key = StoreKey::new(&settings.server, settings.url.as_str(), client_key);
+        let dpop = settings
+            .config
+            .dpop
+            .then(|| Arc::new(Dpop::new(store.clone(), key.clone())));
+        let http = match &dpop {
+            Some(d) => OAuthHttp::new().with_dpop(Arc::clone(d)),
+            None => OAuthHttp::new(),
+        };
+        let state = State {
+            dpop: dpop.clone(),
+            ..State::default()
+        };
         Self {
             settings,
-            http: OAuthHttp::new(),
+            http,
             store,
             key,
             authorizer,
             needs_login: AtomicBool::new(false),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(state),
+            dpop,
         }
     }
 
@@ -394,6 +424,7 @@ impl OAuthSource {
             access_token: Some(Token::new(g.access_token)),
             // A refresh answer without a new refresh token keeps the old one (RFC 6749 §6).
             refresh_token: g.refresh_token.map(Token::new).or(previous_refresh),
+            token_type: g.token_type,
             expires_at,
             scopes: g.scopes.unwrap_or(asked),
             saved_at: now(),
@@ -452,6 +483,9 @@ impl OAuthSource {
             .ok_or_else(|| self.failed("authorization", "nothing discovered".into()))?;
         let meta = &d.server;
         let resource = d.resource.clone();
+        if self.settings.config.grant == OAuthGrant::JwtBearer {
+            return self.obtain_jwt_bearer(st, meta, scopes, resource).await;
+        }
         if self.settings.config.grant == OAuthGrant::ClientCredentials {
             let client = self.configured_client(meta)?;
             let g =
@@ -550,6 +584,68 @@ impl OAuthSource {
         Self::current(st).ok_or_else(|| self.failed("login", "the token expired at once".into()))
     }
 
+    /// The JWT-bearer grant (workload identity, SEP-1933) with the assertion file read now. An
+    /// assertion the token endpoint refused is never sent again, and a refusal is the caller's
+    /// error: no other grant is tried.
+    async fn obtain_jwt_bearer(
+        &self,
+        st: &mut State,
+        meta: &AsMetadata,
+        scopes: Vec<String>,
+        resource: Option<String>,
+    ) -> Result<AuthHeader, TokenError> {
+        const WHAT: &str = "jwt-bearer grant";
+        let path = self
+            .settings
+            .config
+            .assertion_file
+            .as_deref()
+            .ok_or_else(|| self.failed(WHAT, "no `assertion_file` configured".into()))?;
+        let assertion =
+            workload::read_assertion(path, now()).map_err(|e| self.failed(WHAT, e.to_string()))?;
+        if st.refused_assertion == Some(assertion.digest()) {
+            return Err(self.failed(
+                WHAT,
+                format!(
+                    "the token endpoint {} already refused the assertion in {}; it is not sent again until the file changes",
+                    redacted(&meta.token_endpoint),
+                    path.display()
+                ),
+            ));
+        }
+        let client = match self.settings.config.client_id {
+            Some(_) => self.configured_client(meta)?,
+            None => Client {
+                id: String::new(),
+                secret: None,
+                method: ClientAuthMethod::None,
+                private_key: None,
+                registered: false,
+            },
+        };
+        let granted = workload::jwt_bearer(
+            &self.http,
+            &meta.token_endpoint,
+            &meta.issuer,
+            &client,
+            &assertion,
+            &scopes,
+            resource.as_deref(),
+        )
+        .await;
+        let g = match granted {
+            Ok(g) => g,
+            Err(e) => {
+                if e.refused {
+                    st.refused_assertion = Some(assertion.digest());
+                }
+                return Err(self.failed(WHAT, e.message));
+            }
+        };
+        self.keep(st, &client, g, scopes, Origin::of(meta, resource))?;
+        Self::current(st).ok_or_else(|| self.failed(WHAT, "the token expired at once".into()))
+    }
+
     /// The configured client (pre-registered).
     fn configured_client(&self, meta: &AsMetadata) -> Result<Client, TokenError> {
         let c = &self.settings.config;
@@ -629,43 +725,63 @@ impl OAuthSource {
             expires_at: t.expires_at,
             refreshable: t.refresh_token.is_some(),
             path: self.store.path(&self.key),
+            dpop_bound: t.token_type.as_deref() == Some("dpop"),
         }))
     }
 
-    /// Forgets the stored tokens; `true` when there were some.
+    /// The grant this server's tokens come from: `authorization_code`, `client_credentials`
+    /// or `jwt_bearer`.
+    pub fn grant(&self) -> &'static str {
+        self.settings.config.grant.as_str()
+    }
+
+    /// With DPoP, the JWK SHA-256 thumbprint (RFC 7638) of the server's key, if it has one
+    /// yet (made at the first token request); `Ok(None)` without DPoP or before.
+    ///
+    /// # Errors
+    /// The key file is unreadable or not a P-256 key.
+    pub fn dpop_thumbprint(&self) -> Result<Option<String>, TokenError> {
+        let Some(dpop) = &self.dpop else {
+            return Ok(None);
+        };
+        dpop.stored_key()
+            .map(|k| k.map(|k| k.thumbprint().to_owned()))
+            .map_err(|e| self.failed("DPoP", e.to_string()))
+    }
+
+    /// Forgets the stored tokens (and the DPoP key); `true` when there were some.
     pub fn logout(&self) -> Result<bool, TokenError> {
+        if let Some(dpop) = &self.dpop {
+            dpop.forget_key()
+                .map_err(|e| self.failed("DPoP", e.to_string()))?;
+        }
         self.store
             .remove(&self.key)
             .map_err(|e| self.failed("token file", e.to_string()))
     }
 }
 
-/// What a login obtained (no token).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct LoginSummary {
-    /// The granted scopes.
-    pub scopes: Vec<String>,
-    /// When the access token expires (Unix seconds), if the server said.
-    pub expires_at: Option<u64>,
-    /// Whether a refresh token came with it.
-    pub refreshable: bool,
-}
-
-/// What the token file of a server holds (no token).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct StoredSummary {
-    /// The client the tokens were issued to.
-    pub client_id: String,
-    /// The granted scopes.
-    pub scopes: Vec<String>,
-    /// When the access token expires (Unix seconds), if known.
-    pub expires_at: Option<u64>,
-    /// Whether a refresh token is stored.
-    pub refreshable: bool,
-    /// The token file.
-    pub path: std::path::PathBuf,
+impl OAuthSource {
+    /// A 401 `use_dpop_nonce` of the MCP server (RFC 9449 section 9): the request is sent once
+    /// more, with the same token and a proof carrying the nonce; a second demand for the same
+    /// request goes to the caller. `None`: not such a refusal.
+    fn nonce_refusal(&self, refusal: &Refusal) -> Option<Option<AuthHeader>> {
+        let dpop = self.dpop.as_ref()?;
+        let asks = refusal.status() == http::StatusCode::UNAUTHORIZED
+            && refusal
+                .challenge()
+                .is_some_and(|c| c.error.as_deref() == Some("use_dpop_nonce"));
+        let (true, Some(nonce), Some(sent)) = (asks, refusal.nonce(), refusal.sent()) else {
+            return None;
+        };
+        if refusal.repeats() > 0 {
+            tracing::warn!(server = %self.settings.server, "the MCP server asked for a DPoP nonce again after a retry with one; giving up");
+            return Some(None);
+        }
+        dpop.set_nonce(Audience::Resource, nonce.to_owned());
+        tracing::debug!(server = %self.settings.server, "the MCP server asked for a DPoP nonce; sending again with it");
+        Some(Some(sent.clone()))
+    }
 }
 
 /// The metadata URL and scope of a challenge.
@@ -687,8 +803,10 @@ impl TokenSource for OAuthSource {
                 }
             }
             // No usable token: send without one when a 401 can lead to a token here.
-            if self.settings.config.grant == OAuthGrant::ClientCredentials
-                || self.authorizer.is_some()
+            if matches!(
+                self.settings.config.grant,
+                OAuthGrant::ClientCredentials | OAuthGrant::JwtBearer
+            ) || self.authorizer.is_some()
             {
                 return Ok(None);
             }
@@ -703,8 +821,37 @@ impl TokenSource for OAuthSource {
         })
     }
 
+    fn proof(
+        &self,
+        method: &http::Method,
+        uri: &http::Uri,
+        sent: Option<&AuthHeader>,
+    ) -> Result<Option<AuthHeader>, TokenError> {
+        let (Some(dpop), Some(sent)) = (&self.dpop, sent) else {
+            return Ok(None);
+        };
+        // Only a DPoP-bound token is sent with a proof; a Bearer one the server chose is not.
+        let Some(ath) = dpop.ath_of(sent) else {
+            return Ok(None);
+        };
+        let proof = dpop
+            .proof(
+                Audience::Resource,
+                method.as_str(),
+                &uri.to_string(),
+                Some(&ath),
+            )
+            .map_err(|e| self.failed("DPoP proof", e.to_string()))?;
+        AuthHeader::header("DPoP", &proof)
+            .map(Some)
+            .map_err(|e| self.failed("DPoP proof", e.to_string()))
+    }
+
     fn refused<'a>(&'a self, refusal: &'a Refusal) -> TokenFuture<'a, Option<AuthHeader>> {
         Box::pin(async move {
+            if let Some(answer) = self.nonce_refusal(refusal) {
+                return Ok(answer);
+            }
             let mut st = self.state.lock().await;
             self.load(&mut st)?;
             let current = Self::current(&st);

@@ -95,6 +95,10 @@ pub(crate) struct StoredTokens {
     /// The refresh token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) refresh_token: Option<Token>,
+    /// The access token's `token_type`, lower-case (`dpop` for a DPoP-bound one); `bearer`
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token_type: Option<String>,
     /// When the access token expires, in unix seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) expires_at: Option<u64>,
@@ -153,6 +157,50 @@ impl StoreKey {
         name.push_str(".json");
         name
     }
+
+    /// The name of the DPoP key file: [`file_name`](Self::file_name) ending `.dpop-key`.
+    pub(crate) fn key_file_name(&self) -> String {
+        let name = self.file_name();
+        format!("{}.dpop-key", name.trim_end_matches(".json"))
+    }
+}
+
+/// The bytes of the private file `path` (`None` when missing): not following a symbolic link,
+/// refusing a file that is not regular, another user's, readable by group or others, or over
+/// 1 MiB.
+fn read_private(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    let path = path.to_path_buf();
+    // No following a symbolic link, and no blocking on a FIFO: the file is checked once open.
+    let flags = OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits())
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            // O_NOFOLLOW fails on a symbolic link, with ELOOP or EMLINK depending on the OS.
+            if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+                return Err(StoreError::NotRegularFile { path });
+            }
+            return Err(StoreError::io(path, "open", e));
+        }
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(e) => return Err(StoreError::io(path, "read the metadata of", e)),
+    };
+    check_private(&path, &meta, Kind::File)?;
+    let mut bytes = Vec::new();
+    if let Err(e) = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
+        return Err(StoreError::io(path, "read", e));
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        let detail = format!("larger than {MAX_FILE_BYTES} bytes");
+        return Err(StoreError::Corrupt { path, detail });
+    }
+    Ok(Some(bytes))
 }
 
 /// A directory of token files. See the [module docs](self) for where it is and what it refuses.
@@ -193,36 +241,9 @@ impl TokenStore {
     /// group or other bit, that is corrupt, or whose `server_url` is not the key's URL.
     pub(crate) fn load(&self, key: &StoreKey) -> Result<Option<StoredTokens>, StoreError> {
         let path = self.path(key);
-        // No following a symbolic link, and no blocking on a FIFO: the file is checked once open.
-        let flags = OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK;
-        let file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(flags.bits())
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                // O_NOFOLLOW fails on a symbolic link, with ELOOP or EMLINK depending on the OS.
-                if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
-                    return Err(StoreError::NotRegularFile { path });
-                }
-                return Err(StoreError::io(path, "open", e));
-            }
+        let Some(bytes) = read_private(&path)? else {
+            return Ok(None);
         };
-        let meta = match file.metadata() {
-            Ok(meta) => meta,
-            Err(e) => return Err(StoreError::io(path, "read the metadata of", e)),
-        };
-        check_private(&path, &meta, Kind::File)?;
-        let mut bytes = Vec::new();
-        if let Err(e) = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
-            return Err(StoreError::io(path, "read", e));
-        }
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            let detail = format!("larger than {MAX_FILE_BYTES} bytes");
-            return Err(StoreError::Corrupt { path, detail });
-        }
         let tokens: StoredTokens = match serde_json::from_slice(&bytes) {
             Ok(tokens) => tokens,
             Err(e) => return Err(corrupt(path, &e)),
@@ -231,6 +252,35 @@ impl TokenStore {
             return Err(StoreError::Stale { path });
         }
         Ok(Some(tokens))
+    }
+
+    /// The DPoP key file of `key`: `<server>-<hash>.dpop-key`, beside its token file.
+    pub(crate) fn key_path(&self, key: &StoreKey) -> PathBuf {
+        self.dir.join(key.key_file_name())
+    }
+
+    /// The bytes of the DPoP key file of `key`, or `None` when it has none; the same checks as
+    /// [`load`](Self::load) (a private regular file of this user, at most 1 MiB).
+    pub(crate) fn load_key(&self, key: &StoreKey) -> Result<Option<Vec<u8>>, StoreError> {
+        read_private(&self.key_path(key))
+    }
+
+    /// Writes the DPoP key file of `key` (`0600`, atomically, as [`save`](Self::save) does).
+    pub(crate) fn save_key(&self, key: &StoreKey, bytes: &[u8]) -> Result<(), StoreError> {
+        self.ensure_dir()?;
+        write_atomically(&self.dir, &key.key_file_name(), |file| {
+            file.write_all(bytes)
+        })
+    }
+
+    /// Removes the DPoP key file of `key`; `true` if there was one.
+    pub(crate) fn remove_key(&self, key: &StoreKey) -> Result<bool, StoreError> {
+        let path = self.key_path(key);
+        match fs::remove_file(&path) {
+            Ok(()) => sync_dir(&self.dir).map(|()| true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io(path, "remove", e)),
+        }
     }
 
     /// Writes the tokens of `key`, atomically: the file afterwards holds either `tokens` or

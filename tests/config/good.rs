@@ -440,3 +440,21 @@ fn an_oauth_block_is_read_with_every_setting() {
     assert_eq!(o.grant, kaged_mcp::config::OAuthGrant::AuthorizationCode);
     assert!(!secrets.contains_key("open"));
 }
+
+#[test]
+fn a_workload_block_reads_the_jwt_bearer_grant_its_assertion_file_and_dpop() {
+    let project = "mcp:\n  remote:\n    transport: streamable-http\n    url: https://mcp.example.com/mcp\n    auth:\n      type: oauth\n      grant: jwt_bearer\n      assertion_file: /var/run/secrets/tokens/mcp-token\n      client_id: workload-1\n      dpop: true\n  plain:\n    transport: streamable-http\n    url: https://plain.example.com/mcp\n    auth:\n      type: oauth\n";
+    let c = Sources::new(project).load().unwrap();
+    let o = c.project.server("remote").unwrap().auth.as_ref().unwrap();
+    let o = o.oauth.as_ref().unwrap();
+    assert_eq!(o.grant, kaged_mcp::config::OAuthGrant::JwtBearer);
+    assert_eq!(o.grant.as_str(), "jwt_bearer");
+    assert_eq!(
+        o.assertion_file.as_deref(),
+        Some(std::path::Path::new("/var/run/secrets/tokens/mcp-token"))
+    );
+    assert!(o.dpop);
+    let plain = c.project.server("plain").unwrap().auth.as_ref().unwrap();
+    let plain = plain.oauth.as_ref().unwrap();
+    assert!(!plain.dpop && plain.assertion_file.is_none());
+}

@@ -78,6 +78,19 @@ impl AuthHeader {
         Self::from_parts(AUTHORIZATION, &bytes)
     }
 
+    /// `Authorization: DPoP <token>`: a DPoP-bound access token (RFC 9449 section 7.1), sent
+    /// with a proof that the source gives ([`TokenSource::proof`]).
+    ///
+    /// # Errors
+    /// As [`bearer`](Self::bearer).
+    pub fn dpop(token: &str) -> Result<Self, InvalidHeader> {
+        check_secret(AUTHORIZATION.as_str(), token)?;
+        let mut bytes = Vec::with_capacity("DPoP ".len() + token.len());
+        bytes.extend_from_slice(b"DPoP ");
+        bytes.extend_from_slice(token.as_bytes());
+        Self::from_parts(AUTHORIZATION, &bytes)
+    }
+
     /// `<name>: <secret>`, for instance `X-API-Key: <secret>`. Header names are case-insensitive
     /// and stored lower-case.
     ///
@@ -229,17 +242,24 @@ where
             let template = Template::of(&req);
             let mut sent = source.header().await?;
             set_header(&mut req, sent.as_ref());
+            set_proof(&*source, &mut req, sent.as_ref())?;
             let mut response = inner.call(req).await.map_err(Into::into)?;
+            let mut repeats = 0;
             for renewal in 0..MAX_RENEWALS {
                 let Some(refusal) = refusal_of(&response, sent.as_ref(), renewal) else {
                     return Ok(response);
                 };
+                let refusal = refusal.with_repeats(repeats);
                 let Some(header) = source.refused(&refusal).await? else {
                     return Ok(response);
                 };
                 drop(response);
+                if sent.as_ref() == Some(&header) {
+                    repeats += 1;
+                }
                 let mut req = template.request();
                 set_header(&mut req, Some(&header));
+                set_proof(&*source, &mut req, Some(&header))?;
                 sent = Some(header);
                 response = inner
                     .ready()
@@ -290,6 +310,28 @@ fn set_header<B>(req: &mut Request<B>, header: Option<&AuthHeader>) {
     }
 }
 
+/// Sets the source's proof for this sending of `req`, if it gives one.
+fn set_proof<B>(
+    source: &dyn TokenSource,
+    req: &mut Request<B>,
+    sent: Option<&AuthHeader>,
+) -> Result<(), TokenError> {
+    if let Some(p) = source.proof(req.method(), req.uri(), sent)? {
+        req.headers_mut().insert(p.name.clone(), p.value.clone());
+    }
+    Ok(())
+}
+
+/// A `DPoP-Nonce` value (RFC 9449 section 8.1: `1*NQCHAR`, here at most 1 KiB), else `None`.
+fn dpop_nonce(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get("dpop-nonce")?.as_bytes();
+    let ok = !v.is_empty()
+        && v.len() <= 1024
+        && v.iter()
+            .all(|&b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\');
+    ok.then(|| String::from_utf8_lossy(v).into_owned())
+}
+
 /// The refusal a response is, if it is one: 401, or 403 with `insufficient_scope`.
 fn refusal_of<B>(
     response: &Response<B>,
@@ -305,7 +347,10 @@ fn refusal_of<B>(
         || challenge
             .as_ref()
             .is_some_and(BearerChallenge::insufficient_scope);
-    refused.then(|| Refusal::new(status, challenge, sent.cloned(), renewal))
+    refused.then(|| {
+        Refusal::new(status, challenge, sent.cloned(), renewal)
+            .with_nonce(dpop_nonce(response.headers()))
+    })
 }
 
 #[cfg(test)]

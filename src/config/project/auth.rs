@@ -16,7 +16,7 @@ use super::{AuthConfig, AuthKind, ClientAuthMethod, OAuthConfig, OAuthGrant};
 const STATIC_KEYS: &str = "type, header_name, secret_ref";
 /// The keys of an `oauth` block.
 const OAUTH_KEYS: &str = "type, client_id, secret_ref, token_endpoint_auth_method, \
-                          client_metadata_url, scopes, grant, private_key_ref";
+                          client_metadata_url, scopes, grant, private_key_ref, assertion_file, dpop";
 
 /// Reads `auth:` of the server `server`.
 pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> Option<AuthConfig> {
@@ -70,6 +70,8 @@ pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> O
                     | "scopes"
                     | "grant"
                     | "private_key_ref"
+                    | "assertion_file"
+                    | "dpop"
             )
         } else {
             matches!(e.key.as_str(), "type" | "header_name" | "secret_ref")
@@ -174,6 +176,13 @@ fn oauth_block(
     let private_key_ref = node
         .get("private_key_ref")
         .and_then(|n| secret_ref(w, n, &format!("{path}.private_key_ref")));
+    let assertion_file = node
+        .get("assertion_file")
+        .and_then(|n| assertion_file(w, n, &format!("{path}.assertion_file")));
+    let dpop = node
+        .get("dpop")
+        .and_then(|n| w.boolean(n, &format!("{path}.dpop")))
+        .unwrap_or(false);
     let config = OAuthConfig {
         client_id,
         token_endpoint_auth_method: method,
@@ -181,6 +190,8 @@ fn oauth_block(
         scopes,
         grant,
         private_key_ref,
+        assertion_file,
+        dpop,
     };
     check_needs(w, server, node, path, has_secret, &config);
     if w.errors.len() != before {
@@ -247,16 +258,33 @@ fn scopes(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// `assertion_file` at `p`: an absolute path (the file itself is read at each grant, so it
+/// need not exist yet).
+fn assertion_file(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<std::path::PathBuf> {
+    let s = w.string(n, p)?;
+    let path = std::path::PathBuf::from(&s);
+    if s.is_empty() || !path.is_absolute() {
+        w.err(
+            n,
+            p,
+            format!("`{}` is not an absolute path; name the token file as mounted, such as `/var/run/secrets/tokens/mcp-token`", s.escape_debug()),
+        );
+        return None;
+    }
+    Some(path)
+}
+
 /// `grant` at `p`; the default, `authorization_code`, when it is not one.
 fn grant(w: &mut Walk<'_>, n: &Node, p: &str) -> OAuthGrant {
     match w.string(n, p).as_deref() {
         Some("authorization_code") => OAuthGrant::AuthorizationCode,
         Some("client_credentials") => OAuthGrant::ClientCredentials,
+        Some("jwt_bearer") => OAuthGrant::JwtBearer,
         Some(other) => {
             w.err(
                 n,
                 p,
-                format!("unknown grant `{other}`; `authorization_code` (default) or `client_credentials`"),
+                format!("unknown grant `{other}`; `authorization_code` (default), `client_credentials` or `jwt_bearer`"),
             );
             OAuthGrant::AuthorizationCode
         }
@@ -307,6 +335,7 @@ fn check_needs(
             needs_client("`private_key_ref`"),
         );
     }
+    check_jwt_bearer(w, server, node, path, config);
     match config.token_endpoint_auth_method {
         Some(ClientAuthMethod::PrivateKeyJwt) if private_key_ref.is_none() => w.err(
             node,
@@ -323,5 +352,26 @@ fn check_needs(
             );
         }
         _ => {}
+    }
+}
+
+/// `grant: jwt_bearer` needs its `assertion_file`, and an `assertion_file` needs that grant.
+fn check_jwt_bearer(w: &mut Walk<'_>, server: &str, node: &Node, path: &str, config: &OAuthConfig) {
+    let jwt_bearer = config.grant == OAuthGrant::JwtBearer;
+    if jwt_bearer && config.assertion_file.is_none() && node.get("assertion_file").is_none() {
+        w.err(
+            node,
+            &format!("{path}.assertion_file"),
+            format!("server `{server}`: `grant: jwt_bearer` needs `assertion_file`, the path of the workload's identity token (such as `/var/run/secrets/tokens/mcp-token`)"),
+        );
+    }
+    if !jwt_bearer {
+        if let Some(n) = node.get("assertion_file") {
+            w.err(
+                n,
+                &format!("{path}.assertion_file"),
+                format!("server `{server}`: `assertion_file` is only read by `grant: jwt_bearer` (this block's grant is `{}`)", config.grant.as_str()),
+            );
+        }
     }
 }
