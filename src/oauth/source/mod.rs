@@ -18,20 +18,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use kaged_mcp_layers::auth::{
-    AuthHeader, BearerChallenge, Refusal, TokenError, TokenFuture, TokenSource,
-};
+use kaged_mcp_layers::auth::{AuthHeader, BearerChallenge, TokenError};
 use tokio::sync::Mutex;
 use url::Url;
 
 use super::discovery::{discover, AsMetadata, Discovered};
-use super::dpop::{Audience, Dpop};
+use super::dpop::Dpop;
 use super::grant::{self, Client, GrantError, Granted};
 use super::http::OAuthHttp;
 use super::loopback::Callback;
 use super::store::{StoreKey, StoredTokens, Token, TokenStore};
 pub use super::summary::{LoginSummary, StoredSummary};
-use super::workload;
 use super::Authorizer;
 use crate::config::{ClientAuthMethod, Config, McpServerConfig, OAuthConfig, OAuthGrant, Secret};
 use crate::transport::http::redacted;
@@ -260,7 +257,7 @@ impl OAuthSource {
         // A login replaces what is stored.
         st.loaded = true;
         st.set_tokens(None);
-        let (metadata_url, scope) = split(challenge);
+        let (metadata_url, scope) = answers::split(challenge);
         self.discover(&mut st, metadata_url, false).await?;
         let scopes = self.scopes(&st, scope);
         self.obtain(&mut st, scopes).await?;
@@ -584,68 +581,6 @@ impl OAuthSource {
         Self::current(st).ok_or_else(|| self.failed("login", "the token expired at once".into()))
     }
 
-    /// The JWT-bearer grant (workload identity, SEP-1933) with the assertion file read now. An
-    /// assertion the token endpoint refused is never sent again, and a refusal is the caller's
-    /// error: no other grant is tried.
-    async fn obtain_jwt_bearer(
-        &self,
-        st: &mut State,
-        meta: &AsMetadata,
-        scopes: Vec<String>,
-        resource: Option<String>,
-    ) -> Result<AuthHeader, TokenError> {
-        const WHAT: &str = "jwt-bearer grant";
-        let path = self
-            .settings
-            .config
-            .assertion_file
-            .as_deref()
-            .ok_or_else(|| self.failed(WHAT, "no `assertion_file` configured".into()))?;
-        let assertion =
-            workload::read_assertion(path, now()).map_err(|e| self.failed(WHAT, e.to_string()))?;
-        if st.refused_assertion == Some(assertion.digest()) {
-            return Err(self.failed(
-                WHAT,
-                format!(
-                    "the token endpoint {} already refused the assertion in {}; it is not sent again until the file changes",
-                    redacted(&meta.token_endpoint),
-                    path.display()
-                ),
-            ));
-        }
-        let client = match self.settings.config.client_id {
-            Some(_) => self.configured_client(meta)?,
-            None => Client {
-                id: String::new(),
-                secret: None,
-                method: ClientAuthMethod::None,
-                private_key: None,
-                registered: false,
-            },
-        };
-        let granted = workload::jwt_bearer(
-            &self.http,
-            &meta.token_endpoint,
-            &meta.issuer,
-            &client,
-            &assertion,
-            &scopes,
-            resource.as_deref(),
-        )
-        .await;
-        let g = match granted {
-            Ok(g) => g,
-            Err(e) => {
-                if e.refused {
-                    st.refused_assertion = Some(assertion.digest());
-                }
-                return Err(self.failed(WHAT, e.message));
-            }
-        };
-        self.keep(st, &client, g, scopes, Origin::of(meta, resource))?;
-        Self::current(st).ok_or_else(|| self.failed(WHAT, "the token expired at once".into()))
-    }
-
     /// The configured client (pre-registered).
     fn configured_client(&self, meta: &AsMetadata) -> Result<Client, TokenError> {
         let c = &self.settings.config;
@@ -761,154 +696,5 @@ impl OAuthSource {
     }
 }
 
-impl OAuthSource {
-    /// A 401 `use_dpop_nonce` of the MCP server (RFC 9449 section 9): the request is sent once
-    /// more, with the same token and a proof carrying the nonce; a second demand for the same
-    /// request goes to the caller. `None`: not such a refusal.
-    fn nonce_refusal(&self, refusal: &Refusal) -> Option<Option<AuthHeader>> {
-        let dpop = self.dpop.as_ref()?;
-        let asks = refusal.status() == http::StatusCode::UNAUTHORIZED
-            && refusal
-                .challenge()
-                .is_some_and(|c| c.error.as_deref() == Some("use_dpop_nonce"));
-        let (true, Some(nonce), Some(sent)) = (asks, refusal.nonce(), refusal.sent()) else {
-            return None;
-        };
-        if refusal.repeats() > 0 {
-            tracing::warn!(server = %self.settings.server, "the MCP server asked for a DPoP nonce again after a retry with one; giving up");
-            return Some(None);
-        }
-        dpop.set_nonce(Audience::Resource, nonce.to_owned());
-        tracing::debug!(server = %self.settings.server, "the MCP server asked for a DPoP nonce; sending again with it");
-        Some(Some(sent.clone()))
-    }
-}
-
-/// The metadata URL and scope of a challenge.
-fn split(challenge: Option<BearerChallenge>) -> (Option<String>, Option<String>) {
-    challenge.map_or((None, None), |c| (c.resource_metadata, c.scope))
-}
-
-impl TokenSource for OAuthSource {
-    fn header(&self) -> TokenFuture<'_, Option<AuthHeader>> {
-        Box::pin(async move {
-            let mut st = self.state.lock().await;
-            self.load(&mut st)?;
-            if let Some(h) = Self::current(&st) {
-                return Ok(Some(h));
-            }
-            if st.tokens.is_some() {
-                if let Some(h) = self.refresh(&mut st).await? {
-                    return Ok(Some(h));
-                }
-            }
-            // No usable token: send without one when a 401 can lead to a token here.
-            if matches!(
-                self.settings.config.grant,
-                OAuthGrant::ClientCredentials | OAuthGrant::JwtBearer
-            ) || self.authorizer.is_some()
-            {
-                return Ok(None);
-            }
-            // A login made meanwhile (`kaged-mcp auth login`) stored one: read the file again.
-            st.loaded = false;
-            self.load(&mut st)?;
-            if let Some(h) = Self::current(&st) {
-                self.needs_login.store(false, Ordering::Relaxed);
-                return Ok(Some(h));
-            }
-            Err(self.login_required("has no usable OAuth token"))
-        })
-    }
-
-    fn proof(
-        &self,
-        method: &http::Method,
-        uri: &http::Uri,
-        sent: Option<&AuthHeader>,
-    ) -> Result<Option<AuthHeader>, TokenError> {
-        let (Some(dpop), Some(sent)) = (&self.dpop, sent) else {
-            return Ok(None);
-        };
-        // Only a DPoP-bound token is sent with a proof; a Bearer one the server chose is not.
-        let Some(ath) = dpop.ath_of(sent) else {
-            return Ok(None);
-        };
-        let proof = dpop
-            .proof(
-                Audience::Resource,
-                method.as_str(),
-                &uri.to_string(),
-                Some(&ath),
-            )
-            .map_err(|e| self.failed("DPoP proof", e.to_string()))?;
-        AuthHeader::header("DPoP", &proof)
-            .map(Some)
-            .map_err(|e| self.failed("DPoP proof", e.to_string()))
-    }
-
-    fn refused<'a>(&'a self, refusal: &'a Refusal) -> TokenFuture<'a, Option<AuthHeader>> {
-        Box::pin(async move {
-            if let Some(answer) = self.nonce_refusal(refusal) {
-                return Ok(answer);
-            }
-            let mut st = self.state.lock().await;
-            self.load(&mut st)?;
-            let current = Self::current(&st);
-            // Another request renewed the token meanwhile: use it.
-            if current.is_some() && current.as_ref() != refusal.sent() {
-                return Ok(current);
-            }
-            let (metadata_url, scope) = split(refusal.challenge().cloned());
-            if refusal.status() == http::StatusCode::FORBIDDEN {
-                // A step-up: the scopes held and those asked for.
-                let held = st.held();
-                let needed = scope.as_deref().unwrap_or_default().split_whitespace();
-                let union: BTreeSet<String> = held
-                    .iter()
-                    .cloned()
-                    .chain(needed.map(str::to_owned))
-                    .collect();
-                let exhausted = st.stepped_up.len() + 1 >= MAX_AUTHORIZATIONS as usize;
-                if union == held && !held.is_empty() || st.stepped_up.contains(&union) || exhausted
-                {
-                    // Nothing more to ask for: the 403 goes to the caller.
-                    return Ok(None);
-                }
-                self.discover(&mut st, metadata_url, false).await?;
-                st.stepped_up.push(union.clone());
-                return self
-                    .obtain(&mut st, union.into_iter().collect())
-                    .await
-                    .map(Some);
-            }
-            // 401. A token renewed for this very request was refused: another from the same
-            // authorization server will not do. The resource may have moved to another one
-            // (SEP-2352): credentials are bound to the server that issued them, so a new
-            // issuer means a new registration and a new login there.
-            if refusal.renewal() > 0 {
-                if self.discover(&mut st, metadata_url, true).await? {
-                    tracing::info!(server = %self.settings.server, "the resource names another authorization server; registering and logging in there");
-                    self.forget(&mut st);
-                    let scopes = self.scopes(&st, scope);
-                    return self.obtain(&mut st, scopes).await.map(Some);
-                }
-                return Ok(None);
-            }
-            if refusal.sent().is_some() {
-                if let Some(h) = self.refresh(&mut st).await? {
-                    return Ok(Some(h));
-                }
-            }
-            // No token, or one that cannot be refreshed: a new one, with the scopes the old
-            // one held (stepped up to) as well as those asked for now.
-            self.discover(&mut st, metadata_url, false).await?;
-            let mut scopes: BTreeSet<String> = self.scopes(&st, scope).into_iter().collect();
-            if self.settings.config.scopes.is_none() {
-                scopes.extend(st.held());
-            }
-            let scopes = scopes.into_iter().collect();
-            self.obtain(&mut st, scopes).await.map(Some)
-        })
-    }
-}
+mod answers;
+mod grant_jwt_bearer;
