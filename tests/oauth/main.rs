@@ -13,3 +13,6 @@ mod common;
 #[cfg(feature = "cli")]
 mod e2e;
 mod secret_logs;
+// Workload identity and DPoP; its `auth status` test runs the binary too.
+#[cfg(feature = "cli")]
+mod workload;

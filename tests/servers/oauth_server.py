@@ -136,7 +136,7 @@ DPoP (--dpop, RFC 9449; signatures are NOT verified, stdlib Python has no EC: th
   error="invalid_token"`. With --dpop-nonce, both servers also demand their current nonce in the
   proof: else 400 {"error": "use_dpop_nonce"} (token endpoint) or 401 `WWW-Authenticate: DPoP
   error="use_dpop_nonce", resource_metadata="PRM_URL"` (MCP), each with a `DPoP-Nonce` header. The
-  tool `nonce_again` always answers the latter with a new nonce (a server demanding it twice).
+  tool `nonce_again` (listed with --dpop-nonce only) always answers the latter with a new nonce (a server demanding it twice).
   Stats: "dpop_nonce_as" and "dpop_nonce_rs" (challenges sent), "dpop_bad" (proofs refused); the
   log's "dpop" is {"jkt", "nonce", "htu", "ath": bool} of the proof seen.
 
@@ -380,6 +380,8 @@ TOOLS = [
     {"name": "admin", "description": "Needs the mcp:admin scope",
      "inputSchema": {"type": "object", "properties": {}}},
 ]
+NONCE_AGAIN = {"name": "nonce_again", "description": "Always asks for a new DPoP nonce",
+               "inputSchema": {"type": "object", "properties": {}}}
 
 
 class Handler(kit.Handler):
@@ -1015,7 +1017,7 @@ class Handler(kit.Handler):
         elif method == "ping":
             result({})
         elif method == "tools/list":
-            result({"tools": TOOLS})
+            result({"tools": TOOLS + ([NONCE_AGAIN] if ARGS.dpop_nonce else [])})
         elif method != "tools/call":
             error(-32601, f"Method not found: {method}")
         elif params.get("name") == "whoami":
