@@ -173,6 +173,19 @@ pub fn nonce_of(value: &[u8]) -> Option<String> {
     ok.then(|| String::from_utf8_lossy(value).into_owned())
 }
 
+/// A proof by a new key for `htm` at `uri` (its `htu` taken as requests' are), for the fuzz
+/// checks only; `None` when no key could be made.
+#[doc(hidden)]
+pub fn proof_with_new_key(
+    htm: &str,
+    uri: &str,
+    nonce: Option<&str>,
+    ath: Option<&str>,
+) -> Option<String> {
+    let (key, _) = DpopKey::generate().ok()?;
+    key.proof(htm, &htu(uri), 0, nonce, ath).ok()
+}
+
 /// A server's DPoP key (made on first use, kept with its tokens) and the nonces its
 /// authorization server and its MCP server last asked for.
 pub(crate) struct Dpop {

@@ -305,6 +305,17 @@ pub(crate) fn answer(
     }
 }
 
+/// What the token endpoint `https://as.invalid/token` answering `status` with `body` gives,
+/// for the fuzz checks only: the access token's length, or the error message.
+#[doc(hidden)]
+pub fn read_token_answer(status: u16, body: &[u8]) -> Result<usize, String> {
+    let endpoint = Url::parse("https://as.invalid/token").map_err(|e| e.to_string())?;
+    let status = http::StatusCode::from_u16(status).map_err(|e| e.to_string())?;
+    answer(status, body, &endpoint)
+        .map(|g| g.access_token.len())
+        .map_err(|e| e.message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
