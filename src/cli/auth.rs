@@ -124,8 +124,11 @@ pub(super) fn status(args: &ProjectArgs, json_out: bool) -> u8 {
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             println!(
-                "{server}: logged in (client {}), scopes [{}], {}{}, grant {}{}",
-                r["client_id"].as_str().unwrap_or_default(),
+                "{server}: logged in ({}), scopes [{}], {}{}, grant {}{}",
+                match r["client_id"].as_str().unwrap_or_default() {
+                    "" => "no client id".to_owned(),
+                    id => format!("client {id}"),
+                },
                 scopes.join(" "),
                 expiry(r["expires_at"].as_u64()),
                 if r["refreshable"] == true {
