@@ -138,6 +138,26 @@ fn oauth_block(
             Value::String(path.display().to_string())
         ));
     }
+    // SEP-990: the enterprise IdP's ID token, exchanged there for an ID-JAG at each grant.
+    if let (true, Some(Value::String(id_token)), Some(endpoint)) = (
+        // (0.1.16 names the same scenario `auth/cross-app-access-complete-flow`.)
+        matches!(
+            scenario,
+            "auth/enterprise-managed-authorization" | "auth/cross-app-access-complete-flow"
+        ),
+        field("idp_id_token"),
+        field("idp_token_endpoint"),
+    ) {
+        let path = dir.join("id-token");
+        std::fs::write(&path, id_token)?;
+        auth.push_str(&format!(
+            "      grant: jwt_bearer\n      identity_provider:\n        token_endpoint: {endpoint}\n        id_token_file: {}\n",
+            Value::String(path.display().to_string())
+        ));
+        if let Some(id) = field("idp_client_id") {
+            auth.push_str(&format!("        client_id: {id}\n"));
+        }
+    }
     if scenario.starts_with("auth/dpop") {
         auth.push_str("      dpop: true\n");
     }

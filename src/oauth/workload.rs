@@ -32,6 +32,12 @@ use crate::transport::http::redacted;
 
 /// The `grant_type` of RFC 7523 section 2.1.
 pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// The `grant_type` of RFC 8693 token exchange.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The token type of an ID token (RFC 8693 section 3).
+const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+/// The token type of an identity assertion JWT authorization grant (SEP-990).
+const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
 /// Identity token files are small; a larger one is refused unread.
 const MAX_ASSERTION_BYTES: u64 = 64 * 1024;
 /// An assertion whose `exp` passed longer ago than this is refused before it is sent.
@@ -211,6 +217,77 @@ pub(crate) fn read_assertion(path: &Path, now: u64) -> Result<Assertion, Asserti
     Ok(Assertion { value, digest: d })
 }
 
+/// Enterprise-managed authorization (SEP-990), its first step: exchanges the ID token
+/// `id_token` at the IdP's `idp_endpoint` (RFC 8693) for an identity assertion grant (ID-JAG)
+/// for the authorization server `audience` (its issuer) and the MCP server `resource`, the
+/// client authenticated at the IdP as `idp_client` when given (`client_secret_basic` with a
+/// secret, else its `client_id` in the form). The ID-JAG is the assertion of the JWT-bearer
+/// grant that follows.
+pub(crate) async fn exchange_for_id_jag(
+    http: &OAuthHttp,
+    idp_endpoint: &Url,
+    idp_client: Option<&Client>,
+    id_token: &Assertion,
+    audience: &str,
+    resource: Option<&str>,
+    scopes: &[String],
+) -> Result<Assertion, GrantError> {
+    let mut form = vec![
+        ("grant_type", TOKEN_EXCHANGE.to_owned()),
+        ("requested_token_type", ID_JAG_TYPE.to_owned()),
+        ("subject_token", id_token.value.clone()),
+        ("subject_token_type", ID_TOKEN_TYPE.to_owned()),
+        ("audience", audience.to_owned()),
+    ];
+    if let Some(r) = resource {
+        form.push(("resource", r.to_owned()));
+    }
+    if !scopes.is_empty() {
+        form.push(("scope", scopes.join(" ")));
+    }
+    let none = Client {
+        id: String::new(),
+        secret: None,
+        method: ClientAuthMethod::None,
+        private_key: None,
+        registered: false,
+    };
+    let req = form_request(idp_endpoint, "", idp_client.unwrap_or(&none), form)?;
+    let response = http
+        .call(req)
+        .await
+        .map_err(|e| GrantError::other(e.to_string()))?;
+    let status = response.status();
+    let body = response.body();
+    if !status.is_success() {
+        return Err(match answer(status, body, idp_endpoint) {
+            Err(e) => e,
+            Ok(_) => GrantError::other(format!(
+                "the IdP {} answered {status}",
+                redacted(idp_endpoint)
+            )),
+        });
+    }
+    let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let issued = json.get("issued_token_type").and_then(|v| v.as_str());
+    let jag = json.get("access_token").and_then(|v| v.as_str());
+    match (issued, jag) {
+        (Some(ID_JAG_TYPE), Some(jag)) if inspect_jwt(jag).is_ok() => {
+            let mut d = [0u8; 32];
+            d.copy_from_slice(digest::digest(&digest::SHA256, jag.as_bytes()).as_ref());
+            Ok(Assertion {
+                value: jag.to_owned(),
+                digest: d,
+            })
+        }
+        _ => Err(GrantError::other(format!(
+            "the IdP {} answered the token exchange without an ID-JAG (issued_token_type {})",
+            redacted(idp_endpoint),
+            issued.unwrap_or("missing")
+        ))),
+    }
+}
+
 /// The JWT-bearer grant at `token_endpoint` (of `issuer`, the audience of a `private_key_jwt`
 /// client assertion): `grant_type`, `assertion`, `scope` when any and `resource` when known,
 /// the client authenticated as configured (or not at all without a `client_id`).
@@ -240,14 +317,30 @@ fn request(
     scopes: &[String],
     resource: Option<&str>,
 ) -> Result<oauth2::HttpRequest, GrantError> {
-    let mut form = url::form_urlencoded::Serializer::new(String::new());
-    form.append_pair("grant_type", JWT_BEARER);
-    form.append_pair("assertion", &assertion.value);
+    let mut pairs = vec![
+        ("grant_type", JWT_BEARER.to_owned()),
+        ("assertion", assertion.value.clone()),
+    ];
     if !scopes.is_empty() {
-        form.append_pair("scope", &scopes.join(" "));
+        pairs.push(("scope", scopes.join(" ")));
     }
     if let Some(r) = resource {
-        form.append_pair("resource", r);
+        pairs.push(("resource", r.to_owned()));
+    }
+    form_request(token_endpoint, issuer, client, pairs)
+}
+
+/// A form POST of `pairs` to `token_endpoint`, the client authenticated as it is configured
+/// (a `private_key_jwt` assertion for `issuer`); no client at all when its id is empty.
+fn form_request(
+    token_endpoint: &Url,
+    issuer: &str,
+    client: &Client,
+    pairs: Vec<(&'static str, String)>,
+) -> Result<oauth2::HttpRequest, GrantError> {
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in &pairs {
+        form.append_pair(k, v);
     }
     let mut req = http::Request::builder()
         .method(Method::POST)

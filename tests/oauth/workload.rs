@@ -1,6 +1,8 @@
 //! OAuth for workloads against `tests/servers/oauth_server.py`: the JWT-bearer grant of
 //! workload identity (an assertion file read at each grant and rotated, a refused assertion
-//! reported and never sent again, no other grant tried) and DPoP (proofs at the token endpoint
+//! reported and never sent again, no other grant tried), enterprise-managed authorization
+//! (SEP-990: an ID token exchanged at the IdP for an ID-JAG, then granted; an IdP refusal named)
+//! and DPoP (proofs at the token endpoint
 //! and on every MCP request, a nonce asked for by each server answered once, a nonce demanded
 //! twice given up, the key kept 0600 beside the tokens and shown by `kaged-mcp auth status` as
 //! its thumbprint).
@@ -269,4 +271,53 @@ fn auth_status_shows_the_grant_and_the_dpop_keys_thumbprint_never_the_key() {
     let out = with(&["auth", "logout", "remote"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(!path.with_extension("dpop-key").exists());
+}
+
+/// The `auth:` lines of an enterprise-managed server (SEP-990) whose ID token is in `file`.
+fn enterprise_lines(server: &OAuthPeer, file: &Path) -> String {
+    format!(
+        "      grant: jwt_bearer\n      identity_provider:\n        token_endpoint: {}/idp/token\n        id_token_file: {}\n        client_id: kaged-at-idp\n",
+        server.peer.mcp_url().trim_end_matches("/mcp"),
+        file.display()
+    )
+}
+
+#[tokio::test]
+async fn an_enterprise_id_token_is_exchanged_for_an_id_jag_then_granted() {
+    let Some(server) = OAuthPeer::start(&["--idp", "--workload", "alice"]) else {
+        return;
+    };
+    let file = server.dir.path().join("id-token");
+    std::fs::write(&file, workload_jwt("alice")).unwrap();
+    let session = server
+        .session(&enterprise_lines(&server, &file), "", false)
+        .await;
+    let me = whoami(&session).await.unwrap();
+    assert_eq!(me["client_id"], "workload:alice", "{me}");
+    let stats = server.stats();
+    assert_eq!(stat(&stats, "idp_exchange"), 1, "{stats}");
+    assert_eq!(stat(&stats, "token.jwt_bearer"), 1, "{stats}");
+    assert_eq!(stat(&stats, "token_errors"), 0, "{stats}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_id_token_the_idp_refuses_is_reported_naming_the_idp_and_not_sent_again() {
+    let Some(server) = OAuthPeer::start(&["--idp", "--workload", "alice"]) else {
+        return;
+    };
+    let file = server.dir.path().join("id-token");
+    std::fs::write(&file, workload_jwt("refuse:invalid_grant")).unwrap();
+    let session = server
+        .session(&enterprise_lines(&server, &file), "", false)
+        .await;
+    let err = whoami(&session).await.unwrap_err().to_string();
+    for part in ["`remote`", "/idp/token", "invalid_grant", "token exchange"] {
+        assert!(err.contains(part), "{part} not in {err}");
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let stats = server.stats();
+    assert_eq!(stat(&stats, "idp_exchange"), 1, "{stats}");
+    assert_eq!(stat(&stats, "token.jwt_bearer"), 0, "{stats}");
+    session.shutdown().await;
 }

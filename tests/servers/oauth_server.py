@@ -4,7 +4,7 @@
 Usage:  python3 oauth_server.py [--port N] [--log FILE] [--client ID[:SECRET[:METHOD]]]...
                                 [--token-ttl SECS] [--no-refresh] [--refresh-delay-ms N] [--no-dcr]
                                 [--resource-override URL] [--always-403] [--pkce-methods LIST]
-                                [--jwt-bearer] [--workload SUB]... [--dpop] [--dpop-nonce]
+                                [--jwt-bearer] [--workload SUB]... [--dpop] [--dpop-nonce] [--idp]
 
 Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1 keep-alive, TCP_NODELAY). The first
 line on stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on
@@ -125,6 +125,15 @@ Workload identity (--jwt-bearer): grant_types_supported gains JWT_BEARER
   `sub` "refuse:<error>" is refused with that error (invalid_grant, invalid_scope,
   unauthorized_client); any other sub -> invalid_grant. Stats: "token.jwt_bearer"; the log's
   "assertion" is the sha6 of the assertion and "sub" its subject.
+Enterprise IdP (--idp, SEP-990; implies --jwt-bearer): POST /idp/token takes an RFC 8693 token
+  exchange (grant_type urn:ietf:params:oauth:grant-type:token-exchange, subject_token a JWT,
+  subject_token_type ...:id_token, requested_token_type ...:id-jag, audience BASE/as, resource
+  RESOURCE; else 400 invalid_request) and answers {"access_token": <ID-JAG>, "issued_token_type":
+  "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}: an unsigned JWT with typ
+  oauth-id-jag+jwt and the ID token's sub, aud BASE/as, resource. A subject "refuse:<error>" is
+  refused there with that error. The JWT-bearer grant checks an ID-JAG's aud and resource
+  (invalid_grant) and then treats its sub as a workload's. Stats: "idp_exchange"; the log's
+  "subject" is the ID token's sub.
 DPoP (--dpop, RFC 9449; signatures are NOT verified, stdlib Python has no EC: the structure is):
   the metadata gains "dpop_signing_alg_values_supported": ["ES256"]. Every token request must carry
   one `DPoP` header: a JWT whose header has typ dpop+jwt, alg ES256 and a public EC `jwk` (no "d"),
@@ -205,6 +214,7 @@ STATS = {
     "dpop_nonce_as": 0,
     "dpop_nonce_rs": 0,
     "dpop_bad": 0,
+    "idp_exchange": 0,
 }
 JTIS = set()  # every DPoP jti seen
 NONCES = {"as": secrets.token_urlsafe(12), "rs": secrets.token_urlsafe(12)}
@@ -481,6 +491,7 @@ class Handler(kit.Handler):
             "/as/authorize": {"GET": self.authorize},
             "/as/token": {"POST": self.token},
             "/as/register": {"POST": self.register},
+            "/idp/token": {"POST": self.idp_token},
             "/stats": {"GET": self.stats},
             "/expire": {"POST": self.expire},
             "/revoke-refresh": {"POST": self.revoke_refresh},
@@ -784,6 +795,40 @@ class Handler(kit.Handler):
             return self.grant_refresh(client, form, resource)
         return self.grant_client_credentials(client, form, resource)
 
+    def idp_token(self):
+        """SEP-990's IdP: an ID token exchanged for an ID-JAG (RFC 8693)."""
+        with LOCK:
+            STATS["idp_exchange"] += 1
+        try:
+            form = self.token_form()
+            want = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "audience": f"{BASE}/as", "resource": resource_url()}
+            for k, v in want.items():
+                if form.get(k) != v:
+                    raise OAuthError(400, "invalid_request", f"{k} must be {v}")
+            try:
+                _, claims = jwt_parts(form.get("subject_token"))
+            except ValueError:
+                raise OAuthError(400, "invalid_grant", "the subject token is not a JWT")
+            sub = claims.get("sub")
+            self.entry["subject"] = sub
+            if isinstance(sub, str) and sub.startswith("refuse:"):
+                raise OAuthError(400, sub[len("refuse:"):], f"the IdP refuses {sub}")
+        except OAuthError as e:
+            self.reply_json(e.status, {"error": e.error, "error_description": e.description},
+                            error=e.error, error_description=e.description)
+            return
+        b = lambda obj: base64.urlsafe_b64encode(dumps(obj).encode()).rstrip(b"=").decode("ascii")
+        jag = ".".join([b({"alg": "ES256", "typ": "oauth-id-jag+jwt"}),
+                        b({"sub": sub, "aud": f"{BASE}/as", "resource": resource_url(),
+                           "iat": int(time.time()), "exp": int(time.time()) + 300}),
+                        "c2ln"])
+        self.reply_json(200, {"access_token": jag, "token_type": "N_A",
+                              "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"},
+                        [("Cache-Control", "no-store")])
+
     def token_dpop(self):
         """With --dpop: checks the token request's proof; keeps its thumbprint in self.jkt."""
         self.jkt = None
@@ -814,9 +859,12 @@ class Handler(kit.Handler):
             if not known:
                 raise OAuthError(401, "invalid_client", "unknown client")
         try:
-            _, claims = jwt_parts(assertion)
+            header, claims = jwt_parts(assertion)
         except ValueError:
             raise OAuthError(400, "invalid_grant", "the assertion is not a JWT")
+        if header.get("typ") == "oauth-id-jag+jwt" and (
+                claims.get("aud") != f"{BASE}/as" or claims.get("resource") != resource_url()):
+            raise OAuthError(400, "invalid_grant", "the ID-JAG is for another audience or resource")
         sub = claims.get("sub")
         self.entry["sub"] = sub
         if isinstance(sub, str) and sub.startswith("refuse:"):
@@ -1078,9 +1126,12 @@ def main():
     parser.add_argument("--workload", action="append", default=[], metavar="SUB",
                         help="a workload `sub` the JWT-bearer grant accepts (repeatable)")
     parser.add_argument("--dpop", action="store_true", help="DPoP-bound tokens only (RFC 9449)")
+    parser.add_argument("--idp", action="store_true",
+                        help="an enterprise IdP at /idp/token (SEP-990); implies --jwt-bearer")
     parser.add_argument("--dpop-nonce", action="store_true",
                         help="with --dpop, both servers demand a DPoP nonce")
     ARGS = kit.parse(parser, "oauth_server")
+    ARGS.jwt_bearer = ARGS.jwt_bearer or ARGS.idp
     for client in ARGS.client:
         CLIENTS[client.id] = client
 

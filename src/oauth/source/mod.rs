@@ -47,6 +47,8 @@ struct Settings {
     config: OAuthConfig,
     client_secret: Option<Secret>,
     private_key: Option<Secret>,
+    /// The client's secret at the enterprise IdP (SEP-990), if configured.
+    idp_secret: Option<Secret>,
 }
 
 /// The token source of one OAuth server. See the [module docs](self).
@@ -217,6 +219,12 @@ impl OAuthSource {
             config: oauth.clone(),
             client_secret: secret(auth.secret_ref.as_ref()),
             private_key: secret(oauth.private_key_ref.as_ref()),
+            idp_secret: secret(
+                oauth
+                    .identity_provider
+                    .as_ref()
+                    .and_then(|i| i.secret_ref.as_ref()),
+            ),
         };
         Ok(Some(Self::new(settings, TokenStore::new(dir), authorizer)))
     }
