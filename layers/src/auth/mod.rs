@@ -621,6 +621,82 @@ mod tests {
             assert!(source.seen.lock().unwrap().is_empty());
         }
 
+        /// Gives `DPoP t`, a proof per sending (`p<n>`), and answers a nonce refusal with the
+        /// same header while `repeats` is 0.
+        #[derive(Debug, Default)]
+        struct Nonces {
+            proofs: AtomicU32,
+            seen: Mutex<Vec<(Option<String>, u32)>>,
+        }
+
+        impl TokenSource for Nonces {
+            fn header(&self) -> TokenFuture<'_, Option<AuthHeader>> {
+                Box::pin(async { Ok(Some(AuthHeader::dpop("t").unwrap())) })
+            }
+
+            fn proof(
+                &self,
+                _: &Method,
+                uri: &Uri,
+                sent: Option<&AuthHeader>,
+            ) -> Result<Option<AuthHeader>, TokenError> {
+                assert_eq!(uri, "/mcp");
+                assert!(sent.is_some());
+                let n = self.proofs.fetch_add(1, Ordering::SeqCst);
+                Ok(Some(AuthHeader::header("DPoP", &format!("p{n}")).unwrap()))
+            }
+
+            fn refused<'a>(&'a self, refusal: &'a Refusal) -> TokenFuture<'a, Option<AuthHeader>> {
+                self.seen
+                    .lock()
+                    .unwrap()
+                    .push((refusal.nonce().map(str::to_owned), refusal.repeats()));
+                let again = refusal.repeats() == 0;
+                Box::pin(async move { Ok(again.then(|| refusal.sent().cloned()).flatten()) })
+            }
+        }
+
+        #[tokio::test]
+        async fn a_nonce_refusal_is_resent_once_with_the_same_header_and_a_fresh_proof() {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let server = {
+                let log = Arc::clone(&log);
+                service_fn(move |req: Request<String>| {
+                    let log = Arc::clone(&log);
+                    async move {
+                        let h =
+                            |n: &str| req.headers().get(n).map(|v| v.to_str().unwrap().to_owned());
+                        log.lock().unwrap().push((h("authorization"), h("dpop")));
+                        let mut r = Response::new(String::new());
+                        *r.status_mut() = StatusCode::UNAUTHORIZED;
+                        r.headers_mut().insert(
+                            WWW_AUTHENTICATE,
+                            HeaderValue::from_static("DPoP error=\"use_dpop_nonce\""),
+                        );
+                        r.headers_mut()
+                            .insert("dpop-nonce", HeaderValue::from_static("n-1"));
+                        Ok::<_, BoxError>(r)
+                    }
+                })
+            };
+            let source = Arc::new(Nonces::default());
+            let svc = AuthLayer::with_source(source.clone()).layer(server);
+            let response = svc.oneshot(request()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+            let auth = Some("DPoP t".to_owned());
+            assert_eq!(
+                *log.lock().unwrap(),
+                [
+                    (auth.clone(), Some("p0".to_owned())),
+                    (auth, Some("p1".to_owned()))
+                ]
+            );
+            assert_eq!(
+                *source.seen.lock().unwrap(),
+                [(Some("n-1".to_owned()), 0), (Some("n-1".to_owned()), 1)]
+            );
+        }
+
         #[derive(Debug)]
         struct NoLogin;
         impl TokenSource for NoLogin {
