@@ -243,6 +243,13 @@ fn auth_status_shows_the_grant_and_the_dpop_keys_thumbprint_never_the_key() {
         all.extend(["--project", p, "--config", c]);
         super::e2e::kaged(&all, &state)
     };
+    let out = with(&["check", "-v"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let want = format!(
+        "grant jwt_bearer, no client id, assertion_file {} (present), DPoP",
+        file.display()
+    );
+    assert!(out.stdout.contains(&want), "{want} not in {out:?}");
     let out = with(&["auth", "login", "remote"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let out = with(&["auth", "status", "--json"]);
