@@ -62,7 +62,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), Box<dyn std::error::Error>
     // Token files of this run only: a token of an earlier run would be refused.
     let token_dir = tempfile_dir()?;
     if scenario.starts_with("auth/") {
-        let (auth, secrets) = oauth_block(scenario)?;
+        let (auth, secrets) = oauth_block(scenario, &token_dir)?;
         project.push_str(&auth);
         local = secrets;
         options = options
@@ -93,8 +93,12 @@ fn tempfile_dir() -> Result<std::path::PathBuf, std::io::Error> {
 }
 
 /// The `auth:` block of the server and the `local.toml` secrets for an auth scenario, from
-/// `MCP_CONFORMANCE_CONTEXT` where the scenario gives client credentials.
-fn oauth_block(scenario: &str) -> Result<(String, String), Box<dyn std::error::Error>> {
+/// `MCP_CONFORMANCE_CONTEXT` where the scenario gives client credentials. A workload's
+/// identity token (`valid_jwt`) is written to a file in `dir`, as a platform mounts one.
+fn oauth_block(
+    scenario: &str,
+    dir: &std::path::Path,
+) -> Result<(String, String), Box<dyn std::error::Error>> {
     let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
         Ok(text) => serde_json::from_str(&text)?,
         Err(_) => Value::Null,
@@ -123,6 +127,39 @@ fn oauth_block(scenario: &str) -> Result<(String, String), Box<dyn std::error::E
     }
     if scenario.starts_with("auth/client-credentials") {
         auth.push_str("      grant: client_credentials\n");
+    }
+    if let (true, Some(Value::String(jwt))) =
+        (scenario == "auth/wif-jwt-bearer", field("valid_jwt"))
+    {
+        let path = dir.join("workload-token");
+        std::fs::write(&path, jwt)?;
+        auth.push_str(&format!(
+            "      grant: jwt_bearer\n      assertion_file: {}\n",
+            Value::String(path.display().to_string())
+        ));
+    }
+    // SEP-990: the enterprise IdP's ID token, exchanged there for an ID-JAG at each grant.
+    if let (true, Some(Value::String(id_token)), Some(endpoint)) = (
+        // (0.1.16 names the same scenario `auth/cross-app-access-complete-flow`.)
+        matches!(
+            scenario,
+            "auth/enterprise-managed-authorization" | "auth/cross-app-access-complete-flow"
+        ),
+        field("idp_id_token"),
+        field("idp_token_endpoint"),
+    ) {
+        let path = dir.join("id-token");
+        std::fs::write(&path, id_token)?;
+        auth.push_str(&format!(
+            "      grant: jwt_bearer\n      identity_provider:\n        token_endpoint: {endpoint}\n        id_token_file: {}\n",
+            Value::String(path.display().to_string())
+        ));
+        if let Some(id) = field("idp_client_id") {
+            auth.push_str(&format!("        client_id: {id}\n"));
+        }
+    }
+    if scenario.starts_with("auth/dpop") {
+        auth.push_str("      dpop: true\n");
     }
     Ok((auth, secrets))
 }

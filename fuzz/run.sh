@@ -21,7 +21,7 @@ case $target in
   config_project) dict=fuzz/dict/yaml.dict ;;
   config_toml) dict=fuzz/dict/toml.dict ;;
   jsonrpc_decode | protocol_types | stdio_frames | sse_events) dict=fuzz/dict/json.dict ;;
-  oauth_documents | modern_shapes | lock_file | import_formats) dict=fuzz/dict/json.dict ;;
+  oauth_documents | modern_shapes | lock_file | import_formats | dpop_jwt) dict=fuzz/dict/json.dict ;;
   www_authenticate) dict=fuzz/dict/www_authenticate.dict ;;
   http_answers) dict=fuzz/dict/http.dict ;;
   *) dict= ;;

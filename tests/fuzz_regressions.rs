@@ -13,6 +13,9 @@ mod challenge;
 #[path = "../fuzz/src/config.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod config;
+#[path = "../fuzz/src/dpop.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod dpop;
 #[path = "../fuzz/src/import.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod import;
@@ -98,6 +101,11 @@ fn the_stdio_frames_seeds_pass_the_fuzz_checks() {
 #[test]
 fn the_sse_events_seeds_pass_the_fuzz_checks() {
     replay_seeds("sse_events", sse::sse_events);
+}
+
+#[test]
+fn the_dpop_jwt_seeds_pass_the_fuzz_checks() {
+    replay_seeds("dpop_jwt", dpop::dpop_jwt);
 }
 
 #[test]

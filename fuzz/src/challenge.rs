@@ -14,7 +14,8 @@
 //!   token when they are one or as a quoted string (`"` and `\` escaped, other characters
 //!   escaped or not), with optional spaces around `=` and several list separators; characters
 //!   a header cannot carry (controls other than tab) are left out of values. Checks: what
-//!   `find` reads equals the model: the first `Bearer` challenge over the lines in order, each
+//!   `find` reads equals the model: the first `Bearer` (or `DPoP`, read the same way)
+//!   challenge over the lines in order, each
 //!   parameter's first value, exactly.
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -176,7 +177,7 @@ impl Sep {
 struct Challenge {
     scheme: Scheme,
     params: Vec<Param>,
-    /// For a scheme other than `Bearer`: a token68 credential instead of parameters.
+    /// For a scheme other than `Bearer` and `DPoP`: a token68 credential instead of parameters.
     token68: Option<(String, u8)>,
 }
 
@@ -260,13 +261,14 @@ fn render_line(line: &Line) -> (String, Option<BearerChallenge>) {
                 text.push_str("Basic");
                 false
             }
+            // Read as a `Bearer` one (RFC 9449 section 7.1: the same parameters).
             Scheme::Dpop => {
                 text.push_str("DPoP");
-                false
+                true
             }
             Scheme::Other(raw) => {
                 let mut t = token(raw, "Other");
-                if t.eq_ignore_ascii_case("bearer") {
+                if t.eq_ignore_ascii_case("bearer") || t.eq_ignore_ascii_case("dpop") {
                     t.push('x');
                 }
                 text.push_str(&t);

@@ -12,6 +12,7 @@
 pub mod answers;
 pub mod challenge;
 pub mod config;
+pub mod dpop;
 pub mod import;
 pub mod modern;
 pub mod oauth;

@@ -1,6 +1,7 @@
 //! `kaged-mcp auth login|status|logout`: the operator's side of OAuth. Tokens go to the token
 //! directory (never the project); status prints whether each OAuth server is logged in, its
-//! expiry and its scopes, never a token.
+//! expiry, its scopes, the grant it uses and, with DPoP, its key's JWK thumbprint (RFC 7638),
+//! never a token or a key.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -93,11 +94,11 @@ fn status(args: &ProjectArgs, json_out: bool) -> u8 {
         let Ok(Some(source)) = OAuthSource::for_server(&config, sc, None, None) else {
             continue;
         };
-        let row = match source.stored() {
+        let mut row = match source.stored() {
             Ok(Some(s)) => json!({
                 "server": sc.key, "logged_in": true, "client_id": s.client_id,
                 "scopes": s.scopes, "expires_at": s.expires_at, "refreshable": s.refreshable,
-                "token_file": s.path.display().to_string(),
+                "token_file": s.path.display().to_string(), "dpop_bound": s.dpop_bound,
             }),
             Ok(None) => json!({"server": sc.key, "logged_in": false}),
             Err(e) => {
@@ -105,6 +106,15 @@ fn status(args: &ProjectArgs, json_out: bool) -> u8 {
                 json!({"server": sc.key, "logged_in": false, "error": e.to_string()})
             }
         };
+        row["grant"] = source.grant().into();
+        match source.dpop_thumbprint() {
+            Ok(Some(t)) => row["dpop_jkt"] = t.into(),
+            Ok(None) => {}
+            Err(e) => {
+                code = EXIT_FAILED;
+                row["error"] = e.to_string().into();
+            }
+        }
         rows.push(row);
     }
     if json_out {
@@ -124,22 +134,39 @@ fn status(args: &ProjectArgs, json_out: bool) -> u8 {
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             println!(
-                "{server}: logged in (client {}), scopes [{}], {}{}",
-                r["client_id"].as_str().unwrap_or_default(),
+                "{server}: logged in ({}), scopes [{}], {}{}, grant {}{}",
+                match r["client_id"].as_str().unwrap_or_default() {
+                    "" => "no client id".to_owned(),
+                    id => format!("client {id}"),
+                },
                 scopes.join(" "),
                 expiry(r["expires_at"].as_u64()),
                 if r["refreshable"] == true {
                     ", refreshable"
                 } else {
                     ""
-                }
+                },
+                r["grant"].as_str().unwrap_or_default(),
+                dpop_note(&r),
             );
         } else {
-            let line = format!("{server}: not logged in (run `kaged-mcp auth login {server}`)");
+            let line = format!(
+                "{server}: not logged in (run `kaged-mcp auth login {server}`), grant {}{}",
+                r["grant"].as_str().unwrap_or_default(),
+                dpop_note(&r)
+            );
             println!("{}", super::hints::fix(&line));
         }
     }
     code
+}
+
+/// `, DPoP key <thumbprint>` when the row has one (the RFC 7638 thumbprint: public).
+fn dpop_note(row: &Value) -> String {
+    row["dpop_jkt"]
+        .as_str()
+        .map(|t| format!(", DPoP key {t}"))
+        .unwrap_or_default()
 }
 
 fn logout(args: &ProjectArgs, server: &str) -> u8 {

@@ -214,12 +214,12 @@ fn auth_line(config: &Config, auth: Option<&AuthConfig>) -> String {
         let _ = write!(line, ", {what} {r} ({state})");
     }
     if let Some(o) = &a.oauth {
-        let grant = match o.grant {
-            crate::config::OAuthGrant::AuthorizationCode => "authorization_code",
-            crate::config::OAuthGrant::ClientCredentials => "client_credentials",
-        };
+        let grant = o.grant.as_str();
         let client = o.client_id.as_deref().map_or_else(
             || {
+                if o.grant == crate::config::OAuthGrant::JwtBearer {
+                    return "no client id".to_owned();
+                }
                 o.client_metadata_url
                     .as_ref()
                     .map_or("registered at login".to_owned(), |u| {
@@ -232,8 +232,31 @@ fn auth_line(config: &Config, auth: Option<&AuthConfig>) -> String {
         if let Some(scopes) = &o.scopes {
             let _ = write!(line, ", scopes [{}]", scopes.join(" "));
         }
+        workload_note(&mut line, o);
     }
     line
+}
+
+/// The files a workload grant reads at each grant, each said to be there or missing (never
+/// read: they hold tokens), the IdP of SEP-990, and DPoP.
+fn workload_note(line: &mut String, o: &crate::config::OAuthConfig) {
+    let there = |p: &std::path::Path| if p.is_file() { "present" } else { "MISSING" };
+    if let Some(f) = &o.assertion_file {
+        let _ = write!(line, ", assertion_file {} ({})", f.display(), there(f));
+    }
+    if let Some(i) = &o.identity_provider {
+        let f = &i.id_token_file;
+        let _ = write!(
+            line,
+            ", identity provider {}, id_token_file {} ({})",
+            crate::transport::http::redacted(&i.token_endpoint),
+            f.display(),
+            there(f)
+        );
+    }
+    if o.dpop {
+        line.push_str(", DPoP");
+    }
 }
 
 /// The tool filter: enabled or disabled, then its allow and deny lists.

@@ -46,9 +46,9 @@ pub use error::{ConfigError, ConfigErrors, Location};
 pub use local::{LocalConfig, ServerOverrides};
 pub use project::{
     is_valid_server_key, AgentGrants, AuthConfig, AuthKind, ClientAuthMethod, EnvValue,
-    GrantPattern, HttpServerConfig, McpServerConfig, OAuthConfig, OAuthGrant, ProjectConfig,
-    SseServerConfig, StdioServerConfig, ToolFilter, ToolGrant, ToolGrants, TransportConfig,
-    MAX_SERVERS,
+    GrantPattern, HttpServerConfig, IdentityProvider, McpServerConfig, OAuthConfig, OAuthGrant,
+    ProjectConfig, SseServerConfig, StdioServerConfig, ToolFilter, ToolGrant, ToolGrants,
+    TransportConfig, MAX_SERVERS,
 };
 pub use secret::{Secret, SecretRef};
 pub use tasks::TaskMode;

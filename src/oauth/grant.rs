@@ -51,6 +51,8 @@ pub(crate) struct Granted {
     pub(crate) expires_in: Option<Duration>,
     /// The granted scopes when the server said (else the requested ones apply).
     pub(crate) scopes: Option<Vec<String>>,
+    /// `token_type`, lower-case (`bearer`, `dpop`).
+    pub(crate) token_type: Option<String>,
 }
 
 impl Granted {
@@ -61,17 +63,20 @@ impl Granted {
     }
 }
 
-/// A failed grant: `invalid_grant` tells a dead refresh token from a passing failure.
+/// A failed grant: `invalid_grant` tells a dead refresh token from a passing failure;
+/// `refused` an OAuth error answer of the token endpoint from a request that did not get there.
 #[derive(Debug)]
 pub(crate) struct GrantError {
     pub(crate) invalid_grant: bool,
+    pub(crate) refused: bool,
     pub(crate) message: String,
 }
 
 impl GrantError {
-    fn other(message: String) -> Self {
+    pub(crate) fn other(message: String) -> Self {
         Self {
             invalid_grant: false,
+            refused: false,
             message,
         }
     }
@@ -103,7 +108,10 @@ pub(crate) fn token_client(
 }
 
 /// The `private_key_jwt` parameters for a request to `issuer`'s token endpoint.
-fn assertion(client: &Client, issuer: &str) -> Result<Vec<(&'static str, String)>, GrantError> {
+pub(crate) fn assertion(
+    client: &Client,
+    issuer: &str,
+) -> Result<Vec<(&'static str, String)>, GrantError> {
     if client.method != ClientAuthMethod::PrivateKeyJwt {
         return Ok(Vec::new());
     }
@@ -221,27 +229,42 @@ pub(crate) type TokenResult = Result<
     >,
 >;
 
+/// What a token response granted.
+pub(crate) fn granted_of(t: &BasicTokenResponse) -> Granted {
+    Granted {
+        access_token: t.access_token().secret().clone(),
+        refresh_token: t.refresh_token().map(|r| r.secret().clone()),
+        expires_in: t.expires_in(),
+        scopes: t
+            .scopes()
+            .map(|s| s.iter().map(|s| s.to_string()).collect()),
+        token_type: Some(t.token_type().as_ref().to_ascii_lowercase()),
+    }
+}
+
+/// The OAuth error answer `e` of the token endpoint at `endpoint`, naming both.
+pub(crate) fn refused(
+    e: &oauth2::StandardErrorResponse<BasicErrorResponseType>,
+    endpoint: &Url,
+) -> GrantError {
+    GrantError {
+        invalid_grant: matches!(e.error(), BasicErrorResponseType::InvalidGrant),
+        refused: true,
+        message: format!(
+            "the token endpoint {} refused: {}{}",
+            redacted(endpoint),
+            e.error(),
+            e.error_description()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
 pub(crate) fn granted(result: TokenResult, endpoint: &Url) -> Result<Granted, GrantError> {
     match result {
-        Ok(t) => Ok(Granted {
-            access_token: t.access_token().secret().clone(),
-            refresh_token: t.refresh_token().map(|r| r.secret().clone()),
-            expires_in: t.expires_in(),
-            scopes: t
-                .scopes()
-                .map(|s| s.iter().map(|s| s.to_string()).collect()),
-        }),
-        Err(RequestTokenError::ServerResponse(e)) => Err(GrantError {
-            invalid_grant: matches!(e.error(), BasicErrorResponseType::InvalidGrant),
-            message: format!(
-                "the token endpoint {} refused: {}{}",
-                redacted(endpoint),
-                e.error(),
-                e.error_description()
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
-            ),
-        }),
+        Ok(t) => Ok(granted_of(&t)),
+        Err(RequestTokenError::ServerResponse(e)) => Err(refused(&e, endpoint)),
         Err(RequestTokenError::Request(e)) => Err(GrantError::other(e.to_string())),
         // Where it broke, not serde's message: that quotes values, and the answer holds tokens.
         Err(RequestTokenError::Parse(e, _)) => Err(GrantError::other(format!(

@@ -5,15 +5,17 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use serde_json::Value;
 use url::Url;
 
+use super::dpop::{self, Audience, Dpop};
 use crate::transport::http::client::{self, HttpService};
 use crate::transport::http::redacted;
 
@@ -34,10 +36,13 @@ pub(crate) struct HttpError {
     reason: String,
 }
 
-/// The client OAuth requests go through.
+/// The client OAuth requests go through; with DPoP, each token request (every request made
+/// as the `oauth2` crate's client) carries a proof, and a `use_dpop_nonce` answer is retried
+/// once with the nonce.
 #[derive(Clone)]
 pub(crate) struct OAuthHttp {
     client: HttpService,
+    dpop: Option<Arc<Dpop>>,
 }
 
 impl std::fmt::Debug for OAuthHttp {
@@ -57,6 +62,54 @@ impl OAuthHttp {
     pub(crate) fn new() -> Self {
         Self {
             client: client::client(None, CONNECT_TIMEOUT),
+            dpop: None,
+        }
+    }
+
+    /// The same client, with DPoP proofs on its token requests.
+    pub(crate) fn with_dpop(mut self, dpop: Arc<Dpop>) -> Self {
+        self.dpop = Some(dpop);
+        self
+    }
+
+    /// Sends a token request, with a DPoP proof when DPoP is on; a 400 `use_dpop_nonce` with
+    /// a new `DPoP-Nonce` is sent once more with a proof carrying it (RFC 9449 section 8).
+    async fn send_token_request(
+        &self,
+        request: oauth2::HttpRequest,
+    ) -> Result<Response<Bytes>, HttpError> {
+        let Some(dpop) = &self.dpop else {
+            return self.send(token_request(request, None)?).await;
+        };
+        let mut retried = false;
+        loop {
+            let proof = dpop
+                .proof(
+                    Audience::Token,
+                    request.method().as_str(),
+                    &request.uri().to_string(),
+                    None,
+                )
+                .map_err(|e| HttpError::of(&request, e.to_string()))?;
+            let response = self
+                .send(token_request(request.clone(), Some(&proof))?)
+                .await?;
+            let nonce = response
+                .headers()
+                .get(DPOP_NONCE)
+                .and_then(|v| dpop::nonce_of(v.as_bytes()));
+            let changed = nonce.is_some_and(|n| dpop.set_nonce(Audience::Token, n));
+            let asks_nonce = response.status() == StatusCode::BAD_REQUEST
+                && serde_json::from_slice::<Value>(response.body())
+                    .ok()
+                    .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
+                    .as_deref()
+                    == Some("use_dpop_nonce");
+            if !asks_nonce || !changed || retried {
+                return Ok(response);
+            }
+            tracing::debug!("the token endpoint asked for a DPoP nonce; sending again with it");
+            retried = true;
         }
     }
 
@@ -160,15 +213,49 @@ impl<'c> oauth2::AsyncHttpClient<'c> for OAuthHttp {
 
     fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
         Box::pin(async move {
-            let (mut parts, body) = request.into_parts();
-            if let Some(v) = parts.headers.get_mut(AUTHORIZATION) {
-                v.set_sensitive(true);
-            }
-            let req = Request::from_parts(parts, Full::new(Bytes::from(body)));
-            let response = self.send(req).await?;
+            let response = self.send_token_request(request).await?;
             let (parts, body) = response.into_parts();
             Ok(Response::from_parts(parts, body.to_vec()))
         })
+    }
+}
+
+/// The `DPoP-Nonce` header (RFC 9449 section 8).
+const DPOP_NONCE: &str = "dpop-nonce";
+
+/// A token request as sent: its `Authorization` (client credentials) marked sensitive, and a
+/// `DPoP` proof when given.
+fn token_request(
+    request: oauth2::HttpRequest,
+    proof: Option<&str>,
+) -> Result<Request<Full<Bytes>>, HttpError> {
+    let (mut parts, body) = request.into_parts();
+    if let Some(v) = parts.headers.get_mut(AUTHORIZATION) {
+        v.set_sensitive(true);
+    }
+    if let Some(p) = proof {
+        let mut value = HeaderValue::from_str(p).map_err(|e| HttpError {
+            method: parts.method.clone(),
+            url: parts.uri.path().to_owned(),
+            reason: e.to_string(),
+        })?;
+        value.set_sensitive(true);
+        parts.headers.insert("dpop", value);
+    }
+    Ok(Request::from_parts(parts, Full::new(Bytes::from(body))))
+}
+
+impl HttpError {
+    /// A failure to prepare `request`, for `reason`.
+    fn of(request: &oauth2::HttpRequest, reason: String) -> Self {
+        Self {
+            method: request.method().clone(),
+            url: match Url::parse(&request.uri().to_string()) {
+                Ok(u) => redacted(&u),
+                Err(_) => request.uri().path().to_owned(),
+            },
+            reason,
+        }
     }
 }
 

@@ -69,7 +69,7 @@ pub(crate) fn client_assertion(
 }
 
 /// The DER body of the first `PRIVATE KEY` block of `pem`.
-fn pkcs8_der(pem: &str) -> Result<Vec<u8>, JwtError> {
+pub(crate) fn pkcs8_der(pem: &str) -> Result<Vec<u8>, JwtError> {
     let mut labels = Vec::new();
     let mut rest = pem;
     while let Some(start) = rest.find("-----BEGIN ") {

@@ -13,6 +13,8 @@
 //! | `loopback` | the `127.0.0.1` redirect listener of a login |
 //! | `store` | the token files (`0600`, atomic, outside the project) |
 //! | `jwt` | ES256 client assertions (`private_key_jwt`) |
+//! | `dpop` | DPoP (RFC 9449): the per-server key, proofs and nonces |
+//! | [`workload`] | the JWT-bearer grant of workload identity federation (SEP-1933) |
 //! | `http` | the HTTP client of all of it (no redirects followed, bounded answers) |
 //!
 //! A daemon never waits for a browser: without a usable token a call fails at once with an
@@ -23,12 +25,17 @@
 mod discovery;
 #[doc(hidden)]
 pub mod documents;
+#[doc(hidden)]
+pub mod dpop;
 mod grant;
 mod http;
 mod jwt;
 mod loopback;
 pub mod source;
 mod store;
+mod summary;
+#[doc(hidden)]
+pub mod workload;
 
 use std::fmt;
 use std::future::Future;

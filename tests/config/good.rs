@@ -448,3 +448,46 @@ fn an_oauth_block_is_read_with_every_setting() {
     assert_eq!(o.grant, kaged_mcp::config::OAuthGrant::AuthorizationCode);
     assert!(!secrets.contains_key("open"));
 }
+
+#[test]
+fn a_workload_block_reads_the_jwt_bearer_grant_its_assertion_file_and_dpop() {
+    let project = "mcp:\n  remote:\n    transport: streamable-http\n    url: https://mcp.example.com/mcp\n    auth:\n      type: oauth\n      grant: jwt_bearer\n      assertion_file: /var/run/secrets/tokens/mcp-token\n      client_id: workload-1\n      dpop: true\n  plain:\n    transport: streamable-http\n    url: https://plain.example.com/mcp\n    auth:\n      type: oauth\n";
+    let c = Sources::new(project).load().unwrap();
+    let o = c.project.server("remote").unwrap().auth.as_ref().unwrap();
+    let o = o.oauth.as_ref().unwrap();
+    assert_eq!(o.grant, kaged_mcp::config::OAuthGrant::JwtBearer);
+    assert_eq!(o.grant.as_str(), "jwt_bearer");
+    assert_eq!(
+        o.assertion_file.as_deref(),
+        Some(std::path::Path::new("/var/run/secrets/tokens/mcp-token"))
+    );
+    assert!(o.dpop);
+    let plain = c.project.server("plain").unwrap().auth.as_ref().unwrap();
+    let plain = plain.oauth.as_ref().unwrap();
+    assert!(!plain.dpop && plain.assertion_file.is_none());
+}
+
+#[test]
+fn an_enterprise_block_reads_the_identity_provider() {
+    let project = "mcp:\n  remote:\n    transport: streamable-http\n    url: https://mcp.example.com/mcp\n    auth:\n      type: oauth\n      grant: jwt_bearer\n      client_id: agent\n      secret_ref: oauth.agent\n      identity_provider:\n        token_endpoint: https://idp.example.com/oauth2/token\n        id_token_file: /run/kaged/id-token\n        client_id: kaged-at-idp\n        secret_ref: idp.kaged\n";
+    let local = "[secrets.oauth]\nagent = \"s1\"\n[secrets.idp]\nkaged = \"s2\"\n";
+    let c = Sources::new(project).local(local).load().unwrap();
+    let a = c.project.server("remote").unwrap().auth.as_ref().unwrap();
+    let idp = a
+        .oauth
+        .as_ref()
+        .unwrap()
+        .identity_provider
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        idp.token_endpoint.as_str(),
+        "https://idp.example.com/oauth2/token"
+    );
+    assert_eq!(
+        idp.id_token_file,
+        std::path::Path::new("/run/kaged/id-token")
+    );
+    assert_eq!(idp.client_id.as_deref(), Some("kaged-at-idp"));
+    assert_eq!(idp.secret_ref.as_ref().unwrap().as_str(), "idp.kaged");
+}

@@ -371,7 +371,7 @@ async fn a_token_file_readable_by_others_is_refused_and_named() {
 // --- the command line --------------------------------------------------------------------------
 
 /// `kaged-mcp <args>` with `XDG_STATE_HOME` inside `state`.
-fn kaged(args: &[&str], state: &Path) -> cli::Out {
+pub(super) fn kaged(args: &[&str], state: &Path) -> cli::Out {
     let out = cli::kaged()
         .args(args)
         .env("XDG_STATE_HOME", state)
@@ -446,7 +446,7 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
     let rows: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(
         rows,
-        serde_json::json!([{"server": "remote", "logged_in": false}])
+        serde_json::json!([{"server": "remote", "logged_in": false, "grant": "client_credentials"}])
     );
 
     let out = with(&["auth", "login", "remote"]);

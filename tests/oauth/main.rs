@@ -14,3 +14,6 @@ mod common;
 mod e2e;
 mod refresh;
 mod secret_logs;
+// Workload identity and DPoP; its `auth status` test runs the binary too.
+#[cfg(feature = "cli")]
+mod workload;

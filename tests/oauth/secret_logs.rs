@@ -1,7 +1,8 @@
 //! No OAuth secret in logs: a TRACE-level subscriber captures everything while a confidential
 //! client logs in (code flow, client_secret_basic), calls, meets an expired token and refreshes,
 //! while a client-credentials client gets its token, and while a wrong client secret and a
-//! daemon without a token fail. The access and refresh tokens (read from the token files) and
+//! daemon without a token fail, and while a workload gets DPoP-bound tokens with the JWT-bearer
+//! grant (its assertion and its DPoP key are secrets too). The access and refresh tokens (read from the token files) and
 //! the client secrets must appear neither in the captured text, nor in the `Debug` of the
 //! sessions and their status, nor in any error's `Display` or `Debug`.
 
@@ -28,6 +29,18 @@ fn tokens_in(dir: &std::path::Path) -> Vec<String> {
                 .filter_map(move |k| v[k].as_str().map(str::to_owned))
         })
         .collect()
+}
+
+/// A workload identity token (unsigned: the test server reads, not verifies, it).
+fn workload_assertion() -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    format!(
+        "{}.{}.{}",
+        URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256"}"#),
+        URL_SAFE_NO_PAD.encode(r#"{"sub":"w1","iss":"https://k8s.test","nonce":"ASSERTION-7c1e"}"#),
+        URL_SAFE_NO_PAD.encode("signature-of-the-workload-token")
+    )
 }
 
 #[tokio::test]
@@ -95,6 +108,31 @@ async fn no_token_or_client_secret_appears_in_trace_level_logs() {
     let err = whoami(&session).await.unwrap_err();
     printed.push(format!("{err} {err:?} {:?}", session.status()));
     session.shutdown().await;
+
+    // A workload: the JWT-bearer grant from an assertion file, with DPoP and nonces.
+    let workload =
+        OAuthPeer::start(&["--jwt-bearer", "--workload", "w1", "--dpop", "--dpop-nonce"]).unwrap();
+    let file = workload.dir.path().join("workload-token");
+    let assertion = workload_assertion();
+    std::fs::write(&file, &assertion).unwrap();
+    let auth = format!(
+        "      grant: jwt_bearer\n      assertion_file: {}\n      dpop: true\n",
+        file.display()
+    );
+    let session = workload.session(&auth, "", false).await;
+    assert_eq!(whoami(&session).await.unwrap()["client_id"], "workload:w1");
+    printed.push(format!("{session:?} {:?}", session.status()));
+    session.shutdown().await;
+    secrets.push(assertion);
+    secrets.extend(tokens_in(&workload.tokens()));
+    let key = token_files(&workload.tokens())[0].with_extension("dpop-key");
+    let key = std::fs::read_to_string(key).unwrap();
+    // The key's body, in pieces as long as a PEM line's third.
+    secrets.extend(
+        key.lines()
+            .filter(|l| !l.starts_with("-----") && l.len() >= 20)
+            .map(|l| l[..20].to_owned()),
+    );
 
     // Every token issued, the old ones included.
     secrets.extend(tokens_in(&server.tokens()));

@@ -4,6 +4,7 @@
 Usage:  python3 oauth_server.py [--port N] [--log FILE] [--client ID[:SECRET[:METHOD]]]...
                                 [--token-ttl SECS] [--no-refresh] [--refresh-delay-ms N] [--no-dcr]
                                 [--resource-override URL] [--always-403] [--pkce-methods LIST]
+                                [--jwt-bearer] [--workload SUB]... [--dpop] [--dpop-nonce] [--idp]
 
 Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1 keep-alive, TCP_NODELAY). The first
 line on stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on
@@ -117,6 +118,39 @@ Test controls (no auth):
                           "temporarily_unavailable"} (the token kept alive) until /token-restore, 204
 Known paths with another verb -> 405; anything else -> 404.
 
+Workload identity (--jwt-bearer): grant_types_supported gains JWT_BEARER
+  (urn:ietf:params:oauth:grant-type:jwt-bearer), and the token endpoint takes it with or without
+  client authentication (a client_id alone is fine, an unknown one is invalid_client). The
+  `assertion` must be a compact JWT (three base64url segments, JSON header and claims; else
+  invalid_grant) whose `sub` names the workload: a `sub` given with --workload (repeatable) gets
+  an access token for client "workload:<sub>" (no refresh token, scopes as client_credentials);
+  `sub` "refuse:<error>" is refused with that error (invalid_grant, invalid_scope,
+  unauthorized_client); any other sub -> invalid_grant. Stats: "token.jwt_bearer"; the log's
+  "assertion" is the sha6 of the assertion and "sub" its subject.
+Enterprise IdP (--idp, SEP-990; implies --jwt-bearer): POST /idp/token takes an RFC 8693 token
+  exchange (grant_type urn:ietf:params:oauth:grant-type:token-exchange, subject_token a JWT,
+  subject_token_type ...:id_token, requested_token_type ...:id-jag, audience BASE/as, resource
+  RESOURCE; else 400 invalid_request) and answers {"access_token": <ID-JAG>, "issued_token_type":
+  "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}: an unsigned JWT with typ
+  oauth-id-jag+jwt and the ID token's sub, aud BASE/as, resource. A subject "refuse:<error>" is
+  refused there with that error. The JWT-bearer grant checks an ID-JAG's aud and resource
+  (invalid_grant) and then treats its sub as a workload's. Stats: "idp_exchange"; the log's
+  "subject" is the ID token's sub.
+DPoP (--dpop, RFC 9449; signatures are NOT verified, stdlib Python has no EC: the structure is):
+  the metadata gains "dpop_signing_alg_values_supported": ["ES256"]. Every token request must carry
+  one `DPoP` header: a JWT whose header has typ dpop+jwt, alg ES256 and a public EC `jwk` (no "d"),
+  whose claims have a jti never seen before, htm POST, htu BASE/as/token (no query or fragment),
+  an iat within 300 s; else 400 invalid_dpop_proof. Tokens are then bound to the jwk's RFC 7638
+  thumbprint and issued with token_type "DPoP". POST /mcp with a bound token must use
+  `Authorization: DPoP <token>` and a proof as above with htu BASE/mcp and ath =
+  BASE64URL(SHA256(token)) and the same thumbprint; else 401 `WWW-Authenticate: DPoP
+  error="invalid_token"`. With --dpop-nonce, both servers also demand their current nonce in the
+  proof: else 400 {"error": "use_dpop_nonce"} (token endpoint) or 401 `WWW-Authenticate: DPoP
+  error="use_dpop_nonce", resource_metadata="PRM_URL"` (MCP), each with a `DPoP-Nonce` header. The
+  tool `nonce_again` (listed with --dpop-nonce only) always answers the latter with a new nonce (a server demanding it twice).
+  Stats: "dpop_nonce_as" and "dpop_nonce_rs" (challenges sent), "dpop_bad" (proofs refused); the
+  log's "dpop" is {"jkt", "nonce", "htu", "ath": bool} of the proof seen.
+
 --log FILE appends one JSON line per HTTP request, flushed, written before the response is sent:
 {"verb", "path" (no query), "status", "authorization" (true when an Authorization header came; never
 its value)} plus, where they apply: "error" (the OAuth/HTTP error code), "error_description"
@@ -147,6 +181,8 @@ from mcp_test_kit import dumps, text_result
 VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
 METHODS = ["none", "client_secret_basic", "client_secret_post"]
 GRANTS = ["authorization_code", "refresh_token", "client_credentials"]
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+B64URL_RE = re.compile(r"^[A-Za-z0-9_-]*$")
 SCOPES = ["mcp:read", "mcp:admin", "offline_access"]
 MAX_BODY = 1024 * 1024
 CODE_TTL = 60.0
@@ -164,11 +200,12 @@ CLIENTS = {}  # client_id -> Client
 CODES = {}  # code -> dict
 ACCESS = {}  # access token -> dict
 REFRESH = {}  # refresh token -> dict
+ACCESS_BINDING = {}  # access token -> the DPoP key thumbprint it is bound to (None: Bearer)
 GENERATION = {}  # client_id -> access tokens issued so far
 OUTAGE = {"on": False}  # /token-outage: every refresh answered 503
 STATS = {
     "authorize": 0,
-    "token": {g: 0 for g in GRANTS},
+    "token": {**{g: 0 for g in GRANTS}, "jwt_bearer": 0},
     "register": 0,
     "mcp_401": 0,
     "mcp_403": 0,
@@ -177,7 +214,13 @@ STATS = {
     "asm": 0,
     "token_errors": 0,
     "well_known_404": 0,
+    "dpop_nonce_as": 0,
+    "dpop_nonce_rs": 0,
+    "dpop_bad": 0,
+    "idp_exchange": 0,
 }
+JTIS = set()  # every DPoP jti seen
+NONCES = {"as": secrets.token_urlsafe(12), "rs": secrets.token_urlsafe(12)}
 
 
 class BadRequest(Exception):
@@ -269,6 +312,59 @@ def challenge_of(verifier):
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+def b64json(segment):
+    if not B64URL_RE.match(segment):
+        raise ValueError("not base64url")
+    value = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    if not isinstance(value, dict):
+        raise ValueError("not an object")
+    return value
+
+
+def jwt_parts(text):
+    """(header, claims) of a compact JWT, unverified; raises ValueError."""
+    parts = (text or "").strip().split(".")
+    if len(parts) != 3 or not B64URL_RE.match(parts[2]):
+        raise ValueError("not a compact JWT")
+    return b64json(parts[0]), b64json(parts[1])
+
+
+def b64sha256(text):
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode("ascii", "replace")).digest()) \
+        .rstrip(b"=").decode("ascii")
+
+
+def thumbprint(jwk):
+    members = {k: jwk[k] for k in ("crv", "kty", "x", "y")}
+    return b64sha256(json.dumps(members, separators=(",", ":"), sort_keys=True))
+
+
+def check_proof(proof, htu, token=None):
+    """The proof's (jkt, claims), or raises ValueError saying what is wrong."""
+    if proof is None or "," in proof:
+        raise ValueError("one DPoP proof is required")
+    header, claims = jwt_parts(proof)
+    jwk = header.get("jwk")
+    if header.get("typ") != "dpop+jwt" or header.get("alg") != "ES256":
+        raise ValueError("typ must be dpop+jwt and alg ES256")
+    if not isinstance(jwk, dict) or "d" in jwk or jwk.get("kty") != "EC" or \
+            not all(isinstance(jwk.get(k), str) for k in ("crv", "x", "y")):
+        raise ValueError("jwk must be a public EC key")
+    if claims.get("htm") != "POST" or claims.get("htu") != htu:
+        raise ValueError(f"htm must be POST and htu {htu}")
+    iat = claims.get("iat")
+    if not isinstance(iat, (int, float)) or abs(time.time() - iat) > 300:
+        raise ValueError("iat outside 300 s")
+    jti = claims.get("jti")
+    with LOCK:
+        if not isinstance(jti, str) or jti in JTIS:
+            raise ValueError("jti missing or replayed")
+        JTIS.add(jti)
+    if token is not None and claims.get("ath") != b64sha256(token):
+        raise ValueError("ath does not match the access token")
+    return thumbprint(jwk), claims
+
+
 def issue_tokens(client_id, scopes, with_refresh):
     """Under LOCK: a new access token (and refresh token); returns (response dict, log facts)."""
     GENERATION[client_id] = GENERATION.get(client_id, 0) + 1
@@ -277,6 +373,8 @@ def issue_tokens(client_id, scopes, with_refresh):
     ACCESS[access] = {"client_id": client_id, "scopes": list(scopes), "generation": generation,
                       "expires": time.monotonic() + ARGS.token_ttl, "revoked": False}
     answer = {"access_token": access, "token_type": "Bearer", "expires_in": ARGS.token_ttl}
+    if ARGS.dpop:
+        answer["token_type"] = "DPoP"
     if scopes:
         answer["scope"] = " ".join(scopes)
     refresh = None
@@ -295,6 +393,8 @@ TOOLS = [
     {"name": "admin", "description": "Needs the mcp:admin scope",
      "inputSchema": {"type": "object", "properties": {}}},
 ]
+NONCE_AGAIN = {"name": "nonce_again", "description": "Always asks for a new DPoP nonce",
+               "inputSchema": {"type": "object", "properties": {}}}
 
 
 class Handler(kit.Handler):
@@ -394,6 +494,7 @@ class Handler(kit.Handler):
             "/as/authorize": {"GET": self.authorize},
             "/as/token": {"POST": self.token},
             "/as/register": {"POST": self.register},
+            "/idp/token": {"POST": self.idp_token},
             "/stats": {"GET": self.stats},
             "/expire": {"POST": self.expire},
             "/revoke-refresh": {"POST": self.revoke_refresh},
@@ -445,6 +546,10 @@ class Handler(kit.Handler):
         }
         if ARGS.no_dcr:
             del meta["registration_endpoint"]
+        if ARGS.jwt_bearer:
+            meta["grant_types_supported"].append(JWT_BEARER)
+        if ARGS.dpop:
+            meta["dpop_signing_alg_values_supported"] = ["ES256"]
         if ARGS.pkce_methods == "":
             del meta["code_challenge_methods_supported"]
         elif ARGS.pkce_methods is not None:
@@ -681,7 +786,13 @@ class Handler(kit.Handler):
         if grant in GRANTS:
             with LOCK:
                 STATS["token"][grant] += 1
+        if grant == JWT_BEARER and ARGS.jwt_bearer:
+            with LOCK:
+                STATS["token"]["jwt_bearer"] += 1
+            self.token_dpop()
+            return self.grant_jwt_bearer(form)
         client = self.client_auth(form)
+        self.token_dpop()
         if not grant:
             raise OAuthError(400, "invalid_request", "grant_type is required")
         if grant not in GRANTS:
@@ -693,6 +804,89 @@ class Handler(kit.Handler):
         if grant == "refresh_token":
             return self.grant_refresh(client, form, resource)
         return self.grant_client_credentials(client, form, resource)
+
+    def idp_token(self):
+        """SEP-990's IdP: an ID token exchanged for an ID-JAG (RFC 8693)."""
+        with LOCK:
+            STATS["idp_exchange"] += 1
+        try:
+            form = self.token_form()
+            want = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "audience": f"{BASE}/as", "resource": resource_url()}
+            for k, v in want.items():
+                if form.get(k) != v:
+                    raise OAuthError(400, "invalid_request", f"{k} must be {v}")
+            try:
+                _, claims = jwt_parts(form.get("subject_token"))
+            except ValueError:
+                raise OAuthError(400, "invalid_grant", "the subject token is not a JWT")
+            sub = claims.get("sub")
+            self.entry["subject"] = sub
+            if isinstance(sub, str) and sub.startswith("refuse:"):
+                raise OAuthError(400, sub[len("refuse:"):], f"the IdP refuses {sub}")
+        except OAuthError as e:
+            self.reply_json(e.status, {"error": e.error, "error_description": e.description},
+                            error=e.error, error_description=e.description)
+            return
+        b = lambda obj: base64.urlsafe_b64encode(dumps(obj).encode()).rstrip(b"=").decode("ascii")
+        jag = ".".join([b({"alg": "ES256", "typ": "oauth-id-jag+jwt"}),
+                        b({"sub": sub, "aud": f"{BASE}/as", "resource": resource_url(),
+                           "iat": int(time.time()), "exp": int(time.time()) + 300}),
+                        "c2ln"])
+        self.reply_json(200, {"access_token": jag, "token_type": "N_A",
+                              "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"},
+                        [("Cache-Control", "no-store")])
+
+    def token_dpop(self):
+        """With --dpop: checks the token request's proof; keeps its thumbprint in self.jkt."""
+        self.jkt = None
+        if not ARGS.dpop:
+            return
+        htu = f"{BASE}/as/token"
+        try:
+            self.jkt, claims = check_proof(self.headers.get("DPoP"), htu)
+        except ValueError as e:
+            with LOCK:
+                STATS["dpop_bad"] += 1
+            raise OAuthError(400, "invalid_dpop_proof", str(e))
+        self.entry["dpop"] = {"jkt": self.jkt[:6], "nonce": claims.get("nonce"), "htu": claims["htu"],
+                              "ath": "ath" in claims}
+        if ARGS.dpop_nonce and claims.get("nonce") != NONCES["as"]:
+            with LOCK:
+                STATS["dpop_nonce_as"] += 1
+            raise OAuthError(400, "use_dpop_nonce", "the authorization server requires a DPoP nonce",
+                             [("DPoP-Nonce", NONCES["as"])])
+
+    def grant_jwt_bearer(self, form):
+        assertion = form.get("assertion")
+        self.entry["assertion"] = sha6(assertion)
+        client_id = form.get("client_id")
+        if client_id is not None:
+            with LOCK:
+                known = client_id in CLIENTS
+            if not known:
+                raise OAuthError(401, "invalid_client", "unknown client")
+        try:
+            header, claims = jwt_parts(assertion)
+        except ValueError:
+            raise OAuthError(400, "invalid_grant", "the assertion is not a JWT")
+        if header.get("typ") == "oauth-id-jag+jwt" and (
+                claims.get("aud") != f"{BASE}/as" or claims.get("resource") != resource_url()):
+            raise OAuthError(400, "invalid_grant", "the ID-JAG is for another audience or resource")
+        sub = claims.get("sub")
+        self.entry["sub"] = sub
+        if isinstance(sub, str) and sub.startswith("refuse:"):
+            raise OAuthError(400, sub[len("refuse:"):], f"the workload {sub} is refused")
+        if sub not in ARGS.workload:
+            raise OAuthError(400, "invalid_grant", "unknown workload")
+        self.entry["scope"] = form.get("scope")
+        with LOCK:
+            answer, issued = issue_tokens(f"workload:{sub}", scopes_of(form.get("scope")), False)
+            ACCESS_BINDING[answer["access_token"]] = self.jkt
+        self.entry["issued"] = issued
+        return answer
 
     def grant_code(self, client, form, resource):
         code = form.get("code")
@@ -714,6 +908,7 @@ class Handler(kit.Handler):
             raise OAuthError(400, "invalid_target", f"resource must be {resource_url()}")
         with LOCK:
             answer, issued = issue_tokens(client.id, record["scopes"], True)
+            ACCESS_BINDING[answer["access_token"]] = self.jkt
         self.entry["issued"] = issued
         return answer
 
@@ -739,6 +934,7 @@ class Handler(kit.Handler):
                 scopes = wanted
             del REFRESH[old]
             answer, issued = issue_tokens(client.id, scopes, True)
+            ACCESS_BINDING[answer["access_token"]] = self.jkt
             if "refresh_token" in answer:
                 REFRESH[answer["refresh_token"]]["scopes"] = list(record["scopes"])
         self.entry["issued"] = issued
@@ -752,6 +948,7 @@ class Handler(kit.Handler):
         self.entry["scope"] = form.get("scope")
         with LOCK:
             answer, issued = issue_tokens(client.id, scopes_of(form.get("scope")), False)
+            ACCESS_BINDING[answer["access_token"]] = self.jkt
         self.entry["issued"] = issued
         return answer
 
@@ -761,7 +958,8 @@ class Handler(kit.Handler):
         """The access token's record, or None after answering 401."""
         header = self.headers.get("Authorization", "")
         scheme, _, value = header.strip().partition(" ")
-        token = value.strip() if scheme.lower() == "bearer" else ""
+        wanted = "dpop" if ARGS.dpop else "bearer"
+        token = value.strip() if scheme.lower() == wanted else ""
         record, why = None, None
         if token:
             self.entry["token"] = sha6(token)
@@ -773,6 +971,12 @@ class Handler(kit.Handler):
                     why = "the access token expired"
                 else:
                     record = dict(found)
+        if record is not None and ARGS.dpop:
+            why = self.mcp_dpop(token)
+            if why == "use_dpop_nonce":
+                return None
+            if why:
+                record = None
         if record is not None:
             self.entry.update({"client_id": record["client_id"], "generation": record["generation"],
                                "scopes": record["scopes"]})
@@ -785,8 +989,39 @@ class Handler(kit.Handler):
             body = {"error": "unauthorized", "error_description": "a bearer access token is required"}
         with LOCK:
             STATS["mcp_401"] += 1
-        self.reply_json(401, body, [("WWW-Authenticate", "Bearer " + challenge)],
+        self.reply_json(401, body, [("WWW-Authenticate", ("DPoP " if ARGS.dpop else "Bearer ") + challenge)],
                         error=body["error"])
+        return None
+
+    def mcp_dpop(self, token):
+        """Checks the proof of a request with `token`; None when good, else why (after answering
+        a use_dpop_nonce itself)."""
+        with LOCK:
+            jkt = ACCESS_BINDING.get(token)
+        try:
+            got, claims = check_proof(self.headers.get("DPoP"), resource_url(), token)
+        except ValueError as e:
+            with LOCK:
+                STATS["dpop_bad"] += 1
+            return f"bad DPoP proof: {e}"
+        self.entry["dpop"] = {"jkt": got[:6], "nonce": claims.get("nonce"), "htu": claims["htu"],
+                              "ath": "ath" in claims}
+        if jkt is None or got != jkt:
+            with LOCK:
+                STATS["dpop_bad"] += 1
+            return "the proof key is not the one the token is bound to"
+        again = self.entry.get("tool") == "nonce_again"
+        if ARGS.dpop_nonce and (again or claims.get("nonce") != NONCES["rs"]):
+            with LOCK:
+                STATS["dpop_nonce_rs"] += 1
+                if again:
+                    NONCES["rs"] = secrets.token_urlsafe(12)
+                nonce = NONCES["rs"]
+            challenge = f'DPoP error="use_dpop_nonce", resource_metadata="{prm_url()}"'
+            self.reply_json(401, {"error": "use_dpop_nonce"},
+                            [("WWW-Authenticate", challenge), ("DPoP-Nonce", nonce)],
+                            error="use_dpop_nonce")
+            return "use_dpop_nonce"
         return None
 
     def rpc_error(self, status, code, message):
@@ -842,7 +1077,7 @@ class Handler(kit.Handler):
         elif method == "ping":
             result({})
         elif method == "tools/list":
-            result({"tools": TOOLS})
+            result({"tools": TOOLS + ([NONCE_AGAIN] if ARGS.dpop_nonce else [])})
         elif method != "tools/call":
             error(-32601, f"Method not found: {method}")
         elif params.get("name") == "whoami":
@@ -898,7 +1133,17 @@ def main():
                         help='"resource" of the protected resource metadata')
     parser.add_argument("--always-403", action="store_true",
                         help="the admin tool always answers 403 insufficient_scope")
+    parser.add_argument("--jwt-bearer", action="store_true",
+                        help="the JWT-bearer grant of workload identity (see --workload)")
+    parser.add_argument("--workload", action="append", default=[], metavar="SUB",
+                        help="a workload `sub` the JWT-bearer grant accepts (repeatable)")
+    parser.add_argument("--dpop", action="store_true", help="DPoP-bound tokens only (RFC 9449)")
+    parser.add_argument("--idp", action="store_true",
+                        help="an enterprise IdP at /idp/token (SEP-990); implies --jwt-bearer")
+    parser.add_argument("--dpop-nonce", action="store_true",
+                        help="with --dpop, both servers demand a DPoP nonce")
     ARGS = kit.parse(parser, "oauth_server")
+    ARGS.jwt_bearer = ARGS.jwt_bearer or ARGS.idp
     for client in ARGS.client:
         CLIENTS[client.id] = client
 

@@ -1,6 +1,9 @@
 //! The `Bearer` challenge of a `WWW-Authenticate` header (RFC 6750 §3, RFC 9728 §5.1): what a
 //! server says when it refuses a request, and where its protected resource metadata lives.
 //!
+//! A `DPoP` challenge (RFC 9449 section 7.1) has the same parameters and is read the same way:
+//! the first challenge of either scheme is taken.
+//!
 //! A header may hold several challenges (`Basic realm="x", Bearer scope="a b"`) and a response
 //! several headers; [`BearerChallenge::find`] takes the first `Bearer` one (a token right after a
 //! scheme, with no comma between, is that scheme's `token68` credential, RFC 9110 §11.3, even
@@ -27,7 +30,7 @@ pub struct BearerChallenge {
 }
 
 impl BearerChallenge {
-    /// The first `Bearer` challenge among the `WWW-Authenticate` headers of `headers`.
+    /// The first `Bearer` (or `DPoP`) challenge among the `WWW-Authenticate` headers of `headers`.
     pub fn find(headers: &HeaderMap) -> Option<Self> {
         headers
             .get_all(WWW_AUTHENTICATE)
@@ -55,7 +58,7 @@ impl BearerChallenge {
             if scanner.eat('=') {
                 scanner.skip_spaces();
                 let value = scanner.value();
-                if current.as_deref() == Some("bearer") {
+                if is_ours(current.as_deref()) {
                     let challenge = found.get_or_insert_with(Self::default);
                     challenge.set(&token.to_ascii_lowercase(), value);
                 }
@@ -67,11 +70,11 @@ impl BearerChallenge {
             }
             // Any other token not followed by `=` starts a new challenge.
             after_scheme = true;
-            if current.as_deref() == Some("bearer") && found.is_some() {
+            if is_ours(current.as_deref()) && found.is_some() {
                 break;
             }
             current = Some(token.to_ascii_lowercase());
-            if current.as_deref() == Some("bearer") {
+            if is_ours(current.as_deref()) {
                 found.get_or_insert_with(Self::default);
             } else if found.is_some() {
                 break;
@@ -97,6 +100,12 @@ impl BearerChallenge {
             *slot = Some(value);
         }
     }
+}
+
+/// A `Bearer` or a `DPoP` challenge (RFC 9449 section 7.1: the same parameters, and the
+/// `use_dpop_nonce` error).
+fn is_ours(scheme: Option<&str>) -> bool {
+    matches!(scheme, Some("bearer" | "dpop"))
 }
 
 struct Scanner<'a> {
@@ -212,6 +221,16 @@ mod tests {
         assert!(c.insufficient_scope());
         assert_eq!(c.scope.as_deref(), Some("a b"));
         assert_eq!(c.error_description.as_deref(), Some("need \"b\""));
+    }
+
+    #[test]
+    fn a_dpop_challenge_is_read_as_a_bearer_one() {
+        let c = BearerChallenge::parse(
+            r#"DPoP error="use_dpop_nonce", resource_metadata="https://r.test/prm", algs="ES256""#,
+        )
+        .unwrap();
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://r.test/prm"));
     }
 
     #[test]

@@ -78,6 +78,19 @@ impl AuthHeader {
         Self::from_parts(AUTHORIZATION, &bytes)
     }
 
+    /// `Authorization: DPoP <token>`: a DPoP-bound access token (RFC 9449 section 7.1), sent
+    /// with a proof that the source gives ([`TokenSource::proof`]).
+    ///
+    /// # Errors
+    /// As [`bearer`](Self::bearer).
+    pub fn dpop(token: &str) -> Result<Self, InvalidHeader> {
+        check_secret(AUTHORIZATION.as_str(), token)?;
+        let mut bytes = Vec::with_capacity("DPoP ".len() + token.len());
+        bytes.extend_from_slice(b"DPoP ");
+        bytes.extend_from_slice(token.as_bytes());
+        Self::from_parts(AUTHORIZATION, &bytes)
+    }
+
     /// `<name>: <secret>`, for instance `X-API-Key: <secret>`. Header names are case-insensitive
     /// and stored lower-case.
     ///
@@ -229,17 +242,24 @@ where
             let template = Template::of(&req);
             let mut sent = source.header().await?;
             set_header(&mut req, sent.as_ref());
+            set_proof(&*source, &mut req, sent.as_ref())?;
             let mut response = inner.call(req).await.map_err(Into::into)?;
+            let mut repeats = 0;
             for renewal in 0..MAX_RENEWALS {
                 let Some(refusal) = refusal_of(&response, sent.as_ref(), renewal) else {
                     return Ok(response);
                 };
+                let refusal = refusal.with_repeats(repeats);
                 let Some(header) = source.refused(&refusal).await? else {
                     return Ok(response);
                 };
                 drop(response);
+                if sent.as_ref() == Some(&header) {
+                    repeats += 1;
+                }
                 let mut req = template.request();
                 set_header(&mut req, Some(&header));
+                set_proof(&*source, &mut req, Some(&header))?;
                 sent = Some(header);
                 response = inner
                     .ready()
@@ -290,6 +310,28 @@ fn set_header<B>(req: &mut Request<B>, header: Option<&AuthHeader>) {
     }
 }
 
+/// Sets the source's proof for this sending of `req`, if it gives one.
+fn set_proof<B>(
+    source: &dyn TokenSource,
+    req: &mut Request<B>,
+    sent: Option<&AuthHeader>,
+) -> Result<(), TokenError> {
+    if let Some(p) = source.proof(req.method(), req.uri(), sent)? {
+        req.headers_mut().insert(p.name.clone(), p.value.clone());
+    }
+    Ok(())
+}
+
+/// A `DPoP-Nonce` value (RFC 9449 section 8.1: `1*NQCHAR`, here at most 1 KiB), else `None`.
+fn dpop_nonce(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get("dpop-nonce")?.as_bytes();
+    let ok = !v.is_empty()
+        && v.len() <= 1024
+        && v.iter()
+            .all(|&b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\');
+    ok.then(|| String::from_utf8_lossy(v).into_owned())
+}
+
 /// The refusal a response is, if it is one: 401, or 403 with `insufficient_scope`.
 fn refusal_of<B>(
     response: &Response<B>,
@@ -305,7 +347,10 @@ fn refusal_of<B>(
         || challenge
             .as_ref()
             .is_some_and(BearerChallenge::insufficient_scope);
-    refused.then(|| Refusal::new(status, challenge, sent.cloned(), renewal))
+    refused.then(|| {
+        Refusal::new(status, challenge, sent.cloned(), renewal)
+            .with_nonce(dpop_nonce(response.headers()))
+    })
 }
 
 #[cfg(test)]
@@ -574,6 +619,82 @@ mod tests {
             let response = svc.oneshot(request()).await.unwrap();
             assert_eq!(response.status(), StatusCode::FORBIDDEN);
             assert!(source.seen.lock().unwrap().is_empty());
+        }
+
+        /// Gives `DPoP t`, a proof per sending (`p<n>`), and answers a nonce refusal with the
+        /// same header while `repeats` is 0.
+        #[derive(Debug, Default)]
+        struct Nonces {
+            proofs: AtomicU32,
+            seen: Mutex<Vec<(Option<String>, u32)>>,
+        }
+
+        impl TokenSource for Nonces {
+            fn header(&self) -> TokenFuture<'_, Option<AuthHeader>> {
+                Box::pin(async { Ok(Some(AuthHeader::dpop("t").unwrap())) })
+            }
+
+            fn proof(
+                &self,
+                _: &Method,
+                uri: &Uri,
+                sent: Option<&AuthHeader>,
+            ) -> Result<Option<AuthHeader>, TokenError> {
+                assert_eq!(uri, "/mcp");
+                assert!(sent.is_some());
+                let n = self.proofs.fetch_add(1, Ordering::SeqCst);
+                Ok(Some(AuthHeader::header("DPoP", &format!("p{n}")).unwrap()))
+            }
+
+            fn refused<'a>(&'a self, refusal: &'a Refusal) -> TokenFuture<'a, Option<AuthHeader>> {
+                self.seen
+                    .lock()
+                    .unwrap()
+                    .push((refusal.nonce().map(str::to_owned), refusal.repeats()));
+                let again = refusal.repeats() == 0;
+                Box::pin(async move { Ok(again.then(|| refusal.sent().cloned()).flatten()) })
+            }
+        }
+
+        #[tokio::test]
+        async fn a_nonce_refusal_is_resent_once_with_the_same_header_and_a_fresh_proof() {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let server = {
+                let log = Arc::clone(&log);
+                service_fn(move |req: Request<String>| {
+                    let log = Arc::clone(&log);
+                    async move {
+                        let h =
+                            |n: &str| req.headers().get(n).map(|v| v.to_str().unwrap().to_owned());
+                        log.lock().unwrap().push((h("authorization"), h("dpop")));
+                        let mut r = Response::new(String::new());
+                        *r.status_mut() = StatusCode::UNAUTHORIZED;
+                        r.headers_mut().insert(
+                            WWW_AUTHENTICATE,
+                            HeaderValue::from_static("DPoP error=\"use_dpop_nonce\""),
+                        );
+                        r.headers_mut()
+                            .insert("dpop-nonce", HeaderValue::from_static("n-1"));
+                        Ok::<_, BoxError>(r)
+                    }
+                })
+            };
+            let source = Arc::new(Nonces::default());
+            let svc = AuthLayer::with_source(source.clone()).layer(server);
+            let response = svc.oneshot(request()).await.unwrap();
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+            let auth = Some("DPoP t".to_owned());
+            assert_eq!(
+                *log.lock().unwrap(),
+                [
+                    (auth.clone(), Some("p0".to_owned())),
+                    (auth, Some("p1".to_owned()))
+                ]
+            );
+            assert_eq!(
+                *source.seen.lock().unwrap(),
+                [(Some("n-1".to_owned()), 0), (Some("n-1".to_owned()), 1)]
+            );
         }
 
         #[derive(Debug)]

@@ -16,7 +16,7 @@ use std::future::{ready, Future};
 use std::pin::Pin;
 
 use http::header::{HeaderName, AUTHORIZATION};
-use http::StatusCode;
+use http::{Method, StatusCode, Uri};
 
 use super::challenge::BearerChallenge;
 use super::error::TokenError;
@@ -78,6 +78,23 @@ pub trait TokenSource: fmt::Debug + Send + Sync + 'static {
         None
     }
 
+    /// A header bound to this one sending of a request (a DPoP proof, RFC 9449: signed over
+    /// the request's `method` and `uri`, and over the access token in `sent`, the header the
+    /// request carries), asked for each time the request is sent, resends included. The
+    /// default is `None`.
+    ///
+    /// # Errors
+    /// A [`TokenError`]: the request is not sent and the caller gets the error.
+    fn proof(
+        &self,
+        method: &Method,
+        uri: &Uri,
+        sent: Option<&AuthHeader>,
+    ) -> Result<Option<AuthHeader>, TokenError> {
+        let _ = (method, uri, sent);
+        Ok(None)
+    }
+
     /// The name of the header this source gives (`Authorization` unless it says otherwise), so
     /// a transport can refuse a static header of the same name.
     fn header_name(&self) -> HeaderName {
@@ -92,6 +109,8 @@ pub struct Refusal {
     pub(crate) challenge: Option<BearerChallenge>,
     pub(crate) sent: Option<AuthHeader>,
     pub(crate) renewal: u32,
+    pub(crate) nonce: Option<String>,
+    pub(crate) repeats: u32,
 }
 
 impl Refusal {
@@ -107,7 +126,35 @@ impl Refusal {
             challenge,
             sent,
             renewal,
+            nonce: None,
+            repeats: 0,
         }
+    }
+
+    /// The same refusal, with the `DPoP-Nonce` the response carried (RFC 9449 section 9).
+    #[must_use]
+    pub fn with_nonce(mut self, nonce: Option<String>) -> Self {
+        self.nonce = nonce;
+        self
+    }
+
+    /// The same refusal, for a request already resent `repeats` times with the header it had.
+    #[must_use]
+    pub const fn with_repeats(mut self, repeats: u32) -> Self {
+        self.repeats = repeats;
+        self
+    }
+
+    /// The response's `DPoP-Nonce` header, when it had one that is a valid nonce (printable
+    /// ASCII but `"` and `\`, at most 1 KiB).
+    pub fn nonce(&self) -> Option<&str> {
+        self.nonce.as_deref()
+    }
+
+    /// How many times this request was already resent with the header it carried before
+    /// (renewing nothing: to answer a nonce), 0 the first time.
+    pub const fn repeats(&self) -> u32 {
+        self.repeats
     }
 
     /// 401 or 403.
@@ -139,6 +186,8 @@ impl fmt::Debug for Refusal {
             .field("challenge", &self.challenge)
             .field("sent", &self.sent)
             .field("renewal", &self.renewal)
+            .field("nonce", &self.nonce)
+            .field("repeats", &self.repeats)
             .finish()
     }
 }

@@ -10,13 +10,16 @@ use crate::config::secret::SecretRef;
 use crate::config::yaml::{Node, Value};
 
 use super::walk::Walk;
-use super::{AuthConfig, AuthKind, ClientAuthMethod, OAuthConfig, OAuthGrant};
+use super::{AuthConfig, AuthKind, ClientAuthMethod, IdentityProvider, OAuthConfig, OAuthGrant};
 
 /// The keys of a static (`bearer`, `header`) block.
 const STATIC_KEYS: &str = "type, header_name, secret_ref";
 /// The keys of an `oauth` block.
 const OAUTH_KEYS: &str = "type, client_id, secret_ref, token_endpoint_auth_method, \
-                          client_metadata_url, scopes, grant, private_key_ref";
+                          client_metadata_url, scopes, grant, private_key_ref, assertion_file, \
+                          identity_provider, dpop";
+/// The keys of an `identity_provider` block.
+const IDP_KEYS: &str = "token_endpoint, id_token_file, client_id, secret_ref";
 
 /// Reads `auth:` of the server `server`.
 pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> Option<AuthConfig> {
@@ -70,6 +73,9 @@ pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> O
                     | "scopes"
                     | "grant"
                     | "private_key_ref"
+                    | "assertion_file"
+                    | "identity_provider"
+                    | "dpop"
             )
         } else {
             matches!(e.key.as_str(), "type" | "header_name" | "secret_ref")
@@ -174,6 +180,16 @@ fn oauth_block(
     let private_key_ref = node
         .get("private_key_ref")
         .and_then(|n| secret_ref(w, n, &format!("{path}.private_key_ref")));
+    let assertion_file = node
+        .get("assertion_file")
+        .and_then(|n| assertion_file(w, n, &format!("{path}.assertion_file")));
+    let identity_provider = node
+        .get("identity_provider")
+        .and_then(|n| identity_provider(w, n, &format!("{path}.identity_provider")));
+    let dpop = node
+        .get("dpop")
+        .and_then(|n| w.boolean(n, &format!("{path}.dpop")))
+        .unwrap_or(false);
     let config = OAuthConfig {
         client_id,
         token_endpoint_auth_method: method,
@@ -181,6 +197,9 @@ fn oauth_block(
         scopes,
         grant,
         private_key_ref,
+        assertion_file,
+        identity_provider,
+        dpop,
     };
     check_needs(w, server, node, path, has_secret, &config);
     if w.errors.len() != before {
@@ -247,16 +266,122 @@ fn scopes(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// `assertion_file` at `p`: an absolute path (the file itself is read at each grant, so it
+/// need not exist yet).
+fn assertion_file(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<std::path::PathBuf> {
+    let s = w.string(n, p)?;
+    let path = std::path::PathBuf::from(&s);
+    if s.is_empty() || !path.is_absolute() {
+        w.err(
+            n,
+            p,
+            format!("`{}` is not an absolute path; name the token file as mounted, such as `/var/run/secrets/tokens/mcp-token`", s.escape_debug()),
+        );
+        return None;
+    }
+    Some(path)
+}
+
+/// `identity_provider` at `p`: the enterprise IdP of SEP-990.
+fn identity_provider(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<IdentityProvider> {
+    let entries = w.map(n, p)?;
+    for e in entries {
+        if !matches!(
+            e.key.as_str(),
+            "token_endpoint" | "id_token_file" | "client_id" | "secret_ref"
+        ) {
+            w.err_key(
+                n,
+                e,
+                &format!("{p}.{}", e.key),
+                format!("unknown key `{}`; identity_provider has {IDP_KEYS}", e.key),
+            );
+        }
+    }
+    let before = w.errors.len();
+    let token_endpoint = match n.get("token_endpoint") {
+        None => {
+            w.err(
+                n,
+                &format!("{p}.token_endpoint"),
+                "missing; the IdP's token endpoint, where the ID token is exchanged (RFC 8693)",
+            );
+            None
+        }
+        Some(t) => endpoint(w, t, &format!("{p}.token_endpoint")),
+    };
+    let id_token_file = match n.get("id_token_file") {
+        None => {
+            w.err(
+                n,
+                &format!("{p}.id_token_file"),
+                "missing; the file holding the ID token the IdP issued",
+            );
+            None
+        }
+        Some(f) => assertion_file(w, f, &format!("{p}.id_token_file")),
+    };
+    let client_id = n
+        .get("client_id")
+        .and_then(|c| w.string(c, &format!("{p}.client_id")));
+    let secret_ref = n
+        .get("secret_ref")
+        .and_then(|r| secret_ref(w, r, &format!("{p}.secret_ref")));
+    if secret_ref.is_some() && client_id.is_none() {
+        w.err(
+            n,
+            &format!("{p}.client_id"),
+            "a secret at the IdP (`secret_ref`) needs the `client_id` it belongs to",
+        );
+    }
+    if w.errors.len() != before {
+        return None;
+    }
+    Some(IdentityProvider {
+        token_endpoint: token_endpoint?,
+        id_token_file: id_token_file?,
+        client_id,
+        secret_ref,
+    })
+}
+
+/// An endpoint URL at `p`: https, or http on a loopback host (a test IdP).
+fn endpoint(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<Url> {
+    let s = w.string(n, p)?;
+    match Url::parse(&s) {
+        Ok(u) if u.scheme() == "https" => Some(u),
+        Ok(u)
+            if u.scheme() == "http"
+                && matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")) =>
+        {
+            Some(u)
+        }
+        Ok(_) => {
+            w.err(
+                n,
+                p,
+                "the IdP's token endpoint must be https (http only on a loopback address)",
+            );
+            None
+        }
+        Err(e) => {
+            w.err(n, p, format!("not a URL: {e}"));
+            None
+        }
+    }
+}
+
 /// `grant` at `p`; the default, `authorization_code`, when it is not one.
 fn grant(w: &mut Walk<'_>, n: &Node, p: &str) -> OAuthGrant {
     match w.string(n, p).as_deref() {
         Some("authorization_code") => OAuthGrant::AuthorizationCode,
         Some("client_credentials") => OAuthGrant::ClientCredentials,
+        Some("jwt_bearer") => OAuthGrant::JwtBearer,
         Some(other) => {
             w.err(
                 n,
                 p,
-                format!("unknown grant `{other}`; `authorization_code` (default) or `client_credentials`"),
+                format!("unknown grant `{other}`; `authorization_code` (default), `client_credentials` or `jwt_bearer`"),
             );
             OAuthGrant::AuthorizationCode
         }
@@ -307,6 +432,7 @@ fn check_needs(
             needs_client("`private_key_ref`"),
         );
     }
+    check_jwt_bearer(w, server, node, path, config);
     match config.token_endpoint_auth_method {
         Some(ClientAuthMethod::PrivateKeyJwt) if private_key_ref.is_none() => w.err(
             node,
@@ -323,5 +449,38 @@ fn check_needs(
             );
         }
         _ => {}
+    }
+}
+
+/// `grant: jwt_bearer` needs one source of assertions, `assertion_file` or
+/// `identity_provider`, and either needs that grant.
+fn check_jwt_bearer(w: &mut Walk<'_>, server: &str, node: &Node, path: &str, config: &OAuthConfig) {
+    let jwt_bearer = config.grant == OAuthGrant::JwtBearer;
+    let file = node.get("assertion_file");
+    let idp = node.get("identity_provider");
+    if jwt_bearer && file.is_none() && idp.is_none() {
+        w.err(
+            node,
+            &format!("{path}.assertion_file"),
+            format!("server `{server}`: `grant: jwt_bearer` needs `assertion_file`, the path of the workload's identity token (such as `/var/run/secrets/tokens/mcp-token`), or an `identity_provider` (SEP-990)"),
+        );
+    }
+    if let (Some(_), Some(i)) = (file, idp) {
+        w.err(
+            i,
+            &format!("{path}.identity_provider"),
+            format!("server `{server}`: the assertion comes from `assertion_file` or from an `identity_provider`, not both"),
+        );
+    }
+    if !jwt_bearer {
+        for (key, n) in [("assertion_file", file), ("identity_provider", idp)] {
+            if let Some(n) = n {
+                w.err(
+                    n,
+                    &format!("{path}.{key}"),
+                    format!("server `{server}`: `{key}` is only read by `grant: jwt_bearer` (this block's grant is `{}`)", config.grant.as_str()),
+                );
+            }
+        }
     }
 }

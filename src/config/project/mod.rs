@@ -272,6 +272,32 @@ pub struct OAuthConfig {
     /// `private_key_ref`: the client's PKCS#8 PEM EC P-256 key in `local.toml`, for
     /// `private_key_jwt`.
     pub private_key_ref: Option<SecretRef>,
+    /// `assertion_file`: for `grant: jwt_bearer`, the file holding the workload's identity token
+    /// (a Kubernetes projected service-account token, a cloud provider's token file), read
+    /// again at each grant since such files rotate.
+    pub assertion_file: Option<std::path::PathBuf>,
+    /// `identity_provider`: for `grant: jwt_bearer` instead of `assertion_file`, enterprise-managed
+    /// authorization (SEP-990): the assertion is an identity assertion grant (ID-JAG) the
+    /// enterprise IdP issues in exchange for an ID token (RFC 8693 token exchange).
+    pub identity_provider: Option<IdentityProvider>,
+    /// `dpop`: bind the tokens to a per-server P-256 key (RFC 9449): a DPoP proof on every
+    /// token request and every MCP request, and the `DPoP` authorization scheme.
+    pub dpop: bool,
+}
+
+/// `auth.identity_provider`: the enterprise IdP of SEP-990, where an ID token is exchanged for
+/// an ID-JAG (RFC 8693) that the JWT-bearer grant then presents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IdentityProvider {
+    /// `token_endpoint`: the IdP's token endpoint (https, or http on a loopback address).
+    pub token_endpoint: url::Url,
+    /// `id_token_file`: the file holding the ID token the IdP issued (read at each grant).
+    pub id_token_file: std::path::PathBuf,
+    /// `client_id`: this client at the IdP, if it wants one.
+    pub client_id: Option<String>,
+    /// `secret_ref`: the client's secret at the IdP in `local.toml` (`client_secret_basic`).
+    pub secret_ref: Option<SecretRef>,
 }
 
 /// `auth.grant` of an OAuth server.
@@ -282,6 +308,20 @@ pub enum OAuthGrant {
     AuthorizationCode,
     /// The client's own credentials, no browser.
     ClientCredentials,
+    /// The workload's identity token as a JWT-bearer assertion (RFC 7523 section 2.1,
+    /// SEP-1933 workload identity federation), read from `assertion_file`; no browser.
+    JwtBearer,
+}
+
+impl OAuthGrant {
+    /// The name `grant:` gives it (`authorization_code`, `client_credentials`, `jwt_bearer`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::AuthorizationCode => "authorization_code",
+            Self::ClientCredentials => "client_credentials",
+            Self::JwtBearer => "jwt_bearer",
+        }
+    }
 }
 
 /// `auth.token_endpoint_auth_method`: how an OAuth client authenticates at the token endpoint.

@@ -18,17 +18,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use kaged_mcp_layers::auth::{
-    AuthHeader, BearerChallenge, Refusal, TokenError, TokenFuture, TokenSource,
-};
+use kaged_mcp_layers::auth::{AuthHeader, BearerChallenge, TokenError};
 use tokio::sync::Mutex;
 use url::Url;
 
 use super::discovery::{discover, AsMetadata, Discovered};
+use super::dpop::Dpop;
 use super::grant::{self, Client, GrantError, Granted};
 use super::http::OAuthHttp;
 use super::loopback::Callback;
 use super::store::{StoreKey, StoredTokens, Token, TokenStore};
+pub use super::summary::{LoginSummary, StoredSummary};
 use super::Authorizer;
 use crate::config::{ClientAuthMethod, Config, McpServerConfig, OAuthConfig, OAuthGrant, Secret};
 use crate::transport::http::redacted;
@@ -47,6 +47,8 @@ struct Settings {
     config: OAuthConfig,
     client_secret: Option<Secret>,
     private_key: Option<Secret>,
+    /// The client's secret at the enterprise IdP (SEP-990), if configured.
+    idp_secret: Option<Secret>,
 }
 
 /// The token source of one OAuth server. See the [module docs](self).
@@ -58,6 +60,8 @@ pub struct OAuthSource {
     authorizer: Option<Arc<dyn Authorizer>>,
     needs_login: AtomicBool,
     state: Mutex<State>,
+    /// The DPoP key and nonces, with `dpop: true`.
+    dpop: Option<Arc<Dpop>>,
 }
 
 #[derive(Default)]
@@ -71,14 +75,26 @@ struct State {
     discovered_from: Option<String>,
     /// The scope sets stepped up to, in order.
     stepped_up: Vec<BTreeSet<String>>,
+    /// The digest of the last JWT-bearer assertion the token endpoint refused: never sent again.
+    refused_assertion: Option<[u8; 32]>,
+    /// The source's DPoP state, told which header is the DPoP-bound token's.
+    dpop: Option<Arc<Dpop>>,
 }
 
 impl State {
     fn set_tokens(&mut self, tokens: Option<StoredTokens>) {
-        self.header = tokens
-            .as_ref()
-            .and_then(|t| t.access_token.as_ref())
-            .and_then(|a| AuthHeader::bearer(a.expose()).ok());
+        let access = tokens.as_ref().and_then(|t| {
+            let a = t.access_token.as_ref()?;
+            Some((a.expose(), t.token_type.as_deref() == Some("dpop")))
+        });
+        self.header = access.and_then(|(a, bound)| match (bound, &self.dpop) {
+            (true, Some(_)) => AuthHeader::dpop(a).ok(),
+            _ => AuthHeader::bearer(a).ok(),
+        });
+        if let Some(dpop) = &self.dpop {
+            let bound = access.filter(|(_, b)| *b).map(|(a, _)| a);
+            dpop.bind(self.header.clone().zip(bound));
+        }
         self.tokens = tokens;
     }
 
@@ -102,7 +118,7 @@ impl fmt::Debug for OAuthSource {
 }
 
 /// Unix seconds, as the token files keep expiries.
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -141,14 +157,27 @@ impl OAuthSource {
             })
             .unwrap_or_else(|| "dynamic".to_owned());
         let key = StoreKey::new(&settings.server, settings.url.as_str(), client_key);
+        let dpop = settings
+            .config
+            .dpop
+            .then(|| Arc::new(Dpop::new(store.clone(), key.clone())));
+        let http = match &dpop {
+            Some(d) => OAuthHttp::new().with_dpop(Arc::clone(d)),
+            None => OAuthHttp::new(),
+        };
+        let state = State {
+            dpop: dpop.clone(),
+            ..State::default()
+        };
         Self {
             settings,
-            http: OAuthHttp::new(),
+            http,
             store,
             key,
             authorizer,
             needs_login: AtomicBool::new(false),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(state),
+            dpop,
         }
     }
 
@@ -190,6 +219,12 @@ impl OAuthSource {
             config: oauth.clone(),
             client_secret: secret(auth.secret_ref.as_ref()),
             private_key: secret(oauth.private_key_ref.as_ref()),
+            idp_secret: secret(
+                oauth
+                    .identity_provider
+                    .as_ref()
+                    .and_then(|i| i.secret_ref.as_ref()),
+            ),
         };
         Ok(Some(Self::new(settings, TokenStore::new(dir), authorizer)))
     }
@@ -230,7 +265,7 @@ impl OAuthSource {
         // A login replaces what is stored.
         st.loaded = true;
         st.set_tokens(None);
-        let (metadata_url, scope) = split(challenge);
+        let (metadata_url, scope) = answers::split(challenge);
         self.discover(&mut st, metadata_url, false).await?;
         let scopes = self.scopes(&st, scope);
         self.obtain(&mut st, scopes).await?;
@@ -394,6 +429,7 @@ impl OAuthSource {
             access_token: Some(Token::new(g.access_token)),
             // A refresh answer without a new refresh token keeps the old one (RFC 6749 §6).
             refresh_token: g.refresh_token.map(Token::new).or(previous_refresh),
+            token_type: g.token_type,
             expires_at,
             scopes: g.scopes.unwrap_or(asked),
             saved_at: now(),
@@ -452,6 +488,9 @@ impl OAuthSource {
             .ok_or_else(|| self.failed("authorization", "nothing discovered".into()))?;
         let meta = &d.server;
         let resource = d.resource.clone();
+        if self.settings.config.grant == OAuthGrant::JwtBearer {
+            return self.obtain_jwt_bearer(st, meta, scopes, resource).await;
+        }
         if self.settings.config.grant == OAuthGrant::ClientCredentials {
             let client = self.configured_client(meta)?;
             let g =
@@ -629,139 +668,41 @@ impl OAuthSource {
             expires_at: t.expires_at,
             refreshable: t.refresh_token.is_some(),
             path: self.store.path(&self.key),
+            dpop_bound: t.token_type.as_deref() == Some("dpop"),
         }))
     }
 
-    /// Forgets the stored tokens; `true` when there were some.
+    /// The grant this server's tokens come from: `authorization_code`, `client_credentials`
+    /// or `jwt_bearer`.
+    pub fn grant(&self) -> &'static str {
+        self.settings.config.grant.as_str()
+    }
+
+    /// With DPoP, the JWK SHA-256 thumbprint (RFC 7638) of the server's key, if it has one
+    /// yet (made at the first token request); `Ok(None)` without DPoP or before.
+    ///
+    /// # Errors
+    /// The key file is unreadable or not a P-256 key.
+    pub fn dpop_thumbprint(&self) -> Result<Option<String>, TokenError> {
+        let Some(dpop) = &self.dpop else {
+            return Ok(None);
+        };
+        dpop.stored_key()
+            .map(|k| k.map(|k| k.thumbprint().to_owned()))
+            .map_err(|e| self.failed("DPoP", e.to_string()))
+    }
+
+    /// Forgets the stored tokens (and the DPoP key); `true` when there were some.
     pub fn logout(&self) -> Result<bool, TokenError> {
+        if let Some(dpop) = &self.dpop {
+            dpop.forget_key()
+                .map_err(|e| self.failed("DPoP", e.to_string()))?;
+        }
         self.store
             .remove(&self.key)
             .map_err(|e| self.failed("token file", e.to_string()))
     }
 }
 
-/// What a login obtained (no token).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct LoginSummary {
-    /// The granted scopes.
-    pub scopes: Vec<String>,
-    /// When the access token expires (Unix seconds), if the server said.
-    pub expires_at: Option<u64>,
-    /// Whether a refresh token came with it.
-    pub refreshable: bool,
-}
-
-/// What the token file of a server holds (no token).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct StoredSummary {
-    /// The client the tokens were issued to.
-    pub client_id: String,
-    /// The granted scopes.
-    pub scopes: Vec<String>,
-    /// When the access token expires (Unix seconds), if known.
-    pub expires_at: Option<u64>,
-    /// Whether a refresh token is stored.
-    pub refreshable: bool,
-    /// The token file.
-    pub path: std::path::PathBuf,
-}
-
-/// The metadata URL and scope of a challenge.
-fn split(challenge: Option<BearerChallenge>) -> (Option<String>, Option<String>) {
-    challenge.map_or((None, None), |c| (c.resource_metadata, c.scope))
-}
-
-impl TokenSource for OAuthSource {
-    fn header(&self) -> TokenFuture<'_, Option<AuthHeader>> {
-        Box::pin(async move {
-            let mut st = self.state.lock().await;
-            self.load(&mut st)?;
-            if let Some(h) = Self::current(&st) {
-                return Ok(Some(h));
-            }
-            if st.tokens.is_some() {
-                if let Some(h) = self.refresh(&mut st).await? {
-                    return Ok(Some(h));
-                }
-            }
-            // No usable token: send without one when a 401 can lead to a token here.
-            if self.settings.config.grant == OAuthGrant::ClientCredentials
-                || self.authorizer.is_some()
-            {
-                return Ok(None);
-            }
-            // A login made meanwhile (`kaged-mcp auth login`) stored one: read the file again.
-            st.loaded = false;
-            self.load(&mut st)?;
-            if let Some(h) = Self::current(&st) {
-                self.needs_login.store(false, Ordering::Relaxed);
-                return Ok(Some(h));
-            }
-            Err(self.login_required("has no usable OAuth token"))
-        })
-    }
-
-    fn refused<'a>(&'a self, refusal: &'a Refusal) -> TokenFuture<'a, Option<AuthHeader>> {
-        Box::pin(async move {
-            let mut st = self.state.lock().await;
-            self.load(&mut st)?;
-            let current = Self::current(&st);
-            // Another request renewed the token meanwhile: use it.
-            if current.is_some() && current.as_ref() != refusal.sent() {
-                return Ok(current);
-            }
-            let (metadata_url, scope) = split(refusal.challenge().cloned());
-            if refusal.status() == http::StatusCode::FORBIDDEN {
-                // A step-up: the scopes held and those asked for.
-                let held = st.held();
-                let needed = scope.as_deref().unwrap_or_default().split_whitespace();
-                let union: BTreeSet<String> = held
-                    .iter()
-                    .cloned()
-                    .chain(needed.map(str::to_owned))
-                    .collect();
-                let exhausted = st.stepped_up.len() + 1 >= MAX_AUTHORIZATIONS as usize;
-                if union == held && !held.is_empty() || st.stepped_up.contains(&union) || exhausted
-                {
-                    // Nothing more to ask for: the 403 goes to the caller.
-                    return Ok(None);
-                }
-                self.discover(&mut st, metadata_url, false).await?;
-                st.stepped_up.push(union.clone());
-                return self
-                    .obtain(&mut st, union.into_iter().collect())
-                    .await
-                    .map(Some);
-            }
-            // 401. A token renewed for this very request was refused: another from the same
-            // authorization server will not do. The resource may have moved to another one
-            // (SEP-2352): credentials are bound to the server that issued them, so a new
-            // issuer means a new registration and a new login there.
-            if refusal.renewal() > 0 {
-                if self.discover(&mut st, metadata_url, true).await? {
-                    tracing::info!(server = %self.settings.server, "the resource names another authorization server; registering and logging in there");
-                    self.forget(&mut st);
-                    let scopes = self.scopes(&st, scope);
-                    return self.obtain(&mut st, scopes).await.map(Some);
-                }
-                return Ok(None);
-            }
-            if refusal.sent().is_some() {
-                if let Some(h) = self.refresh(&mut st).await? {
-                    return Ok(Some(h));
-                }
-            }
-            // No token, or one that cannot be refreshed: a new one, with the scopes the old
-            // one held (stepped up to) as well as those asked for now.
-            self.discover(&mut st, metadata_url, false).await?;
-            let mut scopes: BTreeSet<String> = self.scopes(&st, scope).into_iter().collect();
-            if self.settings.config.scopes.is_none() {
-                scopes.extend(st.held());
-            }
-            let scopes = scopes.into_iter().collect();
-            self.obtain(&mut st, scopes).await.map(Some)
-        })
-    }
-}
+mod answers;
+mod grant_jwt_bearer;

@@ -1,0 +1,330 @@
+//! OAuth for workloads against `tests/servers/oauth_server.py`: the JWT-bearer grant of
+//! workload identity (an assertion file read at each grant and rotated, a refused assertion
+//! reported and never sent again, no other grant tried), enterprise-managed authorization
+//! (SEP-990: an ID token exchanged at the IdP for an ID-JAG, then granted; an IdP refusal named)
+//! and DPoP (proofs at the token endpoint
+//! and on every MCP request, a nonce asked for by each server answered once, a nonce demanded
+//! twice given up, the key kept 0600 beside the tokens and shown by `kaged-mcp auth status` as
+//! its thumbprint).
+
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use oauth::{mode, token_file, whoami, OAuthPeer};
+use serde_json::{json, Value};
+
+use crate::common::oauth;
+
+/// The counter at `path` of the server's stats.
+fn stat(stats: &Value, path: &str) -> u64 {
+    path.split('.')
+        .fold(stats, |v, k| &v[k])
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {path} in {stats}"))
+}
+
+/// An (unsigned: the test server reads, not verifies) identity token for `sub`.
+fn workload_jwt(sub: &str) -> String {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    format!(
+        "{}.{}.{}",
+        URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256","typ":"JWT"}"#),
+        URL_SAFE_NO_PAD
+            .encode(json!({"iss": "https://k8s.test", "sub": sub, "exp": exp}).to_string()),
+        URL_SAFE_NO_PAD.encode("not-checked")
+    )
+}
+
+/// The `auth:` lines of a JWT-bearer server reading `file`, with DPoP when `dpop`.
+fn auth_lines(file: &Path, dpop: bool) -> String {
+    format!(
+        "      grant: jwt_bearer\n      assertion_file: {}\n{}",
+        file.display(),
+        if dpop { "      dpop: true\n" } else { "" }
+    )
+}
+
+/// The token requests of the server's log.
+fn token_requests(server: &OAuthPeer) -> Vec<Value> {
+    server
+        .log()
+        .into_iter()
+        .filter(|e| e["path"] == "/as/token")
+        .collect()
+}
+
+/// Where the workload's token file is mounted, in the server's directory.
+fn assertion_path(server: &OAuthPeer) -> PathBuf {
+    server.dir.path().join("workload-token")
+}
+
+#[tokio::test]
+async fn the_assertion_file_is_read_at_each_grant_and_its_rotation_followed() {
+    let Some(server) = OAuthPeer::start(&["--jwt-bearer", "--workload", "w1", "--workload", "w2"])
+    else {
+        return;
+    };
+    let file = assertion_path(&server);
+    std::fs::write(&file, workload_jwt("w1")).unwrap();
+    let session = server.session(&auth_lines(&file, false), "", false).await;
+    let me = whoami(&session).await.unwrap();
+    assert_eq!(me["client_id"], "workload:w1", "{me}");
+
+    // The platform rotates the file; the token expires; the next grant sends the new one.
+    std::fs::write(&file, format!("{}\n", workload_jwt("w2"))).unwrap();
+    server.expire();
+    let me = whoami(&session).await.unwrap();
+    assert_eq!(me["client_id"], "workload:w2", "{me}");
+
+    let stats = server.stats();
+    assert_eq!(stat(&stats, "token.jwt_bearer"), 2, "{stats}");
+    assert_eq!(stat(&stats, "token_errors"), 0, "{stats}");
+    assert_eq!(stat(&stats, "authorize"), 0, "{stats}");
+    let subs: Vec<Value> = token_requests(&server)
+        .iter()
+        .map(|e| e["sub"].clone())
+        .collect();
+    assert_eq!(subs, [json!("w1"), json!("w2")]);
+    let (path, tokens) = token_file(&server.tokens());
+    assert_eq!(mode(&path), 0o600);
+    assert!(tokens["refresh_token"].is_null(), "{tokens}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !text.contains(&workload_jwt("w2")[..40]),
+        "no assertion in the token file"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_refused_assertion_is_reported_never_sent_again_and_no_other_grant_tried() {
+    for error in ["invalid_grant", "invalid_scope", "unauthorized_client"] {
+        let Some(server) = OAuthPeer::start(&["--jwt-bearer", "--workload", "ok"]) else {
+            return;
+        };
+        let file = assertion_path(&server);
+        let refused = workload_jwt(&format!("refuse:{error}"));
+        std::fs::write(&file, &refused).unwrap();
+        let session = server.session(&auth_lines(&file, false), "", false).await;
+        let err = whoami(&session).await.unwrap_err().to_string();
+        for part in ["`remote`", "/as/token", error] {
+            assert!(err.contains(part), "{error}: {part} not in {err}");
+        }
+        assert!(!err.contains(&refused[..30]), "the assertion in {err}");
+        // The supervisor restarts the server meanwhile: the same file is not sent again.
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let stats = server.stats();
+        assert_eq!(stat(&stats, "token.jwt_bearer"), 1, "{error}: {stats}");
+        for other in ["authorization_code", "client_credentials", "refresh_token"] {
+            assert_eq!(stat(&stats, &format!("token.{other}")), 0, "{stats}");
+        }
+        assert_eq!(
+            stat(&stats, "authorize") + stat(&stats, "register"),
+            0,
+            "{stats}"
+        );
+
+        // A rotated file is tried.
+        std::fs::write(&file, workload_jwt("ok")).unwrap();
+        let _ = session.enable("remote").await;
+        let mut me = whoami(&session).await;
+        for _ in 0..100 {
+            if me.is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            me = whoami(&session).await;
+        }
+        let me = me.unwrap();
+        assert_eq!(me["client_id"], "workload:ok", "{me}");
+        assert_eq!(stat(&server.stats(), "token.jwt_bearer"), 2);
+        session.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn dpop_proves_every_request_and_answers_each_servers_nonce_once() {
+    let Some(server) =
+        OAuthPeer::start(&["--jwt-bearer", "--workload", "w1", "--dpop", "--dpop-nonce"])
+    else {
+        return;
+    };
+    let file = assertion_path(&server);
+    std::fs::write(&file, workload_jwt("w1")).unwrap();
+    let session = server.session(&auth_lines(&file, true), "", false).await;
+    let me = whoami(&session).await.unwrap();
+    assert_eq!(me["client_id"], "workload:w1", "{me}");
+    let stats = server.stats();
+    assert_eq!(stat(&stats, "dpop_bad"), 0, "{stats}");
+    assert_eq!(stat(&stats, "dpop_nonce_as"), 1, "{stats}");
+    assert_eq!(stat(&stats, "dpop_nonce_rs"), 1, "{stats}");
+    assert_eq!(
+        stat(&stats, "token.jwt_bearer"),
+        2,
+        "the nonce retry: {stats}"
+    );
+
+    // Each MCP request that got through carried a proof of the same key, with ath.
+    let log = server.log();
+    let proven: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["path"] == "/mcp" && e["verb"] == "POST" && e["status"] != 401)
+        .collect();
+    assert!(proven.len() >= 3, "{log:?}");
+    let jkt = &proven[0]["dpop"]["jkt"];
+    for e in &proven {
+        assert_eq!(&e["dpop"]["jkt"], jkt, "{e}");
+        assert_eq!(e["dpop"]["ath"], true, "{e}");
+        assert!(e["dpop"]["nonce"].is_string(), "{e}");
+    }
+    let tokens_sent: Vec<&Value> = log.iter().filter(|e| e["path"] == "/as/token").collect();
+    assert!(tokens_sent[0]["dpop"]["nonce"].is_null(), "{tokens_sent:?}");
+    assert!(
+        tokens_sent[1]["dpop"]["nonce"].is_string(),
+        "{tokens_sent:?}"
+    );
+
+    // The key sits beside the token file, 0600; the token is DPoP-bound.
+    let (path, tokens) = token_file(&server.tokens());
+    assert_eq!(tokens["token_type"], "dpop", "{tokens}");
+    let key = path.with_extension("dpop-key");
+    assert_eq!(mode(&key), 0o600, "{}", key.display());
+    assert!(std::fs::read_to_string(&key)
+        .unwrap()
+        .starts_with("-----BEGIN PRIVATE KEY-----"));
+
+    // A server that asks for a new nonce again after the retry gets its refusal back.
+    let before = server.log().len();
+    let err = session
+        .call("mcp.remote.nonce_again", None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("401"), "{err}");
+    let tries = server.log()[before..]
+        .iter()
+        .filter(|e| e["tool"] == "nonce_again")
+        .count();
+    assert_eq!(tries, 2, "one send and exactly one retry with the nonce");
+    session.shutdown().await;
+}
+
+#[test]
+fn auth_status_shows_the_grant_and_the_dpop_keys_thumbprint_never_the_key() {
+    let Some(server) = OAuthPeer::start(&["--jwt-bearer", "--workload", "w1", "--dpop"]) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let project = work.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let state = work.path().join("state");
+    let config = work.path().join("config.toml");
+    let tokens = server.tokens();
+    std::fs::write(
+        &config,
+        format!("[mcp]\noauth_token_dir = {:?}\n", tokens.to_str().unwrap()),
+    )
+    .unwrap();
+    let file = assertion_path(&server);
+    std::fs::write(&file, workload_jwt("w1")).unwrap();
+    std::fs::write(
+        project.join("project.yaml"),
+        server.project(&auth_lines(&file, true)),
+    )
+    .unwrap();
+    let (p, c) = (project.to_str().unwrap(), config.to_str().unwrap());
+    let with = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--project", p, "--config", c]);
+        super::e2e::kaged(&all, &state)
+    };
+    let out = with(&["check", "-v"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let want = format!(
+        "grant jwt_bearer, no client id, assertion_file {} (present), DPoP",
+        file.display()
+    );
+    assert!(out.stdout.contains(&want), "{want} not in {out:?}");
+    let out = with(&["auth", "login", "remote"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = with(&["auth", "status", "--json"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let rows: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(rows[0]["grant"], "jwt_bearer", "{rows}");
+    assert_eq!(rows[0]["dpop_bound"], true, "{rows}");
+    let jkt = rows[0]["dpop_jkt"].as_str().unwrap().to_owned();
+    assert_eq!(jkt.len(), 43, "{rows}");
+    let text = with(&["auth", "status"]);
+    assert!(
+        text.stdout
+            .contains(&format!("grant jwt_bearer, DPoP key {jkt}")),
+        "{text:?}"
+    );
+    let (path, _) = token_file(&tokens);
+    let key = std::fs::read_to_string(path.with_extension("dpop-key")).unwrap();
+    let body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    for o in [&out, &text] {
+        assert!(!o.stdout.contains(&body[..24]) && !o.stderr.contains(&body[..24]));
+    }
+    // A call from another process uses the stored token and key.
+    let out = with(&["call", "mcp.remote.whoami"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(stat(&server.stats(), "dpop_bad"), 0);
+    let out = with(&["auth", "logout", "remote"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(!path.with_extension("dpop-key").exists());
+}
+
+/// The `auth:` lines of an enterprise-managed server (SEP-990) whose ID token is in `file`.
+fn enterprise_lines(server: &OAuthPeer, file: &Path) -> String {
+    format!(
+        "      grant: jwt_bearer\n      identity_provider:\n        token_endpoint: {}/idp/token\n        id_token_file: {}\n        client_id: kaged-at-idp\n",
+        server.peer.mcp_url().trim_end_matches("/mcp"),
+        file.display()
+    )
+}
+
+#[tokio::test]
+async fn an_enterprise_id_token_is_exchanged_for_an_id_jag_then_granted() {
+    let Some(server) = OAuthPeer::start(&["--idp", "--workload", "alice"]) else {
+        return;
+    };
+    let file = server.dir.path().join("id-token");
+    std::fs::write(&file, workload_jwt("alice")).unwrap();
+    let session = server
+        .session(&enterprise_lines(&server, &file), "", false)
+        .await;
+    let me = whoami(&session).await.unwrap();
+    assert_eq!(me["client_id"], "workload:alice", "{me}");
+    let stats = server.stats();
+    assert_eq!(stat(&stats, "idp_exchange"), 1, "{stats}");
+    assert_eq!(stat(&stats, "token.jwt_bearer"), 1, "{stats}");
+    assert_eq!(stat(&stats, "token_errors"), 0, "{stats}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_id_token_the_idp_refuses_is_reported_naming_the_idp_and_not_sent_again() {
+    let Some(server) = OAuthPeer::start(&["--idp", "--workload", "alice"]) else {
+        return;
+    };
+    let file = server.dir.path().join("id-token");
+    std::fs::write(&file, workload_jwt("refuse:invalid_grant")).unwrap();
+    let session = server
+        .session(&enterprise_lines(&server, &file), "", false)
+        .await;
+    let err = whoami(&session).await.unwrap_err().to_string();
+    for part in ["`remote`", "/idp/token", "invalid_grant", "token exchange"] {
+        assert!(err.contains(part), "{part} not in {err}");
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let stats = server.stats();
+    assert_eq!(stat(&stats, "idp_exchange"), 1, "{stats}");
+    assert_eq!(stat(&stats, "token.jwt_bearer"), 0, "{stats}");
+    session.shutdown().await;
+}
