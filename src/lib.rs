@@ -2,9 +2,16 @@
 //!
 //! It reads the `mcp:` block of a kaged project, connects to each declared MCP server over
 //! stdio, Streamable HTTP or the legacy HTTP+SSE transport, discovers its tools and proxies
-//! every `tools/call` through a stack of `tower` layers. See the README for the configuration
-//! reference and `ARCHITECTURE.md` for the tiers, the hot path and the invariants.
+//! every `tools/call` through a stack of `tower` layers. See `docs/` for the reference
+//! (`configuration.md`, `cli.md`, `embedding.md`, `operations.md`) and `ARCHITECTURE.md` for
+//! the tiers, the hot path and the invariants.
 #![forbid(unsafe_code)]
+
+/// The README's Rust code blocks, compiled by `cargo test --doc` so its embedding example stays
+/// true to the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub mod assemble;
 #[cfg(feature = "cli")]

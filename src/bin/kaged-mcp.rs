@@ -1,6 +1,6 @@
 //! `kaged-mcp`: the operator's command line for the kaged MCP client.
 //!
-//! Commands (each reads `--project DIR`; see `kaged-mcp --help` and the README's CLI table):
+//! Commands (each reads `--project DIR`; see `kaged-mcp --help` and docs/cli.md):
 //! - `check`: validates the configuration and prints the resolved servers;
 //! - `tools`: starts a session and prints the catalog (`--agent`, `--json`);
 //! - `call TOOL --args JSON`: calls a tool through the full stack (`--agent`, `--json`);

@@ -46,7 +46,7 @@ pub(super) fn run(args: &ProjectArgs, verbose: bool) -> u8 {
             "{}",
             super::hints::fix(
                 "no mcp.lock: tool definitions are not pinned; `kaged-mcp lock` writes one (see \
-                 the pinning section of the README)"
+                 Pinning in docs/operations.md)"
             )
         ),
         None => {}

@@ -510,7 +510,8 @@ impl Shared {
 
     /// After `notifications/initialized`, with roots set: waits until the server has had them,
     /// or shows it did not ask, within [`ClientOptions::roots_wait`] (see [`roots`]: a `ping`
-    /// round trip; when a `roots/list` came before its answer, a second one).
+    /// round trip; when a `roots/list` came before its answer, a second one and four more of
+    /// its length, at least 25 ms).
     async fn await_roots(&self, session: &Arc<RpcSession>, before: u64) {
         use crate::protocol::method::{Ping, Request as _};
         let ping = || async {

@@ -47,8 +47,8 @@ impl Default for DaemonConfig {
     }
 }
 
-/// The `[mcp]` keys.
-const KEYS: &[&str] = &[
+/// The `[mcp]` keys (docs/configuration.md lists each; `tests/docs.rs` checks it does).
+pub const KEYS: &[&str] = &[
     "result_max_bytes",
     "default_timeout_ms",
     "startup_timeout_ms",

@@ -240,7 +240,8 @@ fn overrides(
                 k.span(),
                 p,
                 format!(
-                    "unknown key `{other}`; [mcp.<server>] has disabled, era, log_level, pins, probe_timeout_ms, tasks, timeout_ms, trust_annotations, validate"
+                    "unknown key `{other}`; [mcp.<server>] has {}",
+                    SERVER_KEYS.join(", ")
                 ),
             )),
         }
@@ -248,6 +249,19 @@ fn overrides(
     (errors.len() == before).then_some(o)
 }
 
+/// The keys of an `[mcp.<server>]` table (docs/configuration.md lists each; `tests/docs.rs`
+/// checks it does).
+pub const SERVER_KEYS: &[&str] = &[
+    "disabled",
+    "era",
+    "log_level",
+    "pins",
+    "probe_timeout_ms",
+    "tasks",
+    "timeout_ms",
+    "trust_annotations",
+    "validate",
+];
 /// A positive number of milliseconds at `path`, or `None` with the problem in `errors`.
 fn milliseconds(
     doc: &TomlDoc<'_>,

@@ -34,6 +34,22 @@ mod toml_doc;
 mod validation;
 pub(crate) mod yaml;
 
+/// The keys each configuration parser accepts, from the lists the parsers use for their
+/// "unknown key" messages. `tests/docs.rs` checks that docs/configuration.md documents each.
+#[doc(hidden)]
+pub mod keys {
+    pub use super::daemon::KEYS as DAEMON_MCP;
+    pub use super::local::SERVER_KEYS as LOCAL_SERVER;
+    pub use super::project::agents::GRANT_KEYS as AGENT_GRANT;
+    pub use super::project::auth::{
+        IDP_KEYS as AUTH_IDENTITY_PROVIDER, OAUTH_KEYS as AUTH_OAUTH, STATIC_KEYS as AUTH_STATIC,
+    };
+    pub use super::project::filter::KEYS as SERVER_TOOLS;
+    pub use super::project::transport::{
+        COMMON_KEYS as SERVER_COMMON, HTTP_KEYS as SERVER_HTTP, STDIO_KEYS as SERVER_STDIO,
+    };
+}
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -10,6 +10,9 @@ use super::walk::Walk;
 use super::{AgentGrants, GrantPattern, ToolGrant, ToolGrants};
 
 /// The characters that make a grant key a glob rather than a name or dotted prefix.
+/// The keys of an agent's tool grant (`{ enabled: bool }`).
+pub const GRANT_KEYS: &[&str] = &["enabled"];
+
 const GLOB_CHARS: &[char] = &['*', '?', '[', ']', '{', '}'];
 
 /// Whether `steps` lead to an agent's `tools:` block: `primary.tools` or
@@ -105,14 +108,18 @@ fn grants(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<ToolGrants> {
             Value::Map(fields) => {
                 let mut enabled = Some(true);
                 for f in fields {
-                    if f.key == "enabled" {
+                    if GRANT_KEYS.contains(&f.key.as_str()) {
                         enabled = w.boolean(&f.value, &format!("{p}.enabled"));
                     } else {
                         w.err_key(
                             &e.value,
                             f,
                             &format!("{p}.{}", f.key),
-                            format!("unknown key `{}`; a tool grant has `enabled`", f.key),
+                            format!(
+                                "unknown key `{}`; a tool grant has `{}`",
+                                f.key,
+                                GRANT_KEYS.join("`, `")
+                            ),
                         );
                         enabled = None;
                     }

@@ -12,14 +12,24 @@ use crate::config::yaml::{Node, Value};
 use super::walk::Walk;
 use super::{AuthConfig, AuthKind, ClientAuthMethod, IdentityProvider, OAuthConfig, OAuthGrant};
 
-/// The keys of a static (`bearer`, `header`) block.
-const STATIC_KEYS: &str = "type, header_name, secret_ref";
-/// The keys of an `oauth` block.
-const OAUTH_KEYS: &str = "type, client_id, secret_ref, token_endpoint_auth_method, \
-                          client_metadata_url, scopes, grant, private_key_ref, assertion_file, \
-                          identity_provider, dpop";
-/// The keys of an `identity_provider` block.
-const IDP_KEYS: &str = "token_endpoint, id_token_file, client_id, secret_ref";
+/// The keys of a static (`bearer`, `header`) `auth:` block.
+pub const STATIC_KEYS: &[&str] = &["type", "header_name", "secret_ref"];
+/// The keys of an `oauth` `auth:` block.
+pub const OAUTH_KEYS: &[&str] = &[
+    "type",
+    "client_id",
+    "secret_ref",
+    "token_endpoint_auth_method",
+    "client_metadata_url",
+    "scopes",
+    "grant",
+    "private_key_ref",
+    "assertion_file",
+    "identity_provider",
+    "dpop",
+];
+/// The keys of an `identity_provider` block (SEP-990).
+pub const IDP_KEYS: &[&str] = &["token_endpoint", "id_token_file", "client_id", "secret_ref"];
 
 /// Reads `auth:` of the server `server`.
 pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> Option<AuthConfig> {
@@ -62,31 +72,13 @@ pub(super) fn auth(w: &mut Walk<'_>, server: &str, node: &Node, path: &str) -> O
     };
     let oauth = kind == Some(AuthKind::OAuth);
     for e in entries {
-        let known = if oauth {
-            matches!(
-                e.key.as_str(),
-                "type"
-                    | "client_id"
-                    | "secret_ref"
-                    | "token_endpoint_auth_method"
-                    | "client_metadata_url"
-                    | "scopes"
-                    | "grant"
-                    | "private_key_ref"
-                    | "assertion_file"
-                    | "identity_provider"
-                    | "dpop"
-            )
-        } else {
-            matches!(e.key.as_str(), "type" | "header_name" | "secret_ref")
-        };
-        if !known {
-            let keys = if oauth { OAUTH_KEYS } else { STATIC_KEYS };
+        let keys = if oauth { OAUTH_KEYS } else { STATIC_KEYS };
+        if !keys.contains(&e.key.as_str()) {
             w.err_key(
                 node,
                 e,
                 &format!("{path}.{}", e.key),
-                format!("unknown key `{}`; auth has {keys}", e.key),
+                format!("unknown key `{}`; auth has {}", e.key, keys.join(", ")),
             );
         }
     }
@@ -294,7 +286,11 @@ fn identity_provider(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<IdentityProv
                 n,
                 e,
                 &format!("{p}.{}", e.key),
-                format!("unknown key `{}`; identity_provider has {IDP_KEYS}", e.key),
+                format!(
+                    "unknown key `{}`; identity_provider has {}",
+                    e.key,
+                    IDP_KEYS.join(", ")
+                ),
             );
         }
     }

@@ -9,6 +9,9 @@ use super::walk::Walk;
 use super::ToolFilter;
 
 /// A list of globs, as written and compiled into one set; one error per bad glob.
+/// The keys of a server's `tools:` block.
+pub const KEYS: &[&str] = &["enabled", "allow", "deny"];
+
 fn globs(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<(Vec<String>, GlobSet)> {
     let list = w.string_list(node, path)?;
     let mut b = GlobSetBuilder::new();
@@ -73,7 +76,7 @@ pub(super) fn tool_filter(w: &mut Walk<'_>, node: &Node, path: &str) -> Option<T
                     node,
                     e,
                     &p,
-                    format!("unknown key `{k}`; tools has enabled, allow, deny"),
+                    format!("unknown key `{k}`; tools has {}", KEYS.join(", ")),
                 );
                 ok = false;
             }

@@ -10,12 +10,12 @@
 //! grants. This module keeps the types, the entry point and the way key paths are
 //! written.
 
-mod agents;
-mod auth;
+pub(super) mod agents;
+pub(super) mod auth;
 mod env;
-mod filter;
+pub(super) mod filter;
 mod servers;
-mod transport;
+pub(super) mod transport;
 mod walk;
 
 use std::collections::BTreeMap;

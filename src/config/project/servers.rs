@@ -189,9 +189,10 @@ fn check_keys(
                 e,
                 &p,
                 format!(
-                    "unknown key `{k}`; a server has {}",
-                    "transport, command, cwd, env (stdio), url, headers (sse, streamable-http), \
-                     auth, tools"
+                    "unknown key `{k}`; a server has {}, {} (stdio), {} (sse, streamable-http)",
+                    COMMON_KEYS.join(", "),
+                    STDIO_KEYS.join(", "),
+                    HTTP_KEYS.join(", ")
                 ),
             ),
         }

@@ -56,11 +56,11 @@ impl TransportKind {
 }
 
 /// The keys every server may have, whatever its transport.
-pub(super) const COMMON_KEYS: &[&str] = &["transport", "auth", "tools", "roots"];
+pub const COMMON_KEYS: &[&str] = &["transport", "auth", "tools", "roots"];
 /// The keys of a `stdio` server's own fields.
-pub(super) const STDIO_KEYS: &[&str] = &["command", "cwd", "env"];
+pub const STDIO_KEYS: &[&str] = &["command", "cwd", "env"];
 /// The keys of an `sse` or `streamable-http` server's own fields.
-pub(super) const HTTP_KEYS: &[&str] = &["url", "headers"];
+pub const HTTP_KEYS: &[&str] = &["url", "headers"];
 
 /// `stdio`, `sse`, `streamable-http` (or `http`), for messages.
 pub(super) fn transport_choices() -> String {
