@@ -63,6 +63,19 @@ pub enum Error {
         /// How it differs from the lock, with the fields that changed.
         reason: String,
     },
+    /// A skill the project keeps out (the server's `skills:` filter), or that the agent's
+    /// `skills:` grants do not enable; nothing was read from the server.
+    #[error("{}skill `mcp.{server}.{skill}` is not granted: {why}", agent.as_deref().map(|a| format!("agent `{a}`: ")).unwrap_or_default())]
+    SkillNotGranted {
+        /// The agent, when one asked.
+        agent: Option<String>,
+        /// The server.
+        server: String,
+        /// The skill's name.
+        skill: String,
+        /// Which rule refused it.
+        why: String,
+    },
     /// The agent's `tools:` block does not grant the tool; no server was contacted.
     #[error("tool `{tool}` is not granted to agent `{agent}`")]
     NotGranted {
@@ -198,7 +211,7 @@ impl Error {
     /// --json` prints it): `config`, `unknown_tool`, `server_not_ready`, `not_granted`,
     /// `unknown_agent`, `login_required`, `unknown_server`, `registration`, `timeout`,
     /// `call_failed`, `invalid_arguments`, `invalid_result`, `handler`, `request_failed`,
-    /// `read_too_large`, `resource_not_granted`, `tool_held`.
+    /// `read_too_large`, `resource_not_granted`, `tool_held`, `skill_not_granted`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Config(_) => "config",
@@ -218,6 +231,7 @@ impl Error {
             Error::ReadTooLarge { .. } => "read_too_large",
             Error::ResourceNotGranted { .. } => "resource_not_granted",
             Error::ToolHeld { .. } => "tool_held",
+            Error::SkillNotGranted { .. } => "skill_not_granted",
         }
     }
 
@@ -247,7 +261,8 @@ impl Error {
             | Error::Request { server, .. }
             | Error::ReadTooLarge { server, .. }
             | Error::ResourceNotGranted { server, .. }
-            | Error::ToolHeld { server, .. } => Some(server),
+            | Error::ToolHeld { server, .. }
+            | Error::SkillNotGranted { server, .. } => Some(server),
             _ => None,
         }
     }

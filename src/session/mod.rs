@@ -41,6 +41,7 @@ mod catalog;
 mod explain;
 mod pins;
 mod protocol;
+mod skills;
 mod status;
 
 pub use self::catalog::{build_catalog, rebuild_catalog};

@@ -227,25 +227,40 @@ impl Session {
             .map_err(|e| request_error(server, Complete::METHOD, e))
     }
 
-    /// The skills `server` lists (SEP-2640; empty when it does not declare the extension). No
-    /// skill file is read.
+    /// The skills `server` lists (SEP-2640; empty when it does not declare the extension), less
+    /// those the project's `skills:` filter of the server keeps out. No skill file is read.
     ///
     /// # Errors
     /// As [`client`](Self::client); [`Error::Request`] when the list fails.
     pub async fn skills(&self, server: &str) -> Result<std::sync::Arc<[SkillEntry]>, Error> {
-        self.client(server)?
+        let listed = self
+            .client(server)?
             .list_skills()
             .await
-            .map_err(|e| request_error(server, ListSkills::METHOD, e))
+            .map_err(|e| request_error(server, ListSkills::METHOD, e))?;
+        // The project's `skills:` filter of the server: what it keeps out is not listed.
+        if listed
+            .iter()
+            .all(|s| self.skill_rule(server, s.name()).is_none())
+        {
+            return Ok(listed);
+        }
+        Ok(listed
+            .iter()
+            .filter(|s| self.skill_rule(server, s.name()).is_none())
+            .cloned()
+            .collect())
     }
 
     /// The skill `name` of `server`, loaded: its `SKILL.md` read and verified (size, digest,
     /// frontmatter) against the listing ([`McpClient::load_skill`]).
     ///
     /// # Errors
-    /// As [`client`](Self::client); [`Error::Request`] whose source is
+    /// [`Error::SkillNotGranted`] for a skill the server's `skills:` filter keeps out (nothing
+    /// is read); as [`client`](Self::client); [`Error::Request`] whose source is
     /// [`ClientError::SkillRefused`] (naming the check) for a skill that fails verification.
     pub async fn load_skill(&self, server: &str, name: &str) -> Result<LoadedSkill, Error> {
+        self.check_skill(None, server, name)?;
         self.client(server)?
             .load_skill(name)
             .await
@@ -263,6 +278,7 @@ impl Session {
         name: &str,
         file: &str,
     ) -> Result<SkillContent, Error> {
+        self.check_skill(None, server, name)?;
         self.client(server)?
             .read_skill_file(name, file)
             .await

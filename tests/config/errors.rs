@@ -154,6 +154,9 @@ fn cases() -> Vec<Case> {
         p("tools enabled a string", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      enabled: 'yes'\n", "mcp.db.tools.enabled", 6, "expected true or false"),
         p("tools allow a string", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      allow: 'a*'\n", "mcp.db.tools.allow", 6, "expected a list of strings"),
         p("tools allow bad glob", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      allow: ['repo.[']\n", "mcp.db.tools.allow[0]", 6, "not a valid glob"),
+        p("skills deny bad glob", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    skills:\n      deny: ['pdf-[']\n", "mcp.db.skills.deny[0]", 6, "not a valid glob"),
+        p("skills filter unknown key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    skills:\n      only: [a]\n", "mcp.db.skills.only", 6, "unknown key"),
+        p("agent skills grant not a map", "mcp: {}\nprimary:\n  skills:\n    \"mcp.db.x\": true\n", "primary.skills.\"mcp.db.x\"", 4, "expected"),
         p("tools deny bad glob", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools:\n      deny:\n        - ok\n        - 'a{b'\n", "mcp.db.tools.deny[1]", 8, "not a valid glob"),
         p("tools a list", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    tools: [a]\n", "mcp.db.tools", 5, "expected a mapping"),
         // --- agents' grants

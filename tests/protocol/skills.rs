@@ -126,3 +126,95 @@ async fn a_tampered_skill_is_refused_naming_its_check_and_no_file_is_read_after_
         client.shutdown().await;
     }
 }
+
+/// A session on the skills server with `extra` under the server in project.yaml and `agents`
+/// as the project's `primary:` block; the file its reads are logged to.
+async fn skills_session(
+    extra: &str,
+    agents: &str,
+) -> (
+    kaged_mcp::Session,
+    tempfile::NamedTempFile,
+    tempfile::TempDir,
+) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let command = serde_json::to_string(&[
+        "python3".to_owned(),
+        crate::common::peers::server_script("skills_server.py")
+            .to_string_lossy()
+            .into_owned(),
+        "--log".to_owned(),
+        log.path().to_string_lossy().into_owned(),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("project.yaml"),
+        format!("mcp:\n  skills:\n    transport: stdio\n    command: {command}\n{extra}{agents}"),
+    )
+    .unwrap();
+    let config = kaged_mcp::config::load(&kaged_mcp::config::ConfigPaths::new(dir.path())).unwrap();
+    let session = kaged_mcp::Session::start(config).await.unwrap();
+    (session, log, dir)
+}
+
+/// A server's `skills:` filter keeps a skill out of the listing and out of loading, reading
+/// nothing for it (issue 39: "skills are granted to agents like tools").
+#[tokio::test]
+async fn the_servers_skills_filter_keeps_a_skill_out_of_listing_and_loading() {
+    let (session, log, _dir) = skills_session("    skills:\n      deny: [notes]\n", "").await;
+    let listed = session.skills("skills").await.unwrap();
+    let names: Vec<&str> = listed.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["pdf-processing"]);
+    let err = session.load_skill("skills", "notes").await.unwrap_err();
+    assert_eq!(err.kind(), "skill_not_granted", "{err}");
+    assert_eq!(
+        err.to_string(),
+        "skill `mcp.skills.notes` is not granted: the project's `skills.deny` (mcp.skills.skills.deny in project.yaml) keeps it out"
+    );
+    assert!(reads(&log).is_empty(), "nothing read: {:?}", reads(&log));
+    session
+        .load_skill("skills", "pdf-processing")
+        .await
+        .unwrap();
+    session.shutdown().await;
+}
+
+/// An agent's `skills:` grants enable skills by `mcp.<server>.<skill>`, as tool grants do; an
+/// agent without a `skills:` block is granted none; a refusal reads nothing.
+#[tokio::test]
+async fn an_agent_loads_only_the_skills_its_grants_enable() {
+    let agents = "primary:\n  tools: {}\n  skills:\n    \"mcp.skills.pdf-*\": { enabled: true }\n  subagents:\n    helper:\n      tools: {}\n";
+    let (session, log, _dir) = skills_session("", agents).await;
+    let mine = session.skills_for("primary", "skills").await.unwrap();
+    let names: Vec<&str> = mine.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["pdf-processing"]);
+    let err = session
+        .load_skill_as("primary", "skills", "notes")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "agent `primary`: skill `mcp.skills.notes` is not granted: no key of its `skills:` grants enables `mcp.skills.notes`"
+    );
+    let err = session
+        .skill_file_as("helper", "skills", "pdf-processing", "references/FORMS.md")
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("it has no `skills:` grants"),
+        "{err}"
+    );
+    assert!(reads(&log).is_empty(), "nothing read: {:?}", reads(&log));
+    let loaded = session
+        .load_skill_as("primary", "skills", "pdf-processing")
+        .await
+        .unwrap();
+    assert!(loaded.skill_md.text().unwrap().contains("Skill body"));
+    assert!(session
+        .skills_for("helper", "skills")
+        .await
+        .unwrap()
+        .is_empty());
+    session.shutdown().await;
+}

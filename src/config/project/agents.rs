@@ -1,6 +1,7 @@
 //! The agents' `tools:` grants (ADR-0043 §2): `primary.tools` and
-//! `primary.subagents.<name>.tools`, each key a tool name, dotted prefix or glob. The rest of
-//! `primary` belongs to the rest of kaged and is left alone.
+//! `primary.subagents.<name>.tools`, each key a tool name, dotted prefix or glob; and their
+//! `skills:` grants, the same keys over `mcp.<server>.<skill>`. The rest of `primary` belongs
+//! to the rest of kaged and is left alone.
 
 use globset::Glob;
 
@@ -20,12 +21,12 @@ const GLOB_CHARS: &[char] = &['*', '?', '[', ']', '{', '}'];
 pub(super) fn is_tools_block(steps: &[Step<'_>]) -> bool {
     matches!(
         steps,
-        [Step::Key("primary"), Step::Key("tools")]
+        [Step::Key("primary"), Step::Key("tools" | "skills")]
             | [
                 Step::Key("primary"),
                 Step::Key("subagents"),
                 Step::Key(_),
-                Step::Key("tools")
+                Step::Key("tools" | "skills")
             ]
     )
 }
@@ -40,6 +41,9 @@ pub(super) fn agents(w: &mut Walk<'_>, primary: &Node) -> AgentGrants {
     if let Some(t) = primary.get("tools") {
         out.primary = grants(w, t, "primary.tools");
     }
+    if let Some(t) = primary.get("skills") {
+        out.primary_skills = grants(w, t, "primary.skills");
+    }
     if let Some(subs) = primary.get("subagents") {
         if let Value::Map(entries) = &subs.value {
             for e in entries {
@@ -47,6 +51,12 @@ pub(super) fn agents(w: &mut Walk<'_>, primary: &Node) -> AgentGrants {
                     let p = format!("primary.subagents.{}.tools", e.key);
                     if let Some(g) = grants(w, t, &p) {
                         out.subagents.insert(e.key.clone(), g);
+                    }
+                }
+                if let Some(t) = e.value.get("skills") {
+                    let p = format!("primary.subagents.{}.skills", e.key);
+                    if let Some(g) = grants(w, t, &p) {
+                        out.subagent_skills.insert(e.key.clone(), g);
                     }
                 }
             }

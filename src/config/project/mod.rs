@@ -65,6 +65,9 @@ pub struct McpServerConfig {
     pub auth: Option<AuthConfig>,
     /// Which of its tools get registered.
     pub tools: ToolFilter,
+    /// `skills:`: which of the skills it serves (SEP-2640) are listed and may be loaded, the
+    /// same `enabled`/`allow`/`deny` globs over skill names as `tools:`.
+    pub skills: ToolFilter,
     /// `roots:`: the directories the server may see, relative to the project root (checked
     /// not to climb out of it; symlinks are checked at start by
     /// [`resolve_inside`](crate::config::resolve_inside)). `None` when not declared: the client
@@ -418,9 +421,24 @@ pub struct AgentGrants {
     pub primary: Option<ToolGrants>,
     /// `primary.subagents.<name>.tools`, by subagent name.
     pub subagents: BTreeMap<String, ToolGrants>,
+    /// `primary.skills`, when present: the skills the agent may load, keyed as
+    /// `mcp.<server>.<skill>` (exact, dotted prefix or glob, as tools).
+    pub primary_skills: Option<ToolGrants>,
+    /// `primary.subagents.<name>.skills`, by subagent name.
+    pub subagent_skills: BTreeMap<String, ToolGrants>,
 }
 
 impl AgentGrants {
+    /// The skill grants of `agent` (`primary` or a subagent's name); `None` when it has no
+    /// `skills:` block, which grants no skill.
+    pub fn skills_for(&self, agent: &str) -> Option<&ToolGrants> {
+        if agent == "primary" {
+            self.primary_skills.as_ref()
+        } else {
+            self.subagent_skills.get(agent)
+        }
+    }
+
     /// The grants of `agent`: `primary` or a subagent's name.
     pub fn for_agent(&self, agent: &str) -> Option<&ToolGrants> {
         if agent == "primary" {

@@ -96,6 +96,10 @@ fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpSer
         None => Some(ToolFilter::default()),
         Some(t) => tool_filter(w, t, &format!("{path}.tools")),
     };
+    let skills = match node.get("skills") {
+        None => Some(ToolFilter::default()),
+        Some(t) => tool_filter(w, t, &format!("{path}.skills")),
+    };
     let roots = match node.get("roots") {
         None => Some(None),
         Some(r) => roots(w, r, &format!("{path}.roots")).map(Some),
@@ -108,6 +112,7 @@ fn server(w: &mut Walk<'_>, key: &str, node: &Node, path: &str) -> Option<McpSer
         transport: transport?,
         auth,
         tools: tools?,
+        skills: skills?,
         roots: roots?,
     })
 }

@@ -56,7 +56,7 @@ impl TransportKind {
 }
 
 /// The keys every server may have, whatever its transport.
-pub const COMMON_KEYS: &[&str] = &["transport", "auth", "tools", "roots"];
+pub const COMMON_KEYS: &[&str] = &["transport", "auth", "tools", "skills", "roots"];
 /// The keys of a `stdio` server's own fields.
 pub const STDIO_KEYS: &[&str] = &["command", "cwd", "env"];
 /// The keys of an `sse` or `streamable-http` server's own fields.
