@@ -46,7 +46,7 @@ pub(super) fn input_schema(session: &Session, tool: &str) -> Value {
 }
 
 /// The text of `--args`: inline JSON, `@FILE`, or `-` for stdin.
-fn read_args(arg: Option<&str>) -> Result<Option<String>, String> {
+pub(super) fn read_args(arg: Option<&str>) -> Result<Option<String>, String> {
     match arg {
         None => Ok(None),
         Some("-") => {
@@ -121,8 +121,8 @@ impl ProgressLine {
     }
 }
 
-/// Runs the call, showing its progress unless `quiet`.
-async fn call_showing_progress(
+/// Runs the call, showing its progress unless `quiet` (the one-shot `call` and the shell's).
+pub(super) async fn call_showing_progress(
     session: &Session,
     who: &Who<'_>,
     tool: &str,
@@ -159,6 +159,34 @@ async fn call_showing_progress(
     };
     line.end();
     result
+}
+
+/// The notes for stderr after a result: the tool reported an error, the result was cut to
+/// the cap. The one-shot `call` and the shell's print them alike.
+pub(super) fn notes(session: &Session, tool: &str, r: &ToolResult) -> Vec<String> {
+    let mut notes = Vec::new();
+    if r.is_error {
+        notes.push(format!(
+            "note: tool `{tool}` reported an error (isError: true)"
+        ));
+    }
+    if r.truncated {
+        let cap = session.config().daemon.result_max_bytes;
+        let structured = if r.structured_content.is_some() {
+            "; structuredContent kept whole"
+        } else {
+            ""
+        };
+        let from = r
+            .truncated_from
+            .map(|n| format!("{n} bytes, "))
+            .unwrap_or_default();
+        notes.push(format!(
+            "note: the result was {from}over the cap of {cap} bytes and was cut to fit \
+             it{structured} (`result_max_bytes` under [mcp] in config.toml)"
+        ));
+    }
+    notes
 }
 
 /// `kaged-mcp call`: starts only the tool's server, calls it through the full stack.
@@ -219,24 +247,8 @@ pub(super) fn run(
         let code = match result {
             Ok(r) => {
                 let _ = print_result(&r, out.json, &mut std::io::stdout().lock());
-                if r.is_error {
-                    eprintln!("note: tool `{tool}` reported an error (isError: true)");
-                }
-                if r.truncated {
-                    let cap = session.config().daemon.result_max_bytes;
-                    let structured = if r.structured_content.is_some() {
-                        "; structuredContent kept whole"
-                    } else {
-                        ""
-                    };
-                    let from = r
-                        .truncated_from
-                        .map(|n| format!("{n} bytes, "))
-                        .unwrap_or_default();
-                    eprintln!(
-                        "note: the result was {from}over the cap of {cap} bytes and was cut to \
-                         fit it{structured} (`result_max_bytes` under [mcp] in config.toml)"
-                    );
+                for note in notes(&session, tool, &r) {
+                    eprintln!("{note}");
                 }
                 EXIT_OK
             }

@@ -297,26 +297,36 @@ pub(super) fn describe(
             Ok(s) => s,
             Err(f) => return f.exit(json, verbose),
         };
-        let code = match catalog(&session, &who) {
-            Ok(tools) => match tools.iter().find(|t| t.name == tool) {
-                Some(def) => {
-                    let listed = listed(&session, std::slice::from_ref(def));
-                    let info = listed.get(&def.name).map(|t| &**t);
-                    let mut out = std::io::stdout().lock();
-                    let _ = if json {
-                        writeln!(out, "{}", tool_json(def, info))
-                    } else {
-                        write_description(def, info, &mut out)
-                    };
-                    EXIT_OK
-                }
-                None => unknown(tool, &tools).exit(json, verbose),
-            },
-            Err(e) => Failure::of(&e).exit(json, verbose),
+        let code = match describe_on(&session, &who, tool, json, &mut std::io::stdout().lock()) {
+            Ok(()) => EXIT_OK,
+            Err(f) => f.exit(json, verbose),
         };
         super::interrupt::end(session).await;
         code
     })
+}
+
+/// Describes `tool` of a started session to `out` (as JSON with `json`); the failure when it
+/// is not registered. What `describe` prints, and the shell's `describe`.
+pub(super) fn describe_on(
+    session: &Session,
+    who: &Who<'_>,
+    tool: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let tools = catalog(session, who).map_err(|e| Failure::of(&e))?;
+    let Some(def) = tools.iter().find(|t| t.name == tool) else {
+        return Err(unknown(tool, &tools));
+    };
+    let listed = listed(session, std::slice::from_ref(def));
+    let info = listed.get(&def.name).map(|t| &**t);
+    let _ = if json {
+        writeln!(out, "{}", tool_json(def, info))
+    } else {
+        write_description(def, info, out)
+    };
+    Ok(())
 }
 
 /// The failure of `describe` for a tool that is not registered.
@@ -344,7 +354,7 @@ fn unknown(tool: &str, tools: &[ToolDefinition]) -> Failure {
 fn write_description(
     def: &ToolDefinition,
     tool: Option<&ToolInfo>,
-    out: &mut impl Write,
+    out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let title = tool.and_then(|t| {
         t.title
@@ -375,7 +385,7 @@ fn write_description(
 }
 
 /// The parameter table, aligned in columns (or `none`).
-fn write_params(params: &[Param], out: &mut impl Write) -> std::io::Result<()> {
+fn write_params(params: &[Param], out: &mut dyn Write) -> std::io::Result<()> {
     if params.is_empty() {
         return writeln!(out, "  none");
     }
@@ -417,7 +427,7 @@ fn write_params(params: &[Param], out: &mut impl Write) -> std::io::Result<()> {
 }
 
 /// A schema, pretty-printed and indented.
-fn write_json(v: &Value, out: &mut impl Write) -> std::io::Result<()> {
+fn write_json(v: &Value, out: &mut dyn Write) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(v).unwrap_or_default();
     for line in text.lines() {
         // The indentation stays; the rest is cleaned (JSON escapes C0 controls, not C1).
@@ -430,7 +440,7 @@ fn write_json(v: &Value, out: &mut impl Write) -> std::io::Result<()> {
 
 /// The annotations, each hint with whether the server declared it, and how the tool runs as a
 /// task.
-fn write_annotations(t: &ToolInfo, out: &mut impl Write) -> std::io::Result<()> {
+fn write_annotations(t: &ToolInfo, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "\nannotations (hints from the server, trusted only with trust_annotations):"

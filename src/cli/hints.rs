@@ -30,13 +30,17 @@ const VERBS: &[&str] = &[
 /// The verbs `kaged-mcp shell` answers itself, with the arguments of the commands.
 const SHELL_VERBS: &[&str] = &[
     "tools",
+    "describe",
     "call",
     "status",
+    "ping",
     "resources",
     "read",
     "prompts",
     "prompt",
     "complete",
+    "skills",
+    "skill",
 ];
 
 /// The project this process uses (given with `--project`, or found upward), once known.

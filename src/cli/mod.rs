@@ -21,11 +21,13 @@ mod protocol_cmds;
 mod render;
 mod server_log;
 mod session_cmds;
+mod shell;
 mod skills_cmds;
 mod start;
 #[cfg(feature = "otlp")]
 mod telemetry;
 mod typed_args;
+mod verb_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +37,7 @@ use clap::{Args, Parser, Subcommand};
 use self::adhoc::ServerArgs;
 use self::output::{Failure, JSON_EXIT_CODES};
 use self::protocol_cmds::{CompleteArgs, PromptArgs, PromptsArgs, ReadArgs, ResourcesArgs, Verb};
+use self::verb_args::{CallArgs, DescribeArgs, PingArgs, ServersArgs};
 use crate::config::{self, ConfigPaths};
 
 /// The operator's command line for kaged's MCP client.
@@ -67,9 +70,9 @@ pub(crate) enum Command {
         /// The agent to act as.
         #[command(flatten)]
         who: AgentArg,
-        /// Only these servers, and start only them [default: every server].
-        #[arg(value_name = "SERVER")]
-        servers: Vec<String>,
+        /// Which servers.
+        #[command(flatten)]
+        args: ServersArgs,
         /// Print a JSON array of ToolDefinition objects (`name`, `namespace`, `description`,
         /// `parameters`, `returns`, `requires`, `source`, `mcp_server`, `mcp_tool_name`), each
         /// with `mcp_tool`: the tool as its server listed it, whole (`title`, `inputSchema`,
@@ -88,8 +91,9 @@ pub(crate) enum Command {
         /// The agent to act as.
         #[command(flatten)]
         who: AgentArg,
-        /// The tool's full name, such as `mcp.demo.echo`.
-        tool: String,
+        /// Which tool.
+        #[command(flatten)]
+        args: DescribeArgs,
         /// Print the tool's ToolDefinition with `mcp_tool`, as one entry of `tools --json`.
         #[arg(long)]
         json: bool,
@@ -105,24 +109,13 @@ pub(crate) enum Command {
         /// The agent to act as.
         #[command(flatten)]
         who: AgentArg,
-        /// The tool's full name, such as `mcp.demo.echo`.
-        tool: String,
-        /// The arguments, a JSON object: inline, `@FILE` to read them from a file, or `-` to
-        /// read them from stdin.
-        #[arg(long, value_name = "JSON|@FILE|-")]
-        args: Option<String>,
-        /// One argument, `key=value` (repeatable): typed by the tool's input schema (a
-        /// number, boolean, array, object or null parsed as JSON where the property's type
-        /// says so; a string as it is). Merged over `--args`, `--arg` winning.
-        #[arg(long = "arg", value_name = "KEY=VALUE")]
-        arg: Vec<String>,
+        /// Which tool, with which arguments.
+        #[command(flatten)]
+        args: CallArgs,
         /// Print `{"content", "structuredContent", "isError", "truncated", "_meta"?}` as JSON
         /// (on failure, `{"error": {"kind", "message", "server", "tool"}}`).
         #[arg(long)]
         json: bool,
-        /// Show no progress on stderr while the call runs.
-        #[arg(short, long)]
-        quiet: bool,
     },
     /// Start the servers (all, or those named) and print who each is and how it is: state,
     /// tool count, protocol era and version, last error; then the server's name, version,
@@ -132,16 +125,19 @@ pub(crate) enum Command {
         /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
         project: ServerArgs,
-        /// Only these servers, and start only them [default: every server].
-        #[arg(value_name = "SERVER")]
-        servers: Vec<String>,
+        /// Which servers.
+        #[command(flatten)]
+        args: ServersArgs,
         /// Print a JSON array, one object per server (its keys are listed below).
         #[arg(long)]
         json: bool,
     },
-    /// Start a session once, then answer commands read from stdin, one per line:
-    /// `tools`, `call TOOL [JSON | --args JSON] [--arg KEY=VALUE]…`, `status`, `enable SERVER`, `resources`, `read`, `prompts`,
-    /// `prompt`, `complete` (with the arguments of the commands of those names), `quit`.
+    /// Start a session once, then answer commands read from stdin, one per line: the verbs
+    /// `tools`, `describe`, `call`, `status`, `ping`, `resources`, `read`, `prompts`, `prompt`,
+    /// `complete`, `skills`, `skill` with the arguments of the commands of those names, and
+    /// `enable SERVER`, `help [VERB]`, `quit`. On a terminal: line editing, history (in
+    /// $XDG_STATE_HOME/kaged-mcp/history) and completion of verbs, tools and servers, and a
+    /// server's elicitation answered with a form.
     #[command(after_help = JSON_EXIT_CODES)]
     Shell {
         /// Where the configuration is (or the ad-hoc server), and the log level.
@@ -281,14 +277,9 @@ pub(crate) enum Command {
         /// Where the configuration is (or the ad-hoc server), and the log level.
         #[command(flatten)]
         project: ServerArgs,
-        /// The server's key [default: the ad-hoc server].
-        server: Option<String>,
-        /// How many pings.
-        #[arg(short = 'c', long, value_name = "N", default_value_t = 3)]
-        count: u32,
-        /// Seconds between two pings.
-        #[arg(short = 'i', long, value_name = "SECONDS", default_value_t = 1.0)]
-        interval: f64,
+        /// Which server, how often.
+        #[command(flatten)]
+        args: PingArgs,
     },
     /// Add the servers of another client's file to project.yaml: Claude Code's `.mcp.json`,
     /// Claude Desktop's `claude_desktop_config.json`, Cursor's and VS Code's `mcp.json`, Codex's
@@ -558,45 +549,40 @@ fn dispatch(command: Command, verbose: bool) -> u8 {
         Command::Tools {
             project,
             who,
-            servers,
+            args,
             json,
-        } => catalog_cmds::tools(&project, who.who(), &servers, json, verbose),
+        } => catalog_cmds::tools(&project, who.who(), &args.servers, json, verbose),
         Command::Describe {
             project,
             who,
-            tool,
+            args,
             json,
-        } => catalog_cmds::describe(&project, who.who(), &tool, json, verbose),
+        } => catalog_cmds::describe(&project, who.who(), &args.tool, json, verbose),
         Command::Call {
             project,
             who,
-            tool,
             args,
-            arg,
             json,
-            quiet,
         } => call::run(
             &project,
             who.who(),
-            &tool,
+            &args.tool,
             call::Arguments {
-                args: args.as_deref(),
-                pairs: &arg,
+                args: args.args.as_deref(),
+                pairs: &args.arg,
             },
             call::CallOutput {
                 json,
                 verbose,
-                quiet,
+                quiet: args.quiet,
             },
         ),
         Command::Status {
             project,
-            servers,
+            args,
             json,
-        } => session_cmds::status(&project, &servers, json, verbose),
-        Command::Shell { project, who, json } => {
-            session_cmds::shell(&project, who.who(), json, verbose)
-        }
+        } => session_cmds::status(&project, &args.servers, json, verbose),
+        Command::Shell { project, who, json } => shell::run(&project, who.who(), json, verbose),
         Command::Resources {
             project,
             args,
@@ -637,20 +623,7 @@ fn dispatch(command: Command, verbose: bool) -> u8 {
             servers,
             check,
         } => lock::run(&project, &servers, check, verbose),
-        Command::Ping {
-            project,
-            server,
-            count,
-            interval,
-        } => ping::run(
-            &project,
-            &ping::PingArgs {
-                server: server.as_deref(),
-                count,
-                interval,
-            },
-            verbose,
-        ),
+        Command::Ping { project, args } => ping::run(&project, &args, verbose),
         Command::Import(args) => import::run(&args),
     }
 }

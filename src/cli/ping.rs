@@ -11,17 +11,8 @@ use crate::protocol::method::Ping;
 use super::adhoc::{ServerArgs, ADHOC};
 use super::output::Failure;
 use super::start::{start, Scope};
+use super::verb_args::PingArgs;
 use super::{EXIT_FAILED, EXIT_OK};
-
-/// How `ping` pings.
-pub(super) struct PingArgs<'a> {
-    /// The server's key (the ad-hoc server's name when none is given).
-    pub(super) server: Option<&'a str>,
-    /// How many pings.
-    pub(super) count: u32,
-    /// The wait between two pings, in seconds.
-    pub(super) interval: f64,
-}
 
 /// Milliseconds, as ping(8) shows them.
 fn ms(d: Duration) -> String {
@@ -50,21 +41,17 @@ pub(super) fn summary(server: &str, sent: u32, rtts: &[Duration]) -> String {
 }
 
 /// `kaged-mcp ping`.
-pub(super) fn run(args: &ServerArgs, p: &PingArgs<'_>, verbose: bool) -> u8 {
-    let server = match (p.server, args.is_adhoc()) {
-        (Some(s), _) => s.to_owned(),
+pub(super) fn run(args: &ServerArgs, p: &PingArgs, verbose: bool) -> u8 {
+    let server = match (&p.server, args.is_adhoc()) {
+        (Some(s), _) => s.clone(),
         (None, true) => args.adhoc.name.clone().unwrap_or_else(|| ADHOC.to_owned()),
         (None, false) => {
             return Failure::usage("name the server to ping: `kaged-mcp ping SERVER`")
                 .exit(false, verbose)
         }
     };
-    if !(p.interval.is_finite() && p.interval >= 0.0 && p.interval <= 3600.0) {
-        return Failure::usage("-i: give the seconds between pings, from 0 to 3600")
-            .exit(false, verbose);
-    }
-    if p.count == 0 {
-        return Failure::usage("-c: give at least one ping").exit(false, verbose);
+    if let Err(f) = check(p) {
+        return f.exit(false, verbose);
     }
     super::interrupt::block_on(async {
         let (session, _) = match start(
@@ -87,31 +74,7 @@ pub(super) fn run(args: &ServerArgs, p: &PingArgs<'_>, verbose: bool) -> u8 {
             super::interrupt::end(session).await;
             return EXIT_FAILED;
         }
-        let limit = session.config().timeout_for(&server);
-        println!(
-            "PING {server} (MCP ping, up to {} ms each)",
-            limit.as_millis()
-        );
-        let mut rtts = Vec::new();
-        for seq in 1..=p.count {
-            if seq > 1 {
-                tokio::time::sleep(Duration::from_secs_f64(p.interval)).await;
-            }
-            let began = Instant::now();
-            let answer = tokio::time::timeout(limit, session.request::<Ping>(&server, Map::new()));
-            match answer.await {
-                Ok(Ok(_)) => {
-                    let rtt = began.elapsed();
-                    println!("answer from {server}: seq={seq} time={} ms", ms(rtt));
-                    rtts.push(rtt);
-                }
-                Ok(Err(e)) => println!("no answer from {server}: seq={seq}: {}", e.reason()),
-                Err(_) => println!(
-                    "no answer from {server}: seq={seq}: timed out after {} ms",
-                    limit.as_millis()
-                ),
-            }
-        }
+        let rtts = pings(&session, &server, p, &mut |line| println!("{line}")).await;
         println!("{}", summary(&server, p.count, &rtts));
         super::interrupt::end(session).await;
         if rtts.is_empty() {
@@ -120,6 +83,61 @@ pub(super) fn run(args: &ServerArgs, p: &PingArgs<'_>, verbose: bool) -> u8 {
             EXIT_OK
         }
     })
+}
+
+/// The usage error of a count or an interval out of range.
+pub(super) fn check(p: &PingArgs) -> Result<(), Failure> {
+    if !(p.interval.is_finite() && p.interval >= 0.0 && p.interval <= 3600.0) {
+        return Err(Failure::usage(
+            "-i: give the seconds between pings, from 0 to 3600",
+        ));
+    }
+    if p.count == 0 {
+        return Err(Failure::usage("-c: give at least one ping"));
+    }
+    Ok(())
+}
+
+/// Sends `p.count` pings to `server` of a started session, telling `line` the header and one
+/// line per ping; the round trips of those answered.
+pub(super) async fn pings(
+    session: &crate::session::Session,
+    server: &str,
+    p: &PingArgs,
+    line: &mut dyn FnMut(String),
+) -> Vec<Duration> {
+    let limit = session.config().timeout_for(server);
+    line(format!(
+        "PING {server} (MCP ping, up to {} ms each)",
+        limit.as_millis()
+    ));
+    let mut rtts = Vec::new();
+    for seq in 1..=p.count {
+        if seq > 1 {
+            tokio::time::sleep(Duration::from_secs_f64(p.interval)).await;
+        }
+        let began = Instant::now();
+        let answer = tokio::time::timeout(limit, session.request::<Ping>(server, Map::new()));
+        match answer.await {
+            Ok(Ok(_)) => {
+                let rtt = began.elapsed();
+                line(format!(
+                    "answer from {server}: seq={seq} time={} ms",
+                    ms(rtt)
+                ));
+                rtts.push(rtt);
+            }
+            Ok(Err(e)) => line(format!(
+                "no answer from {server}: seq={seq}: {}",
+                e.reason()
+            )),
+            Err(_) => line(format!(
+                "no answer from {server}: seq={seq}: timed out after {} ms",
+                limit.as_millis()
+            )),
+        }
+    }
+    rtts
 }
 
 #[cfg(test)]

@@ -1,32 +1,17 @@
-//! `kaged-mcp status` and `shell`, and what `call` ([`super::call`]) shares with them:
-//! printing results (every content block, [`super::render`]) and each server's status.
+//! `kaged-mcp status`, and what `call` ([`super::call`]) and the shell ([`super::shell`])
+//! share with it: printing results (every content block, [`super::render`]) and each server's
+//! status.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::protocol::ToolResult;
-use crate::session::{ServerStatus, Session};
+use crate::session::ServerStatus;
 use crate::transport::text::clean;
-use crate::Error;
 
-use super::catalog_cmds::{catalog, print_catalog};
-use super::interrupt::Signals;
-use super::output::Failure;
-use super::start::{runtime, start, start_lasting, Scope, Who};
-use super::{protocol_cmds, render, typed_args, ServerArgs, EXIT_FAILED, EXIT_OK};
-
-pub(super) async fn do_call(
-    session: &Session,
-    who: &Who<'_>,
-    tool: &str,
-    args: Option<Map<String, Value>>,
-) -> Result<ToolResult, Error> {
-    match who.agent {
-        Some(a) => session.call_as(a, tool, args).await,
-        None => session.call(tool, args).await,
-    }
-}
+use super::start::{start, Scope};
+use super::{render, ServerArgs, EXIT_FAILED, EXIT_OK};
 
 /// The `--json` form of a result: `{"content", "structuredContent", "isError", "truncated"}`,
 /// and the result's `_meta` when it has one.
@@ -64,7 +49,8 @@ pub(super) fn print_result(
     }
 }
 
-fn print_status(
+/// Writes each server's status: the JSON array, or a line each with the indented details.
+pub(super) fn print_status(
     st: &[ServerStatus],
     json: bool,
     verbose: bool,
@@ -222,156 +208,5 @@ pub(super) fn status(args: &ServerArgs, servers: &[String], json: bool, verbose:
         } else {
             EXIT_FAILED
         }
-    })
-}
-
-/// Runs one line of the shell; `true` when it asks to quit.
-async fn shell_line(
-    session: &Session,
-    who: &Who<'_>,
-    json: bool,
-    verbose: bool,
-    line: &str,
-) -> bool {
-    let line = line.trim();
-    if line.is_empty() {
-        return false;
-    }
-    let (cmd, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-    let rest = rest.trim();
-    let mut out = std::io::stdout().lock();
-    // Every failure is one line: `error: …`, or with --json the one JSON failure.
-    let err = |out: &mut std::io::StdoutLock<'_>, f: Failure| {
-        let f = f.in_shell();
-        if json {
-            let _ = writeln!(out, "{}", f.json());
-        } else {
-            let _ = writeln!(out, "error: {}", f.message());
-        }
-    };
-    match cmd {
-        "quit" | "exit" => return true,
-        "tools" => match catalog(session, who) {
-            Ok(t) => {
-                let _ = print_catalog(session, &t, json, &mut out);
-            }
-            Err(e) => err(&mut out, Failure::of(&e)),
-        },
-        "status" => {
-            let _ = print_status(&session.status(), json, verbose, &mut out);
-        }
-        "enable" if !rest.is_empty() => {
-            drop(out);
-            let r = session.enable(rest).await;
-            let mut out = std::io::stdout().lock();
-            match r {
-                Ok(()) if json => {
-                    let _ = writeln!(out, "{}", json!({"enabled": rest}));
-                }
-                Ok(()) => {
-                    let _ = writeln!(out, "enabled {rest}");
-                }
-                Err(e) => err(&mut out, Failure::of(&e)),
-            }
-        }
-        "call" if !rest.is_empty() => {
-            let (tool, a) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            let schema = super::call::input_schema(session, tool);
-            let arguments = typed_args::shell_call(a)
-                .and_then(|(args, pairs)| typed_args::merge(args, &pairs, &schema));
-            match arguments {
-                Err(e) => err(&mut out, Failure::usage(e).with("tool", tool)),
-                Ok(arguments) => {
-                    drop(out);
-                    let r = do_call(session, who, tool, arguments).await;
-                    let mut out = std::io::stdout().lock();
-                    match r {
-                        Ok(r) => {
-                            let _ = print_result(&r, json, &mut out);
-                        }
-                        Err(e) => err(&mut out, Failure::of(&e).with("tool", tool)),
-                    }
-                }
-            }
-        }
-        "resources" | "read" | "prompts" | "prompt" | "complete" => {
-            match protocol_cmds::parse_shell_line(line) {
-                Err(e) => err(&mut out, Failure::usage(e)),
-                Ok(verb) => {
-                    drop(out);
-                    // One answer per line: binary contents go to `--out` only.
-                    let mut answer = Vec::new();
-                    let r = protocol_cmds::execute(session, &verb, json, &mut answer, true).await;
-                    let mut out = std::io::stdout().lock();
-                    match r {
-                        Ok(errors) => {
-                            let _ = out.write_all(&answer);
-                            for e in errors {
-                                err(&mut out, Failure::of(&e));
-                            }
-                        }
-                        Err(f) => err(&mut out, f),
-                    }
-                }
-            }
-        }
-        _ => err(
-            &mut out,
-            Failure::usage(format!("unknown command `{line}`; commands: tools, call TOOL [JSON | --args JSON] [--arg KEY=VALUE]…, status, enable SERVER, resources [SERVER], read SERVER URI [--out FILE], prompts [SERVER], prompt SERVER NAME [--args JSON], complete SERVER (--prompt NAME | --template URI) ARG PREFIX [--context JSON], quit")),
-        ),
-    }
-    let _ = std::io::stdout().flush();
-    false
-}
-
-/// `kaged-mcp shell`: one command per line on stdin, one answer each, until `quit` or EOF;
-/// SIGINT or SIGTERM cancels the command in flight and ends the shell (see
-/// [`super::interrupt`]).
-pub(super) fn shell(args: &ServerArgs, who: Who<'_>, json: bool, verbose: bool) -> u8 {
-    runtime().block_on(async {
-        // Listening from the start: an interrupt never leaves a server running, and one
-        // during a command cancels what it has in flight.
-        let mut signals = Signals::listen();
-        let (session, _) = match signals
-            .until(start_lasting(args, Scope::All, true, verbose))
-            .await
-        {
-            Ok(Ok(s)) => s,
-            Ok(Err(f)) => return f.exit(json, verbose),
-            Err(signal) => {
-                signal.announce("stopped while the servers started; they were killed");
-                return signal.exit_code();
-            }
-        };
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);
-        // stdin is read on a thread of its own so the runtime keeps serving the servers
-        // (pings, list_changed, restarts) while the operator types.
-        std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            for line in stdin.lock().lines() {
-                let Ok(line) = line else { break };
-                if tx.blocking_send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        loop {
-            let next = signals.until(rx.recv()).await;
-            let line = match next {
-                Ok(Some(line)) => line,
-                Ok(None) => break,
-                Err(signal) => return signals.interrupted(session, signal).await,
-            };
-            match signals
-                .until(shell_line(&session, &who, json, verbose, &line))
-                .await
-            {
-                Ok(false) => {}
-                Ok(true) => break,
-                Err(signal) => return signals.interrupted(session, signal).await,
-            }
-        }
-        session.shutdown().await;
-        EXIT_OK
     })
 }

@@ -16,14 +16,14 @@ use super::start::{report, start, Scope};
 use super::{ServerArgs, EXIT_FAILED, EXIT_OK};
 
 /// `skills [SERVER]`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct SkillsArgs {
     /// Only this server's skills (only it is started).
     pub(crate) server: Option<String>,
 }
 
 /// `skill SERVER NAME [--file PATH]`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct SkillArgs {
     /// The server key.
     pub(crate) server: String,
@@ -45,66 +45,88 @@ pub(super) fn list(project: &ServerArgs, args: &SkillsArgs, json: bool, verbose:
             Ok(s) => s,
             Err(f) => return f.exit(json, verbose),
         };
-        let servers = match &args.server {
-            Some(server) => vec![server.clone()],
-            // Those that started (a failed one was announced when it failed).
-            None => {
-                let failed: Vec<String> = session
-                    .start_failures()
-                    .into_iter()
-                    .map(|f| f.server)
-                    .collect();
-                session
-                    .status()
-                    .into_iter()
-                    .map(|s| s.server)
-                    .filter(|s| !failed.contains(s) && session.client(s).is_ok())
-                    .collect()
+        let mut out = std::io::stdout().lock();
+        let code = match list_on(&session, args, json, &mut out).await {
+            Ok(errors) => {
+                for e in &errors {
+                    report(e, verbose);
+                }
+                if failed > 0 || !errors.is_empty() {
+                    EXIT_FAILED
+                } else {
+                    EXIT_OK
+                }
+            }
+            Err(f) => {
+                drop(out);
+                let code = f.exit(json, verbose);
+                super::interrupt::end(session).await;
+                return code;
             }
         };
-        let mut code = if failed > 0 { EXIT_FAILED } else { EXIT_OK };
-        let mut rows = Vec::new();
-        let mut out = std::io::stdout().lock();
-        for server in &servers {
-            match session.skills(server).await {
-                Ok(skills) => {
-                    for s in skills.iter() {
-                        if json {
-                            rows.push(json!({
-                                "server": server, "uri": s.uri, "name": s.name(),
-                                "description": s.description(), "frontmatter": s.frontmatter,
-                                "files": s.resources,
-                            }));
-                        } else {
-                            let _ = writeln!(
-                                out,
-                                "{server}\t{}\t{}",
-                                s.name(),
-                                s.description().unwrap_or("")
-                            );
-                        }
-                    }
-                }
-                Err(e @ Error::UnknownServer { .. }) => {
-                    drop(out);
-                    let code = Failure::of(&e).exit(json, verbose);
-                    super::interrupt::end(session).await;
-                    return code;
-                }
-                Err(e) => {
-                    report(&e, verbose);
-                    code = EXIT_FAILED;
-                }
-            }
-        }
-        if json {
-            let _ = writeln!(out, "{}", serde_json::Value::Array(rows));
-        }
         let _ = out.flush();
         drop(out);
         super::interrupt::end(session).await;
         code
     })
+}
+
+/// The skills of a started session's servers (`args.server`, or those that started) written
+/// to `out`; the servers whose list failed come back as errors, an undeclared server as the
+/// failure. What `skills` prints, and the shell's `skills`.
+pub(super) async fn list_on(
+    session: &Session,
+    args: &SkillsArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Vec<Error>, Failure> {
+    let servers = match &args.server {
+        Some(server) => vec![server.clone()],
+        // Those that started (a failed one was announced when it failed).
+        None => {
+            let failed: Vec<String> = session
+                .start_failures()
+                .into_iter()
+                .map(|f| f.server)
+                .collect();
+            session
+                .status()
+                .into_iter()
+                .map(|s| s.server)
+                .filter(|s| !failed.contains(s) && session.client(s).is_ok())
+                .collect()
+        }
+    };
+    let mut errors = Vec::new();
+    let mut rows = Vec::new();
+    for server in &servers {
+        match session.skills(server).await {
+            Ok(skills) => {
+                for s in skills.iter() {
+                    if json {
+                        rows.push(json!({
+                            "server": server, "uri": s.uri, "name": s.name(),
+                            "description": s.description(), "frontmatter": s.frontmatter,
+                            "files": s.resources,
+                        }));
+                    } else {
+                        let _ = writeln!(
+                            out,
+                            "{server}\t{}\t{}",
+                            s.name(),
+                            s.description().unwrap_or("")
+                        );
+                    }
+                }
+            }
+            Err(e @ Error::UnknownServer { .. }) => return Err(Failure::of(&e)),
+            Err(e) => errors.push(e),
+        }
+    }
+    if json {
+        let _ = writeln!(out, "{}", serde_json::Value::Array(rows));
+    }
+    Ok(errors)
 }
 
 /// `kaged-mcp skill`: the verified `SKILL.md` (or `--file`) on stdout (`--json`: `{server,
@@ -116,31 +138,42 @@ pub(super) fn show(project: &ServerArgs, args: &SkillArgs, json: bool, verbose: 
             Ok(s) => s,
             Err(f) => return f.exit(json, verbose),
         };
-        let code = match load(&session, args).await {
-            Ok(content) => {
-                let text = String::from_utf8_lossy(&content.bytes);
-                let mut out = std::io::stdout().lock();
-                if json {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        json!({"server": args.server, "skill": args.name, "uri": content.uri,
-                               "mimeType": content.mime_type, "text": text})
-                    );
-                } else {
-                    let _ = out.write_all(text.as_bytes());
-                    if !text.ends_with('\n') {
-                        let _ = writeln!(out);
-                    }
-                }
-                let _ = out.flush();
-                EXIT_OK
-            }
-            Err(e) => failure(&e).exit(json, verbose),
+        let mut out = std::io::stdout().lock();
+        let code = match show_on(&session, args, json, &mut out).await {
+            Ok(()) => EXIT_OK,
+            Err(f) => f.exit(json, verbose),
         };
+        let _ = out.flush();
+        drop(out);
         super::interrupt::end(session).await;
         code
     })
+}
+
+/// One skill of a started session, loaded, verified and written to `out`; the failure naming
+/// the check that refused it. What `skill` prints, and the shell's `skill`.
+pub(super) async fn show_on(
+    session: &Session,
+    args: &SkillArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let content = load(session, args).await.map_err(|e| failure(&e))?;
+    let text = String::from_utf8_lossy(&content.bytes);
+    if json {
+        let _ = writeln!(
+            out,
+            "{}",
+            json!({"server": args.server, "skill": args.name, "uri": content.uri,
+                   "mimeType": content.mime_type, "text": text})
+        );
+    } else {
+        let _ = out.write_all(text.as_bytes());
+        if !text.ends_with('\n') {
+            let _ = writeln!(out);
+        }
+    }
+    Ok(())
 }
 
 /// The skill's `SKILL.md`, or the file `--file` names.

@@ -163,18 +163,20 @@ pub(super) async fn start(
     announce: bool,
     verbose: bool,
 ) -> Result<(Session, usize), Failure> {
-    start_session(args, scope, announce, verbose, true).await
+    start_session(args, scope, announce, verbose, true, None).await
 }
 
 /// [`start`] for a session that lasts (the shell): a server that failed restarts on a later
-/// call.
+/// call. With `elicitation`, the servers' `elicitation/create` requests go to it (the shell
+/// on a terminal); without, elicitation is not advertised and is refused.
 pub(super) async fn start_lasting(
     args: &ServerArgs,
     scope: Scope<'_>,
     announce: bool,
     verbose: bool,
+    elicitation: Option<crate::client::elicitation::ElicitationService>,
 ) -> Result<(Session, usize), Failure> {
-    start_session(args, scope, announce, verbose, false).await
+    start_session(args, scope, announce, verbose, false, elicitation).await
 }
 
 async fn start_session(
@@ -183,12 +185,16 @@ async fn start_session(
     announce: bool,
     verbose: bool,
     one_shot: bool,
+    elicitation: Option<crate::client::elicitation::ElicitationService>,
 ) -> Result<(Session, usize), Failure> {
     let config = args.load()?;
     if let Some(f) = undeclared(&config, &scope) {
         return Err(f);
     }
-    let options = options_for(&config, &scope, one_shot);
+    let mut options = options_for(&config, &scope, one_shot);
+    if let Some(handler) = elicitation {
+        options = options.elicitation_handler(handler);
+    }
     match Session::start_with(config, options).await {
         Ok(s) => {
             super::interrupt::remember(&s);

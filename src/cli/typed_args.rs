@@ -138,45 +138,6 @@ pub(super) fn merge(
     Ok(Some(map))
 }
 
-/// What the shell's `call` was given: its `--args` (or JSON) and its `--arg` pairs.
-pub(super) type ShellCall = (Option<Map<String, Value>>, Vec<String>);
-
-/// The arguments of the shell's `call TOOL …` after the tool: a JSON object as it is (the
-/// shell's older form, `call TOOL {"a": 1}`: anything not starting with `--`), or words split as a shell splits them, each
-/// `--args JSON` or `--arg key=value` (`--args=…`, `--arg=…` too). The `--arg` pairs come back
-/// to be typed once the tool's schema is known.
-pub(super) fn shell_call(text: &str) -> Result<ShellCall, String> {
-    let text = text.trim();
-    if !text.starts_with("--") {
-        return Ok((super::start::parse_args(Some(text))?, Vec::new()));
-    }
-    let words = shlex::split(text).ok_or("a quote is not closed")?;
-    let mut args = None;
-    let mut pairs = Vec::new();
-    let mut words = words.into_iter();
-    while let Some(w) = words.next() {
-        let (flag, inline) = match w.split_once('=') {
-            Some((f, v)) if f == "--args" || f == "--arg" => (f.to_owned(), Some(v.to_owned())),
-            _ => (w.clone(), None),
-        };
-        if flag != "--args" && flag != "--arg" {
-            return Err(format!(
-                "unexpected `{}`: call TOOL [JSON | --args JSON] [--arg key=value]…",
-                crate::transport::text::clean(&w, 100)
-            ));
-        }
-        let value = inline
-            .or_else(|| words.next())
-            .ok_or_else(|| format!("{flag} needs a value"))?;
-        if flag == "--arg" {
-            pairs.push(value);
-        } else {
-            args = super::start::parse_args(Some(&value)).map_err(|e| format!("--args: {e}"))?;
-        }
-    }
-    Ok((args, pairs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,23 +194,6 @@ mod tests {
         assert!(typed(&s, "b", "yes")
             .unwrap_err()
             .contains("expected boolean"));
-    }
-
-    #[test]
-    fn the_shells_call_takes_json_or_args_and_arg_words() {
-        let (args, pairs) = shell_call(r#"{"n": 1}"#).unwrap();
-        assert_eq!(Value::Object(args.unwrap()), json!({"n": 1}));
-        assert!(pairs.is_empty());
-        let (args, pairs) = shell_call(r#"--args '{"s": "a b"}' --arg n=2 --arg='s=c d'"#).unwrap();
-        assert_eq!(Value::Object(args.unwrap()), json!({"s": "a b"}));
-        assert_eq!(pairs, ["n=2", "s=c d"]);
-        assert_eq!(shell_call("").unwrap(), (None, Vec::new()));
-        assert!(shell_call("--arg").unwrap_err().contains("needs a value"));
-        assert!(shell_call("--arg a=1 x=1")
-            .unwrap_err()
-            .contains("unexpected `x=1`"));
-        assert!(shell_call("[1]").unwrap_err().contains("JSON object"));
-        assert!(shell_call("--arg 'x").is_err());
     }
 
     #[test]

@@ -17,5 +17,6 @@ mod operator;
 mod pins;
 mod protocol;
 mod session;
+mod shell;
 mod skills;
 mod tasks;

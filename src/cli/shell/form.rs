@@ -1,0 +1,444 @@
+//! A server's elicitation (`elicitation/create`, form mode) answered on the terminal: the
+//! server's message, then accept, decline or cancel, then a line per field of its
+//! `requestedSchema` (strings, numbers, integers, booleans, enums; required ones marked, a
+//! default shown and taken on an empty line). A wrong value is told and asked again; Ctrl-C or
+//! the end of input cancels.
+//!
+//! What a field is and what an answer makes of it are pure functions ([`fields`], [`value`],
+//! [`content`]); [`ask`] is the thin terminal layer over the shell's line reader. A URL-mode
+//! request (which this client does not advertise) is declined.
+
+use serde_json::{Map, Number, Value};
+
+use crate::client::elicitation::{ElicitMode, ElicitRequest, ElicitResult};
+use crate::transport::text::clean;
+
+use super::terminal::{Asker, Read};
+
+/// What a field takes.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Kind {
+    /// Any text.
+    Text,
+    /// A number.
+    Number,
+    /// A whole number.
+    Integer,
+    /// Yes or no.
+    Boolean,
+    /// One of these values, each with its label.
+    Choice(Vec<(Value, String)>),
+    /// Any of these values (an array of an enum's items), each with its label.
+    Many(Vec<(Value, String)>),
+}
+
+/// One field of the form.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Field {
+    /// The property's name.
+    pub(super) name: String,
+    /// Its `title`, or the name.
+    pub(super) label: String,
+    /// Its `description`.
+    pub(super) description: Option<String>,
+    /// What it takes.
+    pub(super) kind: Kind,
+    /// Whether `required` lists it.
+    pub(super) required: bool,
+    /// Its `default`, which an empty answer takes.
+    pub(super) default: Option<Value>,
+}
+
+/// The choices of an enum property: `enum` (labelled by `enumNames` when given) or `oneOf`
+/// of `{const, title}` (SEP-1330); `None` when it is not an enum.
+fn choices(p: &Map<String, Value>) -> Option<Vec<(Value, String)>> {
+    if let Some(Value::Array(values)) = p.get("enum") {
+        let names = p.get("enumNames").and_then(Value::as_array);
+        return Some(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let label = names
+                        .and_then(|n| n.get(i))
+                        .and_then(Value::as_str)
+                        .map_or_else(|| text_of(v), str::to_owned);
+                    (v.clone(), clean(&label, 200))
+                })
+                .collect(),
+        );
+    }
+    let branches = p
+        .get("oneOf")
+        .or_else(|| p.get("anyOf"))
+        .and_then(Value::as_array)?;
+    let list: Vec<(Value, String)> = branches
+        .iter()
+        .filter_map(|b| {
+            let v = b.get("const")?;
+            let label = b
+                .get("title")
+                .and_then(Value::as_str)
+                .map_or_else(|| text_of(v), str::to_owned);
+            Some((v.clone(), clean(&label, 200)))
+        })
+        .collect();
+    (!list.is_empty()).then_some(list)
+}
+
+/// A value as the operator types it: a string without its quotes.
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => clean(s, 200),
+        other => clean(&other.to_string(), 200),
+    }
+}
+
+/// The fields of a `requestedSchema`: the required ones in the order `required` lists them,
+/// then the others by name.
+pub(super) fn fields(schema: &Map<String, Value>) -> Vec<Field> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut order: Vec<(&String, &Value)> = properties.iter().collect();
+    order.sort_by_key(|(name, _)| {
+        required
+            .iter()
+            .position(|r| r == name)
+            .unwrap_or(usize::MAX)
+    });
+    order
+        .into_iter()
+        .map(|(name, p)| {
+            let empty = Map::new();
+            let p = p.as_object().unwrap_or(&empty);
+            let items = p.get("items").and_then(Value::as_object);
+            let kind = match (choices(p), p.get("type").and_then(Value::as_str)) {
+                (Some(c), _) => Kind::Choice(c),
+                (None, Some("array")) => match items.and_then(choices) {
+                    Some(c) => Kind::Many(c),
+                    None => Kind::Text,
+                },
+                (None, Some("number")) => Kind::Number,
+                (None, Some("integer")) => Kind::Integer,
+                (None, Some("boolean")) => Kind::Boolean,
+                _ => Kind::Text,
+            };
+            Field {
+                name: name.clone(),
+                label: p
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| clean(name, 200), |t| clean(t, 200)),
+                description: p
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(|d| clean(d, 400)),
+                kind,
+                required: required.contains(&name.as_str()),
+                default: p.get("default").cloned(),
+            }
+        })
+        .collect()
+}
+
+/// The question of one field: `label (type, required) [default]: `.
+pub(super) fn question(f: &Field) -> String {
+    let ty = match &f.kind {
+        Kind::Text => "text".to_owned(),
+        Kind::Number => "number".to_owned(),
+        Kind::Integer => "integer".to_owned(),
+        Kind::Boolean => "y/n".to_owned(),
+        Kind::Choice(c) | Kind::Many(c) => {
+            let list: Vec<String> = c
+                .iter()
+                .enumerate()
+                .map(|(i, (_, label))| format!("{} {label}", i + 1))
+                .collect();
+            let many = if matches!(f.kind, Kind::Many(_)) {
+                "any of, comma-separated: "
+            } else {
+                ""
+            };
+            format!("{many}{}", list.join(", "))
+        }
+    };
+    let required = if f.required { ", required" } else { "" };
+    // A choice's default by its label.
+    let label = |c: &[(Value, String)], v: &Value| {
+        c.iter()
+            .find(|(value, _)| value == v)
+            .map_or_else(|| text_of(v), |(_, l)| l.clone())
+    };
+    let shown = |d: &Value| match (&f.kind, d) {
+        (Kind::Choice(c), _) => label(c, d),
+        (Kind::Many(c), Value::Array(vs)) => {
+            let all: Vec<String> = vs.iter().map(|v| label(c, v)).collect();
+            all.join(", ")
+        }
+        _ => text_of(d),
+    };
+    let default = f
+        .default
+        .as_ref()
+        .map(|d| format!(" [{}]", shown(d)))
+        .unwrap_or_default();
+    format!("  {} ({ty}{required}){default}: ", f.label)
+}
+
+/// What the answer `text` to field `f` gives: a value, `None` to leave it out (an empty
+/// answer: the client then fills in the default, if any), or why it is not one.
+pub(super) fn value(f: &Field, text: &str) -> Result<Option<Value>, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return match (&f.default, f.required) {
+            (Some(_), _) | (None, false) => Ok(None),
+            (None, true) => Err(format!("{} is required", f.label)),
+        };
+    }
+    let v = match &f.kind {
+        Kind::Text => Value::String(text.to_owned()),
+        Kind::Number => t
+            .parse::<f64>()
+            .ok()
+            .and_then(Number::from_f64)
+            .map(Value::Number)
+            .ok_or_else(|| format!("{} takes a number, not `{}`", f.label, clean(t, 80)))?,
+        Kind::Integer => t
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| format!("{} takes a whole number, not `{}`", f.label, clean(t, 80)))?,
+        Kind::Boolean => match t.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "true" | "1" => Value::Bool(true),
+            "n" | "no" | "false" | "0" => Value::Bool(false),
+            _ => return Err(format!("{} takes y or n, not `{}`", f.label, clean(t, 80))),
+        },
+        Kind::Choice(c) => pick(f, c, t)?,
+        Kind::Many(c) => Value::Array(
+            t.split(',')
+                .map(|one| pick(f, c, one.trim()))
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    Ok(Some(v))
+}
+
+/// The choice `t` names: its number (from 1) or its value or label.
+fn pick(f: &Field, c: &[(Value, String)], t: &str) -> Result<Value, String> {
+    let by_index = t
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| c.get(i));
+    let by_text = c
+        .iter()
+        .find(|(v, label)| text_of(v) == t || label.eq_ignore_ascii_case(t));
+    match by_index.or(by_text) {
+        Some((v, _)) => Ok(v.clone()),
+        None => Err(format!(
+            "{} takes one of its choices (a number from 1 to {}), not `{}`",
+            f.label,
+            c.len(),
+            clean(t, 80)
+        )),
+    }
+}
+
+/// The content of an accepted form: `schema`'s fields, each given the answer of the same
+/// index (a missing answer is empty); the first wrong answer's reason otherwise.
+pub(super) fn content(
+    schema: &Map<String, Value>,
+    answers: &[&str],
+) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    for (i, f) in fields(schema).iter().enumerate() {
+        if let Some(v) = value(f, answers.get(i).copied().unwrap_or(""))? {
+            out.insert(f.name.clone(), v);
+        }
+    }
+    Ok(out)
+}
+
+/// What the operator chose: `a`ccept, `d`ecline or `c`ancel (the whole word too).
+pub(super) fn action(text: &str) -> Option<&'static str> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "a" | "accept" | "y" | "yes" => Some("accept"),
+        "d" | "decline" | "n" | "no" => Some("decline"),
+        "c" | "cancel" => Some("cancel"),
+        _ => None,
+    }
+}
+
+/// Asks the operator through `asker` (the shell's line reader, on the terminal).
+pub(super) async fn ask(asker: &Asker, req: ElicitRequest) -> ElicitResult {
+    let ElicitMode::Form { requested_schema } = &req.params.mode else {
+        eprintln!(
+            "note: server `{}` asked to open a URL (not supported); declined",
+            clean(&req.server, 100)
+        );
+        return ElicitResult::Decline;
+    };
+    let fields = fields(requested_schema);
+    eprintln!(
+        "server `{}` asks: {}",
+        clean(&req.server, 100),
+        clean(&req.params.message, 2000)
+    );
+    for f in &fields {
+        let description = f.description.as_deref().unwrap_or("");
+        let required = if f.required { " (required)" } else { "" };
+        eprintln!("  - {}{required} {description}", f.label);
+    }
+    let chosen = loop {
+        match asker
+            .line("accept, decline or cancel? [a/d/c] ", false)
+            .await
+        {
+            Read::Line(t) => match action(&t) {
+                Some(a) => break a,
+                None => eprintln!("type a, d or c"),
+            },
+            Read::Interrupted | Read::End => break "cancel",
+        }
+    };
+    match chosen {
+        "decline" => return ElicitResult::Decline,
+        "cancel" => return ElicitResult::Cancel,
+        _ => {}
+    }
+    // Each answer checked as it is typed (a wrong one asked again), the content made of all.
+    let mut answers = Vec::with_capacity(fields.len());
+    for f in &fields {
+        loop {
+            let text = match asker.line(&question(f), false).await {
+                Read::Line(t) => t,
+                Read::Interrupted | Read::End => return ElicitResult::Cancel,
+            };
+            match value(f, &text) {
+                Ok(_) => {
+                    answers.push(text);
+                    break;
+                }
+                Err(e) => eprintln!("{e}"),
+            }
+        }
+    }
+    let answers: Vec<&str> = answers.iter().map(String::as_str).collect();
+    match content(requested_schema, &answers) {
+        Ok(c) => ElicitResult::Accept(c),
+        Err(e) => {
+            eprintln!("{e}; cancelled");
+            ElicitResult::Cancel
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Map<String, Value> {
+        json!({"type": "object", "required": ["name", "age"], "properties": {
+            "name": {"type": "string", "title": "Your name", "description": "as on the card"},
+            "age": {"type": "integer"},
+            "ratio": {"type": "number", "default": 0.5},
+            "ok": {"type": "boolean"},
+            "color": {"type": "string", "enum": ["red", "green"], "enumNames": ["Red", "Green"]},
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"], "enumNames": ["A", "B", "C"]}, "default": ["b", "c"]}
+        }})
+        .as_object()
+        .cloned()
+        .unwrap()
+    }
+
+    #[test]
+    fn fields_follow_the_schema_with_required_and_defaults() {
+        let f = fields(&schema());
+        let names: Vec<&str> = f.iter().map(|f| f.name.as_str()).collect();
+        // Required first, as `required` lists them; then by name.
+        assert_eq!(
+            names,
+            ["name", "age", "color", "ok", "ratio", "size", "tags"]
+        );
+        assert_eq!(f[0].label, "Your name");
+        assert!(f[0].required && f[1].required && !f[2].required);
+        assert_eq!(f[1].kind, Kind::Integer);
+        assert_eq!(f[4].default, Some(json!(0.5)));
+        assert_eq!(f[3].kind, Kind::Boolean);
+        assert_eq!(
+            f[2].kind,
+            Kind::Choice(vec![
+                (json!("red"), "Red".into()),
+                (json!("green"), "Green".into())
+            ])
+        );
+        assert_eq!(
+            f[5].kind,
+            Kind::Choice(vec![
+                (json!("s"), "Small".into()),
+                (json!("l"), "Large".into())
+            ])
+        );
+        assert_eq!(question(&f[0]), "  Your name (text, required): ");
+        assert_eq!(question(&f[4]), "  ratio (number) [0.5]: ");
+        assert_eq!(question(&f[2]), "  color (1 Red, 2 Green): ");
+        assert_eq!(
+            question(&f[6]),
+            "  tags (any of, comma-separated: 1 A, 2 B, 3 C) [B, C]: "
+        );
+    }
+
+    #[test]
+    fn answers_are_typed_and_an_empty_one_leaves_the_field_to_its_default() {
+        let c = content(&schema(), &["Ada", "36", "2", "y", "", "Large", "1, c"]).unwrap();
+        assert_eq!(
+            Value::Object(c),
+            json!({"name": "Ada", "age": 36, "ok": true, "color": "green", "size": "l",
+                   "tags": ["a", "c"]})
+        );
+        let c = content(&schema(), &["Ada", "1", "red", "no", "0.25", "1"]).unwrap();
+        assert_eq!(c["ratio"], json!(0.25));
+        assert_eq!(c["ok"], json!(false));
+        assert_eq!(c["color"], json!("red"));
+        assert_eq!(c["size"], json!("s"));
+    }
+
+    #[test]
+    fn a_wrong_or_missing_answer_names_the_field() {
+        assert_eq!(
+            content(&schema(), &["", "1"]).unwrap_err(),
+            "Your name is required"
+        );
+        assert!(content(&schema(), &["A", "x"])
+            .unwrap_err()
+            .contains("age takes a whole number"));
+        assert!(content(&schema(), &["A", "1", "", "", "nan"])
+            .unwrap_err()
+            .contains("ratio takes a number"));
+        assert!(content(&schema(), &["A", "1", "", "maybe"])
+            .unwrap_err()
+            .contains("takes y or n"));
+        assert!(content(&schema(), &["A", "1", "3"])
+            .unwrap_err()
+            .contains("from 1 to 2"));
+        assert!(content(&schema(), &["A", "1", "", "", "", "", "a,d"])
+            .unwrap_err()
+            .contains("not `d`"));
+        assert!(fields(&Map::new()).is_empty());
+    }
+
+    #[test]
+    fn the_action_is_a_letter_or_a_word() {
+        assert_eq!(action(" A "), Some("accept"));
+        assert_eq!(action("decline"), Some("decline"));
+        assert_eq!(action("c"), Some("cancel"));
+        assert_eq!(action("x"), None);
+    }
+}

@@ -1,0 +1,287 @@
+//! `kaged-mcp shell` driven through a pipe (issue 37 point 11): `help` and `help VERB`, the
+//! verbs with the one-shot commands' arguments, failures on stderr in text mode and one JSON
+//! line each with `--json`, and `call`'s progress and notes as the one-shot `call` shows them.
+
+use common::cli::{project, shell};
+use common::peers;
+use serde_json::Value;
+
+use crate::common;
+
+fn demo_project(local: &str) -> tempfile::TempDir {
+    let demo = serde_json::to_string(&[env!("CARGO_BIN_EXE_kaged-mcp"), "demo-server"]).unwrap();
+    project(
+        &format!("mcp:\n  demo:\n    transport: stdio\n    command: {demo}\n"),
+        local,
+    )
+}
+
+/// Each stdout line as JSON.
+fn answers(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn help_lists_the_verbs_and_help_verb_shows_its_arguments() {
+    let d = demo_project("");
+    let o = shell(d.path(), &[], &["help", "help call", "call --help"]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    for verb in [
+        "tools [SERVER]...",
+        "describe <TOOL>",
+        "call [OPTIONS] <TOOL> [JSON]",
+        "status [SERVER]...",
+        "enable <SERVER>",
+        "ping [OPTIONS] [SERVER]",
+        "resources [SERVER]",
+        "read [OPTIONS] <SERVER> <URI>",
+        "prompts [SERVER]",
+        "prompt [OPTIONS] <SERVER> <NAME>",
+        "complete [OPTIONS] <SERVER> <ARGUMENT> <PREFIX>",
+        "skills [SERVER]",
+        "skill [OPTIONS] <SERVER> <NAME>",
+        "quit",
+    ] {
+        assert!(
+            o.stdout.lines().any(|l| l.trim_start().starts_with(verb)),
+            "{verb}: {}",
+            o.stdout
+        );
+    }
+    // `help call` and `call --help` are the same text, the one-shot `call`'s arguments.
+    let usage = "Usage: call [OPTIONS] <TOOL> [JSON]";
+    assert_eq!(o.stdout.matches(usage).count(), 2, "{}", o.stdout);
+    for arg in ["--args <JSON|@FILE|->", "--arg <KEY=VALUE>", "-q, --quiet"] {
+        assert_eq!(o.stdout.matches(arg).count(), 2, "{arg}: {}", o.stdout);
+    }
+
+    let o = shell(d.path(), &["--json"], &["help", "help ping", "help nope"]);
+    let a = answers(&o.stdout);
+    assert_eq!(a.len(), 3, "{}", o.stdout);
+    let names: Vec<&str> = a[0]["verbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"describe") && names.contains(&"skill"),
+        "{names:?}"
+    );
+    assert_eq!(a[1]["verb"], "ping");
+    assert!(
+        a[1]["help"].as_str().unwrap().contains("--count <N>"),
+        "{}",
+        a[1]
+    );
+    assert_eq!(a[2]["error"]["kind"], "usage", "{}", a[2]);
+}
+
+#[test]
+fn the_verbs_take_the_one_shot_commands_arguments() {
+    let d = demo_project("");
+    let o = shell(
+        d.path(),
+        &["--json"],
+        &[
+            r#"call mcp.demo.echo --args '{"message": "from args"}'"#,
+            "call mcp.demo.echo --arg 'message=two words' --arg pad=0",
+            r#"call mcp.demo.echo {"message": "unquoted json"}"#,
+            r#"call mcp.demo.echo '{"message": "x"}' --arg message=overridden"#,
+            "call mcp.demo.add --arg a=2 --arg b=3 --quiet",
+            "tools demo",
+            "status demo",
+            "describe mcp.demo.echo",
+            "ping demo -c 2 -i 0",
+        ],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let a = answers(&o.stdout);
+    assert_eq!(a.len(), 9, "{}", o.stdout);
+    assert_eq!(a[0]["content"][0]["text"], "Echo: from args", "{}", a[0]);
+    assert_eq!(a[1]["content"][0]["text"], "Echo: two words", "{}", a[1]);
+    assert_eq!(
+        a[2]["content"][0]["text"], "Echo: unquoted json",
+        "{}",
+        a[2]
+    );
+    assert_eq!(a[3]["content"][0]["text"], "Echo: overridden", "{}", a[3]);
+    assert_eq!(a[4]["structuredContent"]["sum"], 5.0, "{}", a[4]);
+    assert_eq!(a[5].as_array().unwrap().len(), 5, "{}", a[5]);
+    assert_eq!(a[6][0]["server"], "demo", "{}", a[6]);
+    assert_eq!(a[7]["name"], "mcp.demo.echo", "{}", a[7]);
+    assert_eq!(
+        (a[8]["sent"].clone(), a[8]["answered"].clone()),
+        (2.into(), 2.into())
+    );
+
+    // The same in text mode: the one-shot commands' text.
+    let o = shell(
+        d.path(),
+        &[],
+        &[
+            "describe mcp.demo.echo",
+            "ping demo -c 1 -i 0",
+            "tools demo",
+        ],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.contains("parameters:\n  NAME "), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("answer from demo: seq=1 time="),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("1 pings sent, 1 answered, 0% lost"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains("mcp.demo.echo(message: string, pad?: integer)"),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn failures_go_to_stderr_in_text_mode_and_are_one_json_line_with_json() {
+    let d = demo_project("");
+    let script = [
+        "frobnicate",
+        "call",
+        "call mcp.demo.echo --arg pad=x",
+        "call mcp.demo.echo --args -",
+        "call mcp.demo.nope",
+        "tools nosuch",
+        "describe mcp.demo.nope",
+        "call mcp.demo.echo 'unclosed",
+        r#"call mcp.demo.echo --arg message=still-alive"#,
+    ];
+    let o = shell(d.path(), &[], &script);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    // Only the last line answers on stdout.
+    assert_eq!(o.stdout, "Echo: still-alive\n", "{}", o.stderr);
+    let errors: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    assert_eq!(errors.len(), 8, "{}", o.stderr);
+    assert!(
+        errors[0].contains("unknown command `frobnicate`"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1].contains("<TOOL>") && errors[1].contains("`help call`"),
+        "{}",
+        errors[1]
+    );
+    assert!(
+        errors[2].contains("--arg pad: expected integer"),
+        "{}",
+        errors[2]
+    );
+    assert!(
+        errors[3].contains("stdin is the shell's input"),
+        "{}",
+        errors[3]
+    );
+    assert!(errors[4].contains("unknown tool"), "{}", errors[4]);
+    assert!(errors[5].contains("no server `nosuch`"), "{}", errors[5]);
+    assert!(
+        errors[6].contains("no tool `mcp.demo.nope`"),
+        "{}",
+        errors[6]
+    );
+    assert!(errors[7].contains("a quote is not closed"), "{}", errors[7]);
+
+    let o = shell(d.path(), &["--json"], &script);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let a = answers(&o.stdout);
+    assert_eq!(a.len(), script.len(), "{}", o.stdout);
+    let kinds: Vec<&str> = a[..8]
+        .iter()
+        .map(|v| v["error"]["kind"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "usage",
+            "usage",
+            "usage",
+            "usage",
+            "unknown_tool",
+            "unknown_server",
+            "unknown_tool",
+            "usage"
+        ]
+    );
+    assert_eq!(a[2]["error"]["tool"], "mcp.demo.echo", "{}", a[2]);
+    assert_eq!(a[8]["content"][0]["text"], "Echo: still-alive");
+}
+
+#[test]
+fn call_tells_a_truncated_result_and_an_error_result_on_stderr_as_the_one_shot_call() {
+    let d = demo_project("");
+    let config = d.path().join("config.toml");
+    std::fs::write(&config, "[mcp]\nresult_max_bytes = 20\n").unwrap();
+    let config = config.display().to_string();
+    let o = shell(
+        d.path(),
+        &["--config", &config, "--json"],
+        &[r#"call mcp.demo.add {"a":12345678,"b":1}"#],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let a = answers(&o.stdout);
+    assert_eq!(a[0]["truncated"], true, "{}", a[0]);
+    assert!(
+        o.stderr
+            .contains("note: the result was 26 bytes, over the cap of 20 bytes")
+            && o.stderr.contains("structuredContent kept whole"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn call_shows_the_servers_progress_on_stderr_unless_quiet() {
+    let Some(cmd) = peers::require(peers::everything_stdio(), "server-everything") else {
+        return;
+    };
+    let d = project(
+        &format!(
+            "mcp:\n  everything:\n    transport: stdio\n    command: {}\n",
+            serde_json::to_string(&cmd).unwrap()
+        ),
+        "",
+    );
+    let tool = "mcp.everything.trigger-long-running-operation";
+    let o = shell(
+        d.path(),
+        &[],
+        &[&format!("call {tool} --arg duration=1 --arg steps=4")],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let progress: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with(&format!("{tool}: ")))
+        .collect();
+    assert!(progress.len() >= 3, "{}", o.stderr);
+    assert!(progress.iter().any(|l| l.contains("/4")), "{}", o.stderr);
+    assert!(!o.stdout.contains(&format!("{tool}: ")), "{}", o.stdout);
+
+    let o = shell(
+        d.path(),
+        &[],
+        &[&format!("call {tool} --arg duration=1 --arg steps=2 -q")],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(!o.stderr.contains(&format!("{tool}: ")), "{}", o.stderr);
+}
