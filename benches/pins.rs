@@ -67,8 +67,10 @@ fn configs(tools: &[ToolInfo]) -> (Config, Config) {
     let bare = Sources::new(YAML).local(LOCAL).load().unwrap();
     let mut lock = Lock::new();
     let server = bare.project.server("bench").unwrap();
-    lock.servers
-        .insert("bench".into(), LockedServer::observe(server, None, tools));
+    lock.servers.insert(
+        "bench".into(),
+        LockedServer::observe(server.reached(), None, tools),
+    );
     let pinned = Sources::new(YAML)
         .local(LOCAL)
         .lock(lock.render())

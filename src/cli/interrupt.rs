@@ -138,7 +138,7 @@ impl Signals {
 /// the session it started down within [`INTERRUPT_SHUTDOWN`] (a second signal: at once),
 /// prints the line and returns 130 or 143. (`call` and `shell` handle interrupts themselves.)
 pub(super) fn block_on(body: impl Future<Output = u8>) -> u8 {
-    super::start::runtime().block_on(async {
+    runtime().block_on(async {
         let mut signals = Signals::listen();
         let out = signals.until(body).await;
         // The body is dropped by now: its requests in flight queued their cancellation.
@@ -179,6 +179,14 @@ fn started() -> &'static Mutex<Option<SessionCloser>> {
 /// interrupt shuts its servers down in order, whichever command was running.
 pub(super) fn remember(session: &Session) {
     *started().lock().unwrap_or_else(PoisonError::into_inner) = Some(session.closer());
+}
+
+/// The runtime every command runs its session on.
+pub(super) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime can always be built")
 }
 
 /// Ends a one-shot command's session: within [`ONE_SHOT_SHUTDOWN`].

@@ -17,13 +17,9 @@ pub(super) struct Who<'a> {
     pub(super) agent: Option<&'a str>,
 }
 
-/// The runtime every command runs its session on.
-pub(super) fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime can always be built")
-}
+/// The runtime every command runs its session on (the interrupt handling's, which needs it
+/// too).
+pub(super) use super::interrupt::runtime;
 
 /// Prints an error as the operator's line, `error: …`, and with `-v` its whole chain.
 pub(super) fn report(e: &Error, verbose: bool) {

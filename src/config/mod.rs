@@ -245,7 +245,12 @@ impl Sources {
             Some((file, text)) => match crate::pin::Lock::parse(text, file) {
                 Ok(lock) => Some(Arc::new(lock)),
                 Err(e) => {
-                    errors.push(e);
+                    errors.push(ConfigError::new(
+                        e.file,
+                        e.key_path,
+                        e.at.map(|(line, column)| Location { line, column }),
+                        e.message,
+                    ));
                     None
                 }
             },
@@ -300,6 +305,15 @@ impl Config {
             } else {
                 crate::pin::PinPolicy::Off
             })
+    }
+
+    /// What the lock says of server `key`, to judge its tools by ([`crate::pin`]).
+    pub fn server_pins<'a>(&'a self, key: &'a str) -> crate::pin::ServerPins<'a> {
+        crate::pin::ServerPins {
+            policy: self.pin_policy(key),
+            lock: self.lock.as_deref(),
+            server: key,
+        }
     }
 
     /// The per-call timeout of `server`: its `timeout_ms`, else the daemon default.
@@ -519,3 +533,6 @@ pub fn resolve_inside(project_root: &Path, rel: &Path, key: &str) -> Result<Path
     }
     Ok(real)
 }
+
+#[cfg(test)]
+mod pin_tests;

@@ -318,7 +318,9 @@ impl Dpop {
         key.proof(
             method,
             &htu(uri),
-            super::source::now(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
             nonce.as_deref(),
             ath,
         )

@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::canonical::{definition_of, digest, tool_digest};
-use crate::config::{ConfigError, Location, McpServerConfig, TransportConfig};
-use crate::protocol::uri::redact_uri;
 use crate::protocol::{InitializeResult, ToolInfo};
 
 /// The lock file's name, beside `project.yaml`.
@@ -96,32 +94,85 @@ impl LockedTool {
     }
 }
 
-/// How `server` is reached, as the lock records it: `(transport, command, url)`.
-pub(crate) fn reached(server: &McpServerConfig) -> (String, Option<Vec<String>>, Option<String>) {
-    let transport = server.transport.name().to_owned();
-    match &server.transport {
-        TransportConfig::Stdio(s) => (transport, Some(s.command.clone()), None),
-        TransportConfig::Sse(h) | TransportConfig::StreamableHttp(h) => (
-            transport,
-            None,
-            Some(redact_uri(h.url.as_str()).into_owned()),
-        ),
+/// How a server is reached, as the lock records it: its transport, and the command (stdio) or
+/// the URL without user info or query (remote) as configured. The configuration says it
+/// ([`McpServerConfig::reached`](crate::config::McpServerConfig::reached)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reached {
+    /// `stdio`, `sse` or `streamable-http`.
+    pub transport: String,
+    /// A stdio server's command and arguments.
+    pub command: Option<Vec<String>>,
+    /// A remote server's URL, redacted.
+    pub url: Option<String>,
+}
+
+impl Reached {
+    /// How a server is reached.
+    pub fn new(
+        transport: impl Into<String>,
+        command: Option<Vec<String>>,
+        url: Option<String>,
+    ) -> Self {
+        Self {
+            transport: transport.into(),
+            command,
+            url,
+        }
     }
 }
 
-impl LockedServer {
-    /// The lock entry of `server` as it answers now: how it is configured to be reached,
-    /// what its `initialize` (or `server/discover`) said, and every tool it lists.
-    pub fn observe(
-        server: &McpServerConfig,
-        init: Option<&InitializeResult>,
-        tools: &[ToolInfo],
-    ) -> Self {
-        let (transport, command, url) = reached(server);
+/// Why a lock file could not be read: the file, the key path, the line and column of
+/// malformed JSON, and the message. The configuration turns it into its own error (a lock
+/// that cannot be read is a configuration error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockError {
+    /// The file.
+    pub file: PathBuf,
+    /// Where in it (`servers.gh.tools.add.sha256`), empty for the whole file.
+    pub key_path: String,
+    /// `(line, column)`, 1-based, for malformed JSON.
+    pub at: Option<(usize, usize)>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl LockError {
+    fn new(file: &Path, key_path: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            transport,
-            command,
-            url,
+            file: file.to_path_buf(),
+            key_path: key_path.into(),
+            at: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some((line, column)) = self.at {
+            write!(f, ":{line}:{column}")?;
+        }
+        if !self.key_path.is_empty() {
+            write!(f, ": {}", self.key_path)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for LockError {}
+
+impl LockedServer {
+    /// The lock entry of a server reached as `reached` as it answers now: what its
+    /// `initialize` (or `server/discover`) said, and every tool it lists.
+    pub fn observe(reached: Reached, init: Option<&InitializeResult>, tools: &[ToolInfo]) -> Self {
+        Self {
+            transport: reached.transport,
+            command: reached.command,
+            url: reached.url,
             server: init.map(|i| LockedIdentity {
                 name: i.server_info.name.clone(),
                 version: i.server_info.version.clone(),
@@ -132,12 +183,6 @@ impl LockedServer {
                 .map(|t| (t.name.clone(), LockedTool::of(t)))
                 .collect(),
         }
-    }
-
-    /// Whether `server` is reached as this entry says (transport, command or URL).
-    pub fn reached_as(&self, server: &McpServerConfig) -> bool {
-        let (transport, command, url) = reached(server);
-        self.transport == transport && self.command == command && self.url == url
     }
 }
 
@@ -153,23 +198,19 @@ impl Lock {
     /// Parses the text of `file`, checking every digest against its definition.
     ///
     /// # Errors
-    /// A [`ConfigError`] naming the file, the key path and (for malformed JSON) the line:
+    /// A [`LockError`] naming the file, the key path and (for malformed JSON) the line:
     /// not JSON, an unknown key, a version this build does not read, a digest that does not
     /// match its definition (the file was edited by hand), a definition whose `name` is not
     /// its key.
-    pub fn parse(text: &str, file: &Path) -> Result<Self, ConfigError> {
-        let lock: Lock = serde_json::from_str(text).map_err(|e| {
-            let at = (e.line() > 0).then(|| Location {
-                line: e.line(),
-                column: e.column(),
-            });
-            ConfigError::new(file, "", at, format!("is not a valid lock file: {e}"))
+    pub fn parse(text: &str, file: &Path) -> Result<Self, LockError> {
+        let lock: Lock = serde_json::from_str(text).map_err(|e| LockError {
+            at: (e.line() > 0).then(|| (e.line(), e.column())),
+            ..LockError::new(file, "", format!("is not a valid lock file: {e}"))
         })?;
         if lock.version != LOCK_VERSION {
-            return Err(ConfigError::new(
+            return Err(LockError::new(
                 file,
                 "version",
-                None,
                 format!(
                     "version {} is not one this kaged-mcp reads ({LOCK_VERSION}); write it again \
                      with `kaged-mcp lock`",
@@ -181,18 +222,16 @@ impl Lock {
             for (name, tool) in &server.tools {
                 let path = format!("servers.{key}.tools.{name}");
                 if tool.definition.get("name").and_then(Value::as_str) != Some(name) {
-                    return Err(ConfigError::new(
+                    return Err(LockError::new(
                         file,
                         format!("{path}.definition.name"),
-                        None,
                         format!("the definition's `name` is not `{name}`, its key"),
                     ));
                 }
                 if digest(&tool.definition) != tool.sha256 {
-                    return Err(ConfigError::new(
+                    return Err(LockError::new(
                         file,
                         format!("{path}.sha256"),
-                        None,
                         "does not match the definition beside it (was the file edited by \
                          hand?); review it and write it again with `kaged-mcp lock`",
                     ));
@@ -207,8 +246,8 @@ impl Lock {
     /// # Errors
     /// As [`parse`](Self::parse), and when the file exists but cannot be read, is a directory
     /// or is larger than [`MAX_LOCK_BYTES`].
-    pub fn read(path: &Path) -> Result<Option<Self>, ConfigError> {
-        let fail = |msg: String| ConfigError::new(path, "", None, msg);
+    pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
+        let fail = |msg: String| LockError::new(path, "", msg);
         let meta = match std::fs::metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

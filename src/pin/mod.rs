@@ -23,13 +23,13 @@ use std::str::FromStr;
 pub use self::canonical::{canonical_bytes, definition_of, digest, tool_digest, PINNED_FIELDS};
 pub use self::diff::{changed_fields, changes, write_changes, Change, MAX_CHANGES};
 pub use self::lockfile::{
-    Lock, LockedIdentity, LockedServer, LockedTool, LOCK_FILE, LOCK_VERSION, MAX_LOCK_BYTES,
+    Lock, LockError, LockedIdentity, LockedServer, LockedTool, Reached, LOCK_FILE, LOCK_VERSION,
+    MAX_LOCK_BYTES,
 };
 pub use self::report::{
     identity_differences, LockReport, ServerReport, ServerState, ToolReport, ToolState,
 };
 
-use crate::config::Config;
 use crate::protocol::ToolInfo;
 
 /// How a server's catalog is held to `mcp.lock`: `pins` under `[mcp.<key>]` in local.toml,
@@ -142,7 +142,8 @@ impl Verdict {
     }
 }
 
-/// What the project's lock says of one server, to judge its tools by.
+/// What the project's lock says of one server, to judge its tools by
+/// ([`Config::server_pins`](crate::config::Config::server_pins)).
 #[derive(Debug, Clone, Copy)]
 pub struct ServerPins<'a> {
     /// The server's policy.
@@ -154,15 +155,6 @@ pub struct ServerPins<'a> {
 }
 
 impl<'a> ServerPins<'a> {
-    /// The pins of server `key` in `config`.
-    pub fn of(config: &'a Config, key: &'a str) -> Self {
-        Self {
-            policy: config.pin_policy(key),
-            lock: config.lock.as_deref(),
-            server: key,
-        }
-    }
-
     /// The lock's entry for the server.
     pub fn entry(&self) -> Option<&'a LockedServer> {
         self.lock.and_then(|l| l.servers.get(self.server))
@@ -196,6 +188,3 @@ impl<'a> ServerPins<'a> {
         self.policy == PinPolicy::Enforce && verdict.differs()
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::config::{Config, McpServerConfig, TaskMode};
-use crate::pin::ServerPins;
+
 use crate::protocol::{TaskSupport, ToolInfo};
 use crate::registry::{check_tool_name, McpTool, ServerCatalog, ToolDefinition, ToolSource};
 use crate::validate::{ToolSchemas, Validation};
@@ -44,7 +44,7 @@ pub fn rebuild_catalog(
     let mode = overrides.tasks;
     let trust = overrides.trust_annotations;
     let validation = overrides.validate;
-    let pins = ServerPins::of(config, &server.key);
+    let pins = config.server_pins(&server.key);
     let mut catalog = ServerCatalog::default();
     for t in tools {
         if let Err(why) = check_tool_name(&t.name) {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::config::{Config, McpServerConfig};
-use crate::pin::{LockedServer, PinPolicy, ServerPins, Verdict};
+use crate::pin::{LockedServer, PinPolicy, Verdict};
 use crate::protocol::InitializeResult;
 use crate::registry::ServerCatalog;
 
@@ -104,11 +104,11 @@ pub(super) fn announce_server(
     init: Option<&InitializeResult>,
     hook: Option<&OnPinEvent>,
 ) {
-    let pins = ServerPins::of(config, &server.key);
+    let pins = config.server_pins(&server.key);
     let Some(locked) = pins.entry().filter(|_| pins.policy != PinPolicy::Off) else {
         return;
     };
-    let now = LockedServer::observe(server, init, &[]);
+    let now = LockedServer::observe(server.reached(), init, &[]);
     let differences = crate::pin::identity_differences(locked, &now);
     if differences.is_empty() {
         return;
@@ -153,7 +153,7 @@ impl super::Session {
                     .map_or_else(|| "did not start".to_owned(), |f| f.reason)),
                 Some(client) => match client.list_tools().await {
                     Ok(tools) => Ok(LockedServer::observe(
-                        &server.config,
+                        server.config.reached(),
                         client.initialize_result().as_deref(),
                         &tools,
                     )),

@@ -46,6 +46,25 @@ pub struct ProjectConfig {
     pub agents: AgentGrants,
 }
 
+impl McpServerConfig {
+    /// How the server is reached, as `mcp.lock` records it ([`crate::pin`]): the transport,
+    /// and the command (stdio) or the URL without user info or query.
+    pub fn reached(&self) -> crate::pin::Reached {
+        match &self.transport {
+            TransportConfig::Stdio(s) => {
+                crate::pin::Reached::new(self.transport.name(), Some(s.command.clone()), None)
+            }
+            TransportConfig::Sse(h) | TransportConfig::StreamableHttp(h) => {
+                crate::pin::Reached::new(
+                    self.transport.name(),
+                    None,
+                    Some(crate::protocol::uri::redact_uri(h.url.as_str()).into_owned()),
+                )
+            }
+        }
+    }
+}
+
 impl ProjectConfig {
     /// The server declared under `key`.
     pub fn server(&self, key: &str) -> Option<&McpServerConfig> {

@@ -1,5 +1,9 @@
-use super::*;
-use crate::config::Sources;
+//! Pinning as the configuration sets it: the policy's default and overrides, the lock read
+//! with the files, a corrupt lock an error (the verdicts themselves are `crate::pin`'s).
+
+use crate::config::{Config, Sources};
+use crate::pin::{Lock, LockedServer, PinPolicy, ServerPins, Verdict};
+use crate::protocol::ToolInfo;
 use serde_json::json;
 
 fn tool(description: &str) -> ToolInfo {
@@ -19,8 +23,10 @@ fn lock_of(tools: &[ToolInfo]) -> Lock {
     let mut lock = Lock::new();
     let c = config("", None);
     let server = c.project.server("mm").unwrap();
-    lock.servers
-        .insert("mm".into(), LockedServer::observe(server, None, tools));
+    lock.servers.insert(
+        "mm".into(),
+        LockedServer::observe(server.reached(), None, tools),
+    );
     lock
 }
 
@@ -28,7 +34,7 @@ fn lock_of(tools: &[ToolInfo]) -> Lock {
 fn verdicts_by_policy_and_lock() {
     let lock = lock_of(&[tool("Adds.")]);
     let c = config("", Some(&lock));
-    let pins = ServerPins::of(&c, "mm");
+    let pins = c.server_pins("mm");
     assert_eq!(
         pins.policy,
         PinPolicy::Enforce,
@@ -55,17 +61,17 @@ fn verdicts_by_policy_and_lock() {
     );
 
     let warn = config("[mcp.mm]\npins = \"warn\"\n", Some(&lock));
-    let pins = ServerPins::of(&warn, "mm");
+    let pins = warn.server_pins("mm");
     assert!(!pins.holds(&changed), "warn registers everything");
 
     let off = config("[mcp.mm]\npins = \"off\"\n", Some(&lock));
-    assert_eq!(ServerPins::of(&off, "mm").verdict(&new), Verdict::Unpinned);
+    assert_eq!(off.server_pins("mm").verdict(&new), Verdict::Unpinned);
 
     // No lock: nothing pinned, unless a policy asks for it (then every tool is held).
     let none = config("", None);
-    assert_eq!(ServerPins::of(&none, "mm").verdict(&new), Verdict::Unpinned);
+    assert_eq!(none.server_pins("mm").verdict(&new), Verdict::Unpinned);
     let asked = config("[mcp.mm]\npins = \"enforce\"\n", None);
-    let pins = ServerPins::of(&asked, "mm");
+    let pins = asked.server_pins("mm");
     assert_eq!(pins.verdict(&new), Verdict::NoLock);
     assert!(pins.holds(&Verdict::NoLock));
 }
