@@ -1,14 +1,14 @@
 //! DPoP (RFC 9449, MCP SEP-1932): tokens bound to a per-server P-256 key, proven on each
 //! request.
 //!
-//! [`Dpop`] is a server's key and the nonces its servers asked for. The key is made on first
+//! `Dpop` is a server's key and the nonces its servers asked for. The key is made on first
 //! use and kept beside the server's token file (`<server>-<hash>.dpop-key`, a PKCS#8 PEM,
 //! `0600`, written atomically by the token store); `kaged-mcp auth logout` removes it with the
 //! tokens. A proof is a compact JWS, ES256, with the header `{"typ":"dpop+jwt","alg":"ES256",
 //! "jwk":<the public key>}` and the claims `jti` (random), `htm`, `htu` (the request URI without
 //! its query and fragment), `iat`, `nonce` once the server gave one, and on a resource request
 //! `ath`, the base64url SHA-256 of the access token. The token endpoint gets a proof from the
-//! OAuth HTTP client ([`OAuthHttp`](super::http::OAuthHttp)), the MCP server one from the auth
+//! OAuth HTTP client (`OAuthHttp`), the MCP server one from the auth
 //! layer (through [`TokenSource::proof`](kaged_mcp_layers::auth::TokenSource::proof)), since
 //! only there the request's method and URL are known.
 //!

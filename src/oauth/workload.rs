@@ -6,10 +6,10 @@
 //! JWS whose header and claims are JSON, and one whose `exp` has passed is refused before it is
 //! sent. The token endpoint's answer is read with the `oauth2` crate's types, and a refusal
 //! (`invalid_grant`, `invalid_scope`, `unauthorized_client`, ...) comes back as a
-//! [`GrantError`] naming the endpoint and the error. The source remembers the digest of a
+//! `GrantError` naming the endpoint and the error. The source remembers the digest of a
 //! refused assertion and never sends it again: only a rotated file is tried.
 //!
-//! No assertion reaches a log, a `Debug` or an error: [`Assertion`] prints `***`, and errors
+//! No assertion reaches a log, a `Debug` or an error: `Assertion` prints `***`, and errors
 //! name the file, never its content.
 
 use std::fmt;

@@ -21,7 +21,7 @@
 //! Server names become valid keys (lower case, other characters as `-`, `mcp-` in front of a
 //! name that does not start with a letter, at most 32 characters, `-2`, `-3` for repeats); a
 //! key the project already declares is skipped, never overwritten, and so is every server
-//! past [`MAX_SERVERS`]. [`write`] turns a plan into the texts of `project.yaml` and
+//! past [`MAX_SERVERS`]. [`mod@write`] turns a plan into the texts of `project.yaml` and
 //! `local.toml`, adding to the existing ones; nothing here touches a file.
 //!
 //! # Example

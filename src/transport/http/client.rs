@@ -82,7 +82,8 @@ pub(crate) fn client(
 /// Sends `req` through `client` and reads its whole answer, at most `max_body` bytes of it;
 /// the error as one line of text (the error and its sources). For the requests the crate
 /// makes outside a session (OAuth's, the CLI's OTLP exports): an MCP session streams its
-/// answers instead. The caller bounds the time.
+/// answers instead. The caller bounds the time. (Only those features call it.)
+#[cfg_attr(not(any(feature = "oauth", feature = "otlp")), allow(dead_code))]
 pub(crate) async fn fetch(
     client: HttpService,
     req: Request<Full<Bytes>>,
