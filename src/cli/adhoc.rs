@@ -82,7 +82,7 @@ pub(crate) enum AdhocTransport {
 }
 
 /// One server given on the command line instead of a project.
-#[derive(Debug, Args)]
+#[derive(Args)]
 pub(crate) struct AdhocArgs {
     /// An ad-hoc remote server at URL, without a project (Streamable HTTP, or legacy SSE with
     /// `--transport sse`). An ad-hoc stdio server is the command after `--`:
@@ -117,6 +117,27 @@ pub(crate) struct AdhocArgs {
     /// and its arguments (taken apart before clap parses the rest, see [`split_command`]).
     #[arg(skip)]
     pub(crate) command: Vec<String>,
+}
+
+/// Header values are secrets: `Debug` shows their names only.
+impl std::fmt::Debug for AdhocArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self
+            .headers
+            .iter()
+            .map(|h| h.split_once(':').map_or("(malformed)", |(n, _)| n.trim()))
+            .collect();
+        f.debug_struct("AdhocArgs")
+            .field(
+                "url",
+                &self.url.as_deref().map(crate::protocol::uri::redact_uri),
+            )
+            .field("headers", &names)
+            .field("transport", &self.transport)
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .finish()
+    }
 }
 
 /// The command line split at its first `--`: what clap parses, and an ad-hoc stdio server's
@@ -363,5 +384,32 @@ mod tests {
         a.name = Some("Bad Name".into());
         let f = adhoc_config(&a, &no_project()).unwrap_err();
         assert!(f.message().contains("server key"), "{}", f.message());
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_header_names_never_values() {
+        let args = AdhocArgs {
+            url: Some("https://u:pw@example.com/mcp?key=k1".into()),
+            headers: vec![
+                "Authorization: Bearer sk-secret-1".into(),
+                "X-Api-Key:k2".into(),
+            ],
+            transport: None,
+            name: None,
+            command: Vec::new(),
+        };
+        let shown = format!("{args:?}");
+        for secret in ["sk-secret-1", "k2", "pw", "k1"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.contains("Authorization") && shown.contains("X-Api-Key"),
+            "{shown}"
+        );
     }
 }

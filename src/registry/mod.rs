@@ -31,6 +31,8 @@ use crate::Error;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct McpTool {
+    /// The tool's name as its server knows it, shared with every call (no copy per call).
+    pub name: Arc<str>,
     /// The catalog entry.
     pub definition: ToolDefinition,
     /// Whether a failed call may be sent again: the tool declares `idempotentHint` or
@@ -310,11 +312,9 @@ impl ToolRegistry {
                         },
                     });
                 };
-                let name: Arc<str> =
-                    Arc::from(t.definition.mcp_tool_name.as_deref().unwrap_or_default());
                 (
                     entry.stack.clone(),
-                    name,
+                    Arc::clone(&t.name),
                     t.retry_safe,
                     t.schemas.clone(),
                     t.task,

@@ -130,6 +130,7 @@ pub fn rebuild_catalog(
         catalog.tools.insert(
             full,
             McpTool {
+                name: Arc::from(t.name.as_str()),
                 definition,
                 retry_safe,
                 schemas,

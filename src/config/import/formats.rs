@@ -10,13 +10,22 @@ use serde_json::{Map, Value};
 
 use super::{Format, ImportError};
 
-/// One server entry of the file, in the common shape.
-#[derive(Debug, Clone)]
+/// One server entry of the file, in the common shape. `Debug` shows its name only: the entry
+/// holds the file's secrets (`env` values, headers).
+#[derive(Clone)]
 pub(super) struct Foreign {
     /// Its name in the file.
     pub(super) name: String,
     /// Its entry (anything: checked by the converter).
     pub(super) entry: Value,
+}
+
+impl std::fmt::Debug for Foreign {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Foreign")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a file holds.
