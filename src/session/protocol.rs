@@ -238,18 +238,16 @@ impl Session {
             .list_skills()
             .await
             .map_err(|e| request_error(server, ListSkills::METHOD, e))?;
-        // The project's `skills:` filter of the server: what it keeps out is not listed.
-        if listed
-            .iter()
-            .all(|s| self.skill_rule(server, s.name()).is_none())
-        {
-            return Ok(listed);
-        }
-        Ok(listed
+        // The project's `skills:` filter of the server: what it keeps out is not listed (the
+        // cached list is handed on as it is when the filter keeps everything).
+        let kept: Vec<&SkillEntry> = listed
             .iter()
             .filter(|s| self.skill_rule(server, s.name()).is_none())
-            .cloned()
-            .collect())
+            .collect();
+        if kept.len() == listed.len() {
+            return Ok(listed);
+        }
+        Ok(kept.into_iter().cloned().collect())
     }
 
     /// The skill `name` of `server`, loaded: its `SKILL.md` read and verified (size, digest,
