@@ -6,7 +6,7 @@
 //! benchmark resets this process's peak resident set (`/proc/self/clear_refs`) just before the
 //! call, reads `VmHWM` from `/proc/self/status` after it, and checks that:
 //!
-//! - the call ends with [`ClientError::FrameTooLarge`] naming the server, the limit and the
+//! - the call ends with [`ErrorKind::FrameTooLarge`](kaged_mcp::client::ErrorKind::FrameTooLarge) naming the server, the limit and the
 //!   request (a clear error, not a hang or a crash);
 //! - the peak resident set stays under 64 MiB;
 //! - the stream stays in sync: the next call on the same session succeeds.
@@ -103,8 +103,8 @@ async fn run() -> Result<(), String> {
         Err(e) => e,
     };
     let detail = match ClientError::find(&*err) {
-        Some(e @ ClientError::FrameTooLarge { .. }) => e.to_string(),
-        _ => return Err(format!("expected ClientError::FrameTooLarge, got: {err}")),
+        Some(e) if e.kind() == kaged_mcp::client::ErrorKind::FrameTooLarge => e.to_string(),
+        _ => return Err(format!("expected a FrameTooLarge ClientError, got: {err}")),
     };
     println!(
         "line of {bytes} bytes ({} MiB) poured in {elapsed:.2?}",

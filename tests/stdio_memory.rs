@@ -8,7 +8,7 @@
 #[path = "common/peers.rs"]
 mod peers;
 
-use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ToolCall};
+use kaged_mcp::client::{ClientError, ClientOptions, ErrorKind, McpClient, ToolCall};
 use kaged_mcp::protocol::RequestId;
 use kaged_mcp::transport::{StdioConfig, StdioTransport, DEFAULT_FRAME_LIMIT};
 use kaged_mcp_layers::retry::NotSent;
@@ -67,22 +67,15 @@ async fn memory_stays_bounded_for_a_huge_line_and_stderr_floods() {
     let err = client.clone().oneshot(huge).await.unwrap_err();
     let grew = peak_rss().saturating_sub(before);
     assert!(!NotSent::in_chain(&*err));
-    match ClientError::find(&*err).expect("a ClientError") {
-        ClientError::FrameTooLarge {
-            server,
-            limit,
-            len,
-            request,
-        } => {
-            assert_eq!(&**server, "faulty-huge");
-            assert_eq!(*limit, DEFAULT_FRAME_LIMIT);
-            assert!(*len > 100 * MIB, "{len}");
-            let request = request.as_ref().expect("the id was found in the line");
-            assert_eq!(request.method, "tools/call");
-            assert!(matches!(request.id, RequestId::Number(_)));
-        }
-        other => panic!("{other}"),
-    }
+    let failed = ClientError::find(&*err).expect("a ClientError");
+    assert_eq!(failed.kind(), ErrorKind::FrameTooLarge, "{failed}");
+    assert_eq!(failed.server(), "faulty-huge");
+    assert_eq!(failed.limit(), Some(DEFAULT_FRAME_LIMIT));
+    let len = failed.frame_len().unwrap();
+    assert!(len > 100 * MIB, "{len}");
+    let request = failed.request().expect("the id was found in the line");
+    assert_eq!(request.method, "tools/call");
+    assert!(matches!(request.id, RequestId::Number(_)));
     eprintln!(
         "huge line: peak grew by {} KiB (reset {can_reset})",
         grew / 1024

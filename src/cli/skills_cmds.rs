@@ -7,7 +7,6 @@ use std::io::Write;
 use clap::Args;
 use serde_json::json;
 
-use crate::client::ClientError;
 use crate::session::Session;
 use crate::Error;
 
@@ -191,10 +190,7 @@ async fn load(session: &Session, args: &SkillArgs) -> Result<crate::client::Skil
 /// skill naming its check; exit 2 for an undeclared server, 1 otherwise.
 fn failure(e: &Error) -> Failure {
     let check = match e {
-        Error::Request { source, .. } => match &**source {
-            ClientError::SkillRefused { check, .. } => Some(check.as_str()),
-            _ => None,
-        },
+        Error::Request { source, .. } => source.skill_check().map(|(check, ..)| check.as_str()),
         _ => None,
     };
     let code = match e {

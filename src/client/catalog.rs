@@ -6,6 +6,7 @@
 
 use super::router::Router;
 use super::*;
+use crate::client::ErrorKind;
 use crate::protocol::method::ToolsListChanged;
 use crate::protocol::ListToolsResult;
 
@@ -40,9 +41,9 @@ impl McpClient {
     /// is in the stack's statistics: whoever keeps the catalog keeps the old one.
     ///
     /// # Errors
-    /// [`ClientError::Pagination`] when a cursor comes back twice, after more than
+    /// [`ErrorKind::Pagination`](crate::client::ErrorKind::Pagination) when a cursor comes back twice, after more than
     /// [`MAX_TOOL_PAGES`] pages or more than [`MAX_TOOLS`] tools;
-    /// [`ClientError::RequestTimeout`] when a page is not answered in time; any error of the
+    /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout) when a page is not answered in time; any error of the
     /// session.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
         let listed = self.list_tools_unnoted().await;
@@ -50,10 +51,8 @@ impl McpClient {
         // which stays as it is.
         let fail_fast = |e: &ClientError| {
             matches!(
-                e,
-                ClientError::ServerFailed { .. }
-                    | ClientError::BackingOff { .. }
-                    | ClientError::Disabled { .. }
+                e.kind(),
+                ErrorKind::ServerFailed | ErrorKind::BackingOff | ErrorKind::Disabled
             )
         };
         if let Some(e) = listed.as_ref().err().filter(|e| !fail_fast(e)) {

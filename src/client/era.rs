@@ -19,7 +19,7 @@
 //!   legacy is not probed again at a restart, unless a start in that era fails.
 //! - **`legacy`**: `initialize` at once, no probe (what round 1 did).
 //! - **`modern`**: `server/discover` must answer as a modern server, else the start fails with
-//!   [`ClientError::NotModern`].
+//!   [`ErrorKind::NotModern`](crate::client::ErrorKind::NotModern).
 //!
 //! The 2024-11-05 HTTP+SSE transport carries only legacy revisions
 //! ([`Transport::speaks_modern`](crate::transport::Transport::speaks_modern)): `auto` means
@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use super::error::ClientError;
 use super::rpc::RpcSession;
+use crate::client::Kind;
 use crate::protocol::lifecycle::unnamed_server;
 use crate::protocol::modern::{
     choose_version, is_modern_error, is_supported_modern_version, ModernMeta,
@@ -90,15 +91,16 @@ pub(crate) async fn probe(
     let (id, rx) = match session.discover(meta) {
         Ok(sent) => sent,
         // The server exited before the probe could be written: as if it exited on it.
-        Err(e) => match session.exit_behind(e).await {
-            ClientError::Exited { reason, .. } => {
-                return Probe::Legacy {
+        Err(e) => {
+            let e = session.exit_behind(e).await;
+            return match e.parts() {
+                Kind::Exited { reason, .. } => Probe::Legacy {
                     why: format!("the server {reason} before server/discover"),
                     closed: true,
-                }
-            }
-            e => return Probe::Failed(e),
-        },
+                },
+                _ => Probe::Failed(e),
+            };
+        }
     };
     let answer = match tokio::time::timeout(timeout, rx).await {
         Err(_) => {
@@ -131,12 +133,19 @@ pub(crate) async fn probe(
             let supported = discover.supported_versions.clone();
             from_versions(server, &supported, Some(discover))
         }
-        Err(ClientError::JsonRpc {
+        Err(e) => refused(server, e),
+    }
+}
+
+/// What a probe answered with an error says about the server's era.
+fn refused(server: &Arc<str>, e: ClientError) -> Probe {
+    match e.parts() {
+        Kind::JsonRpc {
             code,
             message,
             data,
-            ..
-        }) => {
+        } => {
+            let code = *code;
             if code == UNSUPPORTED_PROTOCOL_VERSION {
                 let supported: Vec<String> = data
                     .as_ref()
@@ -146,13 +155,15 @@ pub(crate) async fn probe(
                 return from_versions(server, &supported, None);
             }
             if is_modern_error(code) {
-                return Probe::Failed(ClientError::ProtocolViolation {
-                    server: Arc::clone(server),
-                    request: None,
-                    detail: format!(
-                        "server/discover was refused with modern error {code}: {message}"
-                    ),
-                });
+                return Probe::Failed(ClientError::new(
+                    Arc::clone(server),
+                    None,
+                    Kind::ProtocolViolation {
+                        detail: format!(
+                            "server/discover was refused with modern error {code}: {message}"
+                        ),
+                    },
+                ));
             }
             Probe::Legacy {
                 why: format!("server/discover was answered error {code}: {message}"),
@@ -163,7 +174,7 @@ pub(crate) async fn probe(
         // its body: that would have come as a JSON-RPC error above) is a legacy one. One that
         // could not be reached, an authorization that failed, a 401/403: no answer about the
         // era, the start fails as any would.
-        Err(ClientError::SendFailed { failure, .. })
+        Kind::SendFailed { failure }
             if !failure.is_permanent()
                 && failure
                     .http_status()
@@ -180,29 +191,26 @@ pub(crate) async fn probe(
         }
         // `202 Accepted` to a request is no 2026-07-28 answer (a modern server answers on the
         // response); a legacy server may mean to answer on its GET stream after `initialize`.
-        Err(ClientError::SendFailed { failure, .. }) if failure.http_status() == Some(202) => {
-            Probe::Legacy {
-                why: format!(
-                    "server/discover was accepted without an answer (202): {}",
-                    failure.message()
-                ),
-                closed: false,
-            }
-        }
-        Err(e @ ClientError::SendFailed { .. }) => Probe::Failed(e),
-        Err(ClientError::Exited { reason, .. }) => Probe::Legacy {
+        Kind::SendFailed { failure } if failure.http_status() == Some(202) => Probe::Legacy {
+            why: format!(
+                "server/discover was accepted without an answer (202): {}",
+                failure.message()
+            ),
+            closed: false,
+        },
+        Kind::Exited { reason, .. } => Probe::Legacy {
             why: format!("the server {reason} on server/discover"),
             closed: true,
         },
-        Err(ClientError::ConnectionClosed { detail, .. }) => Probe::Legacy {
+        Kind::ConnectionClosed { detail } => Probe::Legacy {
             why: format!("the connection closed on server/discover: {detail}"),
             closed: true,
         },
-        Err(e @ ClientError::ProtocolViolation { .. }) => Probe::Legacy {
+        Kind::ProtocolViolation { .. } => Probe::Legacy {
             why: format!("server/discover was not answered with a DiscoverResult ({e})"),
             closed: false,
         },
-        Err(e) => Probe::Failed(e),
+        _ => Probe::Failed(e),
     }
 }
 
@@ -235,10 +243,13 @@ fn from_versions(
             ),
             closed: false,
         },
-        None => Probe::Failed(ClientError::NoCommonVersion {
-            server: Arc::clone(server),
-            supported: supported.to_vec(),
-        }),
+        None => Probe::Failed(ClientError::new(
+            Arc::clone(server),
+            None,
+            Kind::NoCommonVersion {
+                supported: supported.to_vec(),
+            },
+        )),
     }
 }
 
@@ -274,7 +285,7 @@ mod tests {
         ));
         assert!(matches!(
             from_versions(&s, &v(&["2027-01-01"]), None),
-            Probe::Failed(ClientError::NoCommonVersion { .. })
+            Probe::Failed(e) if e.kind() == crate::client::ErrorKind::NoCommonVersion
         ));
     }
 }

@@ -15,6 +15,7 @@ use super::error::{ClientError, RequestRef};
 use super::mrtr::{self, MAX_INPUT_ROUNDS};
 use super::rpc::{CallGuard, InputRetry, RpcSession};
 use super::tasks;
+use crate::client::Kind;
 use crate::protocol::{CallAnswer, ToolResult};
 
 /// The future of [`McpClient::call`](super::McpClient): waits for the server to be ready if it
@@ -131,20 +132,24 @@ impl ResponseFuture {
                 return Some(Err(e.boxed(resend)));
             }
             Err(_) => {
-                let e = ClientError::ConnectionClosed {
-                    server: Arc::clone(&session.server),
-                    request: None,
-                    detail: "the session ended without answering".into(),
-                };
+                let e = ClientError::new(
+                    Arc::clone(&session.server),
+                    None,
+                    Kind::ConnectionClosed {
+                        detail: "the session ended without answering".into(),
+                    },
+                );
                 return Some(Err(e.boxed(false)));
             }
         };
         if self.rounds == MAX_INPUT_ROUNDS {
-            let e = ClientError::InputRounds {
-                server: Arc::clone(&session.server),
-                request,
-                rounds: self.rounds,
-            };
+            let e = ClientError::new(
+                Arc::clone(&session.server),
+                Some(request),
+                Kind::InputRounds {
+                    rounds: self.rounds,
+                },
+            );
             return Some(Err(e.boxed(false)));
         }
         self.rounds += 1;
@@ -194,12 +199,14 @@ impl Future for ResponseFuture {
                         Ok(Ok(session)) => this.sent(&session, None),
                         Ok(Err(e)) => State::Failed(Some(e.boxed(true))),
                         Err(_) => State::Failed(Some(
-                            ClientError::ConnectionClosed {
-                                server: Arc::clone(server),
-                                request: None,
-                                detail: "the client was dropped while the server was starting"
-                                    .into(),
-                            }
+                            ClientError::new(
+                                Arc::clone(server),
+                                None,
+                                Kind::ConnectionClosed {
+                                    detail: "the client was dropped while the server was starting"
+                                        .into(),
+                                },
+                            )
                             .boxed(true),
                         )),
                     };

@@ -6,14 +6,14 @@
 //! stack ([`super::server_requests`]) as one, under its key as the id:
 //! - `sampling/createMessage` is refused by `RejectSampling` (ADR-0043 §6), counted and logged;
 //!   MRTR has no error answer for one input, so the refusal ends the call with
-//!   [`ClientError::InputRefused`] and the call is not retried (a server must not assume a
+//!   [`ErrorKind::InputRefused`](crate::client::ErrorKind::InputRefused) and the call is not retried (a server must not assume a
 //!   client fulfils its input requests);
 //! - `elicitation/create` goes to the elicitation handler when one is plugged in; without one
 //!   it is declined (`{"action": "decline"}`), and the call goes on: the server decides what a
 //!   declined elicitation means;
 //! - anything else (`roots/list`, an unknown method) goes to the embedder's server-request
 //!   handler; when it refuses (the default handler refuses every method but `ping`), the call
-//!   ends with [`ClientError::InputRefused`].
+//!   ends with [`ErrorKind::InputRefused`](crate::client::ErrorKind::InputRefused).
 //!
 //! The answers and the server's `requestState` (echoed unchanged) go on a retry of the call
 //! with a new request id ([`ResponseFuture`](super::ResponseFuture)), at most
@@ -29,6 +29,7 @@ use tower::ServiceExt;
 use super::error::{ClientError, RequestRef};
 use super::rpc::{CallGuard, InputRetry, Receiver, RpcSession};
 use super::server_requests::to_jsonrpc_error;
+use crate::client::Kind;
 use crate::protocol::answer::Answer;
 use crate::protocol::method::{CreateElicitation, Request, ServerRequestKind as _};
 use crate::protocol::{InputRequired, RequestId, ServerRequest};
@@ -60,11 +61,11 @@ where
             Answer::InputRequired(asked) => asked,
         };
         if rounds == MAX_INPUT_ROUNDS {
-            return Err(ClientError::InputRounds {
-                server: Arc::clone(&session.server),
-                request,
-                rounds,
-            });
+            return Err(ClientError::new(
+                Arc::clone(&session.server),
+                Some(request),
+                Kind::InputRounds { rounds },
+            ));
         }
         rounds += 1;
         tracing::debug!(
@@ -79,11 +80,11 @@ where
         retry = Some(match resolved.await {
             Ok(answers) => answers?,
             Err(_) => {
-                return Err(ClientError::RequestTimeout {
-                    server: Arc::clone(&session.server),
-                    request,
-                    after: limit,
-                })
+                return Err(ClientError::new(
+                    Arc::clone(&session.server),
+                    Some(request),
+                    Kind::RequestTimeout { after: limit },
+                ))
             }
         });
     }
@@ -125,13 +126,15 @@ pub(crate) async fn resolve(
             match session.server_requests().oneshot(asked).await {
                 Ok(answer) => answer,
                 Err(e) => {
-                    return Err(ClientError::InputRefused {
-                        server: Arc::clone(&session.server),
-                        request,
-                        input: key.into(),
-                        method: method.into(),
-                        detail: to_jsonrpc_error(&e).message.into(),
-                    })
+                    return Err(ClientError::new(
+                        Arc::clone(&session.server),
+                        Some(request),
+                        Kind::InputRefused {
+                            input: key.into(),
+                            method: method.into(),
+                            detail: to_jsonrpc_error(&e).message.into(),
+                        },
+                    ))
                 }
             }
         };

@@ -48,10 +48,10 @@ pub struct ClientOptions {
     /// How long the server gets to answer each request the client sends on its own, outside
     /// the stack's timeout: every `tools/list` page (default 60 s; the session sets it to the
     /// server's `timeout_ms`). One that is not answered in time is cancelled and fails with
-    /// [`RequestTimeout`](super::ClientError::RequestTimeout).
+    /// [`RequestTimeout`](super::ErrorKind::RequestTimeout).
     pub request_timeout: Duration,
     /// The bound on requests in flight; past it calls fail fast with
-    /// [`TooManyInFlight`](super::ClientError::TooManyInFlight) (default 1024). The standard
+    /// [`TooManyInFlight`](super::ErrorKind::TooManyInFlight) (default 1024). The standard
     /// stack's limit ([`StackSettings::max_in_flight`](crate::stack::StackSettings::max_in_flight),
     /// 64 by default) makes calls over *it* wait instead, as long as it is below this bound
     /// ([`Session`](crate::Session) raises this bound to the limit + 64 when needed).
@@ -68,7 +68,7 @@ pub struct ClientOptions {
     /// [`elicitation`](super::elicitation).
     pub elicitation_handler: Option<ElicitationService>,
     /// How long a call may wait for a restart whose backoff is still running (default 0: it
-    /// fails at once with [`BackingOff`](super::ClientError::BackingOff)). A call that
+    /// fails at once with [`BackingOff`](super::ErrorKind::BackingOff)). A call that
     /// arrives while the server waits out its backoff waits for the restart and goes through
     /// when the backoff still to run is at most this; the session sets it to the server's call
     /// timeout, which then bounds the wait. A call never waits on a failed server.

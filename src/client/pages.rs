@@ -2,8 +2,9 @@
 //! `prompts/list`): each page bounded by the request timeout, `nextCursor` followed to the end,
 //! and the same guard for every list: a cursor that comes back twice, more than
 //! [`MAX_PAGES`] pages or more than [`MAX_ITEMS`] items end it with
-//! [`ClientError::Pagination`].
+//! [`ErrorKind::Pagination`](crate::client::ErrorKind::Pagination).
 
+use crate::client::Kind;
 use crate::protocol::method::{
     ListPrompts, ListResourceTemplates, ListResources, ListTools, Request,
 };
@@ -83,10 +84,15 @@ impl McpClient {
         session: &Arc<RpcSession>,
         mut on_page: impl FnMut(&P),
     ) -> Result<Vec<P::Item>, ClientError> {
-        let pagination = |detail: String| ClientError::Pagination {
-            server: Arc::clone(&self.shared.server),
-            method: P::Request::METHOD,
-            detail,
+        let pagination = |detail: String| {
+            ClientError::new(
+                Arc::clone(&self.shared.server),
+                None,
+                Kind::Pagination {
+                    method: P::Request::METHOD,
+                    detail,
+                },
+            )
         };
         let mut items = Vec::new();
         let mut seen = HashSet::new();

@@ -31,7 +31,7 @@ impl McpClient {
     /// [`list_tools`](Self::list_tools)). Empty when the server does not offer `prompts`.
     ///
     /// # Errors
-    /// [`ClientError::Pagination`], [`ClientError::RequestTimeout`], or any error of the
+    /// [`ErrorKind::Pagination`](crate::client::ErrorKind::Pagination), [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout), or any error of the
     /// session.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
         let session = self.shared.session().await?;
@@ -46,7 +46,7 @@ impl McpClient {
     /// `input_required` exchange, see [`mrtr`](super::mrtr)).
     ///
     /// # Errors
-    /// [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`] when the server refuses (an
+    /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout); [`ErrorKind::JsonRpc`](crate::client::ErrorKind::JsonRpc) when the server refuses (an
     /// unknown prompt, a missing required argument); any error of the session.
     pub async fn get_prompt(
         &self,
@@ -67,8 +67,8 @@ impl McpClient {
     /// values. Bounded by the request timeout.
     ///
     /// # Errors
-    /// [`ClientError::NotOffered`] when the server does not offer `completions` (nothing is
-    /// sent; a 2024-11-05 server, which cannot declare it, is asked); [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`]; any error of the
+    /// [`ErrorKind::NotOffered`](crate::client::ErrorKind::NotOffered) when the server does not offer `completions` (nothing is
+    /// sent; a 2024-11-05 server, which cannot declare it, is asked); [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout); [`ErrorKind::JsonRpc`](crate::client::ErrorKind::JsonRpc); any error of the
     /// session.
     pub async fn complete(
         &self,

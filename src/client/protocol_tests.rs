@@ -125,7 +125,7 @@ async fn no_subscription_is_sent_to_a_server_that_does_not_offer_them() {
     let c = McpClient::new("mock", t.clone(), legacy_options());
     let err = c.subscribe_resource("a://x").await.unwrap_err();
     assert!(
-        matches!(&err, ClientError::NotOffered { capability, method, .. } if &**capability == "resources.subscribe" && *method == "resources/subscribe"),
+        matches!(err.parts(), Kind::NotOffered { capability, method, .. } if &**capability == "resources.subscribe" && *method == "resources/subscribe"),
         "{err}"
     );
     assert!(err.to_string().contains("a://x"), "{err}");
@@ -319,7 +319,7 @@ async fn a_refused_modern_subscription_fails_and_is_not_kept() {
     );
     let err = c.subscribe_resource("a://gone").await.unwrap_err();
     assert!(
-        matches!(&err, ClientError::JsonRpc { code: -32602, message, .. } if message == "no such resource"),
+        matches!(err.parts(), Kind::JsonRpc { code: -32602, message, .. } if message == "no such resource"),
         "{err}"
     );
     assert!(c.subscribed_resources().is_empty());
@@ -387,7 +387,7 @@ async fn a_uri_the_acknowledgement_leaves_out_is_not_subscribed() {
     c.subscribe_resource("a://open").await.unwrap();
     let err = c.subscribe_resource("a://secret").await.unwrap_err();
     assert!(
-        matches!(&err, ClientError::NotOffered { name, .. } if &**name == "a://secret"),
+        matches!(err.parts(), Kind::NotOffered { name, .. } if &**name == "a://secret"),
         "{err}"
     );
     assert_eq!(c.subscribed_resources(), ["a://open"]);
@@ -451,11 +451,11 @@ async fn every_request_kind_times_out_naming_its_method_and_is_cancelled() {
     );
     // The start waits out the unanswered logging/setLevel, then is ready.
     c.start().await.unwrap();
-    let timed_out = |e: ClientError, want: &str| match e {
-        ClientError::RequestTimeout { request, after, .. } => {
-            assert_eq!((request.method, after), (want, limit));
+    let timed_out = |e: ClientError, want: &str| match e.parts() {
+        Kind::RequestTimeout { after } => {
+            assert_eq!((e.request().unwrap().method, *after), (want, limit));
         }
-        other => panic!("{want}: {other}"),
+        _ => panic!("{want}: {e}"),
     };
     timed_out(
         c.read_resource("a://x").await.unwrap_err(),

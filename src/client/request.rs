@@ -44,8 +44,8 @@ impl McpClient {
     /// ```
     ///
     /// # Errors
-    /// [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`] when the server refuses;
-    /// [`ClientError::ProtocolViolation`] when its result does not decode into `R::Result`;
+    /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout); [`ErrorKind::JsonRpc`](crate::client::ErrorKind::JsonRpc) when the server refuses;
+    /// [`ErrorKind::ProtocolViolation`](crate::client::ErrorKind::ProtocolViolation) when its result does not decode into `R::Result`;
     /// any error of the session.
     pub async fn request<R: Request>(
         &self,

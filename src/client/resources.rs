@@ -15,6 +15,7 @@ use super::listen::ListenState;
 use super::router::Router;
 use super::rpc::RpcSession;
 use super::McpClient;
+use crate::client::Kind;
 use crate::protocol::method::{
     Listen, ReadResource, Request, ResourceUpdated, ResourcesListChanged, SubscribeResource,
     UnsubscribeResource,
@@ -197,7 +198,7 @@ impl McpClient {
     /// offer `resources`.
     ///
     /// # Errors
-    /// [`ClientError::Pagination`], [`ClientError::RequestTimeout`], or any error of the
+    /// [`ErrorKind::Pagination`](crate::client::ErrorKind::Pagination), [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout), or any error of the
     /// session.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
         let session = self.shared.session().await?;
@@ -229,7 +230,7 @@ impl McpClient {
     /// [`ReadResourceResult::cap`]).
     ///
     /// # Errors
-    /// [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`] when the server refuses (an
+    /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout); [`ErrorKind::JsonRpc`](crate::client::ErrorKind::JsonRpc) when the server refuses (an
     /// unknown URI is -32002 in the specification); any error of the session.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
         let session = self.shared.session().await?;
@@ -248,7 +249,7 @@ impl McpClient {
     /// `resourceSubscriptions`) is opened again with this URI added.
     ///
     /// # Errors
-    /// [`ClientError::NotOffered`] when the server does not offer resource
+    /// [`ErrorKind::NotOffered`](crate::client::ErrorKind::NotOffered) when the server does not offer resource
     /// subscriptions (nothing is kept); the errors of the request otherwise (the subscription
     /// is kept, and sent again at the next start).
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
@@ -301,16 +302,19 @@ impl McpClient {
                     .state::<ListenState>()
                     .and_then(ListenState::resource_stream_id);
                 return Err(match stream {
-                    None => ClientError::ConnectionClosed {
-                        server: Arc::clone(&self.shared.server),
-                        request: None,
-                        detail: "no resource subscription stream could be opened in time".into(),
-                    },
-                    Some(id) => ClientError::RequestTimeout {
-                        server: Arc::clone(&self.shared.server),
-                        request: RpcSession::request_ref(id, Listen::METHOD),
-                        after: limit,
-                    },
+                    None => ClientError::new(
+                        Arc::clone(&self.shared.server),
+                        None,
+                        Kind::ConnectionClosed {
+                            detail: "no resource subscription stream could be opened in time"
+                                .into(),
+                        },
+                    ),
+                    Some(id) => ClientError::new(
+                        Arc::clone(&self.shared.server),
+                        Some(RpcSession::request_ref(id, Listen::METHOD)),
+                        Kind::RequestTimeout { after: limit },
+                    ),
                 });
             }
         };
@@ -419,11 +423,14 @@ impl McpClient {
         name: &str,
         capability: &str,
     ) -> ClientError {
-        ClientError::NotOffered {
-            server: Arc::clone(&self.shared.server),
-            method,
-            name: crate::transport::text::redact_uri(name).into(),
-            capability: capability.into(),
-        }
+        ClientError::new(
+            Arc::clone(&self.shared.server),
+            None,
+            Kind::NotOffered {
+                method,
+                name: crate::transport::text::redact_uri(name).into(),
+                capability: capability.into(),
+            },
+        )
     }
 }

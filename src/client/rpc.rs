@@ -43,6 +43,7 @@ use super::inbound::{self, Frame};
 use super::router::{Router, SessionState};
 use super::server_requests::{self, ServerRequestService};
 use super::tasks::TaskBoard;
+use crate::client::Kind;
 use crate::protocol::answer::Answer;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
 use crate::protocol::lifecycle::InitializeParams;
@@ -147,11 +148,13 @@ impl Completion {
 
 /// Never called: a failed request has no result to decode.
 fn unreachable_violation(e: serde_json::Error) -> ClientError {
-    ClientError::ProtocolViolation {
-        server: Arc::from(""),
-        request: None,
-        detail: e.to_string(),
-    }
+    ClientError::new(
+        Arc::from(""),
+        None,
+        Kind::ProtocolViolation {
+            detail: e.to_string(),
+        },
+    )
 }
 
 impl std::fmt::Debug for Completion {
@@ -386,19 +389,23 @@ impl RpcSession {
         request: Option<RequestRef>,
     ) -> ClientError {
         if reason.requested {
-            ClientError::ConnectionClosed {
-                server: Arc::clone(&self.server),
+            ClientError::new(
+                Arc::clone(&self.server),
                 request,
-                detail: reason.message.clone(),
-            }
+                Kind::ConnectionClosed {
+                    detail: reason.message.clone(),
+                },
+            )
         } else {
-            ClientError::Exited {
-                server: Arc::clone(&self.server),
-                reason: reason.message.clone(),
-                exit_status: reason.exit_status(),
-                stderr_tail: reason.stderr_tail().to_owned(),
+            ClientError::new(
+                Arc::clone(&self.server),
                 request,
-            }
+                Kind::Exited {
+                    reason: reason.message.clone(),
+                    exit_status: reason.exit_status(),
+                    stderr_tail: reason.stderr_tail().to_owned(),
+                },
+            )
         }
     }
 
@@ -436,10 +443,13 @@ impl RpcSession {
                 let err = self.closed_error(reason, Some(Self::request_ref(id, method)));
                 Err((err, telemetry))
             } else if table.map.len() >= self.max_in_flight {
-                let err = ClientError::TooManyInFlight {
-                    server: Arc::clone(&self.server),
-                    limit: self.max_in_flight,
-                };
+                let err = ClientError::new(
+                    Arc::clone(&self.server),
+                    None,
+                    Kind::TooManyInFlight {
+                        limit: self.max_in_flight,
+                    },
+                );
                 Err((err, telemetry))
             } else {
                 table.map.insert(
@@ -469,11 +479,13 @@ impl RpcSession {
             None => Err(SendError::Closed),
         };
         if let Err(e) = sent {
-            let err = ClientError::ConnectionClosed {
-                server: Arc::clone(&self.server),
-                request: Some(Self::request_ref(id, method)),
-                detail: format!("the request could not be queued: {e}"),
-            };
+            let err = ClientError::new(
+                Arc::clone(&self.server),
+                Some(Self::request_ref(id, method)),
+                Kind::ConnectionClosed {
+                    detail: format!("the request could not be queued: {e}"),
+                },
+            );
             let removed = self.table().map.remove(&id);
             if let Some(pending) = removed {
                 pending.telemetry.end(Outcome::Failed(&err));
@@ -747,11 +759,11 @@ impl RpcSession {
         request: Option<RequestRef>,
         detail: String,
     ) -> ClientError {
-        ClientError::ProtocolViolation {
-            server: Arc::clone(&self.server),
+        ClientError::new(
+            Arc::clone(&self.server),
             request,
-            detail,
-        }
+            Kind::ProtocolViolation { detail },
+        )
     }
 
     /// This session, owned (for a task that outlives a callback's borrow).

@@ -10,7 +10,7 @@
 //!   it hands back a byte. [`McpClient::read_skill_file`] loads the skill first, so a refused
 //!   `SKILL.md` refuses the skill and no supporting file is read after it; the file itself is
 //!   checked against its own listed size and digest.
-//! - **A refusal names its check**: [`ClientError::SkillRefused`] with a [`SkillCheck`]
+//! - **A refusal names its check**: [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with a [`SkillCheck`]
 //!   (`size`, `digest`, `frontmatter`, `not_listed`, `unreadable`), and uses none of the
 //!   content.
 
@@ -24,6 +24,7 @@ use sha2::{Digest as _, Sha256};
 use super::error::{ClientError, SkillCheck};
 use super::router::Router;
 use super::McpClient;
+use crate::client::Kind;
 use crate::protocol::method::{ListSkills, Request as _};
 use crate::protocol::skills::{offers_skills, SkillEntry, SkillFile};
 use crate::protocol::ResourceContents;
@@ -72,7 +73,7 @@ impl McpClient {
     /// read.
     ///
     /// # Errors
-    /// [`ClientError::RequestTimeout`]; [`ClientError::JsonRpc`]; any error of the session.
+    /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout); [`ErrorKind::JsonRpc`](crate::client::ErrorKind::JsonRpc); any error of the session.
     pub async fn list_skills(&self) -> Result<Arc<[SkillEntry]>, ClientError> {
         let session = self.shared.session().await?;
         let offered = self
@@ -113,8 +114,8 @@ impl McpClient {
     /// then digest, then frontmatter).
     ///
     /// # Errors
-    /// [`ClientError::SkillRefused`] naming the check that failed (nothing of the content is
-    /// returned); [`ClientError::NotOffered`] for a skill the server does not list; the errors
+    /// [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) naming the check that failed (nothing of the content is
+    /// returned); [`ErrorKind::NotOffered`](crate::client::ErrorKind::NotOffered) for a skill the server does not list; the errors
     /// of [`list_skills`](Self::list_skills) and of the read.
     pub async fn load_skill(&self, name: &str) -> Result<LoadedSkill, ClientError> {
         let entry = self.skill_entry(name).await?;
@@ -146,7 +147,7 @@ impl McpClient {
     /// digest.
     ///
     /// # Errors
-    /// As [`load_skill`](Self::load_skill); [`ClientError::SkillRefused`] with
+    /// As [`load_skill`](Self::load_skill); [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with
     /// [`SkillCheck::NotListed`] for a file the skill does not list.
     pub async fn read_skill_file(
         &self,
@@ -274,13 +275,16 @@ fn refused(
     check: SkillCheck,
     detail: String,
 ) -> ClientError {
-    ClientError::SkillRefused {
-        server: Arc::clone(server),
-        skill: entry.name().into(),
-        file: uri.into(),
-        check,
-        detail: detail.into(),
-    }
+    ClientError::new(
+        Arc::clone(server),
+        None,
+        Kind::SkillRefused {
+            skill: entry.name().into(),
+            file: uri.into(),
+            check,
+            detail: detail.into(),
+        },
+    )
 }
 
 /// Checks `bytes` against the listed size, then the listed digest.

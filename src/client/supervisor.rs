@@ -4,6 +4,7 @@
 
 use super::rpc::SessionEvent;
 use super::*;
+use crate::client::Kind;
 use crate::protocol::method::SubscribeResource;
 
 /// The supervision state, behind a synchronous mutex never held across an await.
@@ -70,11 +71,13 @@ impl Shared {
             Acquire::Ready(session) => Ok(session),
             Acquire::Fail(e) => Err(e),
             Acquire::Wait(rx) => rx.await.unwrap_or_else(|_| {
-                Err(ClientError::ConnectionClosed {
-                    server: Arc::clone(&self.server),
-                    request: None,
-                    detail: "the start-up was abandoned".into(),
-                })
+                Err(ClientError::new(
+                    Arc::clone(&self.server),
+                    None,
+                    Kind::ConnectionClosed {
+                        detail: "the start-up was abandoned".into(),
+                    },
+                ))
             }),
         }
     }
@@ -89,16 +92,21 @@ impl Shared {
                 }
             }
             ServerState::Failed => {
-                return Acquire::Fail(ClientError::ServerFailed {
-                    server: Arc::clone(&self.server),
-                    failures: sup.failures,
-                    last_error: sup.last_reason.clone().unwrap_or_default(),
-                });
+                return Acquire::Fail(ClientError::new(
+                    Arc::clone(&self.server),
+                    None,
+                    Kind::ServerFailed {
+                        failures: sup.failures,
+                        last_error: sup.last_reason.clone().unwrap_or_default(),
+                    },
+                ));
             }
             ServerState::Disabled => {
-                return Acquire::Fail(ClientError::Disabled {
-                    server: Arc::clone(&self.server),
-                });
+                return Acquire::Fail(ClientError::new(
+                    Arc::clone(&self.server),
+                    None,
+                    Kind::Disabled,
+                ));
             }
             ServerState::Idle | ServerState::Starting | ServerState::Restarting => {}
         }
@@ -111,19 +119,24 @@ impl Shared {
                 let now = Instant::now();
                 if now < at {
                     if at - now > self.options.wait_for_restart {
-                        return Acquire::Fail(ClientError::BackingOff {
-                            server: Arc::clone(&self.server),
-                            retry_in: at - now,
-                            last_error: sup.last_reason.clone().unwrap_or_default(),
-                        });
+                        return Acquire::Fail(ClientError::new(
+                            Arc::clone(&self.server),
+                            None,
+                            Kind::BackingOff {
+                                retry_in: at - now,
+                                last_error: sup.last_reason.clone().unwrap_or_default(),
+                            },
+                        ));
                     }
                     delay = Some(at);
                 }
             }
             let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                return Acquire::Fail(ClientError::NoRuntime {
-                    server: Arc::clone(&self.server),
-                });
+                return Acquire::Fail(ClientError::new(
+                    Arc::clone(&self.server),
+                    None,
+                    Kind::NoRuntime,
+                ));
             };
             sup.attempt_running = true;
             sup.generation += 1;
@@ -353,20 +366,21 @@ impl Shared {
             frame_limit: self.options.frame_limit,
             handler: Arc::clone(&session) as _,
         };
-        let connection =
-            self.transport
-                .connect(ctx)
-                .await
-                .map_err(|source| ClientError::ConnectFailed {
-                    server: Arc::clone(&self.server),
-                    source,
-                })?;
+        let connection = self.transport.connect(ctx).await.map_err(|source| {
+            ClientError::new(
+                Arc::clone(&self.server),
+                None,
+                Kind::ConnectFailed { source },
+            )
+        })?;
         let replaced = {
             let mut sup = self.lock();
             if sup.generation != generation {
-                return Err(ClientError::Disabled {
-                    server: Arc::clone(&self.server),
-                });
+                return Err(ClientError::new(
+                    Arc::clone(&self.server),
+                    None,
+                    Kind::Disabled,
+                ));
             }
             sup.connection.replace(connection)
         };
@@ -391,13 +405,16 @@ impl Shared {
             EraPreference::Modern => match &meta {
                 Some(meta) => Some(meta),
                 None => {
-                    return Err(ClientError::NotModern {
-                        server: Arc::clone(&self.server),
-                        detail: format!(
-                            "its transport ({}) carries only legacy MCP",
-                            self.transport.describe()
-                        ),
-                    })
+                    return Err(ClientError::new(
+                        Arc::clone(&self.server),
+                        None,
+                        Kind::NotModern {
+                            detail: format!(
+                                "its transport ({}) carries only legacy MCP",
+                                self.transport.describe()
+                            ),
+                        },
+                    ))
                 }
             },
             EraPreference::Auto if remembered == Some(Era::Legacy) => None,
@@ -429,10 +446,11 @@ impl Shared {
                 }
                 era::Probe::Legacy { why, closed } => {
                     if preference == EraPreference::Modern {
-                        return Err(ClientError::NotModern {
-                            server: Arc::clone(&self.server),
-                            detail: why,
-                        });
+                        return Err(ClientError::new(
+                            Arc::clone(&self.server),
+                            None,
+                            Kind::NotModern { detail: why },
+                        ));
                     }
                     tracing::info!(
                         server = &*self.server,
@@ -472,27 +490,35 @@ impl Shared {
         let init = match tokio::time::timeout(self.options.initialize_timeout, rx).await {
             Ok(Ok(answer)) => answer?,
             Ok(Err(_)) => {
-                return Err(ClientError::ConnectionClosed {
-                    server: Arc::clone(&self.server),
-                    request: None,
-                    detail: "the session ended during initialize".into(),
-                })
+                return Err(ClientError::new(
+                    Arc::clone(&self.server),
+                    None,
+                    Kind::ConnectionClosed {
+                        detail: "the session ended during initialize".into(),
+                    },
+                ))
             }
             Err(_) => {
-                let err = ClientError::InitializeTimeout {
-                    server: Arc::clone(&self.server),
-                    after: self.options.initialize_timeout,
-                };
+                let err = ClientError::new(
+                    Arc::clone(&self.server),
+                    None,
+                    Kind::InitializeTimeout {
+                        after: self.options.initialize_timeout,
+                    },
+                );
                 session.gave_up(id, &err);
                 return Err(err);
             }
         };
         if !is_supported_version(&init.protocol_version) {
             tracing::warn!(server = &*self.server, version = %init.protocol_version, "server chose an unsupported protocol version");
-            return Err(ClientError::UnsupportedProtocolVersion {
-                server: Arc::clone(&self.server),
-                version: init.protocol_version,
-            });
+            return Err(ClientError::new(
+                Arc::clone(&self.server),
+                None,
+                Kind::UnsupportedProtocolVersion {
+                    version: init.protocol_version,
+                },
+            ));
         }
         if let Some(connection) = &self.lock().connection {
             connection.negotiated(&init.protocol_version);
@@ -724,9 +750,11 @@ impl Shared {
         self.set_state(&mut sup, state);
         drop(sup);
         for waiter in waiters {
-            let _ = waiter.send(Err(ClientError::Disabled {
-                server: Arc::clone(&self.server),
-            }));
+            let _ = waiter.send(Err(ClientError::new(
+                Arc::clone(&self.server),
+                None,
+                Kind::Disabled,
+            )));
         }
         (session, connection)
     }

@@ -108,9 +108,7 @@ async fn an_unsupported_version_is_refused_naming_server_and_version() {
     });
     let c = client(t.clone());
     let err = c.start().await.unwrap_err();
-    assert!(
-        matches!(&err, ClientError::UnsupportedProtocolVersion { version, .. } if version == "2099-01-01")
-    );
+    assert!(err.version() == Some("2099-01-01"));
     let text = err.to_string();
     assert!(
         text.contains("`mock`") && text.contains("2099-01-01"),
@@ -162,21 +160,12 @@ async fn a_jsonrpc_error_names_server_request_and_code_and_was_sent() {
     let c = client(t);
     let err = call(&c, ToolCall::new("nope")).await.unwrap_err();
     assert!(!NotSent::in_chain(&*err), "the request reached the server");
-    match client_error(&err) {
-        ClientError::JsonRpc {
-            code,
-            message,
-            request,
-            data,
-            ..
-        } => {
-            assert_eq!(*code, -32602);
-            assert_eq!(message, "Unknown tool: nope");
-            assert_eq!(request.method, "tools/call");
-            assert_eq!(data.as_ref().unwrap()["x"], 1);
-        }
-        other => panic!("{other}"),
-    }
+    let failed = client_error(&err);
+    assert_eq!(failed.kind(), ErrorKind::JsonRpc, "{failed}");
+    assert_eq!(failed.code(), Some(-32602));
+    assert_eq!(failed.message(), Some("Unknown tool: nope"));
+    assert_eq!(failed.request().unwrap().method, "tools/call");
+    assert_eq!(failed.data().unwrap()["x"], 1);
     assert!(err.to_string().contains("`mock`"));
 }
 
@@ -190,7 +179,8 @@ async fn an_invalid_result_fails_the_call_as_a_protocol_violation() {
     let c = client(t);
     let err = call(&c, echo("x")).await.unwrap_err();
     assert!(
-        matches!(client_error(&err), ClientError::ProtocolViolation { request: Some(r), .. } if r.method == "tools/call")
+        client_error(&err).kind() == ErrorKind::ProtocolViolation
+            && client_error(&err).request().unwrap().method == "tools/call"
     );
     // The session goes on.
     assert_eq!(c.state(), ServerState::Ready);
@@ -458,10 +448,9 @@ async fn too_many_calls_in_flight_fail_fast_without_being_sent() {
     assert!(futures::poll!(&mut b).is_pending());
     let err = call(&c, echo("c")).await.unwrap_err();
     assert!(NotSent::in_chain(&*err));
-    assert!(matches!(
-        client_error(&err),
-        ClientError::TooManyInFlight { limit: 2, .. }
-    ));
+    let failed = client_error(&err);
+    assert_eq!(failed.kind(), ErrorKind::TooManyInFlight, "{failed}");
+    assert_eq!(failed.limit(), Some(2));
 }
 
 // --- tools/list -----------------------------------------------------------------------------
@@ -505,7 +494,7 @@ async fn a_cursor_seen_twice_stops_list_tools_naming_the_server() {
     let c = client(paged(5, 1, |_| "same-1".into()));
     let err = c.list_tools().await.unwrap_err();
     assert!(
-        matches!(&err, ClientError::Pagination { server, .. } if &**server == "mock"),
+        err.kind() == ErrorKind::Pagination && err.server() == "mock",
         "{err}"
     );
     assert!(err.to_string().contains("came back twice"), "{err}");
@@ -542,20 +531,19 @@ async fn a_crash_fails_the_call_at_once_then_the_next_call_restarts_after_the_ba
     let c = client(t.clone());
     let err = call(&c, echo("x")).await.unwrap_err();
     assert!(!NotSent::in_chain(&*err), "the call had been sent");
-    match client_error(&err) {
-        ClientError::Exited {
-            server,
+    let failed = client_error(&err);
+    match failed.parts() {
+        Kind::Exited {
             reason,
             stderr_tail,
-            request,
             ..
         } => {
-            assert_eq!(&**server, "mock");
+            assert_eq!(failed.server(), "mock");
             assert_eq!(reason, "exited (exit status: 3)");
             assert_eq!(stderr_tail, "mock stderr line");
-            assert_eq!(request.as_ref().unwrap().method, "tools/call");
+            assert_eq!(failed.request().unwrap().method, "tools/call");
         }
-        other => panic!("{other}"),
+        other => panic!("{other:?}"),
     }
     assert_eq!(c.state(), ServerState::Restarting);
     assert!(c.last_error().unwrap().contains("exit status: 3"));
@@ -563,9 +551,7 @@ async fn a_crash_fails_the_call_at_once_then_the_next_call_restarts_after_the_ba
     // Within the backoff: fail fast, not sent, no new process.
     let err = call(&c, echo("y")).await.unwrap_err();
     assert!(NotSent::in_chain(&*err));
-    assert!(
-        matches!(client_error(&err), ClientError::BackingOff { retry_in, .. } if *retry_in == Duration::from_secs(1))
-    );
+    assert!(client_error(&err).retry_in() == Some(Duration::from_secs(1)));
     assert_eq!(t.connects(), 1);
 
     // After it, the next call starts the server again.
@@ -585,7 +571,7 @@ async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenable
         let err = call(&c, echo("x")).await.unwrap_err();
         assert!(NotSent::in_chain(&*err), "attempt {attempt}: {err}");
         assert!(
-            matches!(client_error(&err), ClientError::ConnectFailed { .. }),
+            client_error(&err).kind() == ErrorKind::ConnectFailed,
             "attempt {attempt}"
         );
         assert_eq!(t.connects(), attempt as usize);
@@ -593,11 +579,10 @@ async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenable
             break;
         }
         let err = call(&c, echo("x")).await.unwrap_err();
-        let ClientError::BackingOff {
+        let Kind::BackingOff {
             retry_in,
             last_error,
-            ..
-        } = client_error(&err)
+        } = client_error(&err).parts()
         else {
             panic!("{err}");
         };
@@ -613,10 +598,7 @@ async fn backoff_doubles_and_five_failures_mark_the_server_failed_until_reenable
     let err = call(&c, echo("x")).await.unwrap_err();
     assert!(NotSent::in_chain(&*err));
     let failed = client_error(&err);
-    assert!(
-        matches!(failed, ClientError::ServerFailed { failures: 5, .. }),
-        "{failed}"
-    );
+    assert!(failed.failures() == Some(5), "{failed}");
     assert!(failed.to_string().contains("re-enable"), "{failed}");
     assert_eq!(t.connects(), 5);
 
@@ -643,7 +625,7 @@ async fn the_backoff_is_capped_at_sixty_seconds() {
     for _ in 0..9 {
         let _ = call(&c, echo("x")).await.unwrap_err();
         let err = call(&c, echo("x")).await.unwrap_err();
-        let ClientError::BackingOff { retry_in, .. } = client_error(&err) else {
+        let Some(retry_in) = &client_error(&err).retry_in() else {
             panic!("{err}")
         };
         waited.push(retry_in.as_secs());
@@ -739,7 +721,9 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
     call(&c, echo("a")).await.unwrap();
     let err = call(&c, echo("b")).await.unwrap_err();
     assert!(
-        matches!(client_error(&err), ClientError::BackingOff { retry_in, .. } if *retry_in > Duration::from_millis(500)),
+        client_error(&err)
+            .retry_in()
+            .is_some_and(|r| r > Duration::from_millis(500)),
         "{err}"
     );
     // Shut down while a call waits out the backoff: the call fails, nothing restarts.
@@ -754,10 +738,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
     assert!(futures::poll!(&mut waiting).is_pending());
     c.shutdown().await;
     let err = waiting.await.unwrap_err();
-    assert!(
-        matches!(client_error(&err), ClientError::Disabled { .. }),
-        "{err}"
-    );
+    assert!(client_error(&err).kind() == ErrorKind::Disabled, "{err}");
     tokio::time::advance(Duration::from_secs(2)).await;
     tokio::task::yield_now().await;
     assert_eq!(t.connects(), 1, "nothing restarted");
@@ -767,7 +748,7 @@ async fn a_call_during_the_restart_backoff_waits_for_the_restart_when_its_timeou
     c.shared.lock().state = ServerState::Failed;
     let err = call(&c, echo("c")).await.unwrap_err();
     assert!(
-        matches!(client_error(&err), ClientError::ServerFailed { .. }),
+        client_error(&err).kind() == ErrorKind::ServerFailed,
         "{err}"
     );
 }
@@ -817,10 +798,7 @@ async fn a_server_that_never_answers_initialize_times_out() {
     });
     let c = client(t);
     let err = c.start().await.unwrap_err();
-    assert!(
-        matches!(err, ClientError::InitializeTimeout { .. }),
-        "{err}"
-    );
+    assert!(err.kind() == ErrorKind::InitializeTimeout, "{err}");
     assert_eq!(c.state(), ServerState::Restarting);
 }
 
@@ -837,19 +815,14 @@ async fn shutdown_fails_calls_in_flight_and_disables_until_reenabled() {
     c.shutdown().await;
     let err = pending.await.unwrap_err();
     assert!(
-        matches!(
-            client_error(&err),
-            ClientError::ConnectionClosed {
-                request: Some(_),
-                ..
-            }
-        ),
+        client_error(&err).kind() == ErrorKind::ConnectionClosed
+            && client_error(&err).request().is_some(),
         "{err}"
     );
     assert_eq!(c.state(), ServerState::Disabled);
     let err = call(&c, echo("y")).await.unwrap_err();
     assert!(NotSent::in_chain(&*err));
-    assert!(matches!(client_error(&err), ClientError::Disabled { .. }));
+    assert!(client_error(&err).kind() == ErrorKind::Disabled);
     c.reenable();
     c.start().await.unwrap();
     assert_eq!(t.connects(), 2);
@@ -860,7 +833,7 @@ fn a_call_outside_a_runtime_fails_naming_the_server() {
     let c = client(MockTransport::new(well_behaved));
     let err = futures::executor::block_on(c.clone().call(echo("x"))).unwrap_err();
     assert!(NotSent::in_chain(&*err));
-    assert!(matches!(client_error(&err), ClientError::NoRuntime { .. }));
+    assert!(client_error(&err).kind() == ErrorKind::NoRuntime);
 }
 
 #[tokio::test]
@@ -888,22 +861,14 @@ async fn an_oversized_answer_fails_its_call_only() {
     );
     let err = pending.await.unwrap_err();
     assert!(!NotSent::in_chain(&*err));
-    match client_error(&err) {
-        ClientError::FrameTooLarge {
-            len,
-            limit,
-            request,
-            ..
-        } => {
-            assert_eq!(*len, 1 << 30);
-            assert_eq!(*limit, 1 << 24);
-            assert_eq!(
-                request.as_ref().unwrap().id,
-                crate::protocol::RequestId::from(id)
-            );
-        }
-        other => panic!("{other}"),
-    }
+    let failed = client_error(&err);
+    assert_eq!(failed.kind(), ErrorKind::FrameTooLarge, "{failed}");
+    assert_eq!(failed.frame_len(), Some(1 << 30));
+    assert_eq!(failed.limit(), Some(1 << 24));
+    assert_eq!(
+        failed.request().unwrap().id,
+        crate::protocol::RequestId::from(id)
+    );
     assert_eq!(c.state(), ServerState::Ready);
     assert_eq!(
         call(&c, echo("next")).await.unwrap().joined_text(),
@@ -978,22 +943,27 @@ fn a_listen_ended_by_a_refusal_is_not_asked_again_and_a_cut_is() {
         id: crate::protocol::RequestId::from(7u64),
         method: "subscriptions/listen",
     };
-    let rpc = ClientError::JsonRpc {
-        server: Arc::clone(&server),
-        request: request.clone(),
-        code: -32601,
-        message: "Method not found".into(),
-        data: None,
-    };
-    let http = |status: Option<u16>, permanent: bool| ClientError::SendFailed {
-        server: Arc::clone(&server),
-        request: request.clone(),
-        failure: match (status, permanent) {
+    let rpc = ClientError::new(
+        Arc::clone(&server),
+        Some(request.clone()),
+        Kind::JsonRpc {
+            code: -32601,
+            message: "Method not found".into(),
+            data: None,
+        },
+    );
+    let http = |status: Option<u16>, permanent: bool| {
+        let failure = match (status, permanent) {
             (_, true) => crate::transport::SendFailure::permanent("refused"),
             (Some(s @ 400..=499), false) => crate::transport::SendFailure::refused("refused", s),
             (Some(s), false) => crate::transport::SendFailure::unknown("refused").status(s),
             (None, false) => crate::transport::SendFailure::unknown("cut"),
-        },
+        };
+        ClientError::new(
+            Arc::clone(&server),
+            Some(request.clone()),
+            Kind::SendFailed { failure },
+        )
     };
     let at_once = Duration::from_millis(30);
     let working = LISTEN_STEADY + Duration::from_secs(1);
@@ -1016,11 +986,13 @@ fn a_listen_ended_by_a_refusal_is_not_asked_again_and_a_cut_is() {
         );
     }
     assert!(!listen_refused(&http(None, false), at_once), "a cut stream");
-    let closed = ClientError::ConnectionClosed {
+    let closed = ClientError::new(
         server,
-        request: None,
-        detail: "could not be queued".into(),
-    };
+        None,
+        Kind::ConnectionClosed {
+            detail: "could not be queued".into(),
+        },
+    );
     assert!(!listen_refused(&closed, at_once));
 }
 
@@ -1235,14 +1207,12 @@ async fn a_modern_task_that_ends_without_its_outcome_fails_once_without_polling_
         "{err}: {:?}",
         ClientError::find(&*err)
     );
-    match client_error(&err) {
-        ClientError::TaskFailed {
-            task_id, message, ..
-        } => {
-            assert_eq!((&**task_id, &**message), ("m1", "expired"));
-        }
-        other => panic!("{other}"),
-    }
+    let failed = client_error(&err);
+    assert_eq!(failed.kind(), ErrorKind::TaskFailed, "{failed}");
+    assert_eq!(
+        (failed.task_id(), failed.message()),
+        (Some("m1"), Some("expired"))
+    );
     assert_eq!(*gets.lock().unwrap(), 1, "no poll after the end");
     assert!(c.runs_tool_tasks());
     let counts = c.task_counts();
@@ -1389,8 +1359,8 @@ async fn every_request_span_ends_once_with_how_the_request_ended() {
     call(&c, ToolCall::new("exit")).await.unwrap_err();
     let closed = pending.await.unwrap_err();
     assert!(matches!(
-        client_error(&closed),
-        ClientError::Exited { .. } | ClientError::ConnectionClosed { .. }
+        client_error(&closed).kind(),
+        ErrorKind::Exited | ErrorKind::ConnectionClosed
     ));
     c.shutdown().await;
 

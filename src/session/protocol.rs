@@ -15,6 +15,7 @@
 use serde_json::{Map, Value};
 
 use super::Session;
+use crate::client::ErrorKind;
 use crate::client::{ClientError, LoadedSkill, McpClient, ServerChange, SkillContent};
 use crate::protocol::jsonrpc::METHOD_NOT_FOUND;
 use crate::protocol::method::{
@@ -79,7 +80,9 @@ impl Session {
             .map_err(|e| request_error(server, ListResources::METHOD, e))?;
         // A server that offers resources but no templates may refuse the list: it has none.
         let templates = match client.list_resource_templates().await {
-            Err(ClientError::JsonRpc { code, .. }) if code == METHOD_NOT_FOUND => Vec::new(),
+            Err(e) if e.code() == Some(METHOD_NOT_FOUND) && e.kind() == ErrorKind::JsonRpc => {
+                Vec::new()
+            }
             listed => {
                 listed.map_err(|e| request_error(server, ListResourceTemplates::METHOD, e))?
             }
@@ -256,7 +259,7 @@ impl Session {
     /// # Errors
     /// [`Error::SkillNotGranted`] for a skill the server's `skills:` filter keeps out (nothing
     /// is read); as [`client`](Self::client); [`Error::Request`] whose source is
-    /// [`ClientError::SkillRefused`] (naming the check) for a skill that fails verification.
+    /// [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) (naming the check) for a skill that fails verification.
     pub async fn load_skill(&self, server: &str, name: &str) -> Result<LoadedSkill, Error> {
         self.check_skill(None, server, name)?;
         self.client(server)?

@@ -1,5 +1,5 @@
 use super::*;
-use crate::client::ClientError;
+use crate::client::{ClientError, Kind};
 
 #[test]
 fn span_names_carry_the_tool_or_prompt_never_a_uri() {
@@ -25,16 +25,18 @@ fn span_names_carry_the_tool_or_prompt_never_a_uri() {
 
 #[test]
 fn error_types_follow_the_conventions() {
-    let rpc = ClientError::JsonRpc {
-        server: Arc::from("s"),
-        request: crate::client::RequestRef {
+    let rpc = ClientError::new(
+        Arc::from("s"),
+        Some(crate::client::RequestRef {
             id: crate::protocol::RequestId::from(2),
             method: "tools/call",
+        }),
+        Kind::JsonRpc {
+            code: -32602,
+            message: "bad params".into(),
+            data: None,
         },
-        code: -32602,
-        message: "bad params".into(),
-        data: None,
-    };
+    );
     let e = ErrorType::of(&Outcome::Failed(&rpc)).unwrap();
     assert_eq!(
         (e.kind.as_ref(), e.code, e.message),
@@ -43,12 +45,16 @@ fn error_types_follow_the_conventions() {
     let e = ErrorType::of(&Outcome::ToolError).unwrap();
     assert_eq!((e.kind.as_ref(), e.code), ("tool_error", None));
     assert!(ErrorType::of(&Outcome::Answered).is_none());
-    let exited = |exit_status| ClientError::Exited {
-        server: Arc::from("s"),
-        reason: "gone".into(),
-        exit_status,
-        stderr_tail: String::new(),
-        request: None,
+    let exited = |exit_status| {
+        ClientError::new(
+            Arc::from("s"),
+            None,
+            Kind::Exited {
+                reason: "gone".into(),
+                exit_status,
+                stderr_tail: String::new(),
+            },
+        )
     };
     use std::os::unix::process::ExitStatusExt as _;
     let status = std::process::ExitStatus::from_raw(3 << 8);
@@ -62,14 +68,16 @@ fn error_types_follow_the_conventions() {
         ErrorType::of(&Outcome::Failed(&exited(None))).unwrap().kind,
         "connection_closed"
     );
-    let timeout = ClientError::RequestTimeout {
-        server: Arc::from("s"),
-        request: crate::client::RequestRef {
+    let timeout = ClientError::new(
+        Arc::from("s"),
+        Some(crate::client::RequestRef {
             id: crate::protocol::RequestId::from(1),
             method: "tools/list",
+        }),
+        Kind::RequestTimeout {
+            after: std::time::Duration::from_secs(1),
         },
-        after: std::time::Duration::from_secs(1),
-    };
+    );
     assert_eq!(
         ErrorType::of(&Outcome::Failed(&timeout)).unwrap().kind,
         "timeout"

@@ -167,7 +167,7 @@ async fn a_post_on_a_connection_closed_under_it_is_never_sent_again() {
     let peer = start("drop_call", &[], dir.path());
     let session = session(&peer, "", "", "").await;
     let err = echo(&session, "once").await.unwrap_err();
-    let Some(ClientError::SendFailed { failure, .. }) = ClientError::find(&err) else {
+    let Some(failure) = ClientError::find(&err).and_then(ClientError::send_failure) else {
         panic!("{err:?}");
     };
     assert!(

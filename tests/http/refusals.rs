@@ -5,7 +5,7 @@
 //! `tests/servers/http_fault_server.py` (`host_check`, `auth`, `forbidden_noisy`, `ok` at the
 //! wrong path) and a closed port.
 
-use kaged_mcp::client::{ClientError, ClientOptions, McpClient};
+use kaged_mcp::client::{ClientOptions, McpClient};
 use kaged_mcp::config::Sources;
 use kaged_mcp::transport::streamable_http::{StreamableHttpConfig, StreamableHttpTransport};
 use kaged_mcp::Session;
@@ -117,7 +117,7 @@ async fn a_closed_port_says_cannot_connect_and_keeps_the_chain_as_detail() {
         StreamableHttpTransport::new(StreamableHttpConfig::new(url.parse().unwrap())).unwrap();
     let client = McpClient::new("down", transport, ClientOptions::default());
     let err = client.start().await.unwrap_err();
-    let ClientError::SendFailed { failure, .. } = &err else {
+    let Some(failure) = err.send_failure() else {
         panic!("{err:?}");
     };
     assert_eq!(

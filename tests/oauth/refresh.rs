@@ -46,7 +46,7 @@ async fn a_refresh_answered_503_fails_the_call_and_keeps_the_refresh_token() {
                 && text.contains("temporarily_unavailable (the token service is down)"),
             "{login}: {text}"
         );
-        let Some(ClientError::SendFailed { failure, .. }) = ClientError::find(&err) else {
+        let Some(failure) = ClientError::find(&err).and_then(ClientError::send_failure) else {
             panic!("{login}: {err:?}");
         };
         assert!(

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use kaged_mcp::client::ClientError;
+use kaged_mcp::client::ErrorKind;
 use kaged_mcp::config::{load, ConfigPaths};
 use kaged_mcp::protocol::CompletionRef;
 use kaged_mcp::{Error, Session};
@@ -119,7 +119,7 @@ async fn roots_are_the_only_directories_the_server_may_read() {
         .unwrap_err();
     assert!(
         matches!(&err, Error::Request { method: "completion/complete", source, .. }
-            if matches!(&**source, ClientError::NotOffered { capability, .. } if &**capability == "completions")),
+            if source.kind() == ErrorKind::NotOffered && source.capability() == Some("completions")),
         "{err:?}"
     );
     let err = session
@@ -128,7 +128,7 @@ async fn roots_are_the_only_directories_the_server_may_read() {
         .unwrap_err();
     assert!(
         matches!(&err, Error::Request { source, .. }
-            if matches!(&**source, ClientError::NotOffered { capability, .. } if &**capability == "resources.subscribe")),
+            if source.kind() == ErrorKind::NotOffered && source.capability() == Some("resources.subscribe")),
         "{err:?}"
     );
     assert!(session

@@ -18,7 +18,7 @@
 //! `subscriptions/listen` POST's event stream.
 
 use kaged_mcp::client::{
-    ClientError, ClientOptions, Era, EraPreference, McpClient, Root, ServerChange,
+    ClientOptions, Era, EraPreference, ErrorKind, McpClient, Root, ServerChange,
 };
 use kaged_mcp::protocol::content::ResourceContents;
 use kaged_mcp::protocol::{CompletionRef, LoggingLevel};
@@ -211,8 +211,11 @@ async fn resources_prompts_and_completions(case: Case) {
         PyMcp::V2 => -32602,
     };
     assert!(
-        matches!(&err, ClientError::JsonRpc { code, message, .. }
-            if *code == want_code && message.contains("Unknown resource: nope://x")),
+        err.kind() == ErrorKind::JsonRpc
+            && err.code() == Some(want_code)
+            && err
+                .message()
+                .is_some_and(|m| m.contains("Unknown resource: nope://x")),
         "{who}: {err:?}"
     );
 
@@ -280,7 +283,7 @@ async fn resources_prompts_and_completions(case: Case) {
     );
     // A missing required argument is refused (code 0 in the legacy SDKs, -32603 in modern).
     let err = client.get_prompt("summarize", None).await.unwrap_err();
-    assert!(matches!(err, ClientError::JsonRpc { .. }), "{who}: {err:?}");
+    assert_eq!(err.kind(), ErrorKind::JsonRpc, "{who}: {err:?}");
 
     // Completions: one argument narrowed by another already chosen, a prefix, a template.
     let pair_ref = CompletionRef::Prompt {

@@ -4,7 +4,7 @@
 //! `resources/read` in a log, so what was read (and what was not) is seen from the server's
 //! side.
 
-use kaged_mcp::client::{ClientError, ClientOptions, McpClient, SkillCheck};
+use kaged_mcp::client::{ClientOptions, ErrorKind, McpClient, SkillCheck};
 
 /// The client of a skills server in `mode`, and the file its reads are logged to.
 fn skills_client(mode: &str) -> (McpClient, tempfile::NamedTempFile) {
@@ -66,22 +66,13 @@ async fn skills_are_listed_without_reading_a_file_and_loaded_verified_on_demand(
     assert_eq!(notes.entry.name(), "notes");
 
     let unknown = client.load_skill("no-such-skill").await.unwrap_err();
-    assert!(
-        matches!(unknown, ClientError::NotOffered { .. }),
-        "{unknown}"
-    );
+    assert!(unknown.kind() == ErrorKind::NotOffered, "{unknown}");
     let unlisted = client
         .read_skill_file("pdf-processing", "../notes/SKILL.md")
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            unlisted,
-            ClientError::SkillRefused {
-                check: SkillCheck::NotListed,
-                ..
-            }
-        ),
+        matches!(unlisted.skill_check(), Some((SkillCheck::NotListed, ..))),
         "{unlisted}"
     );
     client.shutdown().await;
@@ -101,17 +92,12 @@ async fn a_tampered_skill_is_refused_naming_its_check_and_no_file_is_read_after_
             .read_skill_file("pdf-processing", "references/FORMS.md")
             .await
             .unwrap_err();
-        match &err {
-            ClientError::SkillRefused {
-                check: refused,
-                skill,
-                file,
-                ..
-            } => {
-                assert_eq!(*refused, check, "{mode}: {err}");
-                assert_eq!((&**skill, &**file), ("pdf-processing", PDF), "{mode}");
+        match err.skill_check() {
+            Some((refused, skill, file)) => {
+                assert_eq!(refused, check, "{mode}: {err}");
+                assert_eq!((skill, file), ("pdf-processing", PDF), "{mode}");
             }
-            other => panic!("{mode}: {other}"),
+            None => panic!("{mode}: {err}"),
         }
         assert!(
             err.reason()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use harness::mini::{Mini, MiniConfig};
 use harness::{read_log, PATIENCE};
-use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ServerState, ToolCall};
+use kaged_mcp::client::{ClientError, ClientOptions, ErrorKind, McpClient, ServerState, ToolCall};
 use kaged_mcp::protocol::ToolResult;
 use kaged_mcp::transport::sse::{SseConfig, SseTransport};
 use kaged_mcp_layers::auth::AuthHeader;
@@ -137,8 +137,9 @@ async fn a_call_in_flight_fails_at_once_naming_the_server_when_the_stream_ends()
     let failed = client_error(&err);
     assert_eq!(failed.server(), "hangup");
     assert!(
-        matches!(failed, ClientError::Exited { reason, request: Some(r), .. }
-            if reason.contains("the event stream ended") && r.method == "tools/call"),
+        failed.kind() == ErrorKind::Exited
+            && failed.reason().starts_with("the event stream ended")
+            && failed.request().is_some_and(|r| r.method == "tools/call"),
         "{failed}"
     );
     assert!(failed.to_string().contains("`hangup`"), "{failed}");
@@ -169,10 +170,9 @@ async fn after_the_stream_drops_the_client_reconnects_and_initializes_a_new_sess
                 Err(err) => {
                     let e = client_error(&err);
                     assert_eq!(e.server(), "flaky");
-                    let caught_in_the_drop = matches!(e,
-                        ClientError::Exited { reason, request: Some(r), .. }
-                            if reason.contains("the event stream ended")
-                                && r.method == "tools/call");
+                    let caught_in_the_drop = e.kind() == ErrorKind::Exited
+                        && e.reason().starts_with("the event stream ended")
+                        && e.request().is_some_and(|r| r.method == "tools/call");
                     if caught_in_the_drop {
                         raced += 1;
                         assert_eq!(raced, 1, "only one call can race the drop: {e}");
@@ -180,9 +180,8 @@ async fn after_the_stream_drops_the_client_reconnects_and_initializes_a_new_sess
                     assert!(
                         caught_in_the_drop
                             || matches!(
-                                e,
-                                ClientError::BackingOff { .. }
-                                    | ClientError::ConnectionClosed { .. }
+                                e.kind(),
+                                ErrorKind::BackingOff | ErrorKind::ConnectionClosed
                             ),
                         "{e}"
                     );
@@ -218,27 +217,24 @@ async fn an_unreachable_sse_server_backs_off_then_is_marked_failed_after_five_fa
     for attempt in 1..=5u32 {
         let err = client.start().await.unwrap_err();
         assert!(
-            matches!(&err, ClientError::ConnectFailed { server, .. } if &**server == "gone"),
+            err.kind() == ErrorKind::ConnectFailed && err.server() == "gone",
             "attempt {attempt}: {err}"
         );
         if attempt == 5 {
             break;
         }
         let err = call(&client, "echo", json!({})).await.unwrap_err();
-        let ClientError::BackingOff { retry_in, .. } = client_error(&err) else {
+        let Some(retry_in) = client_error(&err).retry_in() else {
             panic!("attempt {attempt}: {err}");
         };
         // Rounded up to whole seconds: time may have moved a little during the attempt.
         waited.push(retry_in.as_secs_f64().ceil() as u64);
-        tokio::time::advance(*retry_in).await;
+        tokio::time::advance(retry_in).await;
     }
     assert_eq!(waited, [1, 2, 4, 8]);
     assert_eq!(client.state(), ServerState::Failed);
     let err = call(&client, "echo", json!({})).await.unwrap_err();
-    assert!(matches!(
-        client_error(&err),
-        ClientError::ServerFailed { failures: 5, .. }
-    ));
+    assert_eq!(client_error(&err).failures(), Some(5));
     assert!(client.last_error().unwrap().contains("server `gone`"));
 }
 
@@ -267,7 +263,7 @@ async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_the_server_is_fai
     // without another request, until the operator re-enables it.
     assert_eq!(client.state(), ServerState::Failed);
     let err = client.start().await.unwrap_err();
-    assert!(matches!(err, ClientError::ServerFailed { .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::ServerFailed, "{err}");
     // The server writes its log line after answering: let it settle before counting.
     let settled_gets = || async {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -289,8 +285,9 @@ async fn an_answer_over_the_frame_limit_fails_that_call_like_an_over_long_stdio_
         .unwrap_err();
     let failed = client_error(&err);
     assert!(
-        matches!(failed, ClientError::FrameTooLarge { limit: 65536, request: Some(r), .. }
-            if r.method == "tools/call"),
+        failed.kind() == ErrorKind::FrameTooLarge
+            && failed.limit() == Some(65536)
+            && failed.request().is_some_and(|r| r.method == "tools/call"),
         "{failed}"
     );
     assert!(failed.to_string().contains("`huge`"), "{failed}");
@@ -319,9 +316,12 @@ async fn a_refused_post_fails_the_call_as_not_delivered_and_only_a_passing_refus
         .unwrap_err();
     let failed = client_error(&err);
     assert!(
-        matches!(failed, ClientError::SendFailed { failure, request, .. }
-            if failure.not_delivered() && failure.is_retryable()
-                && request.method == "tools/call" && failure.message().contains("429 Too Many Requests")),
+        failed
+            .send_failure()
+            .is_some_and(|failure| failure.not_delivered()
+                && failure.is_retryable()
+                && failure.message().contains("429 Too Many Requests"))
+            && failed.request().is_some_and(|r| r.method == "tools/call"),
         "{failed:?}"
     );
     let text = failed.to_string();
@@ -340,11 +340,10 @@ async fn a_refused_post_fails_the_call_as_not_delivered_and_only_a_passing_refus
     for (tool, delivered_unknown) in [("http_400", false), ("http_500", true)] {
         let err = call(&client, tool, json!({})).await.unwrap_err();
         assert!(
-            matches!(
-                client_error(&err),
-                ClientError::SendFailed { failure, .. }
-                    if !failure.is_retryable() && failure.not_delivered() != delivered_unknown
-            ),
+            client_error(&err)
+                .send_failure()
+                .is_some_and(|failure| !failure.is_retryable()
+                    && failure.not_delivered() != delivered_unknown),
             "{tool}: {err}"
         );
         assert!(!NotSent::in_chain(&*err), "{tool}: {err}");

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ServerState, ToolCall};
+use kaged_mcp::client::{ClientError, ClientOptions, ErrorKind, McpClient, ServerState, ToolCall};
 use kaged_mcp::protocol::ToolResult;
 use kaged_mcp::transport::{StdioConfig, StdioTransport};
 use kaged_mcp_layers::retry::NotSent;
@@ -109,17 +109,12 @@ async fn a_crash_mid_call_fails_the_call_at_once_naming_the_server_with_status_a
     let err = call(&client, echo("boom")).await.unwrap_err();
     assert!(!NotSent::in_chain(&*err), "the call was sent");
     match client_error(&err) {
-        ClientError::Exited {
-            server,
-            exit_status,
-            stderr_tail,
-            request,
-            ..
-        } => {
-            assert_eq!(&**server, "faulty-crash");
-            assert_eq!(exit_status.and_then(|s| s.code()), Some(3));
+        e if e.kind() == ErrorKind::Exited => {
+            let stderr_tail = e.stderr_tail().unwrap();
+            assert_eq!(e.server(), "faulty-crash");
+            assert_eq!(e.exit_status().and_then(|s| s.code()), Some(3));
             assert!(stderr_tail.contains("crashing mid-call"), "{stderr_tail}");
-            assert_eq!(request.as_ref().unwrap().method, "tools/call");
+            assert_eq!(e.request().unwrap().method, "tools/call");
         }
         other => panic!("{other}"),
     }
@@ -133,7 +128,7 @@ async fn a_crash_mid_call_fails_the_call_at_once_naming_the_server_with_status_a
     // The restart waits for its backoff: the next call fails fast, not sent.
     let err = call(&client, echo("again")).await.unwrap_err();
     assert!(NotSent::in_chain(&*err));
-    assert!(matches!(client_error(&err), ClientError::BackingOff { .. }));
+    assert_eq!(client_error(&err).kind(), ErrorKind::BackingOff);
 }
 
 #[tokio::test]
@@ -198,14 +193,10 @@ async fn a_grandchild_holding_stdout_does_not_keep_the_call_or_any_process_alive
     let pid = client.process_id().unwrap();
     let err = call(&client, echo("spawn")).await.unwrap_err();
     match client_error(&err) {
-        ClientError::Exited {
-            server,
-            exit_status,
-            stderr_tail,
-            ..
-        } => {
-            assert_eq!(&**server, "faulty-grandchild");
-            assert_eq!(exit_status.and_then(|s| s.code()), Some(0));
+        e if e.kind() == ErrorKind::Exited => {
+            let stderr_tail = e.stderr_tail().unwrap();
+            assert_eq!(e.server(), "faulty-grandchild");
+            assert_eq!(e.exit_status().and_then(|s| s.code()), Some(0));
             assert!(stderr_tail.contains("grandchild pid"), "{stderr_tail}");
         }
         other => panic!("{other}"),
@@ -219,7 +210,7 @@ async fn a_cursor_that_never_advances_stops_list_tools_naming_the_server() {
     let client = faulty(Fault::CursorLoop);
     let err = client.list_tools().await.unwrap_err();
     assert!(
-        matches!(&err, ClientError::Pagination { server, .. } if &**server == "faulty-cursor_loop"),
+        err.kind() == ErrorKind::Pagination && err.server() == "faulty-cursor_loop",
         "{err}"
     );
     assert!(
@@ -270,7 +261,9 @@ async fn an_unsupported_protocol_version_is_refused_and_the_server_stopped() {
     let client = faulty(Fault::BadVersion);
     let err = client.start().await.unwrap_err();
     assert!(
-        matches!(&err, ClientError::UnsupportedProtocolVersion { server, version } if &**server == "faulty-bad_version" && version == "1999-01-01"),
+        err.kind() == ErrorKind::UnsupportedProtocolVersion
+            && err.server() == "faulty-bad_version"
+            && err.version() == Some("1999-01-01"),
         "{err}"
     );
     assert_eq!(client.state(), ServerState::Restarting);
@@ -284,20 +277,15 @@ async fn a_server_that_exits_before_initialize_fails_with_its_stderr_and_the_cal
     let err = call(&client, echo("x")).await.unwrap_err();
     assert!(NotSent::in_chain(&*err), "never reached the server: {err}");
     match client_error(&err) {
-        ClientError::Exited {
-            server,
-            exit_status,
-            stderr_tail,
-            request,
-            ..
-        } => {
-            assert_eq!(&**server, "faulty-exit_before_init");
-            assert_eq!(exit_status.and_then(|s| s.code()), Some(1));
+        e if e.kind() == ErrorKind::Exited => {
+            let stderr_tail = e.stderr_tail().unwrap();
+            assert_eq!(e.server(), "faulty-exit_before_init");
+            assert_eq!(e.exit_status().and_then(|s| s.code()), Some(1));
             assert!(
                 stderr_tail.contains("exiting with code 1 before initialize"),
                 "{stderr_tail}"
             );
-            assert_eq!(request.as_ref().unwrap().method, "initialize");
+            assert_eq!(e.request().unwrap().method, "initialize");
         }
         other => panic!("{other}"),
     }
@@ -314,8 +302,10 @@ async fn repeated_start_failures_mark_the_server_failed_until_reenabled() {
         let err = call(&client, echo("x")).await.unwrap_err();
         assert!(NotSent::in_chain(&*err));
         match client_error(&err) {
-            ClientError::BackingOff { retry_in, .. } => tokio::time::sleep(*retry_in).await,
-            ClientError::Exited { .. } => attempts += 1,
+            e if e.kind() == ErrorKind::BackingOff => {
+                tokio::time::sleep(e.retry_in().unwrap()).await
+            }
+            e if e.kind() == ErrorKind::Exited => attempts += 1,
             other => panic!("{other}"),
         }
         assert!(attempts <= 5, "more than five attempts");
@@ -324,7 +314,7 @@ async fn repeated_start_failures_mark_the_server_failed_until_reenabled() {
     let err = call(&client, echo("x")).await.unwrap_err();
     let failed = client_error(&err);
     assert!(
-        matches!(failed, ClientError::ServerFailed { failures: 5, .. }),
+        failed.kind() == ErrorKind::ServerFailed && failed.failures() == Some(5),
         "{failed}"
     );
     assert!(
@@ -332,10 +322,7 @@ async fn repeated_start_failures_mark_the_server_failed_until_reenabled() {
         "{failed}"
     );
     client.reenable();
-    assert!(matches!(
-        client.start().await,
-        Err(ClientError::Exited { .. })
-    ));
+    assert_eq!(client.start().await.unwrap_err().kind(), ErrorKind::Exited);
     assert_no_child_matching("--mode exit_before_init").await;
 }
 

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use kaged_mcp::client::{ClientError, ClientOptions, McpClient, ServerState, ToolCall};
+use kaged_mcp::client::{ClientError, ClientOptions, ErrorKind, McpClient, ServerState, ToolCall};
 use kaged_mcp::protocol::{ContentBlock, ToolResult};
 use kaged_mcp::transport::{StdioConfig, StdioTransport};
 use kaged_mcp_layers::retry::NotSent;
@@ -345,7 +345,7 @@ async fn python_servers_get_their_sampling_requests_refused() {
             Err(e) => {
                 let ce = ClientError::find(&*e).expect("a ClientError");
                 assert!(
-                    matches!(ce, ClientError::JsonRpc { code: -32601, .. }),
+                    ce.kind() == ErrorKind::JsonRpc && ce.code() == Some(-32601),
                     "{name}: {ce}"
                 );
             }

@@ -356,7 +356,7 @@ async fn a_json_rpc_error_is_the_spans_error_type_and_status() {
         .await
         .unwrap_err();
     let err = kaged_mcp::client::ClientError::find(&*err).unwrap();
-    let kaged_mcp::client::ClientError::JsonRpc { code, message, .. } = err else {
+    let (Some(code), Some(message)) = (err.code(), err.message().map(str::to_owned)) else {
         panic!("{err:?}");
     };
     client.shutdown().await;

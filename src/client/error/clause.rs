@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{About, ClientError, Stderr};
+use super::{About, ClientError, Kind, Req, Stderr};
 use crate::protocol::lifecycle::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::protocol::modern::SUPPORTED_MODERN_VERSIONS;
 
@@ -13,22 +13,22 @@ pub(super) struct Clause<'a>(pub(super) &'a ClientError);
 
 impl fmt::Display for Clause<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            ClientError::ConnectFailed { .. }
-            | ClientError::Exited { .. }
-            | ClientError::FrameTooLarge { .. }
-            | ClientError::ConnectionClosed { .. }
-            | ClientError::SendFailed { .. }
-            | ClientError::ProtocolViolation { .. } => self.connection(f),
-            ClientError::UnsupportedProtocolVersion { .. }
-            | ClientError::NoCommonVersion { .. }
-            | ClientError::NotModern { .. }
-            | ClientError::ServerFailed { .. }
-            | ClientError::BackingOff { .. }
-            | ClientError::Disabled { .. }
-            | ClientError::NoRuntime { .. }
-            | ClientError::InitializeTimeout { .. }
-            | ClientError::TooManyInFlight { .. } => self.server(f),
+        match self.0.parts() {
+            Kind::ConnectFailed { .. }
+            | Kind::Exited { .. }
+            | Kind::FrameTooLarge { .. }
+            | Kind::ConnectionClosed { .. }
+            | Kind::SendFailed { .. }
+            | Kind::ProtocolViolation { .. } => self.connection(f),
+            Kind::UnsupportedProtocolVersion { .. }
+            | Kind::NoCommonVersion { .. }
+            | Kind::NotModern { .. }
+            | Kind::ServerFailed { .. }
+            | Kind::BackingOff { .. }
+            | Kind::Disabled
+            | Kind::NoRuntime
+            | Kind::InitializeTimeout { .. }
+            | Kind::TooManyInFlight { .. } => self.server(f),
             _ => self.request(f),
         }
     }
@@ -37,32 +37,30 @@ impl fmt::Display for Clause<'_> {
 impl Clause<'_> {
     /// What the connection or the transport met.
     fn connection(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            ClientError::ConnectFailed { source, .. } => {
+        let request = Req(self.0.request());
+        match self.0.parts() {
+            Kind::ConnectFailed { source, .. } => {
                 write!(f, "could not be started: {source}")
             }
-            ClientError::Exited {
+            Kind::Exited {
                 reason,
                 stderr_tail,
-                request,
-                ..
-            } => write!(f, "{reason}{}{}", About(request), Stderr(stderr_tail)),
-            ClientError::FrameTooLarge {
-                limit,
-                len,
-                request,
                 ..
             } => write!(
                 f,
-                "sent a message of {len} bytes, over the frame limit of {limit} bytes{}",
-                About(request)
+                "{reason}{}{}",
+                About(self.0.request()),
+                Stderr(stderr_tail)
             ),
-            ClientError::ConnectionClosed {
-                request, detail, ..
-            } => write!(f, "connection closed{}: {detail}", About(request)),
-            ClientError::SendFailed {
-                request, failure, ..
-            } => {
+            Kind::FrameTooLarge { limit, len, .. } => write!(
+                f,
+                "sent a message of {len} bytes, over the frame limit of {limit} bytes{}",
+                About(self.0.request())
+            ),
+            Kind::ConnectionClosed { detail, .. } => {
+                write!(f, "connection closed{}: {detail}", About(self.0.request()))
+            }
+            Kind::SendFailed { failure, .. } => {
                 let not_delivered = if failure.not_delivered() {
                     " (not delivered)"
                 } else {
@@ -70,22 +68,24 @@ impl Clause<'_> {
                 };
                 write!(f, "sending {request} failed{not_delivered}: {failure}")
             }
-            ClientError::ProtocolViolation {
-                request, detail, ..
-            } => write!(f, "violated the protocol{}: {detail}", About(request)),
+            Kind::ProtocolViolation { detail, .. } => write!(
+                f,
+                "violated the protocol{}: {detail}",
+                About(self.0.request())
+            ),
             _ => Ok(()),
         }
     }
 
     /// What the server is, or the state the client holds it in.
     fn server(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            ClientError::UnsupportedProtocolVersion { version, .. } => write!(
+        match self.0.parts() {
+            Kind::UnsupportedProtocolVersion { version, .. } => write!(
                 f,
                 "answered initialize with protocol version {version:?}, which this client does not support (it supports {})",
                 SUPPORTED_PROTOCOL_VERSIONS.join(", ")
             ),
-            ClientError::ServerFailed {
+            Kind::ServerFailed {
                 failures,
                 last_error,
                 ..
@@ -93,7 +93,7 @@ impl Clause<'_> {
                 f,
                 "is marked failed after {failures} consecutive failures (re-enable it to try again); last error: {last_error}"
             ),
-            ClientError::BackingOff {
+            Kind::BackingOff {
                 retry_in,
                 last_error,
                 ..
@@ -102,16 +102,16 @@ impl Clause<'_> {
                 "is restarting, next attempt in {} ms; last error: {last_error}",
                 retry_in.as_millis()
             ),
-            ClientError::Disabled { .. } => f.write_str("is disabled"),
-            ClientError::InitializeTimeout { after, .. } => write!(
+            Kind::Disabled => f.write_str("is disabled"),
+            Kind::InitializeTimeout { after, .. } => write!(
                 f,
                 "did not answer initialize within {} ms",
                 after.as_millis()
             ),
-            ClientError::TooManyInFlight { limit, .. } => {
+            Kind::TooManyInFlight { limit, .. } => {
                 write!(f, "already has {limit} requests in flight (the limit)")
             }
-            ClientError::NoCommonVersion { supported, .. } => write!(
+            Kind::NoCommonVersion { supported, .. } => write!(
                 f,
                 "speaks protocol versions {}, none of which this client speaks ({}, {})",
                 if supported.is_empty() {
@@ -122,11 +122,12 @@ impl Clause<'_> {
                 SUPPORTED_MODERN_VERSIONS.join(", "),
                 SUPPORTED_PROTOCOL_VERSIONS.join(", ")
             ),
-            ClientError::NotModern { server, detail } => write!(
+            Kind::NotModern { detail } => write!(
                 f,
-                "is configured with era = \"modern\" but did not answer server/discover as a 2026-07-28 server: {detail} (set era = \"auto\" or \"legacy\" under [mcp.{server}] in local.toml)"
+                "is configured with era = \"modern\" but did not answer server/discover as a 2026-07-28 server: {detail} (set era = \"auto\" or \"legacy\" under [mcp.{server}] in local.toml)",
+                server = self.0.server()
             ),
-            ClientError::NoRuntime { .. } => {
+            Kind::NoRuntime => {
                 f.write_str("cannot be started outside a tokio runtime")
             }
             _ => Ok(()),
@@ -135,23 +136,22 @@ impl Clause<'_> {
 
     /// How one request was answered or refused.
     fn request(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            ClientError::JsonRpc {
-                request,
+        let request = Req(self.0.request());
+        match self.0.parts() {
+            Kind::JsonRpc {
                 code,
                 message,
                 ..
             } => write!(f, "answered {request} with JSON-RPC error {code}: {message}"),
-            ClientError::Pagination { method, detail, .. } => {
+            Kind::Pagination { method, detail, .. } => {
                 write!(f, "{method} stopped: {detail}")
             }
-            ClientError::RequestTimeout { request, after, .. } => write!(
+            Kind::RequestTimeout { after, .. } => write!(
                 f,
                 "did not answer {request} within {} ms; check that it is responsive or raise its `timeout_ms`",
                 after.as_millis()
             ),
-            ClientError::InputRefused {
-                request,
+            Kind::InputRefused {
                 input,
                 method,
                 detail,
@@ -160,14 +160,13 @@ impl Clause<'_> {
                 f,
                 "asked for input `{input}` ({method}) to answer {request}; refused: {detail}"
             ),
-            ClientError::InputRounds {
-                request, rounds, ..
+            Kind::InputRounds {
+                rounds, ..
             } => write!(
                 f,
                 "still asked for input after {rounds} rounds of {request}; the call is given up"
             ),
-            ClientError::TaskFailed {
-                request,
+            Kind::TaskFailed {
                 task_id,
                 code,
                 message,
@@ -176,8 +175,7 @@ impl Clause<'_> {
                 f,
                 "task {task_id} of {request} failed with JSON-RPC error {code}: {message}"
             ),
-            ClientError::TaskCancelled {
-                request,
+            Kind::TaskCancelled {
                 task_id,
                 message,
                 ..
@@ -188,14 +186,12 @@ impl Clause<'_> {
                     None => Ok(()),
                 }
             }
-            ClientError::TaskLost {
-                request,
+            Kind::TaskLost {
                 task_id,
                 detail,
                 ..
             } => write!(f, "task {task_id} of {request} was lost: {detail}"),
-            ClientError::MissingCapability {
-                request,
+            Kind::MissingCapability {
                 required,
                 hint,
                 ..
@@ -206,7 +202,7 @@ impl Clause<'_> {
                     None => Ok(()),
                 }
             }
-            ClientError::NotOffered {
+            Kind::NotOffered {
                 method,
                 name,
                 capability,
@@ -215,7 +211,7 @@ impl Clause<'_> {
                 f,
                 "does not offer {capability} (its capabilities at start); {method} {name} was not sent"
             ),
-            ClientError::SkillRefused {
+            Kind::SkillRefused {
                 skill,
                 file,
                 check,

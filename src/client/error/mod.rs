@@ -1,5 +1,8 @@
-//! [`ClientError`]: everything that can go wrong between a call and a server, each naming the
-//! server and, where there is one, the request.
+//! [`ClientError`]: everything that can go wrong between a call and a server. One struct names
+//! the server and, where there is one, the request; what happened is its private kind, read
+//! through [`ClientError::kind`] (one word), [`ClientError::class`] (what it means to whoever
+//! must act) and the accessors of the parts a caller may need, the way `std::io::Error` and
+//! hyper-util's `legacy::Error` keep their representation to themselves.
 
 use std::fmt;
 use std::process::ExitStatus;
@@ -13,11 +16,13 @@ use tower::BoxError;
 use crate::protocol::method::{Discover, Initialize, Request as _};
 use crate::protocol::RequestId;
 use crate::transport::SendFailure;
-use crate::transport::TransportError;
 
 mod clause;
+mod kind;
 
 use self::clause::Clause;
+pub use self::kind::ErrorKind;
+pub(crate) use self::kind::Kind;
 
 /// The request an error is about: its id and method.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,14 +40,27 @@ impl fmt::Display for RequestRef {
     }
 }
 
-/// Formats ` (request 4 (tools/call))` or nothing.
-struct About<'a>(&'a Option<RequestRef>);
+/// Formats ` during request 4 (tools/call)` or nothing.
+struct About<'a>(Option<&'a RequestRef>);
 
 impl fmt::Display for About<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             Some(r) => write!(f, " during {r}"),
             None => Ok(()),
+        }
+    }
+}
+
+/// Formats `request 4 (tools/call)` for an error about a request (every kind that is has
+/// one), `a request` otherwise.
+struct Req<'a>(Option<&'a RequestRef>);
+
+impl fmt::Display for Req<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(r) => r.fmt(f),
+            None => f.write_str("a request"),
         }
     }
 }
@@ -86,303 +104,61 @@ pub(crate) fn last_stderr_line(tail: &str) -> String {
     }
 }
 
-/// An error of the MCP client. Every variant names the server.
+/// An error of the MCP client: what happened ([`kind`](Self::kind)) to which server
+/// ([`server`](Self::server)) and, where there is one, to which request
+/// ([`request`](Self::request)).
+///
+/// Its `Display` is ``MCP server `name` `` and what happened, for logs; the operator's line,
+/// without the name and the chain of underlying errors, is [`reason`](Self::reason). What the
+/// failure means to whoever must act on it is [`class`](Self::class), the one classification
+/// the retry policy, the supervisor, telemetry and the CLI all ask.
 ///
 /// # Errors the retry policy may retry
 /// As a [`tower::Service`], [`McpClient`](super::McpClient) returns these in a
 /// [`BoxError`]. When the request provably never reached the server, the error is wrapped in
 /// [`kaged_mcp_layers::retry::NotSent`] so the retry policy retries it whatever the tool:
-/// [`ConnectFailed`](Self::ConnectFailed), [`ServerFailed`](Self::ServerFailed),
-/// [`BackingOff`](Self::BackingOff), [`Disabled`](Self::Disabled),
-/// [`TooManyInFlight`](Self::TooManyInFlight), [`NoRuntime`](Self::NoRuntime), a
-/// [`ConnectionClosed`](Self::ConnectionClosed) refused before the write, a
-/// [`SendFailed`](Self::SendFailed) the server refused without processing in a way that
-/// passes (no connection, 408, 425, 429), and any error of a
-/// start-up the call was waiting for (the server exited before `initialize` was answered, spoke
-/// an unsupported version, did not answer in time). [`ClientError::find`] finds the
-/// `ClientError` in either shape.
+/// [`ConnectFailed`](ErrorKind::ConnectFailed), [`ServerFailed`](ErrorKind::ServerFailed),
+/// [`BackingOff`](ErrorKind::BackingOff), [`Disabled`](ErrorKind::Disabled),
+/// [`TooManyInFlight`](ErrorKind::TooManyInFlight), [`NoRuntime`](ErrorKind::NoRuntime), a
+/// [`ConnectionClosed`](ErrorKind::ConnectionClosed) refused before the write, a
+/// [`SendFailed`](ErrorKind::SendFailed) the server refused without processing in a way that
+/// passes (no connection, 408, 425, 429), and any error of a start-up the call was waiting for
+/// (the server exited before `initialize` was answered, spoke an unsupported version, did not
+/// answer in time). [`ClientError::find`] finds the `ClientError` in either shape.
+#[derive(Clone)]
+pub struct ClientError(Box<Inner>);
+
+/// The parts of a [`ClientError`], boxed: an error is one pointer wide wherever a result
+/// carries it, and costs its allocation only when something fails.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// The transport could not connect (stdio: the process could not be spawned).
-    ConnectFailed {
-        /// The server.
-        server: Arc<str>,
-        /// What the transport reported.
-        source: TransportError,
-    },
-    /// The server went away (stdio: the process exited, or its stdout closed).
-    Exited {
-        /// The server.
-        server: Arc<str>,
-        /// What happened, e.g. `exited (exit status: 3)`.
-        reason: String,
-        /// The exit status, when the transport runs a process.
-        exit_status: Option<ExitStatus>,
-        /// The last bytes the server wrote to stderr.
-        stderr_tail: String,
-        /// The request that was in flight.
-        request: Option<RequestRef>,
-    },
-    /// The server sent a message longer than the frame limit; the message was discarded.
-    FrameTooLarge {
-        /// The server.
-        server: Arc<str>,
-        /// The limit.
-        limit: usize,
-        /// The message's length.
-        len: u64,
-        /// The request it answered, when its id could be found.
-        request: Option<RequestRef>,
-    },
-    /// The server answered with a JSON-RPC error.
-    JsonRpc {
-        /// The server.
-        server: Arc<str>,
-        /// The request.
-        request: RequestRef,
-        /// The error code.
-        code: i64,
-        /// The error message.
-        message: String,
-        /// The error data, if any.
-        data: Option<Value>,
-    },
-    /// The server chose a protocol revision this client does not speak.
-    UnsupportedProtocolVersion {
-        /// The server.
-        server: Arc<str>,
-        /// The version it answered.
-        version: String,
-    },
-    /// The connection is closed (or was shut down by the client).
-    ConnectionClosed {
-        /// The server.
-        server: Arc<str>,
-        /// The request concerned, if any.
-        request: Option<RequestRef>,
-        /// Why.
-        detail: String,
-    },
-    /// Sending the request failed (HTTP: its POST, or the stream of its answer). When the
-    /// server provably did not process it and sending it again may help
-    /// ([`SendFailure::not_delivered`] and [`SendFailure::is_retryable`]), the error comes
-    /// wrapped in [`NotSent`] so the retry policy may send it again whatever the tool.
-    SendFailed {
-        /// The server.
-        server: Arc<str>,
-        /// The request.
-        request: RequestRef,
-        /// What went wrong, naming no secret, and what it means: delivered or not, worth
-        /// retrying, permanent (when this was the handshake, the server is marked failed at
-        /// once), the HTTP status that refused it.
-        failure: SendFailure,
-    },
-    /// The server failed too many times in a row; calls fail fast until it is re-enabled.
-    ServerFailed {
-        /// The server.
-        server: Arc<str>,
-        /// Consecutive failures.
-        failures: u32,
-        /// The last failure.
-        last_error: String,
-    },
-    /// The server failed recently and the next restart attempt is not due yet.
-    BackingOff {
-        /// The server.
-        server: Arc<str>,
-        /// Time until the next attempt.
-        retry_in: Duration,
-        /// The last failure.
-        last_error: String,
-    },
-    /// The server is disabled (by the operator, or shut down).
-    Disabled {
-        /// The server.
-        server: Arc<str>,
-    },
-    /// A list (`tools/list`, `resources/list`, …) did not end properly.
-    Pagination {
-        /// The server.
-        server: Arc<str>,
-        /// The list's method.
-        method: &'static str,
-        /// What went wrong (a cursor seen twice, too many pages or tools).
-        detail: String,
-    },
-    /// The server sent something the protocol does not allow.
-    ProtocolViolation {
-        /// The server.
-        server: Arc<str>,
-        /// The request concerned, if any.
-        request: Option<RequestRef>,
-        /// What was wrong.
-        detail: String,
-    },
-    /// The server did not answer `initialize` in time.
-    InitializeTimeout {
-        /// The server.
-        server: Arc<str>,
-        /// The time waited.
-        after: Duration,
-    },
-    /// The server did not answer a request the client sent on its own (a `tools/list` page)
-    /// within [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout); the
-    /// request was cancelled.
-    RequestTimeout {
-        /// The server.
-        server: Arc<str>,
-        /// The request.
-        request: RequestRef,
-        /// The time waited.
-        after: Duration,
-    },
-    /// The bound on calls in flight is reached.
-    TooManyInFlight {
-        /// The server.
-        server: Arc<str>,
-        /// The bound.
-        limit: usize,
-    },
-    /// The server asked for input the client does not give (a multi round-trip request of
-    /// the 2026-07-28 revision): sampling (ADR-0043 §6), or a request the server-request
-    /// handler refused. The call is not retried.
-    InputRefused {
-        /// The server.
-        server: Arc<str>,
-        /// The request that was answered `input_required`.
-        request: RequestRef,
-        /// The server's key of the input request.
-        input: Box<str>,
-        /// The input request's method, e.g. `sampling/createMessage`.
-        method: Box<str>,
-        /// Why it was refused.
-        detail: Box<str>,
-    },
-    /// The server still asked for input after [`MAX_INPUT_ROUNDS`](super::MAX_INPUT_ROUNDS)
-    /// retries of the same call.
-    InputRounds {
-        /// The server.
-        server: Arc<str>,
-        /// The last request that was answered `input_required`.
-        request: RequestRef,
-        /// Rounds done.
-        rounds: u32,
-    },
-    /// The server speaks no protocol version this client speaks (its `server/discover`
-    /// answer, or its `UnsupportedProtocolVersion` error, listed them).
-    NoCommonVersion {
-        /// The server.
-        server: Arc<str>,
-        /// The versions it listed.
-        supported: Vec<String>,
-    },
-    /// The server is configured to speak the modern era (`era = "modern"`) and did not answer
-    /// `server/discover` as a modern server.
-    NotModern {
-        /// The server.
-        server: Arc<str>,
-        /// What it answered.
-        detail: String,
-    },
-    /// The server ran the call as a task, and the task failed: the JSON-RPC error it ended
-    /// with (2026-07-28 `failed`, or 2025-11-25 `tasks/result` answered with an error).
-    TaskFailed {
-        /// The server.
-        server: Arc<str>,
-        /// The `tools/call` that created the task.
-        request: RequestRef,
-        /// The server's id of the task.
-        task_id: Box<str>,
-        /// The error code (0 when the server sent none).
-        code: i64,
-        /// The error message.
-        message: Box<str>,
-        /// The error data, if any.
-        data: Option<Box<Value>>,
-    },
-    /// The server ran the call as a task, and cancelled it.
-    TaskCancelled {
-        /// The server.
-        server: Arc<str>,
-        /// The `tools/call` that created the task.
-        request: RequestRef,
-        /// The server's id of the task.
-        task_id: Box<str>,
-        /// The server's words, if any.
-        message: Option<Box<str>>,
-    },
-    /// The server ran the call as a task, and the task can no longer be followed: the server
-    /// no longer knows it, exited, or could not be asked for it several times in a row. The
-    /// tool was not called again.
-    TaskLost {
-        /// The server.
-        server: Arc<str>,
-        /// The `tools/call` that created the task.
-        request: RequestRef,
-        /// The server's id of the task.
-        task_id: Box<str>,
-        /// What happened.
-        detail: Box<str>,
-    },
-    /// The server refused a request because the client lacks a capability (-32021, 2026-07-28):
-    /// for a tool that runs only as a task, the tasks extension, which the client declares in a
-    /// 2026-07-28 session unless `tasks = "off"`.
-    MissingCapability {
-        /// The server.
-        server: Arc<str>,
-        /// The refused request.
-        request: RequestRef,
-        /// The capabilities the server asked for (its `data.requiredCapabilities`, as JSON),
-        /// or its message when it named none.
-        required: Box<str>,
-        /// What to change, when the client can tell.
-        hint: Option<Box<str>>,
-    },
-    /// The server's capabilities do not offer what a request needs: it was not sent.
-    NotOffered {
-        /// The server.
-        server: Arc<str>,
-        /// The request's method.
-        method: &'static str,
-        /// What the request was about: a URI, a prompt.
-        name: Box<str>,
-        /// The capability it needs, e.g. `resources.subscribe`.
-        capability: Box<str>,
-    },
-    /// A skill (SEP-2640) was refused: a file of it failed a check against the server's own
-    /// listing, and none of its content was used ([`crate::client`]'s skills).
-    SkillRefused {
-        /// The server.
-        server: Arc<str>,
-        /// The skill's name.
-        skill: Box<str>,
-        /// The file that failed.
-        file: Box<str>,
-        /// Which check failed.
-        check: SkillCheck,
-        /// What the check found.
-        detail: Box<str>,
-    },
-    /// The server had to be started outside a tokio runtime.
-    NoRuntime {
-        /// The server.
-        server: Arc<str>,
-    },
+struct Inner {
+    server: Arc<str>,
+    request: Option<RequestRef>,
+    kind: Kind,
+}
+
+impl fmt::Debug for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientError")
+            .field("server", &self.0.server)
+            .field("request", &self.0.request)
+            .field("kind", &self.0.kind)
+            .finish()
+    }
 }
 
 impl fmt::Display for ClientError {
     /// ``MCP server `name` `` and what happened; the operator's line without the name is
     /// [`reason`](Self::reason).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let separator = match self {
-            Self::ConnectionClosed { .. }
-            | Self::SendFailed { .. }
-            | Self::Pagination { .. }
-            | Self::TaskFailed { .. }
-            | Self::TaskCancelled { .. }
-            | Self::TaskLost { .. }
-            | Self::SkillRefused { .. } => ": ",
+        let separator = match self.0.kind {
+            Kind::ConnectionClosed { .. }
+            | Kind::SendFailed { .. }
+            | Kind::Pagination { .. }
+            | Kind::TaskFailed { .. }
+            | Kind::TaskCancelled { .. }
+            | Kind::TaskLost { .. }
+            | Kind::SkillRefused { .. } => ": ",
             _ => " ",
         };
         write!(
@@ -396,8 +172,8 @@ impl fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::ConnectFailed { source, .. } => Some(source),
+        match &self.0.kind {
+            Kind::ConnectFailed { source } => Some(source),
             _ => None,
         }
     }
@@ -409,9 +185,9 @@ impl crate::telemetry::Failure for ClientError {
     }
 
     fn json_rpc(&self) -> Option<(i64, Option<&str>)> {
-        match self {
-            Self::JsonRpc { code, message, .. } => Some((*code, Some(message))),
-            Self::MissingCapability { .. } => Some((
+        match &self.0.kind {
+            Kind::JsonRpc { code, message, .. } => Some((*code, Some(message))),
+            Kind::MissingCapability { .. } => Some((
                 crate::protocol::modern::MISSING_REQUIRED_CLIENT_CAPABILITY,
                 None,
             )),
@@ -425,7 +201,7 @@ fn is_handshake(method: &str) -> bool {
     method == Initialize::METHOD || method == Discover::METHOD
 }
 
-/// Which check refused a skill ([`ClientError::SkillRefused`]).
+/// Which check refused a skill ([`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SkillCheck {
@@ -518,54 +294,180 @@ impl fmt::Display for ErrorClass {
 }
 
 impl ClientError {
+    /// An error of `server`, about `request` when there is one.
+    pub(crate) fn new(
+        server: impl Into<Arc<str>>,
+        request: Option<RequestRef>,
+        kind: Kind,
+    ) -> Self {
+        Self(Box::new(Inner {
+            server: server.into(),
+            request,
+            kind,
+        }))
+    }
+
+    /// What happened, with its parts: the crate's own view.
+    pub(crate) fn parts(&self) -> &Kind {
+        &self.0.kind
+    }
+
     /// The server the error is about.
     pub fn server(&self) -> &str {
-        match self {
-            Self::ConnectFailed { server, .. }
-            | Self::Exited { server, .. }
-            | Self::FrameTooLarge { server, .. }
-            | Self::JsonRpc { server, .. }
-            | Self::UnsupportedProtocolVersion { server, .. }
-            | Self::ConnectionClosed { server, .. }
-            | Self::SendFailed { server, .. }
-            | Self::ServerFailed { server, .. }
-            | Self::BackingOff { server, .. }
-            | Self::Disabled { server }
-            | Self::Pagination { server, .. }
-            | Self::ProtocolViolation { server, .. }
-            | Self::InitializeTimeout { server, .. }
-            | Self::RequestTimeout { server, .. }
-            | Self::TooManyInFlight { server, .. }
-            | Self::InputRefused { server, .. }
-            | Self::InputRounds { server, .. }
-            | Self::NoCommonVersion { server, .. }
-            | Self::NotModern { server, .. }
-            | Self::TaskFailed { server, .. }
-            | Self::TaskCancelled { server, .. }
-            | Self::TaskLost { server, .. }
-            | Self::MissingCapability { server, .. }
-            | Self::NotOffered { server, .. }
-            | Self::SkillRefused { server, .. }
-            | Self::NoRuntime { server } => server,
-        }
+        &self.0.server
     }
 
     /// The request the error is about, if any.
     pub fn request(&self) -> Option<&RequestRef> {
-        match self {
-            Self::Exited { request, .. }
-            | Self::FrameTooLarge { request, .. }
-            | Self::ConnectionClosed { request, .. }
-            | Self::ProtocolViolation { request, .. } => request.as_ref(),
-            Self::JsonRpc { request, .. }
-            | Self::SendFailed { request, .. }
-            | Self::RequestTimeout { request, .. }
-            | Self::InputRefused { request, .. }
-            | Self::InputRounds { request, .. }
-            | Self::TaskFailed { request, .. }
-            | Self::TaskCancelled { request, .. }
-            | Self::TaskLost { request, .. }
-            | Self::MissingCapability { request, .. } => Some(request),
+        self.0.request.as_ref()
+    }
+
+    /// Which failure this is, in one word: see [`ErrorKind`].
+    pub fn kind(&self) -> ErrorKind {
+        self.0.kind.word()
+    }
+
+    /// The JSON-RPC error code: the server's answer ([`ErrorKind::JsonRpc`]), the error a task
+    /// ended with ([`ErrorKind::TaskFailed`]; 0 when the server sent none), or -32021 for
+    /// [`ErrorKind::MissingCapability`].
+    pub fn code(&self) -> Option<i64> {
+        match &self.0.kind {
+            Kind::JsonRpc { code, .. } | Kind::TaskFailed { code, .. } => Some(*code),
+            Kind::MissingCapability { .. } => {
+                Some(crate::protocol::modern::MISSING_REQUIRED_CLIENT_CAPABILITY)
+            }
+            _ => None,
+        }
+    }
+
+    /// The server's own words: the message of its JSON-RPC error, of the error a task ended
+    /// with, or of a task it cancelled.
+    pub fn message(&self) -> Option<&str> {
+        match &self.0.kind {
+            Kind::JsonRpc { message, .. } => Some(message),
+            Kind::TaskFailed { message, .. } => Some(message),
+            Kind::TaskCancelled { message, .. } => message.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The `data` of the server's JSON-RPC error (or of the error a task ended with), if any.
+    pub fn data(&self) -> Option<&Value> {
+        match &self.0.kind {
+            Kind::JsonRpc { data, .. } => data.as_ref(),
+            Kind::TaskFailed { data, .. } => data.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// How the server's process ended, for an [`ErrorKind::Exited`] of a transport that runs
+    /// one.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        match &self.0.kind {
+            Kind::Exited { exit_status, .. } => *exit_status,
+            _ => None,
+        }
+    }
+
+    /// The last bytes the server wrote to stderr before it went away
+    /// ([`ErrorKind::Exited`]).
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match &self.0.kind {
+            Kind::Exited { stderr_tail, .. } => Some(stderr_tail),
+            _ => None,
+        }
+    }
+
+    /// The bound that was reached: the frame limit in bytes ([`ErrorKind::FrameTooLarge`]),
+    /// or the requests in flight ([`ErrorKind::TooManyInFlight`]).
+    pub fn limit(&self) -> Option<usize> {
+        match &self.0.kind {
+            Kind::FrameTooLarge { limit, .. } | Kind::TooManyInFlight { limit } => Some(*limit),
+            _ => None,
+        }
+    }
+
+    /// The length of the discarded message ([`ErrorKind::FrameTooLarge`]).
+    pub fn frame_len(&self) -> Option<u64> {
+        match &self.0.kind {
+            Kind::FrameTooLarge { len, .. } => Some(*len),
+            _ => None,
+        }
+    }
+
+    /// The time until the next restart attempt ([`ErrorKind::BackingOff`]).
+    pub fn retry_in(&self) -> Option<Duration> {
+        match &self.0.kind {
+            Kind::BackingOff { retry_in, .. } => Some(*retry_in),
+            _ => None,
+        }
+    }
+
+    /// The consecutive failures that marked the server failed ([`ErrorKind::ServerFailed`]).
+    pub fn failures(&self) -> Option<u32> {
+        match &self.0.kind {
+            Kind::ServerFailed { failures, .. } => Some(*failures),
+            _ => None,
+        }
+    }
+
+    /// The protocol version the server answered ([`ErrorKind::UnsupportedProtocolVersion`]).
+    pub fn version(&self) -> Option<&str> {
+        match &self.0.kind {
+            Kind::UnsupportedProtocolVersion { version } => Some(version),
+            _ => None,
+        }
+    }
+
+    /// The protocol versions the server listed ([`ErrorKind::NoCommonVersion`]).
+    pub fn supported_versions(&self) -> Option<&[String]> {
+        match &self.0.kind {
+            Kind::NoCommonVersion { supported } => Some(supported),
+            _ => None,
+        }
+    }
+
+    /// The capability concerned: the one the server does not offer
+    /// ([`ErrorKind::NotOffered`], e.g. `resources.subscribe`), or the client capabilities the
+    /// server asked for ([`ErrorKind::MissingCapability`], its `data.requiredCapabilities` as
+    /// JSON, or its message when it named none).
+    pub fn capability(&self) -> Option<&str> {
+        match &self.0.kind {
+            Kind::NotOffered { capability, .. } => Some(capability),
+            Kind::MissingCapability { required, .. } => Some(required),
+            _ => None,
+        }
+    }
+
+    /// The server's id of the task that ran the call ([`ErrorKind::TaskFailed`],
+    /// [`ErrorKind::TaskCancelled`], [`ErrorKind::TaskLost`]).
+    pub fn task_id(&self) -> Option<&str> {
+        match &self.0.kind {
+            Kind::TaskFailed { task_id, .. }
+            | Kind::TaskCancelled { task_id, .. }
+            | Kind::TaskLost { task_id, .. } => Some(task_id),
+            _ => None,
+        }
+    }
+
+    /// Which check refused a skill, the skill and the file ([`ErrorKind::SkillRefused`]).
+    pub fn skill_check(&self) -> Option<(SkillCheck, &str, &str)> {
+        match &self.0.kind {
+            Kind::SkillRefused {
+                check, skill, file, ..
+            } => Some((*check, skill, file)),
+            _ => None,
+        }
+    }
+
+    /// The method of the request concerned: the error's request's, or for a request never
+    /// sent (a list that did not end, a capability not offered) the method it would have had.
+    fn method(&self) -> Option<&'static str> {
+        match (&self.0.request, &self.0.kind) {
+            (Some(r), _) => Some(r.method),
+            (None, Kind::Pagination { method, .. } | Kind::NotOffered { method, .. }) => {
+                Some(method)
+            }
             _ => None,
         }
     }
@@ -577,28 +479,26 @@ impl ClientError {
     /// failed server says its last error the same way. Written from the error's own parts,
     /// never by editing another message.
     pub fn reason(&self) -> String {
-        match self {
-            Self::SendFailed { failure, .. } => failure.message().to_owned(),
-            Self::ConnectFailed { server, source } => {
-                without_server(source.message(), server).to_owned()
+        match &self.0.kind {
+            Kind::SendFailed { failure } => failure.message().to_owned(),
+            Kind::ConnectFailed { source } => {
+                without_server(source.message(), self.server()).to_owned()
             }
-            Self::Exited {
+            Kind::Exited {
                 reason,
                 stderr_tail,
-                request,
                 ..
             } => {
                 let mut line = reason.clone();
-                if let Some(r) = request {
+                if let Some(r) = &self.0.request {
                     line.push_str(&format!(" during {r}"));
                 }
                 line.push_str(&last_stderr_line(stderr_tail));
                 line
             }
-            Self::ServerFailed {
+            Kind::ServerFailed {
                 failures,
                 last_error,
-                ..
             } => {
                 let times = if *failures == 1 {
                     "1 failure".to_owned()
@@ -607,10 +507,9 @@ impl ClientError {
                 };
                 format!("marked failed after {times} (re-enable it to try again): {last_error}")
             }
-            Self::BackingOff {
+            Kind::BackingOff {
                 retry_in,
                 last_error,
-                ..
             } => format!(
                 "restarting, next attempt in {} ms: {last_error}",
                 retry_in.as_millis()
@@ -621,31 +520,31 @@ impl ClientError {
 
     /// What the error means, in one word: see [`ErrorClass`].
     pub fn class(&self) -> ErrorClass {
-        match self {
-            Self::ConnectFailed { .. } => ErrorClass::Unreachable,
-            Self::Exited { .. } | Self::ConnectionClosed { .. } => ErrorClass::Gone,
-            Self::InitializeTimeout { .. } | Self::RequestTimeout { .. } => ErrorClass::Timeout,
-            Self::SendFailed { .. } => ErrorClass::SendFailed,
-            Self::JsonRpc { .. }
-            | Self::TaskFailed { .. }
-            | Self::TaskCancelled { .. }
-            | Self::TaskLost { .. } => ErrorClass::Refused,
-            Self::FrameTooLarge { .. }
-            | Self::ProtocolViolation { .. }
-            | Self::Pagination { .. }
-            | Self::InputRounds { .. }
-            | Self::SkillRefused { .. } => ErrorClass::Protocol,
-            Self::UnsupportedProtocolVersion { .. }
-            | Self::NoCommonVersion { .. }
-            | Self::NotModern { .. } => ErrorClass::Version,
-            Self::ServerFailed { .. }
-            | Self::BackingOff { .. }
-            | Self::Disabled { .. }
-            | Self::TooManyInFlight { .. }
-            | Self::NoRuntime { .. } => ErrorClass::Held,
-            Self::MissingCapability { .. }
-            | Self::NotOffered { .. }
-            | Self::InputRefused { .. } => ErrorClass::Unsupported,
+        match &self.0.kind {
+            Kind::ConnectFailed { .. } => ErrorClass::Unreachable,
+            Kind::Exited { .. } | Kind::ConnectionClosed { .. } => ErrorClass::Gone,
+            Kind::InitializeTimeout { .. } | Kind::RequestTimeout { .. } => ErrorClass::Timeout,
+            Kind::SendFailed { .. } => ErrorClass::SendFailed,
+            Kind::JsonRpc { .. }
+            | Kind::TaskFailed { .. }
+            | Kind::TaskCancelled { .. }
+            | Kind::TaskLost { .. } => ErrorClass::Refused,
+            Kind::FrameTooLarge { .. }
+            | Kind::ProtocolViolation { .. }
+            | Kind::Pagination { .. }
+            | Kind::InputRounds { .. }
+            | Kind::SkillRefused { .. } => ErrorClass::Protocol,
+            Kind::UnsupportedProtocolVersion { .. }
+            | Kind::NoCommonVersion { .. }
+            | Kind::NotModern { .. } => ErrorClass::Version,
+            Kind::ServerFailed { .. }
+            | Kind::BackingOff { .. }
+            | Kind::Disabled
+            | Kind::TooManyInFlight { .. }
+            | Kind::NoRuntime => ErrorClass::Held,
+            Kind::MissingCapability { .. }
+            | Kind::NotOffered { .. }
+            | Kind::InputRefused { .. } => ErrorClass::Unsupported,
         }
     }
 
@@ -656,26 +555,26 @@ impl ClientError {
     /// `too_many_in_flight`, `unsupported_protocol_version`), `_OTHER` for the rest.
     pub fn error_type(&self) -> std::borrow::Cow<'static, str> {
         use std::borrow::Cow;
-        Cow::Borrowed(match self {
-            Self::JsonRpc { code, .. } => return Cow::Owned(code.to_string()),
-            Self::MissingCapability { .. } => {
+        Cow::Borrowed(match &self.0.kind {
+            Kind::JsonRpc { code, .. } => return Cow::Owned(code.to_string()),
+            Kind::MissingCapability { .. } => {
                 return Cow::Owned(
                     crate::protocol::modern::MISSING_REQUIRED_CLIENT_CAPABILITY.to_string(),
                 )
             }
-            Self::ConnectFailed { .. } => "connect_failed",
+            Kind::ConnectFailed { .. } => "connect_failed",
             // An HTTP connection that ended unasked has no exit status: it was closed.
-            Self::Exited {
+            Kind::Exited {
                 exit_status: Some(_),
                 ..
             } => "server_exited",
-            Self::Exited { .. } | Self::ConnectionClosed { .. } => "connection_closed",
-            Self::FrameTooLarge { .. } => "frame_too_large",
-            Self::SendFailed { .. } => "send_failed",
-            Self::ProtocolViolation { .. } => "protocol_violation",
-            Self::RequestTimeout { .. } | Self::InitializeTimeout { .. } => "timeout",
-            Self::TooManyInFlight { .. } => "too_many_in_flight",
-            Self::UnsupportedProtocolVersion { .. } | Self::NoCommonVersion { .. } => {
+            Kind::Exited { .. } | Kind::ConnectionClosed { .. } => "connection_closed",
+            Kind::FrameTooLarge { .. } => "frame_too_large",
+            Kind::SendFailed { .. } => "send_failed",
+            Kind::ProtocolViolation { .. } => "protocol_violation",
+            Kind::RequestTimeout { .. } | Kind::InitializeTimeout { .. } => "timeout",
+            Kind::TooManyInFlight { .. } => "too_many_in_flight",
+            Kind::UnsupportedProtocolVersion { .. } | Kind::NoCommonVersion { .. } => {
                 "unsupported_protocol_version"
             }
             _ => "_OTHER",
@@ -683,19 +582,17 @@ impl ClientError {
     }
 
     /// Whether a failed start was about the protocol era, so the era it assumed must be found
-    /// again: a refused protocol version (-32022, [`UnsupportedProtocolVersion`],
-    /// [`NoCommonVersion`]), a server that is not modern when told to be ([`NotModern`]), or a
-    /// handshake the server answered with an error (a modern-only server refusing
-    /// `initialize`, a `server/discover` refused in the modern way).
-    ///
-    /// [`UnsupportedProtocolVersion`]: Self::UnsupportedProtocolVersion
-    /// [`NoCommonVersion`]: Self::NoCommonVersion
-    /// [`NotModern`]: Self::NotModern
+    /// again: a refused protocol version (-32022,
+    /// [`UnsupportedProtocolVersion`](ErrorKind::UnsupportedProtocolVersion),
+    /// [`NoCommonVersion`](ErrorKind::NoCommonVersion)), a server that is not modern when told
+    /// to be ([`NotModern`](ErrorKind::NotModern)), or a handshake the server answered with an
+    /// error (a modern-only server refusing `initialize`, a `server/discover` refused in the
+    /// modern way).
     pub fn is_about_the_era(&self) -> bool {
-        match self {
-            Self::JsonRpc { code, request, .. } => {
+        match &self.0.kind {
+            Kind::JsonRpc { code, .. } => {
                 *code == crate::protocol::modern::UNSUPPORTED_PROTOCOL_VERSION
-                    || is_handshake(request.method)
+                    || self.method().is_some_and(is_handshake)
             }
             _ => self.class() == ErrorClass::Version,
         }
@@ -708,23 +605,21 @@ impl ClientError {
     /// an unsupported version (-32022): the same server refuses the same handshake again. A
     /// server error (-32603, say) may pass.
     pub(crate) fn restart_cannot_fix(&self, era_forced: bool) -> bool {
-        match self {
-            Self::ConnectFailed { source, .. } => source.is_permanent(),
+        let method = self.method().unwrap_or_default();
+        match &self.0.kind {
+            Kind::ConnectFailed { source } => source.is_permanent(),
             // A 404 to `initialize` (the first request of a session, no session id): nothing
             // at the configured URL is an MCP endpoint, which no restart changes (a 404 to the
             // era probe alone is taken for a legacy server, which `initialize` then asks).
-            Self::SendFailed {
-                failure, request, ..
-            } => {
+            Kind::SendFailed { failure } => {
                 failure.is_permanent()
                     || (failure.http_status() == Some(404)
-                        && (request.method == Initialize::METHOD
-                            || (era_forced && is_handshake(request.method))))
+                        && (method == Initialize::METHOD || (era_forced && is_handshake(method))))
             }
-            Self::NoCommonVersion { .. } | Self::NotModern { .. } => true,
-            Self::JsonRpc { request, code, .. } => {
+            Kind::NoCommonVersion { .. } | Kind::NotModern { .. } => true,
+            Kind::JsonRpc { code, .. } => {
                 era_forced
-                    && is_handshake(request.method)
+                    && is_handshake(method)
                     && matches!(
                         *code,
                         -32601
@@ -737,11 +632,11 @@ impl ClientError {
         }
     }
 
-    /// What sending the request met, for a [`SendFailed`](Self::SendFailed): delivered or
-    /// not, worth retrying, permanent, the HTTP status.
+    /// What sending the request met, for an [`ErrorKind::SendFailed`]: delivered or not,
+    /// worth retrying, permanent, the HTTP status.
     pub fn send_failure(&self) -> Option<&SendFailure> {
-        match self {
-            Self::SendFailed { failure, .. } => Some(failure),
+        match &self.0.kind {
+            Kind::SendFailed { failure } => Some(failure),
             _ => None,
         }
     }
@@ -763,7 +658,7 @@ impl ClientError {
     /// and sending it again may succeed: then it is safe and worth retrying (what the retry
     /// policy is told with [`NotSent`]).
     pub fn is_resendable(&self) -> bool {
-        matches!(self, Self::SendFailed { failure, .. } if failure.is_retryable())
+        self.send_failure().is_some_and(SendFailure::is_retryable)
     }
 
     /// Boxes the error, wrapped in [`NotSent`] when `not_sent` is true.

@@ -7,6 +7,7 @@ use tokio::sync::oneshot;
 
 use super::{RequestRef, RpcSession};
 use crate::client::error::ClientError;
+use crate::client::Kind;
 use crate::telemetry::Outcome;
 
 /// Removes a request from the table when its caller stops waiting, and sends
@@ -60,8 +61,8 @@ impl CallGuard {
 
     /// Awaits the answer `rx` of this request for at most `limit`: not answered
     /// in time, it is cancelled (the guard is dropped armed) and fails with
-    /// [`ClientError::RequestTimeout`]; a session that ended without answering fails it with
-    /// [`ClientError::ConnectionClosed`]. Every request the client sends on its own (a
+    /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout); a session that ended without answering fails it with
+    /// [`ErrorKind::ConnectionClosed`](crate::client::ErrorKind::ConnectionClosed). Every request the client sends on its own (a
     /// `tools/list` page, a task's requests) is bounded this way.
     pub(crate) async fn answer_within<R>(
         mut self,
@@ -74,17 +75,19 @@ impl CallGuard {
                 self.disarm();
                 answer
             }
-            Ok(Err(_)) => Err(ClientError::ConnectionClosed {
-                server: self.server(),
-                request: Some(request),
-                detail: "the session ended without answering".into(),
-            }),
+            Ok(Err(_)) => Err(ClientError::new(
+                self.server(),
+                Some(request),
+                Kind::ConnectionClosed {
+                    detail: "the session ended without answering".into(),
+                },
+            )),
             Err(_) => {
-                let err = ClientError::RequestTimeout {
-                    server: self.server(),
-                    request,
-                    after: limit,
-                };
+                let err = ClientError::new(
+                    self.server(),
+                    Some(request),
+                    Kind::RequestTimeout { after: limit },
+                );
                 // Cancelled as a drop would, but its span says it timed out.
                 self.disarm();
                 self.session.abandon(self.id, Outcome::Failed(&err));

@@ -5,6 +5,7 @@
 //! end of the connection) to the session's [`InboundHandler`] methods.
 
 use super::*;
+use crate::client::{ErrorKind, Kind};
 
 /// How long a request that could not be sent waits for the connection's end to learn whether,
 /// and how, the server exited (see [`RpcSession::exit_behind`]).
@@ -16,13 +17,14 @@ impl RpcSession {
     /// its exit status and stderr, waited for at most [`EXIT_STATUS_WAIT`] (the transport may
     /// close its writer before it has reaped the process); any other error as it is.
     pub(crate) async fn exit_behind(&self, err: ClientError) -> ClientError {
-        let ClientError::ConnectionClosed { request, .. } = &err else {
+        if err.kind() != ErrorKind::ConnectionClosed {
             return err;
-        };
+        }
+        let request = err.request();
         let mut ended = self.ended.subscribe();
         let _ = tokio::time::timeout(EXIT_STATUS_WAIT, ended.wait_for(|e| *e)).await;
         match &self.table().closed {
-            Some(reason) if !reason.requested => self.closed_error(reason, request.clone()),
+            Some(reason) if !reason.requested => self.closed_error(reason, request.cloned()),
             _ => err,
         }
     }
@@ -116,21 +118,25 @@ impl RpcSession {
                 let hint = required
                     .contains(crate::protocol::tasks::TASKS_EXTENSION)
                     .then(|| self.tasks_hint());
-                pending.fail(ClientError::MissingCapability {
-                    server: Arc::clone(&self.server),
-                    request,
-                    required,
-                    hint: hint.flatten(),
-                });
+                pending.fail(ClientError::new(
+                    Arc::clone(&self.server),
+                    Some(request),
+                    Kind::MissingCapability {
+                        required,
+                        hint: hint.flatten(),
+                    },
+                ));
                 return;
             }
-            pending.fail(ClientError::JsonRpc {
-                server: Arc::clone(&self.server),
-                request,
-                code: error.code,
-                message: error.message,
-                data: error.data,
-            });
+            pending.fail(ClientError::new(
+                Arc::clone(&self.server),
+                Some(request),
+                Kind::JsonRpc {
+                    code: error.code,
+                    message: error.message,
+                    data: error.data,
+                },
+            ));
             return;
         }
         let Some(raw) = result else { return };
@@ -267,12 +273,14 @@ impl InboundHandler for RpcSession {
         );
         if let Some((num, pending)) = pending {
             let request = RpcSession::request_ref(num, pending.method);
-            pending.fail(ClientError::FrameTooLarge {
-                server: Arc::clone(&self.server),
-                limit: frame.limit,
-                len: frame.len,
-                request: Some(request),
-            });
+            pending.fail(ClientError::new(
+                Arc::clone(&self.server),
+                Some(request),
+                Kind::FrameTooLarge {
+                    limit: frame.limit,
+                    len: frame.len,
+                },
+            ));
         }
     }
 
@@ -294,11 +302,11 @@ impl InboundHandler for RpcSession {
         let unreachable = failure
             .is_unreachable()
             .then(|| (failure.clone(), self.answers()));
-        pending.fail(ClientError::SendFailed {
-            server: Arc::clone(&self.server),
-            request,
-            failure,
-        });
+        pending.fail(ClientError::new(
+            Arc::clone(&self.server),
+            Some(request),
+            Kind::SendFailed { failure },
+        ));
         if let Some((failure, answers)) = unreachable {
             (self.events)(
                 self,

@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use super::super::error::ClientError;
 use super::super::rpc::RpcSession;
 use super::super::Shared;
+use crate::client::Kind;
 use crate::protocol::tasks::{TaskState, TaskStatus};
 
 /// How many tasks a server ran for this client: see [`McpClient::task_counts`](crate::client::McpClient::task_counts).
@@ -186,11 +187,13 @@ impl TaskBoard {
             return Ok(Arc::clone(stale));
         }
         let Some(client) = self.client.get().and_then(Weak::upgrade) else {
-            return Err(ClientError::ConnectionClosed {
-                server: Arc::clone(&stale.server),
-                request: None,
-                detail: "the client was dropped".into(),
-            });
+            return Err(ClientError::new(
+                Arc::clone(&stale.server),
+                None,
+                Kind::ConnectionClosed {
+                    detail: "the client was dropped".into(),
+                },
+            ));
         };
         client.session().await
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::super::error::ClientError;
 use super::super::rpc::{CallGuard, RpcSession};
 use super::board::{TaskBoard, Watch};
+use crate::client::ErrorKind;
 use crate::protocol::method::CancelTask;
 use crate::protocol::tasks::TaskIdParams;
 use crate::protocol::ToolResult;
@@ -65,8 +66,8 @@ impl Ticket {
         self.counted = true;
         let (counter, ended) = match outcome {
             Ok(_) => (&self.board.completed, true),
-            Err(ClientError::TaskCancelled { .. }) => (&self.board.cancelled, true),
-            Err(ClientError::TaskFailed { .. }) => (&self.board.failed, true),
+            Err(e) if e.kind() == ErrorKind::TaskCancelled => (&self.board.cancelled, true),
+            Err(e) if e.kind() == ErrorKind::TaskFailed => (&self.board.failed, true),
             Err(_) => (&self.board.failed, gone),
         };
         counter.fetch_add(1, Ordering::Relaxed);

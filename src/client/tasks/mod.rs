@@ -10,7 +10,7 @@
 //! - **2026-07-28**: unless the mode is `off`, every request declares the tasks extension in
 //!   its `_meta` capabilities, and the server may answer any `tools/call` with a task
 //!   (`resultType: "task"`); with `off`, a server that can only run a tool as a task refuses
-//!   it with -32021, which becomes [`ClientError::MissingCapability`].
+//!   it with -32021, which becomes [`ErrorKind::MissingCapability`](crate::client::ErrorKind::MissingCapability).
 //!
 //! # The loop
 //! - `tasks/get` at the server's `pollInterval`, clamped to [`POLL_MIN`]..[`POLL_MAX`] (a 0
@@ -37,9 +37,9 @@
 //!   sampling refused, the rest refused); 2026-07-28 answers the inlined `inputRequests` as a
 //!   multi round-trip answer ([`mrtr`](super::mrtr)), each key once, with `tasks/update`.
 //! - The end: `completed` is the tool's result (an `isError: true` result is a tool error, as
-//!   from a plain call); `failed` is [`ClientError::TaskFailed`] (2025-11-25 reads the outcome
+//!   from a plain call); `failed` is [`ErrorKind::TaskFailed`](crate::client::ErrorKind::TaskFailed) (2025-11-25 reads the outcome
 //!   with `tasks/result`, which may also be a result with `isError: true`); `cancelled` is
-//!   [`ClientError::TaskCancelled`].
+//!   [`ErrorKind::TaskCancelled`](crate::client::ErrorKind::TaskCancelled).
 //!
 //! # Nothing runs twice, nothing is left running
 //! - The tool is called once, and the error of a call whose task was created is marked
@@ -47,7 +47,7 @@
 //!   `tasks/get`, `tasks/result` or `tasks/update` that fails on the way (a cut connection,
 //!   an expired HTTP session, no answer in time, a JSON-RPC error other than -32602) is asked
 //!   again after a pause, on a new session if the old one ended, [`MAX_POLL_FAILURES`] times
-//!   in a row at most; then the call fails with [`ClientError::TaskLost`]. A task the server
+//!   in a row at most; then the call fails with [`ErrorKind::TaskLost`](crate::client::ErrorKind::TaskLost). A task the server
 //!   no longer knows (-32602) or a stdio server that exited (its tasks died with it) fails
 //!   the call at once, with `TaskLost`. Answers the handlers gave are sent again as they are:
 //!   nobody is asked twice.
@@ -79,6 +79,7 @@ use super::call::ToolCall;
 use super::error::{ClientError, RequestRef};
 use super::router::Router;
 use super::rpc::RpcSession;
+use crate::client::{ErrorKind, Kind};
 use crate::protocol::method::{
     GetTask, Progress, Request, TaskResult, TaskStatus as TaskStatusChanged, TasksChanged,
     UpdateTask,
@@ -362,30 +363,31 @@ impl Follower<'_> {
     /// Whether a failed `tasks/get` or `tasks/result` may be asked again: `Ok` counts it,
     /// `Err` is the call's end.
     fn lost_or_again(&self, e: &ClientError, failures: &mut u32) -> Result<(), ClientError> {
-        let lost = |detail: String| ClientError::TaskLost {
-            server: Arc::clone(&self.origin.server),
-            request: self.origin.request.clone(),
-            task_id: Box::from(&**self.task_id),
-            detail: detail.into(),
+        let lost = |detail: String| {
+            ClientError::new(
+                Arc::clone(&self.origin.server),
+                Some(self.origin.request.clone()),
+                Kind::TaskLost {
+                    task_id: Box::from(&**self.task_id),
+                    detail: detail.into(),
+                },
+            )
         };
-        match e {
-            ClientError::JsonRpc {
-                request,
-                code,
-                message,
-                ..
-            } if *code == crate::protocol::jsonrpc::INVALID_PARAMS => {
+        match e.parts() {
+            Kind::JsonRpc { code, message, .. }
+                if *code == crate::protocol::jsonrpc::INVALID_PARAMS =>
+            {
                 self.gone.store(true, Ordering::Relaxed);
+                let method = e.request().map_or("the request", |r| r.method);
                 Err(lost(format!(
-                    "the server no longer knows it ({} answered JSON-RPC error {code}: {message})",
-                    request.method
+                    "the server no longer knows it ({method} answered JSON-RPC error {code}: {message})"
                 )))
             }
-            ClientError::MissingCapability { .. } => {
+            Kind::MissingCapability { .. } => {
                 self.gone.store(true, Ordering::Relaxed);
                 Err(lost(e.reason()))
             }
-            ClientError::Exited { .. } => {
+            Kind::Exited { .. } => {
                 self.gone.store(true, Ordering::Relaxed);
                 Err(lost(format!(
                     "the server exited and its tasks with it: {}",
@@ -394,11 +396,11 @@ impl Follower<'_> {
             }
             // Worth asking again: the request failed on the way, or the server refused it
             // for now (an internal error, a rate limit); the task may well be running.
-            ClientError::SendFailed { .. }
-            | ClientError::ConnectionClosed { .. }
-            | ClientError::RequestTimeout { .. }
-            | ClientError::BackingOff { .. }
-            | ClientError::JsonRpc { .. } => {
+            Kind::SendFailed { .. }
+            | Kind::ConnectionClosed { .. }
+            | Kind::RequestTimeout { .. }
+            | Kind::BackingOff { .. }
+            | Kind::JsonRpc { .. } => {
                 *failures += 1;
                 tracing::debug!(
                     server = &*self.origin.server,
@@ -416,7 +418,7 @@ impl Follower<'_> {
                     Ok(())
                 }
             }
-            other => Err(other.clone()),
+            _ => Err(e.clone()),
         }
     }
 
@@ -473,7 +475,7 @@ impl Follower<'_> {
     }
 
     /// 2025-11-25: `tasks/result`, which waits for the end: the tool's result, or the JSON-RPC
-    /// error it ended with ([`ClientError::TaskFailed`]). `Err` of the outer result: the request
+    /// error it ended with ([`ErrorKind::TaskFailed`](crate::client::ErrorKind::TaskFailed)). `Err` of the outer result: the request
     /// itself failed on the way (asked again by the caller).
     async fn legacy_result(
         &self,
@@ -494,25 +496,31 @@ impl Follower<'_> {
                 Some(request),
                 "tasks/result answered something other than a tool result".into(),
             ))),
-            Ok(Err(ClientError::JsonRpc {
-                code,
-                message,
-                data,
-                ..
-            })) => Ok(Err(ClientError::TaskFailed {
-                server: Arc::clone(&session.server),
-                request: self.origin.request.clone(),
-                task_id: Box::from(&**self.task_id),
-                code,
-                message: message.into(),
-                data: data.map(Box::new),
-            })),
+            Ok(Err(e)) if e.kind() == ErrorKind::JsonRpc => {
+                let (code, message, data) = (
+                    e.code().unwrap_or_default(),
+                    e.message().unwrap_or_default(),
+                    e.data().cloned(),
+                );
+                Ok(Err(ClientError::new(
+                    Arc::clone(&session.server),
+                    Some(self.origin.request.clone()),
+                    Kind::TaskFailed {
+                        task_id: Box::from(&**self.task_id),
+                        code,
+                        message: message.into(),
+                        data: data.map(Box::new),
+                    },
+                )))
+            }
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(ClientError::ConnectionClosed {
-                server: Arc::clone(&session.server),
-                request: Some(request),
-                detail: "the session ended without answering".into(),
-            }),
+            Err(_) => Err(ClientError::new(
+                Arc::clone(&session.server),
+                Some(request),
+                Kind::ConnectionClosed {
+                    detail: "the session ended without answering".into(),
+                },
+            )),
         }
     }
 
@@ -525,12 +533,14 @@ impl Follower<'_> {
     ) -> Result<ToolResult, ClientError> {
         let server = Arc::clone(&session.server);
         if state.status == TaskStatus::Cancelled {
-            return Err(ClientError::TaskCancelled {
+            return Err(ClientError::new(
                 server,
-                request: self.origin.request.clone(),
-                task_id: Box::from(&**self.task_id),
-                message: state.status_message.map(String::into_boxed_str),
-            });
+                Some(self.origin.request.clone()),
+                Kind::TaskCancelled {
+                    task_id: Box::from(&**self.task_id),
+                    message: state.status_message.map(String::into_boxed_str),
+                },
+            ));
         }
         if self.modern {
             return match state.status {
@@ -559,14 +569,16 @@ impl Follower<'_> {
                             message: state.status_message.clone().unwrap_or_default(),
                             data: None,
                         });
-                    Err(ClientError::TaskFailed {
+                    Err(ClientError::new(
                         server,
-                        request: self.origin.request.clone(),
-                        task_id: Box::from(&**self.task_id),
-                        code: error.code,
-                        message: error.message.into(),
-                        data: error.data.map(Box::new),
-                    })
+                        Some(self.origin.request.clone()),
+                        Kind::TaskFailed {
+                            task_id: Box::from(&**self.task_id),
+                            code: error.code,
+                            message: error.message.into(),
+                            data: error.data.map(Box::new),
+                        },
+                    ))
                 }
             };
         }

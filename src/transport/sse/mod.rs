@@ -10,7 +10,7 @@
 //! - Any 2xx answer to a POST means accepted (servers answer 202). Another status, a POST
 //!   timeout or a network error fails the request it carried at once, through
 //!   [`InboundHandler::on_send_failed`](super::InboundHandler::on_send_failed) (the client's
-//!   error is `ClientError::SendFailed`, naming the server, the request, the status, the URL
+//!   error is `ErrorKind::SendFailed`, naming the server, the request, the status, the URL
 //!   and what the server said; a 401 or a `WWW-Authenticate` challenge says authentication
 //!   was refused, a plain 403 only that the server refused). A refused connection or a 4xx status means the
 //!   server did not process the request (`not_delivered`); after a refused connection, 408,
