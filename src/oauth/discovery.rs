@@ -18,7 +18,8 @@
 use serde_json::Value;
 use url::Url;
 
-use super::http::{parse_url, Fetched, OAuthHttp};
+use super::error::DocumentError;
+use super::http::{Fetched, OAuthHttp};
 use crate::transport::http::{origin, redacted};
 
 /// What discovery found for one server.
@@ -62,7 +63,7 @@ pub(crate) async fn discover(
     http: &OAuthHttp,
     server_url: &Url,
     resource_metadata_url: Option<String>,
-) -> Result<Discovered, String> {
+) -> Result<Discovered, DocumentError> {
     let prm = resource_metadata(http, server_url, resource_metadata_url).await?;
     let Some((prm_url, prm)) = prm else {
         return legacy(http, server_url).await;
@@ -91,24 +92,23 @@ pub(crate) fn resource_document(
     prm: &Value,
     prm_url: &Url,
     server_url: &Url,
-) -> Result<ResourceDocument, String> {
+) -> Result<ResourceDocument, DocumentError> {
     let resource = prm
         .get("resource")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("{}: no `resource`", redacted(prm_url)))?;
+        .ok_or_else(|| missing(prm_url, "resource"))?;
     if !names_server(resource, server_url) {
-        return Err(format!(
-            "the protected resource metadata at {} names the resource `{resource}`, not this \
-             server ({}); refusing to authorize for it",
-            redacted(prm_url),
-            redacted(server_url)
-        ));
+        return Err(DocumentError::ForeignResource {
+            url: redacted(prm_url),
+            resource: resource.to_owned(),
+            server: redacted(server_url),
+        });
     }
     let issuer = prm
         .get("authorization_servers")
         .and_then(Value::as_array)
         .and_then(|a| a.iter().find_map(Value::as_str))
-        .ok_or_else(|| format!("{}: no `authorization_servers`", redacted(prm_url)))?;
+        .ok_or_else(|| missing(prm_url, "authorization_servers"))?;
     Ok(ResourceDocument {
         resource: resource.to_owned(),
         issuer: parse_url(issuer, "the authorization server")?,
@@ -122,7 +122,7 @@ async fn resource_metadata(
     http: &OAuthHttp,
     server_url: &Url,
     from_challenge: Option<String>,
-) -> Result<Option<(Url, Value)>, String> {
+) -> Result<Option<(Url, Value)>, DocumentError> {
     let candidates = match from_challenge {
         Some(u) => vec![parse_url(&u, "resource_metadata")?],
         None => {
@@ -139,7 +139,7 @@ async fn resource_metadata(
         }
     };
     for url in candidates {
-        let fetched = http.get_json(&url).await.map_err(|e| e.to_string())?;
+        let fetched = http.get_json(&url).await?;
         if let Some(json) = metadata_answer(&url, fetched)? {
             return Ok(Some((url, json)));
         }
@@ -163,7 +163,7 @@ fn names_server(resource: &str, server_url: &Url) -> bool {
 }
 
 /// The metadata of the authorization server `issuer`, tried at its well-known URLs in order.
-async fn authorization_server(http: &OAuthHttp, issuer: &Url) -> Result<AsMetadata, String> {
+async fn authorization_server(http: &OAuthHttp, issuer: &Url) -> Result<AsMetadata, DocumentError> {
     let base = origin(issuer);
     let path = issuer.path().trim_end_matches('/');
     let candidates = if path.is_empty() {
@@ -186,15 +186,14 @@ async fn authorization_server(http: &OAuthHttp, issuer: &Url) -> Result<AsMetada
         };
         return server_document(&json, &url, wanted);
     }
-    Err(format!(
-        "the authorization server {} has no metadata (tried {})",
-        redacted(issuer),
-        candidates.join(", ")
-    ))
+    Err(DocumentError::NoMetadata {
+        issuer: redacted(issuer),
+        tried: candidates.join(", "),
+    })
 }
 
 /// A server without resource metadata (2025-03-26): the authorization server is its origin.
-async fn legacy(http: &OAuthHttp, server_url: &Url) -> Result<Discovered, String> {
+async fn legacy(http: &OAuthHttp, server_url: &Url) -> Result<Discovered, DocumentError> {
     let base = origin(server_url);
     for candidate in [
         format!("{base}/.well-known/oauth-authorization-server"),
@@ -230,50 +229,57 @@ async fn legacy(http: &OAuthHttp, server_url: &Url) -> Result<Discovered, String
 }
 
 /// The JSON object at `url`; `None` when it is refused (4xx).
-async fn fetch_metadata(http: &OAuthHttp, url: &Url) -> Result<Option<Value>, String> {
-    let fetched = http.get_json(url).await.map_err(|e| e.to_string())?;
+async fn fetch_metadata(http: &OAuthHttp, url: &Url) -> Result<Option<Value>, DocumentError> {
+    let fetched = http.get_json(url).await?;
     metadata_answer(url, fetched)
 }
 
 /// What a metadata document's answer from `url` holds: `None` when it was refused (4xx), the
 /// JSON object when it was a success, else an error naming the URL.
-pub(crate) fn metadata_answer(url: &Url, fetched: Fetched) -> Result<Option<Value>, String> {
+pub(crate) fn metadata_answer(url: &Url, fetched: Fetched) -> Result<Option<Value>, DocumentError> {
     if fetched.status.is_client_error() {
         return Ok(None);
     }
     if !fetched.status.is_success() {
-        return Err(format!("{}: answered {}", redacted(url), fetched.status));
+        return Err(DocumentError::Status {
+            url: redacted(url),
+            status: fetched.status,
+        });
     }
     fetched
         .json
         .filter(Value::is_object)
         .map(Some)
-        .ok_or_else(|| format!("{}: not a JSON object", redacted(url)))
+        .ok_or_else(|| DocumentError::NotAnObject { url: redacted(url) })
 }
 
 /// The authorization server metadata `json` found at `url`, whose issuer must be `wanted`
 /// (a trailing `/` aside).
-pub(crate) fn server_document(json: &Value, url: &Url, wanted: &str) -> Result<AsMetadata, String> {
+pub(crate) fn server_document(
+    json: &Value,
+    url: &Url,
+    wanted: &str,
+) -> Result<AsMetadata, DocumentError> {
     let meta = as_metadata(json, url)?;
     if meta.issuer.trim_end_matches('/') != wanted {
-        return Err(format!(
-            "{}: its issuer `{}` is not `{wanted}`",
-            redacted(url),
-            meta.issuer
-        ));
+        return Err(DocumentError::WrongIssuer {
+            url: redacted(url),
+            found: meta.issuer,
+            wanted: wanted.to_owned(),
+        });
     }
     Ok(meta)
 }
 
-fn as_metadata(json: &Value, from: &Url) -> Result<AsMetadata, String> {
-    let url_field = |key: &str| -> Result<Option<Url>, String> {
+fn as_metadata(json: &Value, from: &Url) -> Result<AsMetadata, DocumentError> {
+    let url_field = |key: &str| -> Result<Option<Url>, DocumentError> {
         json.get(key)
             .and_then(Value::as_str)
             .map(|s| parse_url(s, &format!("{}: `{key}`", redacted(from))))
             .transpose()
     };
-    let token_endpoint = url_field("token_endpoint")?
-        .ok_or_else(|| format!("{}: no `token_endpoint`", redacted(from)))?;
+    let token_endpoint =
+        url_field("token_endpoint")?.ok_or_else(|| missing(from, "token_endpoint"))?;
     Ok(AsMetadata {
         issuer: json
             .get("issuer")
@@ -301,6 +307,30 @@ fn as_metadata(json: &Value, from: &Url) -> Result<AsMetadata, String> {
             .unwrap_or(false),
         issuer_published: true,
     })
+}
+
+/// A document at `url` without its `key`.
+fn missing(url: &Url, key: &'static str) -> DocumentError {
+    DocumentError::Missing {
+        url: redacted(url),
+        key,
+    }
+}
+
+/// A URL of a metadata document, or an error naming where it came from.
+pub(crate) fn parse_url(s: &str, what: &str) -> Result<Url, DocumentError> {
+    let url = Url::parse(s).map_err(|source| DocumentError::NotAUrl {
+        what: what.to_owned(),
+        value: s.to_owned(),
+        source,
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(DocumentError::NotHttp {
+            what: what.to_owned(),
+            url: redacted(&url),
+        });
+    }
+    Ok(url)
 }
 
 fn strings(json: &Value, key: &str) -> Vec<String> {

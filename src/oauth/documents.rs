@@ -50,10 +50,13 @@ pub fn resource_metadata(
     body: &[u8],
 ) -> Result<Option<String>, String> {
     let (server_url, metadata_url) = (url(server_url)?, url(metadata_url)?);
-    let Some(json) = discovery::metadata_answer(&metadata_url, fetched(code, body)?)? else {
+    let Some(json) = discovery::metadata_answer(&metadata_url, fetched(code, body)?)
+        .map_err(|e| e.to_string())?
+    else {
         return Ok(None);
     };
-    let named = discovery::resource_document(&json, &metadata_url, &server_url)?;
+    let named = discovery::resource_document(&json, &metadata_url, &server_url)
+        .map_err(|e| e.to_string())?;
     Ok(Some(format!("{named:?}")))
 }
 
@@ -71,11 +74,14 @@ pub fn server_metadata(
     body: &[u8],
 ) -> Result<Option<String>, String> {
     let metadata_url = url(metadata_url)?;
-    let Some(json) = discovery::metadata_answer(&metadata_url, fetched(code, body)?)? else {
+    let Some(json) = discovery::metadata_answer(&metadata_url, fetched(code, body)?)
+        .map_err(|e| e.to_string())?
+    else {
         return Ok(None);
     };
     let wanted = issuer.trim_end_matches('/');
-    let meta = discovery::server_document(&json, &metadata_url, wanted)?;
+    let meta =
+        discovery::server_document(&json, &metadata_url, wanted).map_err(|e| e.to_string())?;
     Ok(Some(format!("{meta:?}")))
 }
 
@@ -87,7 +93,7 @@ pub fn server_metadata(
 #[doc(hidden)]
 pub fn registration(endpoint: &str, code: u16, body: &[u8]) -> Result<String, String> {
     let endpoint = url(endpoint)?;
-    let client = grant::registered(&endpoint, fetched(code, body)?)?;
+    let client = grant::registered(&endpoint, fetched(code, body)?).map_err(|e| e.to_string())?;
     Ok(format!("{client:?}"))
 }
 

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use url::Url;
 
 use super::discovery::AsMetadata;
+use super::error::DocumentError;
 use super::http::{Fetched, OAuthHttp};
 use super::jwt;
 use crate::config::{ClientAuthMethod, Secret};
@@ -287,7 +288,7 @@ pub(crate) async fn register(
     http: &OAuthHttp,
     endpoint: &Url,
     redirect: &Url,
-) -> Result<Client, String> {
+) -> Result<Client, DocumentError> {
     let body = json!({
         "client_name": "kaged-mcp",
         // A loopback redirect: a native application (SEP-837; OpenID Connect would refuse a
@@ -298,32 +299,25 @@ pub(crate) async fn register(
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
     });
-    let fetched = http
-        .post_json(endpoint, &body)
-        .await
-        .map_err(|e| e.to_string())?;
+    let fetched = http.post_json(endpoint, &body).await?;
     registered(endpoint, fetched)
 }
 
 /// The client a dynamic registration at `endpoint` answered with `fetched`.
-pub(crate) fn registered(endpoint: &Url, fetched: Fetched) -> Result<Client, String> {
+pub(crate) fn registered(endpoint: &Url, fetched: Fetched) -> Result<Client, DocumentError> {
     if !fetched.status.is_success() {
-        return Err(format!(
-            "dynamic client registration at {} answered {}",
-            redacted(endpoint),
-            fetched.status
-        ));
+        return Err(DocumentError::RegistrationRefused {
+            url: redacted(endpoint),
+            status: fetched.status,
+        });
     }
     let json = fetched.json.unwrap_or(Value::Null);
     let id = json
         .get("client_id")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            format!(
-                "dynamic client registration at {}: no client_id in the answer",
-                redacted(endpoint)
-            )
+        .ok_or_else(|| DocumentError::NoClientId {
+            url: redacted(endpoint),
         })?;
     let secret = json
         .get("client_secret")
@@ -401,13 +395,12 @@ pub(crate) struct RedirectParams {
 }
 
 /// The endpoint of the metadata, or an error naming what is missing.
-pub(crate) fn authorization_endpoint(meta: &AsMetadata) -> Result<&Url, String> {
-    meta.authorization_endpoint.as_ref().ok_or_else(|| {
-        format!(
-            "the authorization server {} has no authorization_endpoint",
-            meta.issuer
-        )
-    })
+pub(crate) fn authorization_endpoint(meta: &AsMetadata) -> Result<&Url, DocumentError> {
+    meta.authorization_endpoint
+        .as_ref()
+        .ok_or_else(|| DocumentError::NoAuthorizationEndpoint {
+            issuer: meta.issuer.clone(),
+        })
 }
 
 #[cfg(test)]

@@ -258,12 +258,3 @@ impl HttpError {
         }
     }
 }
-
-/// A URL of a metadata document, or an error naming where it came from.
-pub(crate) fn parse_url(s: &str, what: &str) -> Result<Url, String> {
-    let url = Url::parse(s).map_err(|e| format!("{what} `{s}` is not a URL: {e}"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("{what} `{}` is not http or https", redacted(&url)));
-    }
-    Ok(url)
-}

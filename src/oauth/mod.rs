@@ -27,6 +27,7 @@ mod discovery;
 pub mod documents;
 #[doc(hidden)]
 pub mod dpop;
+mod error;
 mod grant;
 mod http;
 mod jwt;

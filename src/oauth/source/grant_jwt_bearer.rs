@@ -30,7 +30,7 @@ impl OAuthSource {
         let path = idp
             .map(|i| i.id_token_file.as_path())
             .or(config.assertion_file.as_deref())
-            .ok_or_else(|| self.failed(WHAT, "no `assertion_file` configured".into()))?;
+            .ok_or_else(|| self.failed(WHAT, "no `assertion_file` configured"))?;
         let input =
             workload::read_assertion(path, now()).map_err(|e| self.failed(WHAT, e.to_string()))?;
         if st.refused_assertion == Some(input.digest()) {
@@ -86,7 +86,7 @@ impl OAuthSource {
             }
         };
         self.keep(st, &client, g, scopes, Origin::of(meta, resource))?;
-        Self::current(st).ok_or_else(|| self.failed(WHAT, "the token expired at once".into()))
+        Self::current(st).ok_or_else(|| self.failed(WHAT, "the token expired at once"))
     }
 
     /// SEP-990's token exchange at the IdP: the ID-JAG for `meta`'s issuer and `resource`.

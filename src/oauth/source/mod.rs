@@ -272,7 +272,7 @@ impl OAuthSource {
         let t = st
             .tokens
             .as_ref()
-            .ok_or_else(|| self.failed("login", "no token".into()))?;
+            .ok_or_else(|| self.failed("login", "no token"))?;
         Ok(LoginSummary {
             scopes: t.scopes.clone(),
             expires_at: t.expires_at,
@@ -280,7 +280,7 @@ impl OAuthSource {
         })
     }
 
-    fn failed(&self, what: &str, why: String) -> TokenError {
+    fn failed(&self, what: &str, why: impl std::fmt::Display) -> TokenError {
         TokenError::failed(
             format!("server `{}`: OAuth {what}: {why}", self.settings.server),
             None,
@@ -485,7 +485,7 @@ impl OAuthSource {
         let d = st
             .discovered
             .clone()
-            .ok_or_else(|| self.failed("authorization", "nothing discovered".into()))?;
+            .ok_or_else(|| self.failed("authorization", "nothing discovered"))?;
         let meta = &d.server;
         let resource = d.resource.clone();
         if self.settings.config.grant == OAuthGrant::JwtBearer {
@@ -498,9 +498,8 @@ impl OAuthSource {
                     .await
                     .map_err(|e| self.failed("client credentials", e.message))?;
             self.keep(st, &client, g, scopes, Origin::of(meta, resource))?;
-            return Self::current(st).ok_or_else(|| {
-                self.failed("client credentials", "the token expired at once".into())
-            });
+            return Self::current(st)
+                .ok_or_else(|| self.failed("client credentials", "the token expired at once"));
         }
         let Some(authorizer) = self.authorizer.clone() else {
             let why = if scopes.is_empty() {
@@ -586,7 +585,7 @@ impl OAuthSource {
         .await
         .map_err(|e| self.failed("code exchange", e.message))?;
         self.keep(st, &client, g, scopes, Origin::of(meta, resource))?;
-        Self::current(st).ok_or_else(|| self.failed("login", "the token expired at once".into()))
+        Self::current(st).ok_or_else(|| self.failed("login", "the token expired at once"))
     }
 
     /// The configured client (pre-registered).
@@ -595,7 +594,7 @@ impl OAuthSource {
         let id = c
             .client_id
             .clone()
-            .ok_or_else(|| self.failed("client", "no client_id configured".into()))?;
+            .ok_or_else(|| self.failed("client", "no client_id configured"))?;
         Ok(Client {
             id,
             secret: self.settings.client_secret.clone(),
