@@ -77,6 +77,7 @@ impl fmt::Display for Violation {
 
 /// Which side of a call broke its tool's schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Side {
     /// The arguments, against `inputSchema`: the call was not sent.
     Arguments,

@@ -8,6 +8,7 @@ use std::str::FromStr;
 /// Which protocol era the client may speak with a server: `local.toml` `[mcp.<key>] era`
 /// (see [`client::era`](crate::client::era) for what each means).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum EraPreference {
     /// Probe with `server/discover`, fall back to `initialize`.
     #[default]

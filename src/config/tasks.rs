@@ -12,6 +12,7 @@ use std::str::FromStr;
 /// (`params.task`); a 2026-07-28 server decides itself, and only for a client that declared the
 /// tasks extension.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TaskMode {
     /// Task-augment only the tools that require it (the default); a 2026-07-28 server is told
     /// the client speaks the tasks extension.

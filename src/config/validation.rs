@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 /// What the validation layer checks for a server's calls: `local.toml` `[mcp.<key>] validate`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Validation {
     /// Arguments against `inputSchema` and results against `outputSchema` (the default).
     #[default]

@@ -94,6 +94,7 @@ pub(crate) enum AssertionError {
 
 /// What is wrong with the shape of a compact JWT; never quotes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JwtShapeError {
     /// Empty, or only whitespace.
     #[error("it is empty")]
@@ -114,6 +115,7 @@ pub enum JwtShapeError {
 
 /// What a compact JWT says of itself, without its signature being checked.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct JwtClaims {
     /// The header's `typ`, if any.
     pub typ: Option<String>,

@@ -145,6 +145,7 @@ impl Verdict {
 /// What the project's lock says of one server, to judge its tools by
 /// ([`Config::server_pins`](crate::config::Config::server_pins)).
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ServerPins<'a> {
     /// The server's policy.
     pub policy: PinPolicy,
