@@ -53,13 +53,10 @@ def answer(msg):
     return None
 
 
-for _, msg in kit.stdin_messages():
-    if not isinstance(msg, dict) or "method" not in msg or "id" not in msg:
-        continue
-    result = answer(msg)
-    if result is None:
-        out = kit.error_msg(msg["id"], -32601, "method not found")
-    else:
-        out = kit.result_msg(msg["id"], result)
-    sys.stdout.write(json.dumps(out) + "\n")  # json.dumps' default spacing, as ever
+def write_spaced(out):
+    """json.dumps' default spacing, as ever."""
+    sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
+
+
+kit.serve_requests(answer, write=write_spaced)

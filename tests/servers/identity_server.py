@@ -106,11 +106,4 @@ def answer(msg):
     return None
 
 
-for _, msg in kit.stdin_messages():
-    if not isinstance(msg, dict) or "method" not in msg or "id" not in msg:
-        continue
-    result = answer(msg)
-    if result is None:
-        kit.write_line(kit.error_msg(msg["id"], -32601, "method not found"))
-    else:
-        kit.write_line(kit.result_msg(msg["id"], result))
+kit.serve_requests(answer)

@@ -203,6 +203,21 @@ def stdin_messages():
         yield line, msg
 
 
+def serve_requests(answer, not_found=lambda msg: "method not found", write=None):
+    """Answers each request on stdin until EOF: `answer(msg)` is its result, or None for a
+    -32601 error whose message is `not_found(msg)`. Notifications and lines that are not a
+    request are skipped. `write` sends one message (default: `write_line`)."""
+    write = write or write_line
+    for _, msg in stdin_messages():
+        if not isinstance(msg, dict) or "method" not in msg or "id" not in msg:
+            continue
+        result = answer(msg)
+        if result is None:
+            write(error_msg(msg["id"], -32601, not_found(msg)))
+        else:
+            write(result_msg(msg["id"], result))
+
+
 def write_line(msg):
     """One whole compact JSON line on stdout (one writer at a time); False if stdout is closed."""
     data = dumps(msg).encode() + b"\n"

@@ -129,11 +129,4 @@ def answer(msg):
     return None
 
 
-for _, msg in kit.stdin_messages():
-    if not isinstance(msg, dict) or "method" not in msg or "id" not in msg:
-        continue
-    result = answer(msg)
-    if result is None:
-        kit.write_line(kit.error_msg(msg["id"], -32601, f"Method not found: {msg['method']}"))
-    else:
-        kit.write_line(kit.result_msg(msg["id"], result))
+kit.serve_requests(answer, not_found=lambda msg: f"Method not found: {msg['method']}")
