@@ -436,14 +436,76 @@ impl<'de> Visitor<'de> for BlockVisitor {
                 }
             });
         }
-        // `type` is not first: read the whole object, then convert.
+        // `type` is not first (a server that sorts its keys: `text` < `type`): read the whole
+        // object, then convert. The long fields take the bytes path here too (`LongValue`):
+        // read as a `Value`, a 64 KiB text cost twice the rest of the call (a word-at-a-time
+        // scan for control characters and a copy; benches/README.md, issue 41).
         let mut obj = Map::new();
-        let value: Value = map.next_value()?;
-        obj.insert(first.0.into_owned(), value);
-        while let Some((k, v)) = map.next_entry::<String, Value>()? {
-            obj.insert(k, v);
+        let mut key = Some(first.0.into_owned());
+        while let Some(k) = match key.take() {
+            Some(k) => Some(k),
+            None => map.next_key::<String>()?,
+        } {
+            let value = if LONG_FIELDS.contains(&k.as_str()) {
+                map.next_value_seed(LongValue)?
+            } else {
+                map.next_value::<Value>()?
+            };
+            obj.insert(k, value);
         }
         ContentBlock::from_object(obj).map_err(de::Error::custom)
+    }
+}
+
+/// The fields of a content block that may be long: a text, base64 data.
+const LONG_FIELDS: [&str; 3] = ["text", "data", "blob"];
+
+/// A long field of a block read before its `type` is known: a string through [`long_string`]'s
+/// bytes path (inside [`json_bytes_path`]), kept as a `Value` until the block's kind is. On
+/// that path `serde_json` serves a string or an array and refuses any other value, so a block
+/// whose `type` comes after a `text`, `data` or `blob` that is a number, a boolean, null or an
+/// object is refused (every revision of the protocol makes these strings); elsewhere any value
+/// is taken.
+struct LongValue;
+
+impl<'de> de::DeserializeSeed<'de> for LongValue {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        if JSON_BYTES_PATH.with(std::cell::Cell::get) {
+            deserializer.deserialize_bytes(LongValueVisitor)
+        } else {
+            Value::deserialize(deserializer)
+        }
+    }
+}
+
+struct LongValueVisitor;
+
+impl<'de> Visitor<'de> for LongValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        LongString.visit_str(v).map(Value::String)
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Value, E> {
+        LongString.visit_bytes(v).map(Value::String)
+    }
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Value, E> {
+        LongString.visit_byte_buf(v).map(Value::String)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Value>()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
     }
 }
 
@@ -642,6 +704,58 @@ mod tests {
         assert!(matches!(&block, ContentBlock::Image(i) if i.data == "QUJD"));
         // The flag does not outlive its decode.
         assert!(!JSON_BYTES_PATH.with(std::cell::Cell::get));
+    }
+
+    #[test]
+    fn a_block_whose_type_comes_last_decodes_as_one_whose_type_comes_first() {
+        // Sorted keys (`text` < `type`): a server built on `json!` or a map that sorts.
+        for bytes_path in [false, true] {
+            let decode = |text: &str| {
+                let plain = || serde_json::from_str::<ContentBlock>(text);
+                if bytes_path {
+                    json_bytes_path(plain)
+                } else {
+                    plain()
+                }
+            };
+            let long = r"é\\x\u00e9".repeat(LONG);
+            let last = decode(&format!(r#"{{"text":"{long}","type":"text"}}"#)).unwrap();
+            let first = decode(&format!(r#"{{"type":"text","text":"{long}"}}"#)).unwrap();
+            let (ContentBlock::Text(last), ContentBlock::Text(first)) = (last, first) else {
+                panic!("{bytes_path}: not text blocks");
+            };
+            assert_eq!(last.text, first.text, "{bytes_path}");
+            assert_eq!(last.text.len(), "é\\xé".len() * LONG, "{bytes_path}");
+            let image = decode(r#"{"annotations":{"priority":1},"data":"QUJD","mimeType":"image/png","type":"image"}"#).unwrap();
+            assert!(
+                matches!(&image, ContentBlock::Image(i) if i.data == "QUJD" && i.annotations.is_some()),
+                "{bytes_path}: {image:?}"
+            );
+            let blob =
+                decode(r#"{"resource":{"blob":"AAEC","uri":"file:///b"},"type":"resource"}"#)
+                    .unwrap();
+            assert!(
+                matches!(&blob, ContentBlock::Resource(_)),
+                "{bytes_path}: {blob:?}"
+            );
+            // An unknown kind keeps its long fields as sent: a string, an array.
+            let unknown = decode(r#"{"data":[1,2],"text":"t","type":"hologram"}"#).unwrap();
+            let ContentBlock::Unknown(v) = &unknown else {
+                panic!("{bytes_path}: {unknown:?}");
+            };
+            assert_eq!(v, &json!({"data":[1,2],"text":"t","type":"hologram"}));
+            // A text that is no string is refused, as when `type` comes first.
+            assert!(
+                decode(r#"{"text":5,"type":"text"}"#).is_err(),
+                "{bytes_path}"
+            );
+            assert!(decode("{\"text\":\"\\ud800\",\"type\":\"text\"}").is_err());
+            // The one difference between the paths: a long field that is a number, a boolean,
+            // null or an object before an unknown `type` is refused on the bytes path (the
+            // client's own decode of a frame), kept elsewhere.
+            let odd = decode(r#"{"data":{"x":1},"type":"hologram"}"#);
+            assert_eq!(odd.is_err(), bytes_path, "{odd:?}");
+        }
     }
 
     #[test]
