@@ -11,10 +11,11 @@
 //!   at ≤ 40 ms when benchmarking;
 //! - **idle wake-ups**: with the 16 servers started and nothing asked of them, the context
 //!   switches of this process's threads while the main thread sleeps (the runtime's worker and
-//!   blocking threads and whatever the session runs on them); checked at 0.
+//!   blocking threads and whatever the session runs on them); checked at 0 when benchmarking.
 //!
 //! A plain binary (`harness = false`): `cargo bench --bench start` runs 10 starts and idles
-//! 20 s; under `cargo test --benches` 2 starts and 1 s, and the time is only printed.
+//! 20 s; under `cargo test --benches` 2 starts and 1 s, and the figures are only printed (a
+//! debug build on a busy CI machine proves neither bound).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -142,7 +143,7 @@ fn main() -> ExitCode {
     );
     println!("wake-ups of the runtime's threads in {idle:.0?} idle: {wakes}");
     let mut failed = false;
-    if wakes != 0 {
+    if benchmarking && wakes != 0 {
         eprintln!("start: FAILED: {wakes} wake-ups while idle");
         failed = true;
     }
