@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use kaged_mcp_layers::auth::TokenSource;
 
-use crate::client::ClientOptions;
+use crate::client::{ClientOptions, EraMemory};
 use crate::config::{self, Config, McpServerConfig, Secret, TransportConfig};
 use crate::stack::StackSettings;
 use crate::transport::{StdioConfig, StdioTransport, Transport};
@@ -290,6 +290,90 @@ pub fn client_options(config: &Config, server: &McpServerConfig) -> ClientOption
     options
 }
 
+/// The [`EraMemory`] of `server` in `dir`: a file named for a digest of what identifies the
+/// server as configured, so a server configured differently is probed afresh (see
+/// [`era_memory`](crate::client::era_memory)).
+///
+/// For a stdio server: its command and arguments, its working directory (against the project
+/// root) and the names of its environment variables; for an HTTP one: its transport and its URL
+/// without credentials, query values or fragment (the names of its query parameters), and the
+/// names of its headers. Never a secret's value, nor its digest: an `env` value or a header
+/// value may be one, and a digest of a short secret can be guessed back.
+///
+/// # Example
+/// ```
+/// use kaged_mcp::assemble;
+/// use kaged_mcp::config::Sources;
+///
+/// let yaml = "mcp:\n  one:\n    transport: stdio\n    command: [server, --one]\n  two:\n    transport: stdio\n    command: [server, --two]\n";
+/// let config = Sources::new(yaml).load()?;
+/// let [one, two] = &config.project.servers[..] else { unreachable!() };
+/// let one = assemble::era_memory(&config, one, "/state/eras");
+/// let two = assemble::era_memory(&config, two, "/state/eras");
+/// assert!(one.path().starts_with("/state/eras"));
+/// assert_ne!(one.path(), two.path(), "another command, another server");
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// ```
+pub fn era_memory(
+    config: &Config,
+    server: &McpServerConfig,
+    dir: impl AsRef<std::path::Path>,
+) -> EraMemory {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    // Each part length-prefixed, so no two configurations write the same bytes.
+    let mut part = |bytes: &[u8]| {
+        digest.update((bytes.len() as u64).to_le_bytes());
+        digest.update(bytes);
+    };
+    part(server.transport.name().as_bytes());
+    match &server.transport {
+        TransportConfig::Stdio(s) => {
+            let root = config
+                .project_root
+                .canonicalize()
+                .unwrap_or_else(|_| config.project_root.clone());
+            let cwd = s.cwd.as_ref().map_or(root.clone(), |rel| root.join(rel));
+            part(cwd.as_os_str().as_encoded_bytes());
+            for word in &s.command {
+                part(word.as_bytes());
+            }
+            part(b"env");
+            for name in s.env.keys() {
+                part(name.as_bytes());
+            }
+        }
+        TransportConfig::Sse(h) | TransportConfig::StreamableHttp(h) => {
+            let url = &h.url;
+            part(url.scheme().as_bytes());
+            part(url.host_str().unwrap_or_default().as_bytes());
+            part(
+                &url.port_or_known_default()
+                    .unwrap_or_default()
+                    .to_le_bytes(),
+            );
+            part(url.path().as_bytes());
+            let mut names: Vec<_> = url.query_pairs().map(|(name, _)| name).collect();
+            names.sort();
+            part(b"query");
+            for name in &names {
+                part(name.as_bytes());
+            }
+            let mut headers: Vec<_> = h.headers.iter().map(|(name, _)| name.as_str()).collect();
+            headers.sort_unstable();
+            part(b"headers");
+            for name in headers {
+                part(name.as_bytes());
+            }
+        }
+    }
+    let hex: String = digest.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    EraMemory::new(dir.as_ref().join(hex))
+}
+
 /// The roots of `server` (`roots:` in `project.yaml`), resolved against the project root with
 /// symlinks followed: `None` when it declares none.
 ///
@@ -336,6 +420,84 @@ mod tests {
     fn built(project: &str) -> Result<Box<dyn Transport>, InvalidTransport> {
         let config = Sources::new(project.to_owned()).load().unwrap();
         transport(&config, &config.project.servers[0], None, None)
+    }
+
+    /// The era memory's file of the first server of `project` (with `local` as local.toml).
+    fn era_file(project: &str, local: &str) -> std::path::PathBuf {
+        let config = Sources::new(project.to_owned())
+            .local(local.to_owned())
+            .load()
+            .unwrap();
+        era_memory(&config, &config.project.servers[0], "/s")
+            .path()
+            .to_owned()
+    }
+
+    #[test]
+    fn the_era_memory_is_keyed_by_the_server_as_configured_never_by_a_secret() {
+        let stdio = |command: &str, env: &str| {
+            format!("mcp:\n  srv:\n    transport: stdio\n    command: {command}\n    env: {env}\n")
+        };
+        let secret = |value: &str| format!("[secrets.k]\nt = \"{value}\"\n");
+        let base = era_file(
+            &stdio("[srv, -x]", "{T: {secret_ref: k.t}, P: one}"),
+            &secret("s1"),
+        );
+        assert_eq!(base.parent().unwrap(), std::path::Path::new("/s"));
+        assert_eq!(base.file_name().unwrap().len(), 32, "{}", base.display());
+        // Values are not identity: a new secret or plain value is the same server.
+        for same in [
+            era_file(
+                &stdio("[srv, -x]", "{T: {secret_ref: k.t}, P: one}"),
+                &secret("s2"),
+            ),
+            era_file(
+                &stdio("[srv, -x]", "{P: two, T: {secret_ref: k.t}}"),
+                &secret("s1"),
+            ),
+        ] {
+            assert_eq!(same, base);
+        }
+        // The command, its arguments, its working directory and its variables' names are.
+        for other in [
+            era_file(
+                &stdio("[srv, -y]", "{T: {secret_ref: k.t}, P: one}"),
+                &secret("s1"),
+            ),
+            era_file(
+                &stdio("[srv2, -x]", "{T: {secret_ref: k.t}, P: one}"),
+                &secret("s1"),
+            ),
+            era_file(&stdio("[srv, -x]", "{T: {secret_ref: k.t}}"), &secret("s1")),
+            era_file(
+                &format!(
+                    "{}    cwd: sub\n",
+                    stdio("[srv, -x]", "{T: {secret_ref: k.t}, P: one}")
+                ),
+                &secret("s1"),
+            ),
+        ] {
+            assert_ne!(other, base);
+        }
+        let http = |url: &str, headers: &str| {
+            era_file(
+                &format!("mcp:\n  srv:\n    transport: streamable-http\n    url: {url}\n    headers: {headers}\n"),
+                "",
+            )
+        };
+        let base = http("https://h/mcp?key=1", "{X-Key: v1}");
+        // Credentials, query values, the fragment and header values are not identity.
+        assert_eq!(http("https://u:p@h/mcp?key=2#f", "{X-Key: v2}"), base);
+        assert_eq!(http("https://h:443/mcp?key=3", "{x-key: v3}"), base);
+        for other in [
+            http("https://h/mcp?other=1", "{X-Key: v1}"),
+            http("https://h/mcp?key=1", "{X-Other: v1}"),
+            http("https://h:8443/mcp?key=1", "{X-Key: v1}"),
+            http("http://h/mcp?key=1", "{X-Key: v1}"),
+            http("https://h/mcp2?key=1", "{X-Key: v1}"),
+        ] {
+            assert_ne!(other, base);
+        }
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub(super) fn run(args: &ServerArgs, servers: &[String], check: bool, verbose: b
         return EXIT_FAILED;
     }
     let only = (!servers.is_empty()).then_some(servers);
-    let mut options = SessionOptions::new();
+    let mut options = super::start::remember_eras(SessionOptions::new());
     if let Some(only) = only {
         options = options.only_servers(only.iter().cloned());
     }

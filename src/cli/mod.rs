@@ -671,14 +671,37 @@ type Telemetry = std::convert::Infallible;
 ///
 /// With `server_logs` (`--log-level`), the servers' log messages are shown by
 /// [`server_log::ServerLog`], one line each, and left out of that log.
+///
+/// When nothing is to be shown nor exported (no `-v`, no `RUST_LOG`, no `--log-level`, no
+/// export), no subscriber is installed at all: every span and event is then a no-op, and
+/// neither tracing-subscriber's code nor its span slab is on the start path (issue 41).
 fn init_tracing(verbose: u8, export: bool, server_logs: bool) -> Option<Telemetry> {
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::{EnvFilter, Layer as _};
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(v) if !v.trim().is_empty() => EnvFilter::new(v),
-        _ => EnvFilter::new(match verbose {
+    let rust_log = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    #[cfg(feature = "otlp")]
+    let telemetry = match export.then(telemetry::from_env).transpose() {
+        Ok(t) => t.flatten(),
+        Err(line) => {
+            eprintln!("warning: {line}");
+            None
+        }
+    };
+    #[cfg(not(feature = "otlp"))]
+    let telemetry: Option<Telemetry> = {
+        let _ = export;
+        None
+    };
+    if verbose == 0 && rust_log.is_none() && !server_logs && telemetry.is_none() {
+        return None;
+    }
+    let filter = match rust_log {
+        Some(v) => EnvFilter::new(v),
+        None => EnvFilter::new(match verbose {
             0 => "off",
             1 => "warn",
             2 => "info",
@@ -699,19 +722,6 @@ fn init_tracing(verbose: u8, export: bool, server_logs: bool) -> Option<Telemetr
             server_log::is_server_log,
         ))
     });
-    #[cfg(feature = "otlp")]
-    let telemetry = match export.then(telemetry::from_env).transpose() {
-        Ok(t) => t.flatten(),
-        Err(line) => {
-            eprintln!("warning: {line}");
-            None
-        }
-    };
-    #[cfg(not(feature = "otlp"))]
-    let telemetry: Option<Telemetry> = {
-        let _ = export;
-        None
-    };
     // Metrics are recorded only when they go somewhere.
     #[cfg(feature = "otlp")]
     crate::telemetry::set_metrics(

@@ -108,6 +108,7 @@ fn options_for(config: &Config, scope: &Scope<'_>, one_shot: bool) -> SessionOpt
     } else {
         options
     };
+    let options = remember_eras(options);
     let server = match scope {
         Scope::All | Scope::Servers([]) => return options,
         Scope::Servers(names) => return options.only_servers(names.iter().cloned()),
@@ -118,6 +119,20 @@ fn options_for(config: &Config, scope: &Scope<'_>, one_shot: bool) -> SessionOpt
         .filter(|s| config.project.servers.iter().any(|d| d.key == *s))
         .map(str::to_owned);
     options.only_servers(only)
+}
+
+/// `options` remembering each server's era in the operator's state directory,
+/// `$XDG_STATE_HOME/kaged-mcp/eras` or else `~/.local/state/kaged-mcp/eras` (a relative or empty
+/// variable is ignored, as the XDG specification says); unchanged when neither is set.
+pub(super) fn remember_eras(options: SessionOptions) -> SessionOptions {
+    let absolute =
+        |v: Option<std::ffi::OsString>| v.map(std::path::PathBuf::from).filter(|p| p.is_absolute());
+    let state = absolute(std::env::var_os("XDG_STATE_HOME"))
+        .or_else(|| absolute(std::env::var_os("HOME")).map(|h| h.join(".local").join("state")));
+    match state {
+        Some(state) => options.remember_eras(state.join("kaged-mcp").join("eras")),
+        None => options,
+    }
 }
 
 /// The usage error of a `Scope::Servers` naming a server the project does not declare.

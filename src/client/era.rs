@@ -16,7 +16,9 @@
 //!   `initialize` on the same connection, or on a new one when the server closed it (a stdio
 //!   server that exits on a request before `initialize` is started again; that exit is no
 //!   crash to the supervisor). The outcome is kept for the life of the client: a server found
-//!   legacy is not probed again at a restart, unless a start in that era fails.
+//!   legacy is not probed again at a restart, unless a start in that era fails; with an
+//!   [`EraMemory`](super::EraMemory) it is kept between runs too (see
+//!   [`era_memory`](super::era_memory)).
 //! - **`legacy`**: `initialize` at once, no probe (what round 1 did).
 //! - **`modern`**: `server/discover` must answer as a modern server, else the start fails with
 //!   [`ErrorKind::NotModern`](crate::client::ErrorKind::NotModern).

@@ -76,6 +76,7 @@ mod catalog;
 mod dialect;
 pub mod elicitation;
 pub mod era;
+pub mod era_memory;
 mod error;
 mod future;
 mod inbound;
@@ -110,6 +111,7 @@ use tower::{BoxError, Service};
 pub use self::call::ToolCall;
 pub use self::catalog::{MAX_TOOLS, MAX_TOOL_PAGES};
 pub use self::era::{Era, EraPreference};
+pub use self::era_memory::EraMemory;
 pub(crate) use self::error::without_server;
 pub(crate) use self::error::Kind;
 pub use self::error::{ClientError, ErrorClass, ErrorKind, RequestRef, SkillCheck};
@@ -208,6 +210,11 @@ impl McpClient {
             }
         };
         let request_timeout = options.request_timeout;
+        // A legacy server remembered from an earlier run is not probed (see [`era_memory`]).
+        let recalled = match (&options.era_memory, options.era) {
+            (Some(memory), EraPreference::Auto) => memory.recall(),
+            _ => None,
+        };
         let tools_changed = Arc::new(tools_changed);
         let subscriptions = Arc::default();
         // The features: each registers its notification handlers and per-session state.
@@ -238,7 +245,8 @@ impl McpClient {
                     last_reason: None,
                     stdout_noise: None,
                     init: None,
-                    era: None,
+                    era: recalled,
+                    era_remembered: recalled.is_some(),
                     tools_fresh_until: None,
                 }),
                 tools_changed,

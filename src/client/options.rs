@@ -11,6 +11,7 @@ use crate::transport::DEFAULT_FRAME_LIMIT;
 
 use super::elicitation::ElicitationService;
 use super::era::EraPreference;
+use super::era_memory::EraMemory;
 use super::roots::Root;
 use super::server_requests::ServerRequestService;
 
@@ -82,6 +83,10 @@ pub struct ClientOptions {
     /// so it is not short; real legacy servers answer the probe with an error at once, and the
     /// outcome is kept for the client's life.
     pub probe_timeout: Duration,
+    /// Where the era the probe found is remembered between runs (default none: every start
+    /// of a legacy server probes first). With [`EraPreference::Auto`], a memory that says
+    /// `legacy` skips the probe; see [`era_memory`](super::era_memory).
+    pub era_memory: Option<EraMemory>,
     /// Which calls run as MCP tasks (default [`TaskMode::Required`]: only tools that require
     /// it, and a 2026-07-28 server is told the client speaks the tasks extension); see
     /// [`tasks`](super::tasks).
@@ -121,6 +126,7 @@ impl Default for ClientOptions {
             wait_for_restart: Duration::ZERO,
             era: EraPreference::Auto,
             probe_timeout: Duration::from_secs(10),
+            era_memory: None,
             tasks: TaskMode::Required,
             task_ttl: Duration::from_secs(600),
             log_level: None,
@@ -254,6 +260,13 @@ impl ClientOptions {
         self
     }
 
+    /// Sets [`era_memory`](Self::era_memory).
+    #[must_use]
+    pub fn era_memory(mut self, memory: EraMemory) -> Self {
+        self.era_memory = Some(memory);
+        self
+    }
+
     /// Sets which calls run as tasks.
     #[must_use]
     pub fn tasks(mut self, mode: TaskMode) -> Self {
@@ -318,6 +331,7 @@ impl fmt::Debug for ClientOptions {
             .field("client_info", &self.client_info)
             .field("wait_for_restart", &self.wait_for_restart)
             .field("era", &self.era)
+            .field("era_memory", &self.era_memory)
             .field("probe_timeout", &self.probe_timeout)
             .field("tasks", &self.tasks)
             .field("task_ttl", &self.task_ttl)

@@ -28,6 +28,9 @@ pub(super) struct Supervisor {
     pub(super) init: Option<Arc<InitializeResult>>,
     /// The era of the last successful start, kept for the client's life (see [`era`]).
     pub(super) era: Option<Era>,
+    /// Whether the [era memory](super::era_memory) holds `legacy` (read when the client was built, or written
+    /// since by this client).
+    pub(super) era_remembered: bool,
     /// Until when the last `tools/list` is fresh, by its pages' `ttlMs` (2026-07-28 cache
     /// hints); `None` when it named no positive ttl, or once its expiry was signalled.
     pub(super) tools_fresh_until: Option<Instant>,
@@ -213,12 +216,27 @@ impl Shared {
                 sup.session = Some(Arc::clone(&session));
                 sup.init = Some(Arc::new(init));
                 sup.era = Some(era);
+                // The era memory is written only when what it holds changes.
+                let legacy = era == Era::Legacy;
+                let memory = self.era_memory().filter(|_| sup.era_remembered != legacy);
+                if memory.is_some() {
+                    sup.era_remembered = legacy;
+                }
                 sup.ready_at = Some(Instant::now());
                 sup.next_attempt = None;
                 self.set_state(&mut sup, ServerState::Ready);
                 drop(sup);
                 for waiter in waiters {
                     let _ = waiter.send(Ok(Arc::clone(&session)));
+                }
+                // After the waiters: their calls need not wait for the file.
+                match memory {
+                    Some(memory) if legacy => {
+                        let written = memory.remember_legacy();
+                        self.lock().era_remembered = written;
+                    }
+                    Some(memory) => memory.forget(),
+                    None => {}
                 }
             }
             Err(e) => {
@@ -227,14 +245,21 @@ impl Shared {
                 // The era is found again at the next start only when the failure is about it
                 // (a server that changed); a server that crashes at start keeps the era its
                 // probe found, so each restart spawns it once, not twice.
+                let mut forget = None;
                 if e.is_about_the_era() {
                     sup.era = None;
+                    forget = self
+                        .era_memory()
+                        .filter(|_| std::mem::take(&mut sup.era_remembered));
                 }
                 let permanent = e.restart_cannot_fix(self.options.era != EraPreference::Auto);
                 // Refused (auth, foreign endpoint): no restart loop, failed at once.
                 self.register_failure(&mut sup, e.reason(), e.to_string(), permanent);
                 drop(sup);
                 drop(connection);
+                if let Some(memory) = forget {
+                    memory.forget();
+                }
                 for waiter in waiters {
                     let _ = waiter.send(Err(e.clone()));
                 }
@@ -389,8 +414,44 @@ impl Shared {
         Ok(session)
     }
 
+    /// The era memory, when the client uses one (see [era memory](super::era_memory)).
+    fn era_memory(&self) -> Option<&era_memory::EraMemory> {
+        self.options
+            .era_memory
+            .as_ref()
+            .filter(|_| self.options.era == EraPreference::Auto)
+    }
+
     /// One start: connect, find the era (see [`era`]), and in the legacy era `initialize`.
+    /// When the era came from the [era memory](super::era_memory) and the start fails about it, the memory is
+    /// forgotten and the same start probes at once, on a new connection.
     pub(super) async fn connect_and_initialize(
+        self: &Arc<Self>,
+        generation: u64,
+    ) -> Result<(Arc<RpcSession>, InitializeResult, Era), ClientError> {
+        let recalled = self.era_memory().is_some() && self.lock().era_remembered;
+        match self.start_in_era(generation).await {
+            Err(e) if recalled && e.is_about_the_era() => {
+                tracing::info!(server = &*self.server, error = %e, "the remembered legacy era was refused: forgotten, the server is probed");
+                {
+                    let mut sup = self.lock();
+                    if sup.generation != generation {
+                        return Err(e);
+                    }
+                    sup.era = None;
+                    sup.era_remembered = false;
+                }
+                if let Some(memory) = self.era_memory() {
+                    memory.forget();
+                }
+                self.start_in_era(generation).await
+            }
+            result => result,
+        }
+    }
+
+    /// [`connect_and_initialize`](Self::connect_and_initialize), once.
+    async fn start_in_era(
         self: &Arc<Self>,
         generation: u64,
     ) -> Result<(Arc<RpcSession>, InitializeResult, Era), ClientError> {

@@ -15,7 +15,6 @@
 //! better than the stack).
 
 use std::collections::{BTreeMap, BTreeSet};
-#[cfg(feature = "oauth")]
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -64,6 +63,7 @@ pub struct SessionOptions {
     only: Option<BTreeSet<String>>,
     on_pin: Option<pins::OnPinEvent>,
     one_shot: bool,
+    era_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -81,6 +81,7 @@ impl std::fmt::Debug for SessionOptions {
         .field("only", &self.only)
         .field("on_pin_event", &self.on_pin.is_some())
         .field("one_shot", &self.one_shot)
+        .field("era_dir", &self.era_dir)
         .finish()
     }
 }
@@ -154,6 +155,18 @@ impl SessionOptions {
     /// and a call to it starts no background restart. A daemon leaves it unset.
     pub fn one_shot(mut self) -> Self {
         self.one_shot = true;
+        self
+    }
+
+    /// Remembers each server's protocol era between sessions in `dir`, one small file per
+    /// server (what the `kaged-mcp` command line does, in `$XDG_STATE_HOME/kaged-mcp/eras`): a
+    /// server found legacy is not probed with `server/discover` at its next start, which saves
+    /// a round trip (and a legacy server's complaint about the probe). A server whose `era`
+    /// is set in `local.toml` is not concerned; a start that fails for a reason about the era
+    /// forgets it. See [`client::era_memory`](crate::client::era_memory) and
+    /// [`assemble::era_memory`] (what names a server's file). Off by default.
+    pub fn remember_eras(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.era_dir = Some(dir.into());
         self
     }
 
@@ -277,6 +290,9 @@ fn client_for(
 ) -> Result<McpClient, String> {
     let mut options = assemble::client_options(config, server);
     options.elicitation_handler = session.elicitation.clone();
+    if let (Some(dir), crate::client::EraPreference::Auto) = (&session.era_dir, options.era) {
+        options.era_memory = Some(assemble::era_memory(config, server, dir));
+    }
     options.roots = assemble::roots(config, server).map_err(|e| e.to_string())?;
     let transport =
         assemble::transport(config, server, secret, source).map_err(|e| e.to_string())?;

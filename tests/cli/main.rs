@@ -7,6 +7,7 @@ mod common;
 
 mod check;
 mod env_secret;
+mod eras;
 mod http;
 mod import;
 mod input;

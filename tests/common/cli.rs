@@ -7,10 +7,18 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// The built binary.
+/// The built binary, with `XDG_STATE_HOME` where no directory can be made (under
+/// `/dev/null`): every run starts as the first, remembering no server's era (a test that means
+/// to share state between runs sets its own), and no test writes to the operator's state
+/// directory.
 pub(crate) fn kaged() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"));
+    command.env("XDG_STATE_HOME", NO_STATE);
+    command
 }
+
+/// An `XDG_STATE_HOME` under which nothing can be read or written.
+pub(crate) const NO_STATE: &str = "/dev/null/state";
 
 /// What a run printed and how it exited.
 #[derive(Debug)]
