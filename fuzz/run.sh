@@ -4,8 +4,9 @@
 # Works on stable Rust: RUSTC_BOOTSTRAP=1 lets stable rustc take cargo-fuzz's -Z flags
 # (-Zsanitizer=address and the coverage options). Needs `cargo install cargo-fuzz`.
 # The build has debug assertions and overflow checks (cargo-fuzz's default, no -O).
-# New corpus entries go to fuzz/corpus/TARGET (git-ignored); the checked-in seeds are read
-# from fuzz/seeds/TARGET; a crasher lands in fuzz/artifacts/TARGET/.
+# New corpus entries go to fuzz/corpus/TARGET (git-ignored); the checked-in minimised corpus
+# (fuzz/kept/TARGET, refreshed with fuzz/keep.sh) and seeds (fuzz/seeds/TARGET) are read too;
+# a crasher lands in fuzz/artifacts/TARGET/.
 # KAGED_FUZZ_ROOT may point at another checkout (for instance a snapshot of HEAD) whose
 # fuzz/ is used instead of this one.
 set -euo pipefail
@@ -20,15 +21,17 @@ cd "$root"
 case $target in
   config_project) dict=fuzz/dict/yaml.dict ;;
   config_toml) dict=fuzz/dict/toml.dict ;;
-  jsonrpc_decode | protocol_types | stdio_frames | sse_events) dict=fuzz/dict/json.dict ;;
+  jsonrpc_decode | protocol_types | stdio_frames | sse_events | truncate) dict=fuzz/dict/json.dict ;;
   oauth_documents | modern_shapes | lock_file | import_formats | dpop_jwt) dict=fuzz/dict/json.dict ;;
   www_authenticate) dict=fuzz/dict/www_authenticate.dict ;;
   http_answers) dict=fuzz/dict/http.dict ;;
+  skills) dict=fuzz/dict/skills.dict ;;
   *) dict= ;;
 esac
 
 corpora=("fuzz/corpus/$target")
 mkdir -p "fuzz/corpus/$target"
+[ -d "fuzz/kept/$target" ] && corpora+=("fuzz/kept/$target")
 [ -d "fuzz/seeds/$target" ] && corpora+=("fuzz/seeds/$target")
 
 flags=(-max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1)

@@ -34,6 +34,9 @@ mod protocol;
 #[path = "../fuzz/src/session.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod session;
+#[path = "../fuzz/src/skills.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod skills;
 #[path = "../fuzz/src/sse.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod sse;
@@ -96,6 +99,25 @@ fn the_jsonrpc_decode_seeds_pass_the_fuzz_checks() {
 #[test]
 fn the_stdio_frames_seeds_pass_the_fuzz_checks() {
     replay_seeds("stdio_frames", stdio::stdio_frames);
+}
+
+#[test]
+fn the_truncate_seeds_pass_the_fuzz_checks() {
+    replay_seeds("truncate", |data| {
+        // A text seed that did not read as a result would check nothing.
+        let text = data
+            .strip_prefix(b"cap ")
+            .expect("the truncate seeds are text");
+        let json = &text[text.iter().position(|b| *b == b'\n').unwrap() + 1..];
+        serde_json::from_slice::<kaged_mcp::protocol::ToolResult>(json)
+            .expect("a tools/call result");
+        truncate::truncate(data);
+    });
+}
+
+#[test]
+fn the_skills_seeds_pass_the_fuzz_checks() {
+    replay_seeds("skills", skills::skills);
 }
 
 #[test]

@@ -19,6 +19,7 @@ pub mod oauth;
 pub mod pin;
 pub mod protocol;
 pub mod session;
+pub mod skills;
 pub mod sse;
 pub mod stdio;
 pub mod truncate;

@@ -1,10 +1,185 @@
 //! `truncate`: the invariants of "Truncation, precisely" (module docs of `src/protocol/result.rs`) for
 //! [`Truncatable::truncate_to`] on a [`ToolResult`].
+//!
+//! Two ways in: an input starting with `cap ` is text, `cap N` and a line break then a
+//! `tools/call` result as a server sends it (JSON, read as the client reads it; an input that
+//! does not read is skipped), so a seed reads like one; any other input is the bytes
+//! [`arbitrary`] builds an [`Input`] from (a cap of 0–65535 and blocks of every kind).
 
-use kaged_mcp::protocol::content::ContentBlock;
+use arbitrary::{Arbitrary, Unstructured};
+use kaged_mcp::protocol::content::{
+    AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
+    ResourceContents, ResourceLink, TextContent, TextResourceContents,
+};
 use kaged_mcp::protocol::result::truncation_marker;
 use kaged_mcp::protocol::ToolResult;
 use kaged_mcp_layers::truncate::Truncatable;
+use serde_json::{json, Value};
+
+/// The `truncate` target: a result and a cap from `data` (see the [module docs](self)),
+/// through [`check_truncate`].
+pub fn truncate(data: &[u8]) {
+    if let Some(text) = data.strip_prefix(b"cap ") {
+        let Some(line) = text.iter().position(|b| *b == b'\n') else {
+            return;
+        };
+        let Some(cap) = std::str::from_utf8(&text[..line])
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+        else {
+            return;
+        };
+        if let Ok(result) = serde_json::from_slice::<ToolResult>(&text[line + 1..]) {
+            check_truncate(&result, cap);
+        }
+        return;
+    }
+    let Ok(input) = Input::arbitrary_take_rest(Unstructured::new(data)) else {
+        return;
+    };
+    let mut result = ToolResult::default();
+    result.content = input.blocks.iter().map(Block::build).collect();
+    result.structured_content = input.structured.as_ref().map(Json::value);
+    result.is_error = input.is_error;
+    result.meta = input.meta.map(|m| json!({ "m": m }));
+    check_truncate(&result, usize::from(input.cap));
+}
+
+/// A result built with `arbitrary`.
+#[derive(Debug, Arbitrary)]
+pub struct Input {
+    /// The cap; small, so cuts land inside blocks as often as between them.
+    cap: u16,
+    blocks: Vec<Block>,
+    structured: Option<Json>,
+    is_error: bool,
+    meta: Option<String>,
+}
+
+/// A content block of each kind.
+#[derive(Debug, Arbitrary)]
+pub enum Block {
+    Text {
+        text: String,
+        annotated: Option<String>,
+    },
+    Image {
+        data: String,
+        mime: String,
+    },
+    Audio {
+        data: String,
+        mime: String,
+    },
+    Link {
+        uri: String,
+        name: String,
+        size: Option<u64>,
+    },
+    ResourceText {
+        uri: String,
+        text: String,
+    },
+    ResourceBlob {
+        uri: String,
+        blob: String,
+    },
+    Unknown {
+        kind: String,
+        payload: Json,
+    },
+}
+
+/// A small JSON value; [`Json::value`] stops at depth 16 so the check is about truncation,
+/// not about the recursion limits of `serde_json`.
+#[derive(Debug, Arbitrary)]
+pub enum Json {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    fn value(&self) -> Value {
+        self.value_at(0)
+    }
+
+    fn value_at(&self, depth: usize) -> Value {
+        if depth > 16 {
+            return Value::Null;
+        }
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => json!(b),
+            Json::Int(i) => json!(i),
+            // NaN and infinities are not JSON: serde_json turns them into null.
+            Json::Float(f) => json!(f),
+            Json::Str(s) => json!(s),
+            Json::Array(a) => Value::Array(a.iter().map(|v| v.value_at(depth + 1)).collect()),
+            Json::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), v.value_at(depth + 1)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl Block {
+    fn build(&self) -> ContentBlock {
+        match self {
+            Block::Text { text, annotated } => ContentBlock::Text(TextContent {
+                text: text.clone(),
+                annotations: annotated.as_ref().map(|a| json!({ "audience": [a] })),
+                meta: None,
+            }),
+            Block::Image { data, mime } => ContentBlock::Image(ImageContent {
+                data: data.clone(),
+                mime_type: mime.clone(),
+                ..ImageContent::default()
+            }),
+            Block::Audio { data, mime } => ContentBlock::Audio(AudioContent {
+                data: data.clone(),
+                mime_type: mime.clone(),
+                ..AudioContent::default()
+            }),
+            Block::Link { uri, name, size } => ContentBlock::ResourceLink(ResourceLink {
+                uri: uri.clone(),
+                name: name.clone(),
+                size: *size,
+                ..ResourceLink::default()
+            }),
+            Block::ResourceText { uri, text } => ContentBlock::Resource(EmbeddedResource {
+                resource: ResourceContents::Text(TextResourceContents {
+                    uri: uri.clone(),
+                    text: text.clone(),
+                    ..TextResourceContents::default()
+                }),
+                annotations: None,
+                meta: None,
+            }),
+            Block::ResourceBlob { uri, blob } => ContentBlock::Resource(EmbeddedResource {
+                resource: ResourceContents::Blob(BlobResourceContents {
+                    uri: uri.clone(),
+                    blob: blob.clone(),
+                    ..BlobResourceContents::default()
+                }),
+                annotations: None,
+                meta: None,
+            }),
+            Block::Unknown { kind, payload } => {
+                let mut obj = serde_json::Map::new();
+                obj.insert("type".into(), json!(kind));
+                obj.insert("payload".into(), payload.value());
+                ContentBlock::Unknown(Value::Object(obj))
+            }
+        }
+    }
+}
 
 /// `truncate`: cuts a copy of `result` to `cap` and checks "Truncation, precisely" of the
 /// design:

@@ -348,7 +348,7 @@ async fn exchange(
 ) -> Result<http::Response<Bytes>, String> {
     let request = request.map(http_body_util::Full::new);
     match tokio::time::timeout(timeout, fetch(service, request, MAX_ANSWER)).await {
-        Ok(answer) => answer,
+        Ok(answer) => answer.map_err(|e| e.to_string()),
         Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
     }
 }

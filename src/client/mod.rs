@@ -122,6 +122,8 @@ pub use self::options::ClientOptions;
 pub use self::pages::{MAX_ITEMS, MAX_PAGES};
 pub use self::resources::{ServerChange, CHANGES_CAPACITY};
 pub use self::roots::Root;
+#[doc(hidden)]
+pub use self::skills::checks as skill_checks;
 pub use self::skills::{LoadedSkill, SkillContent};
 pub use self::state::ServerState;
 use self::supervisor::{session_close_requested, Acquire, Supervisor};

@@ -398,6 +398,43 @@ fn yaml_to_json(node: &crate::config::yaml::Node) -> Value {
     }
 }
 
+/// The checks a skill's files go through before use, as [`McpClient::load_skill`] and
+/// [`McpClient::read_skill_file`] run them: for the `skills` fuzz target and its regression
+/// tests only (`fuzz/README.md`), not an API.
+#[doc(hidden)]
+pub mod checks {
+    use serde_json::{Map, Value};
+
+    use crate::client::SkillCheck;
+    use crate::protocol::skills::{SkillEntry, SkillFile};
+
+    /// The YAML frontmatter of a `SKILL.md`, as JSON, or why it has none.
+    pub fn frontmatter(skill_md: &str) -> Result<Map<String, Value>, String> {
+        super::frontmatter(skill_md)
+    }
+
+    /// `SKILL.md`'s frontmatter against the listed one: the first difference in words.
+    pub fn compare_frontmatter(listed: &Map<String, Value>, skill_md: &str) -> Result<(), String> {
+        super::compare_frontmatter(listed, skill_md)
+    }
+
+    /// A file's bytes against its listed size, then its listed digest.
+    pub fn verify(listed: &SkillFile, bytes: &[u8]) -> Result<(), (SkillCheck, String)> {
+        super::verify(listed, bytes)
+    }
+
+    /// The listed file `file` names (a listed URI, or a path within the skill's directory).
+    pub fn find_file<'a>(entry: &'a SkillEntry, file: &str) -> Option<&'a SkillFile> {
+        super::find_file(entry, file)
+    }
+
+    /// `sha256:<lower-case hex>` of `bytes`, as a listing writes it.
+    pub fn digest(bytes: &[u8]) -> String {
+        use sha2::Digest as _;
+        format!("sha256:{}", super::hex(&sha2::Sha256::digest(bytes)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -266,7 +266,11 @@ pub(crate) fn granted(result: TokenResult, endpoint: &Url) -> Result<Granted, Gr
     match result {
         Ok(t) => Ok(granted_of(&t)),
         Err(RequestTokenError::ServerResponse(e)) => Err(refused(&e, endpoint)),
-        Err(RequestTokenError::Request(e)) => Err(GrantError::other(e.to_string())),
+        Err(RequestTokenError::Request(e)) => Err(GrantError::other(format!(
+            "the token endpoint {}: {}",
+            redacted(endpoint),
+            e.reason()
+        ))),
         // Where it broke, not serde's message: that quotes values, and the answer holds tokens.
         Err(RequestTokenError::Parse(e, _)) => Err(GrantError::other(format!(
             "the token endpoint {} answered something that is not a token response (at `{}`, \

@@ -1,10 +1,15 @@
 //! A refresh that fails for another reason than a dead refresh token (the token endpoint
-//! answers `503 temporarily_unavailable`), met in the middle of a call.
+//! answers `503 temporarily_unavailable`, or cannot be reached), met in the middle of a call.
+//! (A token endpoint that never answers, and one whose answer is too long: the unit tests of
+//! `src/oauth/http.rs`.)
+
+use std::time::{Duration, Instant};
 
 use kaged_mcp::client::ClientError;
 use kaged_mcp::Error;
 use serde_json::Value;
 
+use crate::common::capture::Captured;
 use crate::common::oauth::{token_file, whoami, OAuthPeer};
 
 fn refreshes(stats: &Value) -> u64 {
@@ -73,5 +78,98 @@ async fn a_refresh_answered_503_fails_the_call_and_keeps_the_refresh_token() {
             "{login}: {me}"
         );
         session.shutdown().await;
+    }
+}
+
+/// The token endpoint the stored tokens name cannot be reached (nothing listens on its port
+/// any more): the call whose token expired fails at once (well within the 10 s connect
+/// timeout), not delivered and not retried, naming the token endpoint and why; the refresh
+/// token is kept, in the file and in the source (a second call tries it again instead of asking
+/// for a login); no token appears in the error or in the logs of the test (TRACE, captured on
+/// its thread, where the session's tasks run).
+#[tokio::test]
+async fn an_unreachable_token_endpoint_fails_the_call_at_once_and_keeps_the_refresh_token() {
+    let (captured, _guard) = Captured::install_local();
+    let Some(server) = OAuthPeer::start(&[]) else {
+        return;
+    };
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let endpoint = format!("http://127.0.0.1:{closed}/as/token");
+    let mut secrets = Vec::new();
+    // With an authorizer, then as a daemon.
+    for login in [true, false] {
+        // A login stores tokens naming the token endpoint; then the endpoint moves away.
+        let _ = std::fs::remove_dir_all(server.tokens());
+        let first = server.session("", "", true).await;
+        whoami(&first).await.unwrap();
+        first.shutdown().await;
+        let (path, mut stored) = token_file(&server.tokens());
+        stored["token_endpoint"] = endpoint.clone().into();
+        std::fs::write(&path, stored.to_string()).unwrap();
+        secrets.extend(
+            ["access_token", "refresh_token"].map(|k| stored[k].as_str().unwrap().to_owned()),
+        );
+
+        let session = server.session("", "", login).await;
+        whoami(&session).await.unwrap();
+        server.expire();
+        let asked = server.stats();
+        for attempt in 0..2 {
+            let started = Instant::now();
+            let err = whoami(&session).await.unwrap_err();
+            let took = started.elapsed();
+            assert!(took < Duration::from_secs(5), "{login} {attempt}: {took:?}");
+            assert!(
+                !matches!(err, Error::LoginRequired { .. }),
+                "{login} {attempt}: {err:?}"
+            );
+            let text = err.to_string();
+            assert!(
+                text.contains("(not delivered)")
+                    && text.contains(&format!("OAuth refresh: the token endpoint {endpoint}: "))
+                    && text.contains("Connection refused"),
+                "{login} {attempt}: {text}"
+            );
+            let Some(failure) = ClientError::find(&err).and_then(ClientError::send_failure) else {
+                panic!("{login} {attempt}: {err:?}");
+            };
+            assert!(
+                failure.not_delivered() && !failure.is_retryable(),
+                "{failure:?}"
+            );
+            let printed = format!("{err} {err:?}");
+            for s in &secrets {
+                assert!(
+                    !printed.contains(s.as_str()),
+                    "a token was printed: {printed}"
+                );
+            }
+        }
+        // Nothing reached the authorization server: no refresh, no new login.
+        let stats = server.stats();
+        assert_eq!(stats["token"], asked["token"], "{login}: {stats}");
+        assert_eq!(stats["authorize"], asked["authorize"], "{login}: {stats}");
+        let (_, during) = token_file(&server.tokens());
+        assert_eq!(during["refresh_token"], stored["refresh_token"], "{login}");
+        let st = &session.status()[0];
+        assert_eq!(
+            (st.state.as_str(), st.restarts),
+            ("ready", 0),
+            "{login}: {st:?}"
+        );
+        session.shutdown().await;
+    }
+    let text = captured.text();
+    // The capture saw the failed refreshes.
+    let failed = format!("OAuth refresh: the token endpoint {endpoint}: ");
+    assert!(text.contains(&failed), "{text}");
+    for s in &secrets {
+        assert!(
+            !text.contains(s.as_str()),
+            "a token leaked into the logs:\n{text}"
+        );
     }
 }

@@ -79,30 +79,67 @@ pub(crate) fn client(
     BoxCloneSyncService::new(service)
 }
 
-/// Sends `req` through `client` and reads its whole answer, at most `max_body` bytes of it;
-/// the error as one line of text (the error and its sources). For the requests the crate
-/// makes outside a session (OAuth's, the CLI's OTLP exports): an MCP session streams its
-/// answers instead. The caller bounds the time. (Only those features call it.)
+/// Why [`fetch`] got no answer.
+#[cfg_attr(not(any(feature = "oauth", feature = "otlp")), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) enum FetchError {
+    /// The answer is longer than the limit: refused once its `Content-Length` says so, or
+    /// once the bytes read would pass it (never more than `limit` bytes and one frame held).
+    TooLarge { limit: usize },
+    /// The request or the reading of its answer failed: the error and its sources.
+    Failed(String),
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooLarge { limit } => {
+                write!(f, "the answer is longer than the limit of {limit} bytes")
+            }
+            Self::Failed(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// Sends `req` through `client` and reads its whole answer, at most `max_body` bytes of it.
+/// For the requests the crate makes outside a session (OAuth's, the CLI's OTLP exports): an
+/// MCP session streams its answers instead. The caller bounds the time. (Only those features
+/// call it.)
 #[cfg_attr(not(any(feature = "oauth", feature = "otlp")), allow(dead_code))]
 pub(crate) async fn fetch(
     client: HttpService,
     req: Request<Full<Bytes>>,
     max_body: usize,
-) -> Result<Response<Bytes>, String> {
+) -> Result<Response<Bytes>, FetchError> {
     let response = match tower::ServiceExt::oneshot(client, req).await {
         Ok(r) => r,
-        Err(e) => return Err(super::chain(e.as_ref())),
+        Err(e) => return Err(FetchError::Failed(super::chain(e.as_ref()))),
     };
+    let too_large = FetchError::TooLarge { limit: max_body };
     let (parts, mut body) = response.into_parts();
+    // A declared length over the limit is refused before a byte of the body is read.
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max_body as u64) {
+        return Err(too_large);
+    }
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = match frame {
             Ok(f) => f,
-            Err(e) => return Err(format!("reading the answer: {}", super::chain(e.as_ref()))),
+            Err(e) => {
+                return Err(FetchError::Failed(format!(
+                    "reading the answer: {}",
+                    super::chain(e.as_ref())
+                )))
+            }
         };
         if let Ok(data) = frame.into_data() {
             if bytes.len() + data.len() > max_body {
-                return Err(format!("the answer is longer than {max_body} bytes"));
+                return Err(too_large);
             }
             bytes.extend_from_slice(&data);
         }
