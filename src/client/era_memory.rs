@@ -36,6 +36,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::era::Era;
+use super::rpc::RpcSession;
+use super::ClientError;
+use crate::config::EraPreference;
+use crate::protocol::InitializeResult;
 
 /// The mode of an era file.
 const FILE_MODE: u32 = 0o600;
@@ -165,6 +169,46 @@ impl EraMemory {
             Err(e) => {
                 tracing::debug!(path = %self.path.display(), error = %e, "era memory not removed");
             }
+        }
+    }
+}
+
+// --- the memory's part of a start -----------------------------------------------------------
+
+impl super::Shared {
+    /// The era memory, when the client uses one (see [era memory](self)).
+    pub(super) fn era_memory(&self) -> Option<&EraMemory> {
+        self.options
+            .era_memory
+            .as_ref()
+            .filter(|_| self.options.era == EraPreference::Auto)
+    }
+
+    /// One start: connect, find the era (see [`era`]), and in the legacy era `initialize`.
+    /// When the era came from the [era memory](self) and the start fails about it, the memory is
+    /// forgotten and the same start probes at once, on a new connection.
+    pub(super) async fn connect_and_initialize(
+        self: &Arc<Self>,
+        generation: u64,
+    ) -> Result<(Arc<RpcSession>, InitializeResult, Era), ClientError> {
+        let recalled = self.era_memory().is_some() && self.lock().era_remembered;
+        match self.start_in_era(generation).await {
+            Err(e) if recalled && e.is_about_the_era() => {
+                tracing::info!(server = &*self.server, error = %e, "the remembered legacy era was refused: forgotten, the server is probed");
+                {
+                    let mut sup = self.lock();
+                    if sup.generation != generation {
+                        return Err(e);
+                    }
+                    sup.era = None;
+                    sup.era_remembered = false;
+                }
+                if let Some(memory) = self.era_memory() {
+                    memory.forget();
+                }
+                self.start_in_era(generation).await
+            }
+            result => result,
         }
     }
 }

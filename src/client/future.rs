@@ -132,9 +132,8 @@ impl ResponseFuture {
                 return Some(Err(e.boxed(resend)));
             }
             Err(_) => {
-                let e = ClientError::new(
-                    Arc::clone(&session.server),
-                    None,
+                let e = ClientError::of(
+                    &session.server,
                     Kind::ConnectionClosed {
                         detail: "the session ended without answering".into(),
                     },

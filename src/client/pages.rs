@@ -85,9 +85,8 @@ impl McpClient {
         mut on_page: impl FnMut(&P),
     ) -> Result<Vec<P::Item>, ClientError> {
         let pagination = |detail: String| {
-            ClientError::new(
-                Arc::clone(&self.shared.server),
-                None,
+            ClientError::of(
+                &self.shared.server,
                 Kind::Pagination {
                     method: P::Request::METHOD,
                     detail,

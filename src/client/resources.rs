@@ -302,9 +302,8 @@ impl McpClient {
                     .state::<ListenState>()
                     .and_then(ListenState::resource_stream_id);
                 return Err(match stream {
-                    None => ClientError::new(
-                        Arc::clone(&self.shared.server),
-                        None,
+                    None => ClientError::of(
+                        &self.shared.server,
                         Kind::ConnectionClosed {
                             detail: "no resource subscription stream could be opened in time"
                                 .into(),
@@ -423,9 +422,8 @@ impl McpClient {
         name: &str,
         capability: &str,
     ) -> ClientError {
-        ClientError::new(
-            Arc::clone(&self.shared.server),
-            None,
+        ClientError::of(
+            &self.shared.server,
             Kind::NotOffered {
                 method,
                 name: crate::transport::text::redact_uri(name).into(),

@@ -74,9 +74,8 @@ impl Shared {
             Acquire::Ready(session) => Ok(session),
             Acquire::Fail(e) => Err(e),
             Acquire::Wait(rx) => rx.await.unwrap_or_else(|_| {
-                Err(ClientError::new(
-                    Arc::clone(&self.server),
-                    None,
+                Err(ClientError::of(
+                    &self.server,
                     Kind::ConnectionClosed {
                         detail: "the start-up was abandoned".into(),
                     },
@@ -95,9 +94,8 @@ impl Shared {
                 }
             }
             ServerState::Failed => {
-                return Acquire::Fail(ClientError::new(
-                    Arc::clone(&self.server),
-                    None,
+                return Acquire::Fail(ClientError::of(
+                    &self.server,
                     Kind::ServerFailed {
                         failures: sup.failures,
                         last_error: sup.last_reason.clone().unwrap_or_default(),
@@ -105,11 +103,7 @@ impl Shared {
                 ));
             }
             ServerState::Disabled => {
-                return Acquire::Fail(ClientError::new(
-                    Arc::clone(&self.server),
-                    None,
-                    Kind::Disabled,
-                ));
+                return Acquire::Fail(ClientError::of(&self.server, Kind::Disabled));
             }
             ServerState::Idle | ServerState::Starting | ServerState::Restarting => {}
         }
@@ -122,9 +116,8 @@ impl Shared {
                 let now = Instant::now();
                 if now < at {
                     if at - now > self.options.wait_for_restart {
-                        return Acquire::Fail(ClientError::new(
-                            Arc::clone(&self.server),
-                            None,
+                        return Acquire::Fail(ClientError::of(
+                            &self.server,
                             Kind::BackingOff {
                                 retry_in: at - now,
                                 last_error: sup.last_reason.clone().unwrap_or_default(),
@@ -135,11 +128,7 @@ impl Shared {
                 }
             }
             let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                return Acquire::Fail(ClientError::new(
-                    Arc::clone(&self.server),
-                    None,
-                    Kind::NoRuntime,
-                ));
+                return Acquire::Fail(ClientError::of(&self.server, Kind::NoRuntime));
             };
             sup.attempt_running = true;
             sup.generation += 1;
@@ -391,21 +380,15 @@ impl Shared {
             frame_limit: self.options.frame_limit,
             handler: Arc::clone(&session) as _,
         };
-        let connection = self.transport.connect(ctx).await.map_err(|source| {
-            ClientError::new(
-                Arc::clone(&self.server),
-                None,
-                Kind::ConnectFailed { source },
-            )
-        })?;
+        let connection = self
+            .transport
+            .connect(ctx)
+            .await
+            .map_err(|source| ClientError::of(&self.server, Kind::ConnectFailed { source }))?;
         let replaced = {
             let mut sup = self.lock();
             if sup.generation != generation {
-                return Err(ClientError::new(
-                    Arc::clone(&self.server),
-                    None,
-                    Kind::Disabled,
-                ));
+                return Err(ClientError::of(&self.server, Kind::Disabled));
             }
             sup.connection.replace(connection)
         };
@@ -414,44 +397,8 @@ impl Shared {
         Ok(session)
     }
 
-    /// The era memory, when the client uses one (see [era memory](super::era_memory)).
-    fn era_memory(&self) -> Option<&era_memory::EraMemory> {
-        self.options
-            .era_memory
-            .as_ref()
-            .filter(|_| self.options.era == EraPreference::Auto)
-    }
-
-    /// One start: connect, find the era (see [`era`]), and in the legacy era `initialize`.
-    /// When the era came from the [era memory](super::era_memory) and the start fails about it, the memory is
-    /// forgotten and the same start probes at once, on a new connection.
-    pub(super) async fn connect_and_initialize(
-        self: &Arc<Self>,
-        generation: u64,
-    ) -> Result<(Arc<RpcSession>, InitializeResult, Era), ClientError> {
-        let recalled = self.era_memory().is_some() && self.lock().era_remembered;
-        match self.start_in_era(generation).await {
-            Err(e) if recalled && e.is_about_the_era() => {
-                tracing::info!(server = &*self.server, error = %e, "the remembered legacy era was refused: forgotten, the server is probed");
-                {
-                    let mut sup = self.lock();
-                    if sup.generation != generation {
-                        return Err(e);
-                    }
-                    sup.era = None;
-                    sup.era_remembered = false;
-                }
-                if let Some(memory) = self.era_memory() {
-                    memory.forget();
-                }
-                self.start_in_era(generation).await
-            }
-            result => result,
-        }
-    }
-
     /// [`connect_and_initialize`](Self::connect_and_initialize), once.
-    async fn start_in_era(
+    pub(super) async fn start_in_era(
         self: &Arc<Self>,
         generation: u64,
     ) -> Result<(Arc<RpcSession>, InitializeResult, Era), ClientError> {
@@ -466,9 +413,8 @@ impl Shared {
             EraPreference::Modern => match &meta {
                 Some(meta) => Some(meta),
                 None => {
-                    return Err(ClientError::new(
-                        Arc::clone(&self.server),
-                        None,
+                    return Err(ClientError::of(
+                        &self.server,
                         Kind::NotModern {
                             detail: format!(
                                 "its transport ({}) carries only legacy MCP",
@@ -507,9 +453,8 @@ impl Shared {
                 }
                 era::Probe::Legacy { why, closed } => {
                     if preference == EraPreference::Modern {
-                        return Err(ClientError::new(
-                            Arc::clone(&self.server),
-                            None,
+                        return Err(ClientError::of(
+                            &self.server,
                             Kind::NotModern { detail: why },
                         ));
                     }
@@ -551,18 +496,16 @@ impl Shared {
         let init = match tokio::time::timeout(self.options.initialize_timeout, rx).await {
             Ok(Ok(answer)) => answer?,
             Ok(Err(_)) => {
-                return Err(ClientError::new(
-                    Arc::clone(&self.server),
-                    None,
+                return Err(ClientError::of(
+                    &self.server,
                     Kind::ConnectionClosed {
                         detail: "the session ended during initialize".into(),
                     },
                 ))
             }
             Err(_) => {
-                let err = ClientError::new(
-                    Arc::clone(&self.server),
-                    None,
+                let err = ClientError::of(
+                    &self.server,
                     Kind::InitializeTimeout {
                         after: self.options.initialize_timeout,
                     },
@@ -573,9 +516,8 @@ impl Shared {
         };
         if !is_supported_version(&init.protocol_version) {
             tracing::warn!(server = &*self.server, version = %init.protocol_version, "server chose an unsupported protocol version");
-            return Err(ClientError::new(
-                Arc::clone(&self.server),
-                None,
+            return Err(ClientError::of(
+                &self.server,
                 Kind::UnsupportedProtocolVersion {
                     version: init.protocol_version,
                 },
@@ -811,11 +753,7 @@ impl Shared {
         self.set_state(&mut sup, state);
         drop(sup);
         for waiter in waiters {
-            let _ = waiter.send(Err(ClientError::new(
-                Arc::clone(&self.server),
-                None,
-                Kind::Disabled,
-            )));
+            let _ = waiter.send(Err(ClientError::of(&self.server, Kind::Disabled)));
         }
         (session, connection)
     }

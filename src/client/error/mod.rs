@@ -307,6 +307,11 @@ impl ClientError {
         }))
     }
 
+    /// An error of `server` about no request (the server's state, a start, a list).
+    pub(crate) fn of(server: &Arc<str>, kind: Kind) -> Self {
+        Self::new(Arc::clone(server), None, kind)
+    }
+
     /// What happened, with its parts: the crate's own view.
     pub(crate) fn parts(&self) -> &Kind {
         &self.0.kind

@@ -187,9 +187,8 @@ impl TaskBoard {
             return Ok(Arc::clone(stale));
         }
         let Some(client) = self.client.get().and_then(Weak::upgrade) else {
-            return Err(ClientError::new(
-                Arc::clone(&stale.server),
-                None,
+            return Err(ClientError::of(
+                &stale.server,
                 Kind::ConnectionClosed {
                     detail: "the client was dropped".into(),
                 },
