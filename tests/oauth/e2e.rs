@@ -498,8 +498,29 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
         )),
         "{out:?}"
     );
-    // Nothing went to the state directory: the token directory is the configured one.
-    assert!(!state.exists(), "{}", state.display());
+    // Nothing of the login went to the state directory: the token directory is the configured
+    // one. What the state directory may hold is the era memory (issue 41): one file per server
+    // under `kaged-mcp/eras`, each the word `legacy`, never a token or a secret.
+    let mut stack = vec![state.clone()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            assert!(
+                path.starts_with(state.join("kaged-mcp").join("eras")),
+                "{}",
+                path.display()
+            );
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(text.trim(), "legacy", "{}", path.display());
+        }
+    }
 }
 
 /// PKCE support is known only from the authorization server's metadata: one that publishes no
