@@ -41,9 +41,9 @@ impl McpClient {
     /// is in the stack's statistics: whoever keeps the catalog keeps the old one.
     ///
     /// # Errors
-    /// [`ErrorKind::Pagination`](crate::client::ErrorKind::Pagination) when a cursor comes back twice, after more than
+    /// [`ErrorKind::Pagination`] when a cursor comes back twice, after more than
     /// [`MAX_TOOL_PAGES`] pages or more than [`MAX_TOOLS`] tools;
-    /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout) when a page is not answered in time; any error of the
+    /// [`ErrorKind::RequestTimeout`] when a page is not answered in time; any error of the
     /// session.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
         let listed = self.list_tools_unnoted().await;

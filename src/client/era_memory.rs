@@ -4,7 +4,7 @@
 //! The probe costs a round trip at every start of a legacy server, and some legacy servers log
 //! it at length (the PyPI `mcp` 1.30 SDK writes a 95-line validation error on its stderr). A
 //! client given an [`EraMemory`] ([`ClientOptions::era_memory`](super::ClientOptions::era_memory))
-//! with [`EraPreference::Auto`](super::EraPreference::Auto) reads it once, when the client is
+//! with [`EraPreference::Auto`] reads it once, when the client is
 //! built: a file that says `legacy` makes every start go straight to `initialize`. A probe that
 //! finds a legacy server writes the file; one that finds a modern server removes it (the
 //! probe *is* a modern server's handshake, so there is nothing to skip). A start that fails for

@@ -13,7 +13,7 @@
 //! version, the client's capabilities and identity in `_meta`. Otherwise (a legacy server, or
 //! [`EraPreference::Legacy`]) it sends `initialize` offering protocol `2025-11-25`, accepts an
 //! answer of `2024-11-05`, `2025-03-26`, `2025-06-18` or `2025-11-25` (any other ends the
-//! attempt with [`ErrorKind::UnsupportedProtocolVersion`](crate::client::ErrorKind::UnsupportedProtocolVersion)), and sends
+//! attempt with [`ErrorKind::UnsupportedProtocolVersion`]), and sends
 //! `notifications/initialized`. It advertises no capability (never sampling), except form-mode
 //! elicitation when an [`elicitation`] handler is plugged in. Server→client requests pass the
 //! stack described in [`server_requests`], and so do the input requests of a modern
@@ -25,7 +25,7 @@
 //! does a tool list whose `ttlMs` expired ([`McpClient::refresh_tools_if_stale`]).
 //!
 //! # Supervision (ADR-0043 §3)
-//! - When the server dies, every call in flight fails at once with [`ErrorKind::Exited`](crate::client::ErrorKind::Exited)
+//! - When the server dies, every call in flight fails at once with [`ErrorKind::Exited`]
 //!   naming the server (with the exit status and the last stderr bytes).
 //! - A failure (an attempt that fails before `initialize` is answered, or a crash within
 //!   [`ClientOptions::stable_after`] of it) counts; the end of a connection that lived longer,
@@ -38,10 +38,10 @@
 //!   across restarts unless the failure was about it.
 //!   A call before that waits for the restart when the backoff still to run is at most
 //!   [`ClientOptions::wait_for_restart`] (the session sets it to the server's call timeout),
-//!   and otherwise fails fast with [`ErrorKind::BackingOff`](crate::client::ErrorKind::BackingOff), saying when the next attempt
+//!   and otherwise fails fast with [`ErrorKind::BackingOff`], saying when the next attempt
 //!   is; the first call after it starts the server again.
 //! - After [`ClientOptions::max_consecutive_failures`] (5) the server is
-//!   [`ServerState::Failed`]: calls fail fast with [`ErrorKind::ServerFailed`](crate::client::ErrorKind::ServerFailed) until
+//!   [`ServerState::Failed`]: calls fail fast with [`ErrorKind::ServerFailed`] until
 //!   [`McpClient::reenable`].
 //! - Errors that prove the request never reached the server are wrapped in
 //!   [`NotSent`](kaged_mcp_layers::retry::NotSent) (see [`ClientError`]).
@@ -329,7 +329,7 @@ impl McpClient {
     }
 
     /// Disables the server: the session (if any) is torn down at once, calls in flight fail,
-    /// later calls fail fast with [`ErrorKind::Disabled`](crate::client::ErrorKind::Disabled) until [`reenable`](Self::reenable).
+    /// later calls fail fast with [`ErrorKind::Disabled`] until [`reenable`](Self::reenable).
     pub fn disable(&self) {
         let (session, connection) = self.shared.stop(ServerState::Disabled);
         if let Some(session) = session {

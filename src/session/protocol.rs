@@ -259,7 +259,7 @@ impl Session {
     /// # Errors
     /// [`Error::SkillNotGranted`] for a skill the server's `skills:` filter keeps out (nothing
     /// is read); as [`client`](Self::client); [`Error::Request`] whose source is
-    /// [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) (naming the check) for a skill that fails verification.
+    /// [`ErrorKind::SkillRefused`] (naming the check) for a skill that fails verification.
     pub async fn load_skill(&self, server: &str, name: &str) -> Result<LoadedSkill, Error> {
         self.check_skill(None, server, name)?;
         self.client(server)?

@@ -10,7 +10,7 @@
 //! - **2026-07-28**: unless the mode is `off`, every request declares the tasks extension in
 //!   its `_meta` capabilities, and the server may answer any `tools/call` with a task
 //!   (`resultType: "task"`); with `off`, a server that can only run a tool as a task refuses
-//!   it with -32021, which becomes [`ErrorKind::MissingCapability`](crate::client::ErrorKind::MissingCapability).
+//!   it with -32021, which becomes [`ErrorKind::MissingCapability`].
 //!
 //! # The loop
 //! - `tasks/get` at the server's `pollInterval`, clamped to [`POLL_MIN`]..[`POLL_MAX`] (a 0
@@ -37,9 +37,9 @@
 //!   sampling refused, the rest refused); 2026-07-28 answers the inlined `inputRequests` as a
 //!   multi round-trip answer ([`mrtr`](super::mrtr)), each key once, with `tasks/update`.
 //! - The end: `completed` is the tool's result (an `isError: true` result is a tool error, as
-//!   from a plain call); `failed` is [`ErrorKind::TaskFailed`](crate::client::ErrorKind::TaskFailed) (2025-11-25 reads the outcome
+//!   from a plain call); `failed` is [`ErrorKind::TaskFailed`] (2025-11-25 reads the outcome
 //!   with `tasks/result`, which may also be a result with `isError: true`); `cancelled` is
-//!   [`ErrorKind::TaskCancelled`](crate::client::ErrorKind::TaskCancelled).
+//!   [`ErrorKind::TaskCancelled`].
 //!
 //! # Nothing runs twice, nothing is left running
 //! - The tool is called once, and the error of a call whose task was created is marked
@@ -47,7 +47,7 @@
 //!   `tasks/get`, `tasks/result` or `tasks/update` that fails on the way (a cut connection,
 //!   an expired HTTP session, no answer in time, a JSON-RPC error other than -32602) is asked
 //!   again after a pause, on a new session if the old one ended, [`MAX_POLL_FAILURES`] times
-//!   in a row at most; then the call fails with [`ErrorKind::TaskLost`](crate::client::ErrorKind::TaskLost). A task the server
+//!   in a row at most; then the call fails with [`ErrorKind::TaskLost`]. A task the server
 //!   no longer knows (-32602) or a stdio server that exited (its tasks died with it) fails
 //!   the call at once, with `TaskLost`. Answers the handlers gave are sent again as they are:
 //!   nobody is asked twice.
@@ -475,7 +475,7 @@ impl Follower<'_> {
     }
 
     /// 2025-11-25: `tasks/result`, which waits for the end: the tool's result, or the JSON-RPC
-    /// error it ended with ([`ErrorKind::TaskFailed`](crate::client::ErrorKind::TaskFailed)). `Err` of the outer result: the request
+    /// error it ended with ([`ErrorKind::TaskFailed`]). `Err` of the outer result: the request
     /// itself failed on the way (asked again by the caller).
     async fn legacy_result(
         &self,
