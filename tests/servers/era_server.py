@@ -733,10 +733,12 @@ def serve_stdio():
             sub = Subscription(answer.req_id, answer.tools, "stdio")
             open_subscription(sub)
             answer = sub.ack()
+        # Published before the answer is written: a client that ends the process on reading
+        # it (a refused initialize) must find the request counted already.
+        publish_stats(True)
         if answer is not None and not write_line(answer):
             eprint("stdout closed; exiting")
             return 0
-        publish_stats(True)
     eprint("stdin closed; exiting")
     return 0
 
