@@ -20,7 +20,6 @@ use serde_json::value::RawValue;
 
 use super::error::RequestRef;
 use super::rpc::{Expect, Pending, RpcSession};
-use super::tasks::late_task_id;
 use crate::protocol::jsonrpc::CowStr;
 use crate::protocol::{CallAnswer, JsonRpcError, RequestId, ToolResult};
 use crate::telemetry::Outcome;
@@ -277,9 +276,7 @@ impl<'de> Visitor<'de> for FrameSeed<'_> {
                                 // A late answer to a call its caller gave up on, which may
                                 // have started a task nobody follows.
                                 let late = map.next_value::<serde_json::Value>()?;
-                                if let Some(task_id) = late_task_id(&late) {
-                                    self.session.cancel_orphan_task(task_id);
-                                }
+                                self.session.late_answer(&late);
                             }
                             None => {
                                 // A late answer to a call its caller gave up on.

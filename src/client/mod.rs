@@ -219,10 +219,11 @@ impl McpClient {
         };
         let tools_changed = Arc::new(tools_changed);
         let subscriptions = Arc::default();
+        let task_board = Arc::new(tasks::TaskBoard::new(request_timeout));
         // The features: each registers its notification handlers and per-session state.
         let mut router = router::Router::default();
         catalog::register(&mut router, &tools_changed);
-        tasks::register(&mut router);
+        tasks::register(&mut router, &task_board);
         resources::register(&mut router, &subscriptions);
         prompts::register(&mut router, &subscriptions);
         logging::register(&mut router);
@@ -259,7 +260,7 @@ impl McpClient {
                 roots_answered,
                 modern_meta,
                 param_headers: dialect::ParamHeaders::default(),
-                tasks: Arc::new(tasks::TaskBoard::new(request_timeout)),
+                tasks: task_board,
                 subscriptions,
                 router: Arc::new(router),
             }),

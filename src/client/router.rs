@@ -13,9 +13,11 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::rpc::RpcSession;
 use crate::protocol::method::Notification;
@@ -26,11 +28,16 @@ type Handler = Box<dyn Fn(&RpcSession, Option<&RawValue>) + Send + Sync>;
 /// Makes one feature's state for a new session.
 type MakeState = Box<dyn Fn() -> (TypeId, Box<dyn Any + Send + Sync>) + Send + Sync>;
 
+/// Reads the result of a `tools/call` answered after its caller gave up; `true` when it acted
+/// on it.
+type LateAnswer = Box<dyn Fn(&Arc<RpcSession>, &Value) -> bool + Send + Sync>;
+
 /// The handlers and per-session state of a client's features. See the [module docs](self).
 #[derive(Default)]
 pub(crate) struct Router {
     notifications: HashMap<&'static str, Handler>,
     states: Vec<MakeState>,
+    late_answer: Option<LateAnswer>,
 }
 
 impl fmt::Debug for Router {
@@ -40,6 +47,7 @@ impl fmt::Debug for Router {
         f.debug_struct("Router")
             .field("notifications", &methods)
             .field("states", &self.states.len())
+            .field("late_answer", &self.late_answer.is_some())
             .finish()
     }
 }
@@ -82,9 +90,35 @@ impl Router {
     /// Gives every session a `T` of its own, made by `T::default()`, found with
     /// [`SessionState::get`].
     pub(crate) fn session_state<T: Default + Send + Sync + 'static>(&mut self) -> &mut Self {
+        self.session_state_with(T::default)
+    }
+
+    /// Gives every session the `T` that `make` makes (a clone of something the client shares
+    /// between its sessions, say), found with [`SessionState::get`].
+    pub(crate) fn session_state_with<T: Send + Sync + 'static>(
+        &mut self,
+        make: impl Fn() -> T + Send + Sync + 'static,
+    ) -> &mut Self {
         self.states
-            .push(Box::new(|| (TypeId::of::<T>(), Box::new(T::default()))));
+            .push(Box::new(move || (TypeId::of::<T>(), Box::new(make()))));
         self
+    }
+
+    /// Hands the result of a `tools/call` answered after its caller gave up to `handler` (the
+    /// tasks feature cancels a task nobody follows); one handler per client.
+    pub(crate) fn late_answer(
+        &mut self,
+        handler: impl Fn(&Arc<RpcSession>, &Value) -> bool + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.late_answer = Some(Box::new(handler));
+        self
+    }
+
+    /// Runs the late-answer handler on `result`; `true` when it acted on it.
+    pub(crate) fn on_late_answer(&self, session: &Arc<RpcSession>, result: &Value) -> bool {
+        self.late_answer
+            .as_ref()
+            .is_some_and(|handler| handler(session, result))
     }
 
     /// Runs the handler of `method`, if any feature registered one.

@@ -44,7 +44,6 @@ use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};
 use super::router::{Router, SessionState};
 use super::server_requests::{self, ServerRequestService};
-use super::tasks::TaskBoard;
 use crate::client::Kind;
 use crate::protocol::answer::Answer;
 use crate::protocol::jsonrpc::{OutgoingNotification, OutgoingResponse, Version2};
@@ -181,9 +180,6 @@ struct Seen {
 /// What a session's `tools/call`s need of tasks.
 #[derive(Debug)]
 struct CallTasks {
-    /// The tasks the client follows (shared by its sessions): status notifications and the
-    /// progress of task calls go there.
-    board: Arc<TaskBoard>,
     /// `params.task` of a 2025-11-25 task-augmented call.
     metadata: TaskMetadata,
     /// A modern request declares the tasks extension (`tasks` is not `off`).
@@ -246,8 +242,6 @@ pub(crate) struct SessionSettings {
     pub(crate) mirrors_headers: bool,
     /// The client's map of annotated parameters.
     pub(crate) param_headers: ParamHeaders,
-    /// The client's tasks.
-    pub(crate) tasks: Arc<TaskBoard>,
     /// How long a server should keep a task the client asks for.
     pub(crate) task_ttl: std::time::Duration,
     /// A modern request declares the tasks extension.
@@ -271,7 +265,6 @@ impl RpcSession {
             elicitation,
             mirrors_headers,
             param_headers,
-            tasks,
             task_ttl,
             tasks_declared,
             telemetry,
@@ -294,7 +287,6 @@ impl RpcSession {
             dialect: Dialect::new(mirrors_headers, param_headers),
             elicitation,
             calls: CallTasks {
-                board: tasks,
                 metadata: TaskMetadata {
                     ttl: u64::try_from(task_ttl.as_millis()).unwrap_or(u64::MAX),
                 },
@@ -561,11 +553,6 @@ impl RpcSession {
         &self.telemetry
     }
 
-    /// The tasks the client follows.
-    pub(crate) fn tasks(&self) -> &Arc<TaskBoard> {
-        &self.calls.board
-    }
-
     /// The server→client request stack (for the input requests of a multi round-trip answer).
     pub(crate) fn server_requests(&self) -> ServerRequestService {
         self.server_requests.clone()
@@ -659,12 +646,11 @@ impl RpcSession {
         }
     }
 
-    /// A late answer to an abandoned `tools/call` created task `task_id`: nobody follows it,
-    /// so it is cancelled.
-    pub(crate) fn cancel_orphan_task(&self, task_id: &str) {
-        if let Some(session) = self.handle() {
-            super::tasks::cancel_orphan(&session, task_id);
-        }
+    /// A late answer to an abandoned `tools/call`, its `result`: the features look at it (one
+    /// that created a task nobody follows has it cancelled); `true` when one acted on it.
+    pub(crate) fn late_answer(&self, result: &Value) -> bool {
+        self.handle()
+            .is_some_and(|session| self.router.on_late_answer(&session, result))
     }
 
     /// Takes the pending entry of request `id` (answered, failed or given up).

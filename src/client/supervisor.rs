@@ -366,7 +366,6 @@ impl Shared {
                 elicitation: self.options.elicitation_handler.is_some(),
                 mirrors_headers: self.transport.mirrors_headers(),
                 param_headers: Arc::clone(&self.param_headers),
-                tasks: Arc::clone(&self.tasks),
                 task_ttl: self.options.task_ttl,
                 tasks_declared: self.options.tasks.enabled(),
                 telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(

@@ -916,7 +916,6 @@ fn a_flood_of_garbage_lines_logs_only_a_few_warnings() {
                 elicitation: false,
                 mirrors_headers: false,
                 param_headers: Default::default(),
-                tasks: Arc::new(super::tasks::TaskBoard::new(Duration::from_secs(60))),
                 task_ttl: std::time::Duration::from_secs(600),
                 tasks_declared: true,
                 telemetry: Arc::new(crate::telemetry::SessionTelemetry::new(

@@ -91,8 +91,7 @@ impl RpcSession {
         let Some((num, pending)) = self.take_pending(id) else {
             if self.take_abandoned_call(id) {
                 let late = result.and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
-                if let Some(task_id) = late.as_ref().and_then(super::super::tasks::late_task_id) {
-                    self.cancel_orphan_task(task_id);
+                if late.as_ref().is_some_and(|late| self.late_answer(late)) {
                     return;
                 }
             }

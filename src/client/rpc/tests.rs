@@ -15,7 +15,6 @@ pub(crate) fn bare_session() -> Arc<RpcSession> {
             elicitation: false,
             mirrors_headers: false,
             param_headers: Default::default(),
-            tasks: Arc::new(TaskBoard::new(std::time::Duration::from_secs(60))),
             task_ttl: std::time::Duration::from_secs(600),
             tasks_declared: true,
             telemetry: Arc::new(SessionTelemetry::new(crate::transport::Peer::Unknown)),

@@ -146,7 +146,9 @@ pub(crate) fn cancel_orphan(session: &Arc<RpcSession>, task_id: &str) {
         task_id,
         "a call given up on was answered with a task"
     );
-    let board = Arc::clone(session.tasks());
+    let Some(board) = super::board(session).map(Arc::clone) else {
+        return;
+    };
     board.cancelled.fetch_add(1, Ordering::Relaxed);
     cancel(board, Arc::clone(session), Arc::from(task_id));
 }

@@ -74,7 +74,7 @@ pub(crate) use self::board::TaskBoard;
 pub use self::board::TaskCounts;
 use self::board::Watch;
 use self::cancel::Ticket;
-pub(crate) use self::cancel::{cancel_orphan, late_task_id};
+use self::cancel::{cancel_orphan, late_task_id};
 use super::call::ToolCall;
 use super::error::{ClientError, RequestRef};
 use super::router::Router;
@@ -139,14 +139,25 @@ pub(super) fn task_head<'a, R: Request>(
 /// Registers progress and task status: `notifications/progress` reaches the request its token
 /// names (our request id), or the task call that holds it after its request was answered; a
 /// task's status notification wakes its follower.
-pub(super) fn register(router: &mut Router) {
+pub(super) fn register(router: &mut Router, tasks: &Arc<TaskBoard>) {
+    // The client's board, shared by its sessions, is each session's state.
+    let tasks = Arc::clone(tasks);
+    router.session_state_with(move || Arc::clone(&tasks));
+    // A call given up on that comes back as a task: nobody follows it, so it is cancelled.
+    router.late_answer(|session, result| match late_task_id(result) {
+        Some(task_id) => {
+            cancel_orphan(session, task_id);
+            true
+        }
+        None => false,
+    });
     router.notification::<Progress, ProgressParams>(|session, params| {
         let Some(id) = params.progress_token.as_u64() else {
             return;
         };
         let handle = session
             .progress_of(id)
-            .or_else(|| session.tasks().progress_for_token(session.generation, id));
+            .or_else(|| board(session)?.progress_for_token(session.generation, id));
         if let Some(handle) = handle {
             if handle.is_observed() {
                 handle.report(&kaged_mcp_layers::timeout::Progress {
@@ -171,8 +182,16 @@ pub(super) fn register(router: &mut Router) {
 /// Registers the task status notification `N` (one per era).
 fn status_changed<N: crate::protocol::method::Notification>(router: &mut Router) {
     router.notification::<N, TaskState>(|session, state| {
-        session.tasks().status_notified(&state);
+        if let Some(board) = board(session) {
+            board.status_notified(&state);
+        }
     });
+}
+
+/// The tasks the client follows (shared by its sessions): every session of a client holds
+/// them as its state ([`register`]); a session built without the client's features has none.
+pub(super) fn board(session: &RpcSession) -> Option<&Arc<TaskBoard>> {
+    session.state::<Arc<TaskBoard>>()
 }
 
 /// Follows the task `created` (the answer to `origin`, sent on `session`) to its end: see the
@@ -182,7 +201,16 @@ pub(crate) async fn follow(
     origin: Origin,
     created: TaskState,
 ) -> Result<ToolResult, ClientError> {
-    let board = Arc::clone(session.tasks());
+    let Some(board) = board(&session).map(Arc::clone) else {
+        return Err(ClientError::new(
+            Arc::clone(&origin.server),
+            Some(origin.request.clone()),
+            Kind::TaskLost {
+                task_id: Box::from(created.task_id.as_str()),
+                detail: "this session follows no tasks".into(),
+            },
+        ));
+    };
     let task_id: Arc<str> = Arc::from(created.task_id.as_str());
     let token = origin
         .request
