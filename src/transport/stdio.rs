@@ -65,7 +65,7 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use self::stderr::StderrTail;
-use self::writer::StdioOutbound;
+use self::writer::{Gathering, StdioOutbound};
 use super::{
     BoxFuture, CloseReason, ConnectContext, Connection, InboundHandler, ProcessExit, Transport,
     TransportError,
@@ -503,9 +503,11 @@ impl Proc {
     /// (terminating it if it lingers) and closes the connection.
     async fn run_reader(self: Arc<Self>, mut stdout: ChildStdout, frame_limit: usize) {
         let mut lines = LineReader::new(frame_limit);
-        // Input means the requests before it are out: the next one may go at once.
+        // Input means the requests before it are out: the next one may go at once, or once the
+        // callers its frames answered have sent theirs (the writer counts them).
         let end_burst = || self.outbound.end_burst();
-        let what = match lines.run(&mut stdout, &*self.handler, &end_burst).await {
+        let handler = Gathering::new(Arc::clone(&self.handler), Arc::clone(&self.outbound));
+        let what = match lines.run(&mut stdout, &handler, &end_burst).await {
             Ok(()) => "stdout closed".to_owned(),
             Err(e) => format!("reading stdout failed: {e}"),
         };

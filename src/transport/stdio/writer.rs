@@ -7,7 +7,15 @@
 //! are waiting; the first of them wakes the writer task, which sends the tail and ends the
 //! burst. The reader ends a burst too, each time it gets input ([`StdioOutbound::end_burst`]):
 //! an answer means the requests before it are out, so a lone request (sequential calls) is
-//! always written at once and never costs a task wake-up. When the pipe is full the bytes stay
+//! always written at once and never costs a task wake-up.
+//!
+//! A read that delivered several answers woke as many callers, who mostly send again before
+//! anything else runs: their frames are gathered and written together by the last of them
+//! (the reader counts the frames it hands on, [`Gathering`]), as one `write(2)` the server
+//! answers with one write. Writing the first of them at once instead would wake a server
+//! sharing the CPU for that one frame, and every round trip would split the burst in two.
+//! Should fewer callers send than were answered, the writer task, woken by the first of them,
+//! sends the rest once the tasks that were runnable have run. When the pipe is full the bytes stay
 //! queued and the writer task waits for the pipe to drain. Nothing here ever waits for the server, so the reader task may answer a `ping`
 //! through it without risking a deadlock (a full stdin and a full stdout).
 
@@ -18,7 +26,10 @@ use std::time::Duration;
 use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
-use crate::transport::{Outbound, SendError};
+use crate::protocol::RequestId;
+use crate::transport::{
+    CloseReason, InboundHandler, Outbound, OversizeFrame, SendError, SendFailure,
+};
 
 /// A caller writes the queued bytes itself once this many are waiting; below that the writer
 /// task sends them when the callers' task yields. 16 KiB (about 150 small requests): at 64
@@ -47,6 +58,9 @@ struct WriteState {
     burst_open: bool,
     /// The writer task was woken and has not run yet.
     writer_woken: bool,
+    /// Frames still expected from the callers the last read answered (one per frame it
+    /// handed on): until the last of them, frames are only gathered.
+    gather: usize,
     closed: bool,
     /// The child's stdin; `None` once closed.
     fd: Option<Arc<pipe::Sender>>,
@@ -105,6 +119,7 @@ impl StdioOutbound {
                 pos: 0,
                 burst_open: false,
                 writer_woken: false,
+                gather: 0,
                 closed: false,
                 fd: Some(Arc::new(fd)),
             }),
@@ -121,12 +136,19 @@ impl StdioOutbound {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Ends the current burst: the reader got input, so the next frame is written at once.
+    /// Ends the current burst: the reader got input, so the next frame is written at once, or,
+    /// when the read holds several frames, once as many are gathered ([`Self::expect_send`]).
     pub(crate) fn end_burst(&self) {
         let mut st = self.lock();
         if st.pos == st.buf.len() {
             st.burst_open = false;
         }
+        st.gather = 0;
+    }
+
+    /// The reader hands a frame on: its caller, if it is an answer, may send again at once.
+    fn expect_send(&self) {
+        self.lock().gather += 1;
     }
 
     /// Writes what is still queued (a `notifications/cancelled` queued by a call that just
@@ -163,6 +185,13 @@ impl StdioOutbound {
     pub(crate) async fn run_writer(self: Arc<Self>) {
         loop {
             self.wake.notified().await;
+            if self.lock().gather > 0 {
+                // Woken by the first frame of a gathered burst: let the callers the reader
+                // woke with it append theirs first (a multi-thread runtime runs the task it
+                // just woke next, before them).
+                tokio::task::yield_now().await;
+                self.lock().gather = 0;
+            }
             loop {
                 let fd = {
                     let mut st = self.lock();
@@ -202,6 +231,46 @@ impl StdioOutbound {
     }
 }
 
+/// The session's handler, with each frame counted by the writer before it is handed on (see
+/// the [module docs](self)): wraps it for the reader.
+pub(crate) struct Gathering {
+    inner: Arc<dyn InboundHandler>,
+    outbound: Arc<StdioOutbound>,
+}
+
+impl Gathering {
+    pub(crate) fn new(inner: Arc<dyn InboundHandler>, outbound: Arc<StdioOutbound>) -> Self {
+        Self { inner, outbound }
+    }
+}
+
+impl InboundHandler for Gathering {
+    fn on_open(&self, outbound: Arc<dyn Outbound>) {
+        self.inner.on_open(outbound);
+    }
+
+    fn on_frame(&self, frame: &[u8]) {
+        self.outbound.expect_send();
+        self.inner.on_frame(frame);
+    }
+
+    fn on_oversize(&self, frame: OversizeFrame<'_>) {
+        self.inner.on_oversize(frame);
+    }
+
+    fn on_send_failed(&self, id: &RequestId, failure: SendFailure) {
+        self.inner.on_send_failed(id, failure);
+    }
+
+    fn awaits(&self, id: &RequestId) -> bool {
+        self.inner.awaits(id)
+    }
+
+    fn on_closed(&self, reason: CloseReason) {
+        self.inner.on_closed(reason);
+    }
+}
+
 impl Outbound for StdioOutbound {
     fn send_with(
         &self,
@@ -223,7 +292,14 @@ impl Outbound for StdioOutbound {
             return Err(SendError::Full(queued - (st.buf.len() - start)));
         }
         let first_of_burst = !st.burst_open;
-        if first_of_burst || queued >= COALESCE_BYTES {
+        let write_now = if st.gather > 0 {
+            // A gathered burst: written by its last expected frame.
+            st.gather -= 1;
+            st.gather == 0 || queued >= COALESCE_BYTES
+        } else {
+            first_of_burst || queued >= COALESCE_BYTES
+        };
+        if write_now {
             if let Err(e) = st.flush() {
                 // Nothing of this frame left if the very first byte could not be written.
                 let untouched = st.pos <= start;
@@ -238,7 +314,7 @@ impl Outbound for StdioOutbound {
                 };
             }
         }
-        if first_of_burst {
+        if write_now {
             st.burst_open = true;
         }
         // Someone must send what is left: the writer task, woken once per burst.
@@ -298,6 +374,63 @@ mod tests {
             all.extend_from_slice(&got[..n]);
         }
         assert_eq!(all, b"1\n2\n3\n");
+    }
+
+    #[tokio::test]
+    async fn the_callers_a_read_answered_are_written_together_by_the_last() {
+        let (tx, mut rx) = pipe::pipe().unwrap();
+        tx.writable().await.unwrap();
+        // No writer task runs: whatever arrives, a caller wrote.
+        let out = StdioOutbound::new(tx, 1 << 20);
+        // A read of three answers.
+        out.end_burst();
+        for _ in 0..3 {
+            out.expect_send();
+        }
+        out.send_with(&mut frame("1")).unwrap();
+        out.send_with(&mut frame("2")).unwrap();
+        let mut got = vec![0u8; 64];
+        // Writes happen inside send_with, so an empty pipe now means none was made.
+        let nothing = rx.try_read(&mut got);
+        assert!(
+            matches!(&nothing, Err(e) if e.kind() == io::ErrorKind::WouldBlock),
+            "nothing is written before the last of the three: {nothing:?}"
+        );
+        out.send_with(&mut frame("3")).unwrap();
+        let n = rx.read(&mut got).await.unwrap();
+        assert_eq!(&got[..n], b"1\n2\n3\n", "one write for the three");
+        // A read of one answer: the next frame goes at once, as a lone call's would.
+        out.end_burst();
+        out.expect_send();
+        out.send_with(&mut frame("4")).unwrap();
+        let n = rx.read(&mut got).await.unwrap();
+        assert_eq!(&got[..n], b"4\n");
+    }
+
+    #[tokio::test]
+    async fn fewer_callers_than_a_read_answered_are_written_by_the_writer_task() {
+        let (tx, mut rx) = pipe::pipe().unwrap();
+        tx.writable().await.unwrap();
+        let out = Arc::new(StdioOutbound::new(tx, 1 << 20));
+        tokio::spawn(Arc::clone(&out).run_writer());
+        out.end_burst();
+        for _ in 0..8 {
+            out.expect_send();
+        }
+        out.send_with(&mut frame("1")).unwrap();
+        out.send_with(&mut frame("2")).unwrap();
+        let mut all = Vec::new();
+        let mut got = vec![0u8; 64];
+        while all.len() < 4 {
+            let n = rx.read(&mut got).await.unwrap();
+            all.extend_from_slice(&got[..n]);
+        }
+        assert_eq!(all, b"1\n2\n");
+        // The writer ended the gathering: a lone frame is written by its caller again.
+        out.end_burst();
+        out.send_with(&mut frame("3")).unwrap();
+        let n = rx.read(&mut got).await.unwrap();
+        assert_eq!(&got[..n], b"3\n");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
