@@ -26,17 +26,15 @@ pub(crate) fn demo_config() -> Result<Config, Box<dyn Error>> {
     };
     let exe = std::env::current_exe()?;
     let command = serde_json::to_string(&[exe.to_string_lossy().as_ref(), "demo-server"])?;
-    let sources = Sources {
-        project_root: DIR.into(),
-        project: read("project.yaml")?,
-        overlay: Some((
-            "(example overlay)".into(),
-            format!("mcp:\n  demo:\n    command: {command}\n"),
-        )),
-        local: None,
-        config: Some(read("config.toml")?),
-        lock: None,
-    };
+    // The files' own names in messages, and the project's root: fields set after `new`.
+    let mut sources = Sources::new(String::new());
+    sources.project_root = DIR.into();
+    sources.project = read("project.yaml")?;
+    sources.overlay = Some((
+        "(example overlay)".into(),
+        format!("mcp:\n  demo:\n    command: {command}\n"),
+    ));
+    sources.config = Some(read("config.toml")?);
     sources.load().map_err(|e: ConfigErrors| e.into())
 }
 

@@ -132,45 +132,28 @@ impl Json {
 impl Block {
     fn build(&self) -> ContentBlock {
         match self {
-            Block::Text { text, annotated } => ContentBlock::Text(TextContent {
-                text: text.clone(),
-                annotations: annotated.as_ref().map(|a| json!({ "audience": [a] })),
-                meta: None,
-            }),
-            Block::Image { data, mime } => ContentBlock::Image(ImageContent {
-                data: data.clone(),
-                mime_type: mime.clone(),
-                ..ImageContent::default()
-            }),
-            Block::Audio { data, mime } => ContentBlock::Audio(AudioContent {
-                data: data.clone(),
-                mime_type: mime.clone(),
-                ..AudioContent::default()
-            }),
-            Block::Link { uri, name, size } => ContentBlock::ResourceLink(ResourceLink {
-                uri: uri.clone(),
-                name: name.clone(),
-                size: *size,
-                ..ResourceLink::default()
-            }),
-            Block::ResourceText { uri, text } => ContentBlock::Resource(EmbeddedResource {
-                resource: ResourceContents::Text(TextResourceContents {
-                    uri: uri.clone(),
-                    text: text.clone(),
-                    ..TextResourceContents::default()
-                }),
-                annotations: None,
-                meta: None,
-            }),
-            Block::ResourceBlob { uri, blob } => ContentBlock::Resource(EmbeddedResource {
-                resource: ResourceContents::Blob(BlobResourceContents {
-                    uri: uri.clone(),
-                    blob: blob.clone(),
-                    ..BlobResourceContents::default()
-                }),
-                annotations: None,
-                meta: None,
-            }),
+            Block::Text { text, annotated } => {
+                let mut block = TextContent::new(text.clone());
+                block.annotations = annotated.as_ref().map(|a| json!({ "audience": [a] }));
+                ContentBlock::Text(block)
+            }
+            Block::Image { data, mime } => {
+                ContentBlock::Image(ImageContent::new(data.clone(), mime.clone()))
+            }
+            Block::Audio { data, mime } => {
+                ContentBlock::Audio(AudioContent::new(data.clone(), mime.clone()))
+            }
+            Block::Link { uri, name, size } => {
+                let mut link = ResourceLink::new(uri.clone(), name.clone());
+                link.size = *size;
+                ContentBlock::ResourceLink(link)
+            }
+            Block::ResourceText { uri, text } => ContentBlock::Resource(EmbeddedResource::new(
+                ResourceContents::Text(TextResourceContents::new(uri.clone(), text.clone())),
+            )),
+            Block::ResourceBlob { uri, blob } => ContentBlock::Resource(EmbeddedResource::new(
+                ResourceContents::Blob(BlobResourceContents::new(uri.clone(), blob.clone())),
+            )),
             Block::Unknown { kind, payload } => {
                 let mut obj = serde_json::Map::new();
                 obj.insert("type".into(), json!(kind));

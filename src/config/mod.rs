@@ -75,6 +75,7 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Where the configuration files are.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ConfigPaths {
     /// The project directory: `project.yaml`, and `project.local.yaml` when it exists.
     pub project_dir: PathBuf,
@@ -107,8 +108,11 @@ impl ConfigPaths {
     }
 }
 
-/// The texts of the configuration files, for loading without a file system.
+/// The texts of the configuration files, for loading without a file system: [`Sources::new`]
+/// and its builder methods, or its fields set after `new` (a file's name as it should appear
+/// in messages, the project root).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Sources {
     /// The project root the paths in the project are relative to.
     pub project_root: PathBuf,

@@ -64,6 +64,7 @@ impl ContentBlock {
 
 /// A text block.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TextContent {
     /// The text.
     #[serde(deserialize_with = "long_string")]
@@ -87,9 +88,80 @@ impl TextContent {
     }
 }
 
+impl ImageContent {
+    /// An image block of base64 `data` of type `mime_type`, without annotations.
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self {
+            data: data.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+impl AudioContent {
+    /// An audio block of base64 `data` of type `mime_type`, without annotations.
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self {
+            data: data.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+impl Resource {
+    /// The resource at `uri` called `name`; the other fields unset.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+}
+
+impl EmbeddedResource {
+    /// `resource`, embedded without annotations.
+    pub fn new(resource: ResourceContents) -> Self {
+        Self {
+            resource,
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+impl TextResourceContents {
+    /// The `text` of the resource at `uri`, its MIME type unknown.
+    pub fn new(uri: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            mime_type: None,
+            text: text.into(),
+            meta: None,
+        }
+    }
+}
+
+impl BlobResourceContents {
+    /// The base64 `blob` of the resource at `uri`, its MIME type unknown.
+    pub fn new(uri: impl Into<String>, blob: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            mime_type: None,
+            blob: blob.into(),
+            meta: None,
+        }
+    }
+}
+
 /// An image block: base64 data and its MIME type.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ImageContent {
     /// Base64-encoded image data.
     #[serde(deserialize_with = "long_string")]
@@ -108,6 +180,7 @@ pub struct ImageContent {
 /// An audio block: base64 data and its MIME type.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AudioContent {
     /// Base64-encoded audio data.
     #[serde(deserialize_with = "long_string")]
@@ -128,10 +201,11 @@ pub struct AudioContent {
 pub type ResourceLink = Resource;
 
 /// A resource a server lists (`resources/list`), or a tool result links to (a
-/// `resource_link` block: [`ResourceLink`]). Built with
-/// `..Resource::default()` for the fields a caller does not set.
+/// `resource_link` block: [`ResourceLink`]). Built with [`Resource::new`], then the fields a
+/// caller sets.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Resource {
     /// The resource's URI.
     pub uri: String,
@@ -160,6 +234,7 @@ pub struct Resource {
 
 /// A resource embedded in the result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     /// The resource, with its text or its base64 blob.
     pub resource: ResourceContents,
@@ -185,6 +260,7 @@ pub enum ResourceContents {
 /// A text resource.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct TextResourceContents {
     /// The resource's URI.
     pub uri: String,
@@ -201,6 +277,7 @@ pub struct TextResourceContents {
 /// A binary resource.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct BlobResourceContents {
     /// The resource's URI.
     pub uri: String,

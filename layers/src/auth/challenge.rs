@@ -18,6 +18,7 @@ use http::header::{HeaderMap, WWW_AUTHENTICATE};
 
 /// The parameters of a `Bearer` challenge that matter to a client.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BearerChallenge {
     /// `error`: `invalid_token`, `insufficient_scope`, `invalid_request`.
     pub error: Option<String>,

@@ -25,6 +25,7 @@ pub struct ProgressHandle {
 /// What a server said of a call's progress (an MCP `notifications/progress`), for whoever
 /// watches the call ([`ProgressHandle::observed`]).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Progress {
     /// Progress so far; increases with each notification.
     pub progress: f64,
@@ -36,6 +37,29 @@ pub struct Progress {
     /// task's status (`working`, `input_required`, …); `progress` is then 0 and `total`
     /// `None`, and `message` reads `<status>: <the server's words>`.
     pub status: Option<String>,
+}
+
+impl Progress {
+    /// A report of `progress` out of `total`, with the server's `message`.
+    pub fn new(progress: f64, total: Option<f64>, message: Option<String>) -> Self {
+        Self {
+            progress,
+            total,
+            message,
+            status: None,
+        }
+    }
+
+    /// A status change of the task running the call: `status` (`working`, …), and `message`
+    /// as [`Progress::status`] describes it.
+    pub fn task_status(status: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            progress: 0.0,
+            total: None,
+            message: Some(message.into()),
+            status: Some(status.into()),
+        }
+    }
 }
 
 /// Sees each [`Progress`] of a call: called on the connection's reader (outside the client's

@@ -206,12 +206,7 @@ fn report(handle: &ProgressHandle, state: &TaskState) {
             Some(m) if !m.is_empty() => format!("{}: {m}", state.status),
             _ => state.status.to_string(),
         };
-        handle.report(&Progress {
-            progress: 0.0,
-            total: None,
-            message: Some(message),
-            status: Some(state.status.as_str().to_owned()),
-        });
+        handle.report(&Progress::task_status(state.status.as_str(), message));
     } else {
         handle.notify();
     }

@@ -160,12 +160,11 @@ pub(super) fn register(router: &mut Router, tasks: &Arc<TaskBoard>) {
             .or_else(|| board(session)?.progress_for_token(session.generation, id));
         if let Some(handle) = handle {
             if handle.is_observed() {
-                handle.report(&kaged_mcp_layers::timeout::Progress {
-                    progress: params.progress,
-                    total: params.total,
-                    message: params.message,
-                    status: None,
-                });
+                handle.report(&kaged_mcp_layers::timeout::Progress::new(
+                    params.progress,
+                    params.total,
+                    params.message,
+                ));
             } else {
                 handle.notify();
             }
