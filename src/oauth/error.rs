@@ -1,6 +1,8 @@
-//! [`DocumentError`]: what the client met reading where a protected server sends it (resource
-//! and authorization server metadata) and registering itself there, typed so that callers
-//! match on what happened and the message is written once, from its parts.
+//! The OAuth client's errors, typed so that callers match on what happened and each message is
+//! written once, from its parts: [`DocumentError`] (what the client met reading where a
+//! protected server sends it, resource and authorization server metadata, and registering
+//! itself there), [`RedirectError`] (the browser login's redirect), [`SetupError`] and
+//! [`NoStateDir`] (setting a server's OAuth up from the configuration).
 
 use http::StatusCode;
 
@@ -104,4 +106,68 @@ pub(crate) enum DocumentError {
         /// The registration endpoint, redacted.
         url: String,
     },
+}
+
+/// The message of [`NoStateDir`], which the token store's own error repeats.
+pub(crate) const NO_STATE_DIR: &str = "no directory for OAuth tokens: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one, or name the token directory in config.toml";
+
+/// No directory for OAuth tokens can be named: `config.toml` names none, and neither
+/// `XDG_STATE_HOME` nor `HOME` is an absolute path ([`super::token_dir`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}", NO_STATE_DIR)]
+pub struct NoStateDir;
+
+/// Why OAuth could not be set up for a server from the configuration
+/// ([`super::OAuthSource::for_server`]). Each names the server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// OAuth is configured for a server that is not reached over HTTP.
+    #[error("server `{server}`: OAuth needs an HTTP transport")]
+    NotHttp {
+        /// The server's key.
+        server: String,
+    },
+    /// No directory for its tokens can be named.
+    #[error("server `{server}`: OAuth tokens: {source}")]
+    NoTokenDir {
+        /// The server's key.
+        server: String,
+        /// Why.
+        source: NoStateDir,
+    },
+}
+
+/// Why the browser login's redirect to the loopback listener gave no code
+/// ([`super::loopback`]). None carries the code or the state.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RedirectError {
+    /// `127.0.0.1` could not be listened on.
+    #[error("cannot listen on 127.0.0.1 for the redirect: {0}")]
+    Listen(std::io::Error),
+    /// The listener failed while waiting.
+    #[error("the redirect listener: {0}")]
+    Accept(std::io::Error),
+    /// The redirect's `iss` is not the authorization server's issuer (RFC 9207).
+    #[error("the redirect's iss `{got}` is not the authorization server's issuer `{expected}` (RFC 9207); refusing its code (a mix-up attack, or another server answered)")]
+    WrongIssuer {
+        /// The redirect's `iss`.
+        got: String,
+        /// The issuer the metadata published.
+        expected: String,
+    },
+    /// The authorization server says it sends `iss`, and the redirect has none.
+    #[error("the authorization server says it sends `iss` (authorization_response_iss_parameter_supported) but the redirect has none (RFC 9207); refusing its code")]
+    NoIssuer,
+    /// The redirect carries an OAuth error.
+    #[error("the authorization server refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Refused {
+        /// `error`.
+        error: String,
+        /// `error_description`, when sent.
+        description: Option<String>,
+    },
+    /// The redirect carries neither a code nor an error.
+    #[error("the redirect carried no code")]
+    NoCode,
 }

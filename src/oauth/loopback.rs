@@ -17,6 +17,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use url::Url;
 
+use super::error::RedirectError;
 use super::grant::{parse_redirect, RedirectParams};
 
 /// The most bytes of a request head read.
@@ -33,16 +34,13 @@ pub(crate) struct Callback {
 
 impl Callback {
     /// Binds `127.0.0.1` on a port the system picks.
-    pub(crate) async fn bind() -> Result<Self, String> {
+    pub(crate) async fn bind() -> Result<Self, RedirectError> {
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
-            .map_err(|e| format!("cannot listen on 127.0.0.1 for the redirect: {e}"))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| format!("the redirect listener: {e}"))?
-            .port();
-        let redirect_uri =
-            Url::parse(&format!("http://127.0.0.1:{port}/callback")).map_err(|e| e.to_string())?;
+            .map_err(RedirectError::Listen)?;
+        let port = listener.local_addr().map_err(RedirectError::Accept)?.port();
+        let redirect_uri = Url::parse(&format!("http://127.0.0.1:{port}/callback"))
+            .map_err(|e| RedirectError::Listen(std::io::Error::other(e)))?;
         Ok(Self {
             listener,
             redirect_uri,
@@ -64,13 +62,13 @@ impl Callback {
         state: &str,
         issuer: Option<&str>,
         iss_required: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, RedirectError> {
         loop {
             let (stream, _) = self
                 .listener
                 .accept()
                 .await
-                .map_err(|e| format!("the redirect listener: {e}"))?;
+                .map_err(RedirectError::Accept)?;
             let Some(query) = read_callback(stream, state).await else {
                 continue;
             };
@@ -89,29 +87,21 @@ impl Callback {
             }
             match (iss.as_deref(), issuer) {
                 (Some(got), Some(expected)) if got != expected => {
-                    return Err(format!(
-                        "the redirect's iss `{got}` is not the authorization server's issuer \
-                         `{expected}` (RFC 9207); refusing its code (a mix-up attack, or another \
-                         server answered)"
-                    ));
+                    return Err(RedirectError::WrongIssuer {
+                        got: got.to_owned(),
+                        expected: expected.to_owned(),
+                    });
                 }
-                (None, _) if iss_required => {
-                    return Err("the authorization server says it sends `iss` \
-                                (authorization_response_iss_parameter_supported) but the \
-                                redirect has none (RFC 9207); refusing its code"
-                        .into());
-                }
+                (None, _) if iss_required => return Err(RedirectError::NoIssuer),
                 _ => {}
             }
-            if let Some(e) = error {
-                return Err(format!(
-                    "the authorization server refused: {e}{}",
-                    error_description
-                        .map(|d| format!(" ({d})"))
-                        .unwrap_or_default()
-                ));
+            if let Some(error) = error {
+                return Err(RedirectError::Refused {
+                    error,
+                    description: error_description,
+                });
             }
-            return code.ok_or_else(|| "the redirect carried no code".to_owned());
+            return code.ok_or(RedirectError::NoCode);
         }
     }
 }
@@ -195,7 +185,10 @@ mod tests {
             let mut answer = Vec::new();
             let _ = s.read_to_end(&mut answer).await;
         });
-        let code = callback.code("st", issuer, required).await;
+        let code = callback
+            .code("st", issuer, required)
+            .await
+            .map_err(|e| e.to_string());
         sender.await.unwrap();
         code
     }

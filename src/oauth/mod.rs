@@ -49,6 +49,7 @@ use http_body_util::Full;
 use tower::BoxError;
 use url::Url;
 
+pub use self::error::{NoStateDir, SetupError};
 pub use self::source::{LoginSummary, OAuthSource, StoredSummary, MAX_AUTHORIZATIONS};
 pub(crate) use self::store::TokenStore;
 
@@ -141,10 +142,10 @@ impl Authorizer for FetchAuthorizer {
 /// The directory token files go to: `config`'s when set, else the operator's state directory.
 ///
 /// # Errors
-/// No directory can be named (no `XDG_STATE_HOME` nor `HOME`).
-pub fn token_dir(configured: Option<&PathBuf>) -> Result<PathBuf, String> {
+/// [`NoStateDir`]: no directory can be named (no absolute `XDG_STATE_HOME` nor `HOME`).
+pub fn token_dir(configured: Option<&PathBuf>) -> Result<PathBuf, NoStateDir> {
     match configured {
         Some(d) => Ok(d.clone()),
-        None => TokenStore::default_dir().map_err(|e| e.to_string()),
+        None => TokenStore::default_dir().map_err(|_| NoStateDir),
     }
 }

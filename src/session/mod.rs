@@ -253,6 +253,7 @@ fn oauth_source(
         options.token_dir.as_deref(),
         options.authorizer.clone(),
     )
+    .map_err(|e| e.to_string())
     .map(|o| {
         o.map(|o| {
             let o = Arc::new(o);

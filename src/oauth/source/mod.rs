@@ -24,6 +24,7 @@ use url::Url;
 
 use super::discovery::{discover, AsMetadata, Discovered};
 use super::dpop::Dpop;
+use super::error::SetupError;
 use super::grant::{self, Client, GrantError, Granted};
 use super::http::OAuthHttp;
 use super::loopback::Callback;
@@ -187,13 +188,14 @@ impl OAuthSource {
     /// when one is given.
     ///
     /// # Errors
-    /// A message naming the server: no token directory can be named, its URL is not usable.
+    /// [`SetupError`], naming the server: it is not reached over HTTP, or no token directory
+    /// can be named.
     pub fn for_server(
         config: &Config,
         server: &McpServerConfig,
         token_dir: Option<&Path>,
         authorizer: Option<Arc<dyn Authorizer>>,
-    ) -> Result<Option<Self>, String> {
+    ) -> Result<Option<Self>, SetupError> {
         let Some(auth) = &server.auth else {
             return Ok(None);
         };
@@ -201,15 +203,18 @@ impl OAuthSource {
             return Ok(None);
         };
         let Some(http) = server.transport.http() else {
-            return Err(format!(
-                "server `{}`: OAuth needs an HTTP transport",
-                server.key
-            ));
+            return Err(SetupError::NotHttp {
+                server: server.key.clone(),
+            });
         };
         let dir = match token_dir {
             Some(d) => d.to_path_buf(),
-            None => super::token_dir(config.daemon.oauth_token_dir.as_ref())
-                .map_err(|e| format!("server `{}`: OAuth tokens: {e}", server.key))?,
+            None => super::token_dir(config.daemon.oauth_token_dir.as_ref()).map_err(|source| {
+                SetupError::NoTokenDir {
+                    server: server.key.clone(),
+                    source,
+                }
+            })?,
         };
         let secret =
             |r: Option<&crate::config::SecretRef>| r.and_then(|r| config.local.secret(r)).cloned();

@@ -482,7 +482,7 @@ fn hex(bytes: &[u8]) -> String {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StoreError {
     /// Neither `XDG_STATE_HOME` nor `HOME` is an absolute path.
-    #[error("no directory for OAuth tokens: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one, or name the token directory in config.toml")]
+    #[error("{}", super::error::NO_STATE_DIR)]
     NoStateDir,
     /// A token file whose mode lets group or others in.
     #[error("{path}: mode {mode:04o} lets group or others read OAuth tokens; run `chmod 600 {path}`, or remove it and log in again")]
