@@ -108,13 +108,10 @@ pub(crate) enum DocumentError {
     },
 }
 
-/// The message of [`NoStateDir`], which the token store's own error repeats.
-pub(crate) const NO_STATE_DIR: &str = "no directory for OAuth tokens: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one, or name the token directory in config.toml";
-
 /// No directory for OAuth tokens can be named: `config.toml` names none, and neither
 /// `XDG_STATE_HOME` nor `HOME` is an absolute path ([`super::token_dir`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("{}", NO_STATE_DIR)]
+#[error("{}", super::store::NO_STATE_DIR)]
 pub struct NoStateDir;
 
 /// Why OAuth could not be set up for a server from the configuration

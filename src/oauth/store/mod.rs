@@ -477,12 +477,15 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
+/// What [`StoreError::NoStateDir`] and the public [`super::NoStateDir`] say.
+pub(crate) const NO_STATE_DIR: &str = "no directory for OAuth tokens: neither XDG_STATE_HOME nor HOME is set to an absolute path; set one, or name the token directory in config.toml";
+
 /// Why the token store could not load, save or remove a file. Each names the path and the fix;
 /// none carries a token, a client secret or the content of a file.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StoreError {
     /// Neither `XDG_STATE_HOME` nor `HOME` is an absolute path.
-    #[error("{}", super::error::NO_STATE_DIR)]
+    #[error("{}", NO_STATE_DIR)]
     NoStateDir,
     /// A token file whose mode lets group or others in.
     #[error("{path}: mode {mode:04o} lets group or others read OAuth tokens; run `chmod 600 {path}`, or remove it and log in again")]

@@ -20,6 +20,7 @@
 //! through it without risking a deadlock (a full stdin and a full stdout).
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -47,6 +48,10 @@ pub(crate) struct StdioOutbound {
     wake: Notify,
     /// The most bytes that may wait in the queue.
     max_queued: usize,
+    /// Frames still expected from the callers the last read answered (one per frame it
+    /// handed on): until the last of them, frames are only gathered. The reader counts them
+    /// without taking the queue's lock.
+    gather: AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -58,9 +63,6 @@ struct WriteState {
     burst_open: bool,
     /// The writer task was woken and has not run yet.
     writer_woken: bool,
-    /// Frames still expected from the callers the last read answered (one per frame it
-    /// handed on): until the last of them, frames are only gathered.
-    gather: usize,
     closed: bool,
     /// The child's stdin; `None` once closed.
     fd: Option<Arc<pipe::Sender>>,
@@ -119,12 +121,12 @@ impl StdioOutbound {
                 pos: 0,
                 burst_open: false,
                 writer_woken: false,
-                gather: 0,
                 closed: false,
                 fd: Some(Arc::new(fd)),
             }),
             wake: Notify::new(),
             max_queued,
+            gather: AtomicUsize::new(0),
         }
     }
 
@@ -143,12 +145,12 @@ impl StdioOutbound {
         if st.pos == st.buf.len() {
             st.burst_open = false;
         }
-        st.gather = 0;
+        self.gather.store(0, Ordering::Relaxed);
     }
 
     /// The reader hands a frame on: its caller, if it is an answer, may send again at once.
     fn expect_send(&self) {
-        self.lock().gather += 1;
+        self.gather.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Writes what is still queued (a `notifications/cancelled` queued by a call that just
@@ -185,12 +187,12 @@ impl StdioOutbound {
     pub(crate) async fn run_writer(self: Arc<Self>) {
         loop {
             self.wake.notified().await;
-            if self.lock().gather > 0 {
+            if self.gather.load(Ordering::Relaxed) > 0 {
                 // Woken by the first frame of a gathered burst: let the callers the reader
                 // woke with it append theirs first (a multi-thread runtime runs the task it
                 // just woke next, before them).
                 tokio::task::yield_now().await;
-                self.lock().gather = 0;
+                self.gather.store(0, Ordering::Relaxed);
             }
             loop {
                 let fd = {
@@ -292,12 +294,14 @@ impl Outbound for StdioOutbound {
             return Err(SendError::Full(queued - (st.buf.len() - start)));
         }
         let first_of_burst = !st.burst_open;
-        let write_now = if st.gather > 0 {
-            // A gathered burst: written by its last expected frame.
-            st.gather -= 1;
-            st.gather == 0 || queued >= COALESCE_BYTES
-        } else {
-            first_of_burst || queued >= COALESCE_BYTES
+        // A gathered burst is written by its last expected frame (the count taken down
+        // atomically: the reader adds to it outside the queue's lock).
+        let write_now = match self
+            .gather
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |g| g.checked_sub(1))
+        {
+            Ok(before) => before == 1 || queued >= COALESCE_BYTES,
+            Err(_) => first_of_burst || queued >= COALESCE_BYTES,
         };
         if write_now {
             if let Err(e) = st.flush() {
