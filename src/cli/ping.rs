@@ -4,8 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Map;
-
 use crate::protocol::method::Ping;
 
 use super::adhoc::{ServerArgs, ADHOC};
@@ -117,7 +115,7 @@ pub(super) async fn pings(
             tokio::time::sleep(Duration::from_secs_f64(p.interval)).await;
         }
         let began = Instant::now();
-        let answer = tokio::time::timeout(limit, session.request::<Ping>(server, Map::new()));
+        let answer = tokio::time::timeout(limit, session.request::<Ping>(server, ()));
         match answer.await {
             Ok(Ok(_)) => {
                 let rtt = began.elapsed();

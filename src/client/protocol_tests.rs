@@ -440,6 +440,8 @@ fn silent_after_start() -> MockTransport {
 #[tokio::test(start_paused = true)]
 async fn every_request_kind_times_out_naming_its_method_and_is_cancelled() {
     use crate::protocol::method::{CancelTask, GetTask, Request as _, UpdateTask};
+    use crate::protocol::params::{TaskRequestParams, UpdateTaskRequestParams};
+    use serde_json::Map;
     let limit = Duration::from_secs(3);
     let t = silent_after_start();
     let c = McpClient::new(
@@ -467,13 +469,15 @@ async fn every_request_kind_times_out_naming_its_method_and_is_cancelled() {
         c.complete(&reference, "a", "x", None).await.unwrap_err(),
         "completion/complete",
     );
-    let task = serde_json::Map::from_iter([("taskId".to_owned(), json!("t1"))]);
+    let task = TaskRequestParams::new("t1");
     timed_out(
         c.request::<GetTask>(task.clone()).await.unwrap_err(),
         GetTask::METHOD,
     );
     timed_out(
-        c.request::<UpdateTask>(task.clone()).await.unwrap_err(),
+        c.request::<UpdateTask>(UpdateTaskRequestParams::new("t1", Map::new()))
+            .await
+            .unwrap_err(),
         UpdateTask::METHOD,
     );
     timed_out(
@@ -504,6 +508,53 @@ async fn every_request_kind_times_out_naming_its_method_and_is_cancelled() {
             .any(|n| method(n) == "notifications/cancelled" && n["params"]["requestId"] == m["id"]);
         assert!(cancelled, "{} was not cancelled: {seen:?}", method(m));
     }
+}
+
+/// Params that do not serialize to JSON (a map keyed by something other than strings) fail
+/// the request as `BadParams` naming its method, and nothing reaches the server; typed params
+/// go out as their kind's fields.
+#[tokio::test(start_paused = true)]
+async fn params_that_are_not_json_are_refused_before_anything_is_sent() {
+    use crate::protocol::method::{GetPrompt, Request};
+    use crate::protocol::params::GetPromptRequestParams;
+    use std::collections::BTreeMap;
+
+    struct Odd;
+    impl Request for Odd {
+        const METHOD: &'static str = "example/odd";
+        type Params = BTreeMap<(u8, u8), u8>;
+        type Result = Value;
+    }
+    let t = silent_after_start();
+    let c = McpClient::new(
+        "mock",
+        t.clone(),
+        legacy_options().request_timeout(Duration::from_secs(1)),
+    );
+    c.start().await.unwrap();
+    let e = c
+        .request::<Odd>(BTreeMap::from([((1, 2), 3)]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadParams);
+    assert_eq!(e.class(), ErrorClass::Unsupported);
+    assert!(
+        e.to_string()
+            .starts_with("MCP server `mock`: example/odd not sent: its params are not JSON: "),
+        "{e}"
+    );
+    // A typed kind: its fields, as the protocol names them (the silent server lets it time out).
+    let _ = c
+        .request::<GetPrompt>(GetPromptRequestParams::new("p"))
+        .await
+        .unwrap_err();
+    let seen = t.seen();
+    assert!(!seen.iter().any(|m| method(m) == "example/odd"), "{seen:?}");
+    let prompt = seen
+        .iter()
+        .find(|m| method(m) == "prompts/get")
+        .expect("prompts/get sent");
+    assert_eq!(prompt["params"], json!({"name": "p"}));
 }
 
 /// An answer whose id the client never sent is dropped (logged at DEBUG): the real answer

@@ -1,16 +1,16 @@
 //! The one generic entry: [`McpClient::request`] sends a request of any kind `R` (one of
-//! [`crate::protocol::method`], or an embedder's own [`Request`] type for a method this crate
-//! does not know, such as an extension's) and [`McpClient::notify`] a notification, each with
-//! the era's `_meta` added and the same bounds as every request the client sends. The typed
-//! helpers (`list_tools`, `read_resource`, …) stay for what needs more than a request: pages,
-//! caps, capabilities.
+//! [`crate::protocol::method`], with its [`Request::Params`] from [`crate::protocol::params`],
+//! or an embedder's own [`Request`] type for a method this crate does not know, such as an
+//! extension's) and [`McpClient::notify`] a notification, each with the era's `_meta` added and
+//! the same bounds as every request the client sends. The typed helpers (`list_tools`,
+//! `read_resource`, …) stay for what needs more than a request: pages, caps, capabilities.
 
 use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::error::ClientError;
+use super::error::{ClientError, Kind};
 use super::rpc::{CallGuard, InputRetry, RpcSession};
 use super::McpClient;
 use crate::protocol::method::{Notification, Request};
@@ -18,9 +18,9 @@ use crate::protocol::modern::RequestMeta;
 use crate::transport::RequestHead;
 
 impl McpClient {
-    /// Sends a request of kind `R` with `params` (the JSON object of its `params`; the
-    /// session adds the era's `_meta` entries, keeping the caller's other `_meta` entries) and
-    /// returns its result, decoded into `R::Result`. Bounded by
+    /// Sends a request of kind `R` with `params` (serialized into the JSON object of its
+    /// `params`; the session adds the era's `_meta` entries, keeping the caller's other
+    /// `_meta` entries) and returns its result, decoded into `R::Result`. Bounded by
     /// [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout) (each round of
     /// a 2026-07-28 `input_required` exchange, answered as for every request); a caller that
     /// stops waiting cancels it. No capability is checked: the server's answer says.
@@ -28,29 +28,39 @@ impl McpClient {
     /// # Example
     /// ```no_run
     /// # async fn f(client: &kaged_mcp::client::McpClient) -> Result<(), kaged_mcp::client::ClientError> {
-    /// use kaged_mcp::protocol::method::{Request, GetPrompt};
-    /// use serde_json::json;
+    /// use kaged_mcp::protocol::method::{GetPrompt, Request};
+    /// use kaged_mcp::protocol::params::GetPromptRequestParams;
     ///
-    /// // A method this crate does not know: an extension's.
-    /// struct ListSkills;
-    /// impl Request for ListSkills {
-    ///     const METHOD: &'static str = "skills/list";
+    /// let prompt = client
+    ///     .request::<GetPrompt>(GetPromptRequestParams::new("simple-prompt"))
+    ///     .await?;
+    ///
+    /// // A method this crate does not know: an extension's, with params of its own.
+    /// struct ListWidgets;
+    /// impl Request for ListWidgets {
+    ///     const METHOD: &'static str = "example/widgets/list";
+    ///     type Params = serde_json::Map<String, serde_json::Value>;
     ///     type Result = serde_json::Value;
     /// }
-    /// let skills = client.request::<ListSkills>(Default::default()).await?;
-    /// let params = json!({"name": "simple-prompt"}).as_object().cloned().unwrap_or_default();
-    /// let prompt = client.request::<GetPrompt>(params).await?;
-    /// # let _ = (skills, prompt); Ok(()) }
+    /// let widgets = client.request::<ListWidgets>(Default::default()).await?;
+    /// # let _ = (widgets, prompt); Ok(()) }
     /// ```
     ///
     /// # Errors
     /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout); [`ErrorKind::JsonRpc`](crate::client::ErrorKind::JsonRpc) when the server refuses;
     /// [`ErrorKind::ProtocolViolation`](crate::client::ErrorKind::ProtocolViolation) when its result does not decode into `R::Result`;
-    /// any error of the session.
-    pub async fn request<R: Request>(
-        &self,
-        params: Map<String, Value>,
-    ) -> Result<R::Result, ClientError> {
+    /// [`ErrorKind::BadParams`](crate::client::ErrorKind::BadParams) when `params` do not
+    /// serialize to JSON (nothing is sent); any error of the session.
+    pub async fn request<R: Request>(&self, params: R::Params) -> Result<R::Result, ClientError> {
+        let params = serde_json::to_value(&params).map_err(|e| {
+            ClientError::of(
+                &self.shared.server,
+                Kind::BadParams {
+                    method: R::METHOD,
+                    detail: e.to_string(),
+                },
+            )
+        })?;
         let session = self.shared.session().await?;
         let limit = self.shared.options.request_timeout;
         super::mrtr::with_input::<R, _>(&session, limit, |retry| {
@@ -74,10 +84,10 @@ impl McpClient {
     }
 }
 
-/// Sends one round of a request `R` with the caller's `params`.
+/// Sends one round of a request `R` with the caller's `params`, as JSON.
 fn send<R: Request>(
     session: &Arc<RpcSession>,
-    params: &Map<String, Value>,
+    params: &Value,
     retry: Option<&InputRetry>,
 ) -> Result<(super::rpc::AnswerReceiver<R::Result>, CallGuard), ClientError> {
     // What the transport may mirror and the span names: a prompt's or tool's name, a URI.
@@ -96,9 +106,11 @@ fn send<R: Request>(
 }
 
 /// The caller's params with the session's additions: the era's `_meta` entries (merged into
-/// the caller's `_meta`, the session's winning), and a multi round-trip retry's answers.
+/// the caller's `_meta`, the session's winning), and a multi round-trip retry's answers. Params
+/// that are no JSON object (`()` gives `null`: none) get nothing added when there is nothing
+/// to add, and are written as they are otherwise; the server says what it makes of them.
 struct AnyParams<'a> {
-    params: &'a Map<String, Value>,
+    params: &'a Value,
     meta: RequestMeta<'a>,
     retry: Option<&'a InputRetry>,
 }
@@ -107,18 +119,26 @@ struct AnyParams<'a> {
 const INPUT_RESPONSES: &str = "inputResponses";
 const REQUEST_STATE: &str = "requestState";
 
+/// No params of the caller's own.
+static NONE: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+
 impl Serialize for AnyParams<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let params = match self.params {
+            Value::Object(params) => params,
+            Value::Null => &*NONE,
+            other => return other.serialize(serializer),
+        };
         let mut map = serializer.serialize_map(None)?;
         let ours = |key: &str| {
             (key == "_meta" && !self.meta.is_empty())
                 || (self.retry.is_some() && matches!(key, INPUT_RESPONSES | REQUEST_STATE))
         };
-        for (key, value) in self.params.iter().filter(|(k, _)| !ours(k)) {
+        for (key, value) in params.iter().filter(|(k, _)| !ours(k)) {
             map.serialize_entry(key, value)?;
         }
         if !self.meta.is_empty() {
-            match self.params.get("_meta").and_then(Value::as_object) {
+            match params.get("_meta").and_then(Value::as_object) {
                 Some(theirs) => {
                     // Serialized once to read back the session's keys; a request's `_meta` is
                     // small and this entry is off the hot path.
@@ -146,8 +166,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn params(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
+    fn params(v: Value) -> Value {
+        assert!(v.is_object());
+        v
     }
 
     #[test]
@@ -168,7 +189,7 @@ mod tests {
     fn a_retry_replaces_the_callers_answers_and_state() {
         let p = params(json!({"uri": "a://b", "requestState": "old", "inputResponses": {}}));
         let retry = InputRetry {
-            responses: params(json!({"k": {"ok": true}})),
+            responses: json!({"k": {"ok": true}}).as_object().cloned().unwrap(),
             state: Some("new".into()),
         };
         let any = AnyParams {

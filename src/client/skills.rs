@@ -26,6 +26,7 @@ use super::router::Router;
 use super::McpClient;
 use crate::client::Kind;
 use crate::protocol::method::{ListSkills, Request as _};
+use crate::protocol::params::PaginatedParams;
 use crate::protocol::skills::{offers_skills, SkillEntry, SkillFile};
 use crate::protocol::ResourceContents;
 
@@ -96,7 +97,7 @@ impl McpClient {
                 }
             }
         }
-        let listed = self.request::<ListSkills>(Map::new()).await?;
+        let listed = self.request::<ListSkills>(PaginatedParams::first()).await?;
         let skills: Arc<[SkillEntry]> = listed.skills.into();
         if let (Some(Listing(kept)), Some(ttl)) = (cache, listed.ttl_ms.filter(|t| *t > 0)) {
             *kept

@@ -1,7 +1,8 @@
 //! Every JSON-RPC method the client speaks, typed: one unit struct per request kind, per
 //! notification and per request a server sends, as `lsp_types::request` does it. A method's
-//! name exists once, here, as its type's `METHOD`; the session sends a request as
-//! `request::<R>()` and gets back `R::Result`, and dispatches what arrives by these constants.
+//! name exists once, here, as its type's `METHOD`; the generic entry sends a request as
+//! `request::<R>(R::Params)` and gets back `R::Result`, and the session dispatches what arrives
+//! by these constants.
 //!
 //! # Example
 //! ```
@@ -16,17 +17,28 @@
 //! ```
 
 use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
+use super::params::{
+    CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams, PaginatedParams,
+    ResourceRequestParams, SetLevelRequestParams, TaskRequestParams, UpdateTaskRequestParams,
+};
 use super::prompts::{CompleteResult, GetPromptResult, ListPromptsPage};
 use super::resources::{ListResourcesPage, ListTemplatesPage, ReadResourceResult};
 use super::skills::ListSkillsResult;
 use super::tasks::TaskState;
 use super::{CallAnswer, DiscoverResult, InitializeResult, ListToolsResult};
 
-/// A request kind: its method and what its `result` decodes into.
+/// A request kind: its method, what a caller gives as its `params`, and what its `result`
+/// decodes into.
 pub trait Request {
     /// The JSON-RPC method, e.g. `tools/call`.
     const METHOD: &'static str;
+    /// What a caller gives as its `params` ([`super::params`]): it serializes to a JSON object
+    /// (or, `()`, to nothing), into which the session adds the era's `_meta`. A kind of an
+    /// embedder's own may take `Map<String, Value>`.
+    type Params: Serialize + Send + Sync;
     /// What the `result` of its answer decodes into (for a request a 2026-07-28 server may
     /// answer `input_required`, the complete answer's result).
     type Result: DeserializeOwned + Send + 'static;
@@ -46,12 +58,13 @@ pub trait ServerRequestKind {
 }
 
 macro_rules! requests {
-    ($($(#[$doc:meta])* $name:ident = $method:literal => $result:ty;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident = $method:literal ($params:ty) => $result:ty;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         pub struct $name;
         impl Request for $name {
             const METHOD: &'static str = $method;
+            type Params = $params;
             type Result = $result;
         }
     )*};
@@ -70,46 +83,46 @@ macro_rules! notifications {
 
 requests! {
     /// `initialize`: the legacy handshake (never cancelled).
-    Initialize = "initialize" => InitializeResult;
+    Initialize = "initialize" (Map<String, Value>) => InitializeResult;
     /// `ping`, sent by the client.
-    Ping = "ping" => IgnoredAny;
+    Ping = "ping" (()) => IgnoredAny;
     /// `server/discover`: the era probe, and a 2026-07-28 session's first request.
-    Discover = "server/discover" => DiscoverResult;
+    Discover = "server/discover" (()) => DiscoverResult;
     /// `subscriptions/listen` (2026-07-28): a stream of the notifications it names; its answer
     /// ends the stream.
-    Listen = "subscriptions/listen" => IgnoredAny;
+    Listen = "subscriptions/listen" (Map<String, Value>) => IgnoredAny;
     /// `tools/list`, one page.
-    ListTools = "tools/list" => ListToolsResult;
+    ListTools = "tools/list" (PaginatedParams) => ListToolsResult;
     /// `tools/call` (the hot path writes its own parameters).
-    CallTool = "tools/call" => CallAnswer;
+    CallTool = "tools/call" (CallToolRequestParams) => CallAnswer;
     /// `resources/list`, one page.
-    ListResources = "resources/list" => ListResourcesPage;
+    ListResources = "resources/list" (PaginatedParams) => ListResourcesPage;
     /// `resources/templates/list`, one page.
-    ListResourceTemplates = "resources/templates/list" => ListTemplatesPage;
+    ListResourceTemplates = "resources/templates/list" (PaginatedParams) => ListTemplatesPage;
     /// `resources/read`.
-    ReadResource = "resources/read" => ReadResourceResult;
+    ReadResource = "resources/read" (ResourceRequestParams) => ReadResourceResult;
     /// `resources/subscribe` (legacy; 2026-07-28 subscribes through [`Listen`]).
-    SubscribeResource = "resources/subscribe" => IgnoredAny;
+    SubscribeResource = "resources/subscribe" (ResourceRequestParams) => IgnoredAny;
     /// `resources/unsubscribe` (legacy).
-    UnsubscribeResource = "resources/unsubscribe" => IgnoredAny;
+    UnsubscribeResource = "resources/unsubscribe" (ResourceRequestParams) => IgnoredAny;
     /// `prompts/list`, one page.
-    ListPrompts = "prompts/list" => ListPromptsPage;
+    ListPrompts = "prompts/list" (PaginatedParams) => ListPromptsPage;
     /// `prompts/get`.
-    GetPrompt = "prompts/get" => GetPromptResult;
+    GetPrompt = "prompts/get" (GetPromptRequestParams) => GetPromptResult;
     /// `completion/complete`.
-    Complete = "completion/complete" => CompleteResult;
+    Complete = "completion/complete" (CompleteRequestParams) => CompleteResult;
     /// `logging/setLevel` (legacy; 2026-07-28 carries the level in every request's `_meta`).
-    SetLevel = "logging/setLevel" => IgnoredAny;
+    SetLevel = "logging/setLevel" (SetLevelRequestParams) => IgnoredAny;
     /// `tasks/get`: a task's state.
-    GetTask = "tasks/get" => TaskState;
+    GetTask = "tasks/get" (TaskRequestParams) => TaskState;
     /// `tasks/result` (2025-11-25): the result of a finished task.
-    TaskResult = "tasks/result" => CallAnswer;
+    TaskResult = "tasks/result" (TaskRequestParams) => CallAnswer;
     /// `tasks/update` (2026-07-28): answers to a task's input requests.
-    UpdateTask = "tasks/update" => IgnoredAny;
+    UpdateTask = "tasks/update" (UpdateTaskRequestParams) => IgnoredAny;
     /// `tasks/cancel`.
-    CancelTask = "tasks/cancel" => IgnoredAny;
+    CancelTask = "tasks/cancel" (TaskRequestParams) => IgnoredAny;
     /// `skills/list` (the `io.modelcontextprotocol/skills` extension, SEP-2640).
-    ListSkills = "skills/list" => ListSkillsResult;
+    ListSkills = "skills/list" (PaginatedParams) => ListSkillsResult;
 }
 
 notifications! { Notification:

@@ -44,6 +44,7 @@ pub mod lifecycle;
 pub mod method;
 pub mod modern;
 pub mod notifications;
+pub mod params;
 pub mod prompts;
 pub mod resources;
 pub mod result;

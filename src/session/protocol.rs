@@ -297,7 +297,7 @@ impl Session {
     pub async fn request<R: Request>(
         &self,
         server: &str,
-        params: Map<String, Value>,
+        params: R::Params,
     ) -> Result<R::Result, Error> {
         self.client(server)?
             .request::<R>(params)

@@ -388,11 +388,12 @@ async fn http_subscribed_updates_arrive_and_stop_after_unsubscribing() {
 /// the client keeps working after it.
 async fn generic_request_checks(client: &McpClient, who: &str) {
     use kaged_mcp::protocol::method::{GetPrompt, ListTools, Request};
+    use kaged_mcp::protocol::params::GetPromptRequestParams;
 
     let prompt = client
-        .request::<GetPrompt>(map(
-            json!({"name": "args-prompt", "arguments": {"city": "Lyon"}}),
-        ))
+        .request::<GetPrompt>(
+            GetPromptRequestParams::new("args-prompt").with_arguments(map(json!({"city": "Lyon"}))),
+        )
         .await
         .unwrap_or_else(|e| panic!("{who}: {e}"));
     let typed = client
@@ -407,6 +408,7 @@ async fn generic_request_checks(client: &McpClient, who: &str) {
     struct ListSkills;
     impl Request for ListSkills {
         const METHOD: &'static str = "skills/list";
+        type Params = serde_json::Map<String, serde_json::Value>;
         type Result = serde_json::Value;
     }
     match client.request::<ListSkills>(Default::default()).await {

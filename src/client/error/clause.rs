@@ -191,6 +191,9 @@ impl Clause<'_> {
                 detail,
                 ..
             } => write!(f, "task {task_id} of {request} was lost: {detail}"),
+            Kind::BadParams { method, detail } => {
+                write!(f, "{method} not sent: its params are not JSON: {detail}")
+            }
             Kind::MissingCapability {
                 required,
                 hint,

@@ -61,6 +61,11 @@ pub(crate) enum Kind {
     RequestTimeout { after: Duration },
     /// The bound on calls in flight is reached.
     TooManyInFlight { limit: usize },
+    /// The caller's params of a `method` request did not serialize to JSON (nothing was sent).
+    BadParams {
+        method: &'static str,
+        detail: String,
+    },
     /// The server asked for input the client does not give.
     InputRefused {
         input: Box<str>,
@@ -161,6 +166,10 @@ pub enum ErrorKind {
     RequestTimeout,
     /// The bound on calls in flight is reached ([`limit`](super::ClientError::limit)).
     TooManyInFlight,
+    /// The params a caller gave [`McpClient::request`](crate::client::McpClient::request) did
+    /// not serialize to JSON (their `Serialize` failed, or a map had keys that are not
+    /// strings): nothing was sent.
+    BadParams,
     /// The server asked for input the client does not give (a multi round-trip request of
     /// the 2026-07-28 revision): sampling (ADR-0043 §6), or a request the server-request
     /// handler refused. The call is not retried.
@@ -217,6 +226,7 @@ impl Kind {
             Self::InitializeTimeout { .. } => ErrorKind::InitializeTimeout,
             Self::RequestTimeout { .. } => ErrorKind::RequestTimeout,
             Self::TooManyInFlight { .. } => ErrorKind::TooManyInFlight,
+            Self::BadParams { .. } => ErrorKind::BadParams,
             Self::InputRefused { .. } => ErrorKind::InputRefused,
             Self::InputRounds { .. } => ErrorKind::InputRounds,
             Self::NoCommonVersion { .. } => ErrorKind::NoCommonVersion,

@@ -158,7 +158,8 @@ impl fmt::Display for ClientError {
             | Kind::TaskFailed { .. }
             | Kind::TaskCancelled { .. }
             | Kind::TaskLost { .. }
-            | Kind::SkillRefused { .. } => ": ",
+            | Kind::SkillRefused { .. }
+            | Kind::BadParams { .. } => ": ",
             _ => " ",
         };
         write!(
@@ -265,7 +266,7 @@ pub enum ErrorClass {
     /// its limit of requests in flight, or there is no runtime to start it on.
     Held,
     /// The request needs a capability one side does not offer, or input the client does not
-    /// give.
+    /// give, or params it cannot write.
     Unsupported,
 }
 
@@ -549,7 +550,8 @@ impl ClientError {
             | Kind::NoRuntime => ErrorClass::Held,
             Kind::MissingCapability { .. }
             | Kind::NotOffered { .. }
-            | Kind::InputRefused { .. } => ErrorClass::Unsupported,
+            | Kind::InputRefused { .. }
+            | Kind::BadParams { .. } => ErrorClass::Unsupported,
         }
     }
 
