@@ -392,8 +392,35 @@ async fn http_a_server_speaking_only_an_unknown_version_fails_naming_its_version
 /// `initialize`): the call it refuses fails with that error, the session ends, and the next
 /// call finds the era again and goes through: `then` is what it finds (over stdio the restart
 /// is a new process, which speaks 2026-07-28 again; over HTTP the same server, now legacy).
-async fn switch_case(project: String, then: (&str, &str), who: &str) {
+/// Over HTTP the session's `subscriptions/listen` goes out on a POST of its own, beside the
+/// first call: should it reach the server after that call switched it, the server refuses it
+/// -32022 and the session restarts before the call this case means to be refused. So the first
+/// call waits until the server has counted the listen (`stats`, the server's `--stats-file`).
+async fn switch_case(
+    project: String,
+    then: (&str, &str),
+    who: &str,
+    stats: Option<&std::path::Path>,
+) {
     let (session, _) = start(project, "auto", SessionOptions::default()).await;
+    if let Some(stats) = stats {
+        let listened = || {
+            std::fs::read_to_string(stats)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .is_some_and(|st| st["requests"]["subscriptions/listen"].as_u64() >= Some(1))
+        };
+        for _ in 0..200 {
+            if listened() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            listened(),
+            "{who}: the server never counted subscriptions/listen"
+        );
+    }
     check(&session, "modern", "2026-07-28", who).await;
     let e = session
         .call("mcp.srv.echo", args(json!({"message": "x"})))
@@ -416,13 +443,20 @@ async fn switch_case(project: String, then: (&str, &str), who: &str) {
 #[tokio::test]
 async fn a_server_that_stops_speaking_2026_07_28_is_probed_again() {
     let cmd = peers::era_server_stdio("modern-only", &["--legacy-after", "1"]);
-    switch_case(stdio_project(&cmd), MODERN, "stdio").await;
+    switch_case(stdio_project(&cmd), MODERN, "stdio", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.json");
     let peer = SsePeer::start_reporting_port(&peers::era_server_http(
         "modern-only",
-        &["--legacy-after", "1"],
+        &[
+            "--legacy-after",
+            "1",
+            "--stats-file",
+            stats.to_str().unwrap(),
+        ],
     ))
     .unwrap();
-    switch_case(http_project(&peer.mcp_url()), LEGACY, "http").await;
+    switch_case(http_project(&peer.mcp_url()), LEGACY, "http", Some(&stats)).await;
 }
 
 /// `x-mcp-header` parameters are mirrored as `Mcp-Param-*` headers, and still are on a new
