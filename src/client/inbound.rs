@@ -50,12 +50,30 @@ pub(crate) enum Frame<'a> {
     Invalid(&'static str),
 }
 
+/// Frames up to this long are checked as UTF-8 once, whole, and parsed as text (see
+/// [`decode`]); longer ones are parsed as bytes, where each long string is checked once on its
+/// own path.
+const WHOLE_CHECK_MAX: usize = 4096;
+
 /// Decodes one frame for `session`, completing the pending request it answers when it can.
+///
+/// Parsing bytes, serde_json checks every string's UTF-8 on its own (about eight per answer,
+/// each with a fixed cost); a small frame is checked once and parsed as `&str`, where it skips
+/// them. A frame that is not UTF-8 is parsed as bytes, as every frame was before, so it fails
+/// (or not) exactly as it did.
 pub(crate) fn decode<'a>(
     session: &RpcSession,
     bytes: &'a [u8],
 ) -> Result<Frame<'a>, serde_json::Error> {
     crate::protocol::content::json_bytes_path(|| {
+        if bytes.len() <= WHOLE_CHECK_MAX {
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                let mut de = serde_json::Deserializer::from_str(text);
+                let frame = FrameSeed { session }.deserialize(&mut de)?;
+                de.end()?;
+                return Ok(frame);
+            }
+        }
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let frame = FrameSeed { session }.deserialize(&mut de)?;
         de.end()?;
