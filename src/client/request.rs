@@ -119,14 +119,12 @@ struct AnyParams<'a> {
 const INPUT_RESPONSES: &str = "inputResponses";
 const REQUEST_STATE: &str = "requestState";
 
-/// No params of the caller's own.
-static NONE: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
-
 impl Serialize for AnyParams<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let none = Map::new();
         let params = match self.params {
             Value::Object(params) => params,
-            Value::Null => &*NONE,
+            Value::Null => &none,
             other => return other.serialize(serializer),
         };
         let mut map = serializer.serialize_map(None)?;

@@ -11,12 +11,13 @@
 //! `subscriptions/listen`, which the session sends itself, and an embedder's own kinds take a
 //! JSON object (`Map<String, Value>`).
 
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::modern::RequestMeta;
 use super::notifications::LoggingLevel;
-use super::prompts::CompletionRef;
+use super::prompts::{CompleteArgument, CompleteContext, CompleteParams, CompletionRef};
 
 /// One page of a list (`tools/list`, `resources/list`, `resources/templates/list`,
 /// `prompts/list`, `skills/list`): none for the first page, else the `nextCursor` of the page
@@ -150,29 +151,22 @@ impl CompleteRequestParams {
 }
 
 impl Serialize for CompleteRequestParams {
+    /// As the client's own `complete` writes them (one wire shape), without `_meta`: the
+    /// session adds it.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Argument<'a> {
-            name: &'a str,
-            value: &'a str,
-        }
-        #[derive(Serialize)]
-        struct Context<'a> {
-            arguments: &'a Map<String, Value>,
-        }
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("ref", &self.reference)?;
-        map.serialize_entry(
-            "argument",
-            &Argument {
+        CompleteParams {
+            reference: &self.reference,
+            argument: CompleteArgument {
                 name: &self.name,
                 value: &self.value,
             },
-        )?;
-        if let Some(arguments) = &self.chosen {
-            map.serialize_entry("context", &Context { arguments })?;
+            context: self
+                .chosen
+                .as_ref()
+                .map(|arguments| CompleteContext { arguments }),
+            meta: RequestMeta::default(),
         }
-        map.end()
+        .serialize(serializer)
     }
 }
 
