@@ -66,24 +66,19 @@ pub(crate) fn decode<'a>(
     bytes: &'a [u8],
 ) -> Result<Frame<'a>, serde_json::Error> {
     crate::protocol::content::json_bytes_path(|| {
-        let text = (bytes.len() <= WHOLE_CHECK_MAX)
-            .then(|| std::str::from_utf8(bytes).ok())
-            .flatten();
-        match text {
-            Some(text) => decode_from(session, serde_json::Deserializer::from_str(text)),
-            None => decode_from(session, serde_json::Deserializer::from_slice(bytes)),
+        if bytes.len() <= WHOLE_CHECK_MAX {
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                let mut de = serde_json::Deserializer::from_str(text);
+                let frame = FrameSeed { session }.deserialize(&mut de)?;
+                de.end()?;
+                return Ok(frame);
+            }
         }
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let frame = FrameSeed { session }.deserialize(&mut de)?;
+        de.end()?;
+        Ok(frame)
     })
-}
-
-/// Decodes the one value `de` holds as a frame for `session`.
-fn decode_from<'a, R: serde_json::de::Read<'a>>(
-    session: &RpcSession,
-    mut de: serde_json::Deserializer<R>,
-) -> Result<Frame<'a>, serde_json::Error> {
-    let frame = FrameSeed { session }.deserialize(&mut de)?;
-    de.end()?;
-    Ok(frame)
 }
 
 /// The first bytes of a line, for a log message.
