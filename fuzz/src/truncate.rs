@@ -261,7 +261,7 @@ fn is_ordered_selection(kept: &[ContentBlock], original: &[ContentBlock]) -> boo
         rest.any(|o| {
             k == o
                 || matches!((k, o), (ContentBlock::Text(k), ContentBlock::Text(o))
-                    if o.text.starts_with(&k.text)
+                    if o.text.starts_with(k.text.as_str())
                         && o.text.is_char_boundary(k.text.len())
                         && k.annotations == o.annotations
                         && k.meta == o.meta)

@@ -41,7 +41,7 @@ fn mime(mime: Option<&str>) -> String {
 /// resource: the placeholder, then its text on the lines after).
 pub(super) fn block(b: &ContentBlock) -> String {
     match b {
-        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Text(t) => t.text.to_string(),
         ContentBlock::Image(i) => {
             format!("[image {}, {}]", mime(Some(&i.mime_type)), size(&i.data))
         }

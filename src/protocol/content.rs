@@ -17,6 +17,10 @@ use serde_json::{Map, Value};
 
 use super::jsonrpc::CowStr;
 
+#[path = "content/text.rs"]
+mod text;
+pub use self::text::Text;
+
 /// One block of a tool result's `content`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -37,7 +41,7 @@ pub enum ContentBlock {
 
 impl ContentBlock {
     /// A text block.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<Text>) -> Self {
         Self::Text(TextContent::new(text))
     }
 
@@ -56,7 +60,7 @@ impl ContentBlock {
     /// The text of a text block.
     pub fn as_text(&self) -> Option<&str> {
         match self {
-            Self::Text(t) => Some(&t.text),
+            Self::Text(t) => Some(t.text.as_str()),
             _ => None,
         }
     }
@@ -66,9 +70,10 @@ impl ContentBlock {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TextContent {
-    /// The text.
-    #[serde(deserialize_with = "long_string")]
-    pub text: String,
+    /// The text: a `String`, or for a long text received over Streamable HTTP, a slice of the
+    /// answer's body (see [`Text`]).
+    #[serde(deserialize_with = "long_text")]
+    pub text: Text,
     /// Audience, priority and such, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
@@ -79,7 +84,7 @@ pub struct TextContent {
 
 impl TextContent {
     /// A text block without annotations.
-    pub fn new(text: impl Into<String>) -> Self {
+    pub fn new(text: impl Into<Text>) -> Self {
         Self {
             text: text.into(),
             annotations: None,
@@ -343,6 +348,48 @@ thread_local! {
     static JSON_BYTES_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+thread_local! {
+    /// The buffer the frame being decoded arrived in, while [`sharing_from`] runs.
+    static SOURCE: std::cell::RefCell<Option<bytes::Bytes>> = const { std::cell::RefCell::new(None) };
+}
+
+/// From this length on, a text that lies in the frame's buffer is shared rather than copied
+/// (when it is also at least half of that buffer, so a kept text never holds on to a body
+/// many times its size).
+const SHARE_MIN: usize = 16 * 1024;
+
+/// Runs `decode`, a decode of the frame `source` holds, with the long texts it finds there
+/// (unescaped, at least [`SHARE_MIN`] bytes and half the frame) kept as slices of `source`
+/// rather than copied: see [`Text`]. A transport that has its frame as [`bytes::Bytes`]
+/// (Streamable HTTP's one-chunk body) decodes through this.
+pub(crate) fn sharing_from<R>(source: &bytes::Bytes, decode: impl FnOnce() -> R) -> R {
+    struct Restore(Option<bytes::Bytes>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            SOURCE.with(|s| *s.borrow_mut() = previous);
+        }
+    }
+    let _restore = Restore(SOURCE.with(|s| s.borrow_mut().replace(source.clone())));
+    decode()
+}
+
+/// `bytes` as a text sharing the frame's buffer, when [`sharing_from`] runs, `bytes` lies in
+/// its buffer and is long enough to be worth it; checked UTF-8 either way.
+fn share(bytes: &[u8]) -> Option<Result<Text, std::str::Utf8Error>> {
+    if bytes.len() < SHARE_MIN {
+        return None;
+    }
+    SOURCE.with(|s| {
+        let source = s.borrow();
+        let source = source.as_ref()?;
+        if bytes.len().saturating_mul(2) < source.len() {
+            return None;
+        }
+        Text::shared(source, bytes)
+    })
+}
+
 /// Runs `decode`, a `serde_json` decode of the client's, with [`long_string`] fields read
 /// through serde_json's bytes path. Any other decode (another format, a `serde_json::Value`,
 /// an embedder's own `serde_json::from_str`) reads them as plain strings.
@@ -375,6 +422,51 @@ fn long_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::
     }
 }
 
+/// [`long_string`] for a text: shared with the frame's buffer when [`share`] can, else owned.
+fn long_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Text, D::Error> {
+    if JSON_BYTES_PATH.with(std::cell::Cell::get) {
+        deserializer.deserialize_bytes(LongText)
+    } else {
+        deserializer.deserialize_string(LongText)
+    }
+}
+
+struct LongText;
+
+impl Visitor<'_> for LongText {
+    type Value = Text;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
+        match share(v.as_bytes()) {
+            Some(Ok(text)) => Ok(text),
+            _ => LongString.visit_str(v).map(Text::from),
+        }
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Text, E> {
+        Ok(Text::from(v))
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Text, E> {
+        match share(v) {
+            Some(Ok(text)) => Ok(text),
+            Some(Err(e)) => Err(invalid_utf8(&e)),
+            None => LongString.visit_bytes(v).map(Text::from),
+        }
+    }
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Text, E> {
+        LongString.visit_byte_buf(v).map(Text::from)
+    }
+}
+
+fn invalid_utf8<E: de::Error>(e: &std::str::Utf8Error) -> E {
+    E::custom(format_args!(
+        "invalid UTF-8 in a string at byte {}",
+        e.valid_up_to()
+    ))
+}
+
 struct LongString;
 
 impl LongString {
@@ -401,19 +493,11 @@ impl Visitor<'_> for LongString {
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<String, E> {
         match std::str::from_utf8(v) {
             Ok(text) => Ok(Self::owned(text)),
-            Err(e) => Err(E::custom(format_args!(
-                "invalid UTF-8 in a string at byte {}",
-                e.valid_up_to()
-            ))),
+            Err(e) => Err(invalid_utf8(&e)),
         }
     }
     fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<String, E> {
-        String::from_utf8(v).map_err(|e| {
-            E::custom(format_args!(
-                "invalid UTF-8 in a string at byte {}",
-                e.utf8_error().valid_up_to()
-            ))
-        })
+        String::from_utf8(v).map_err(|e| invalid_utf8(&e.utf8_error()))
     }
 }
 
@@ -517,20 +601,35 @@ impl<'de> Visitor<'de> for BlockVisitor {
         // object, then convert. The long fields take the bytes path here too (`LongValue`):
         // read as a `Value`, a 64 KiB text cost twice the rest of the call (a word-at-a-time
         // scan for control characters and a copy; benches/README.md, issue 41).
+        // A string `text` is held aside as a [`Text`], so that a long one shares the frame's
+        // buffer as it does on the fast path.
         let mut obj = Map::new();
+        let mut text = None;
         let mut key = Some(first.0.into_owned());
         while let Some(k) = match key.take() {
             Some(k) => Some(k),
             None => map.next_key::<String>()?,
         } {
-            let value = if LONG_FIELDS.contains(&k.as_str()) {
-                map.next_value_seed(LongValue)?
+            let value = if k == "text" {
+                match map.next_value_seed(LongValue)? {
+                    Long::Text(t) => {
+                        // A placeholder keeps the key's place in the map.
+                        text = Some(t);
+                        Value::Null
+                    }
+                    Long::Value(v) => {
+                        text = None;
+                        v
+                    }
+                }
+            } else if LONG_FIELDS.contains(&k.as_str()) {
+                map.next_value_seed(LongValue)?.into_value()
             } else {
                 map.next_value::<Value>()?
             };
             obj.insert(k, value);
         }
-        ContentBlock::from_object(obj).map_err(de::Error::custom)
+        ContentBlock::from_object(obj, text).map_err(de::Error::custom)
     }
 }
 
@@ -545,14 +644,30 @@ const LONG_FIELDS: [&str; 3] = ["text", "data", "blob"];
 /// is taken.
 struct LongValue;
 
-impl<'de> de::DeserializeSeed<'de> for LongValue {
-    type Value = Value;
+/// What [`LongValue`] read: a string, as a [`Text`] (shared when [`share`] can), or any other
+/// value.
+enum Long {
+    Text(Text),
+    Value(Value),
+}
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+impl Long {
+    fn into_value(self) -> Value {
+        match self {
+            Self::Text(t) => Value::String(t.into_string()),
+            Self::Value(v) => v,
+        }
+    }
+}
+
+impl<'de> de::DeserializeSeed<'de> for LongValue {
+    type Value = Long;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Long, D::Error> {
         if JSON_BYTES_PATH.with(std::cell::Cell::get) {
             deserializer.deserialize_bytes(LongValueVisitor)
         } else {
-            Value::deserialize(deserializer)
+            Value::deserialize(deserializer).map(Long::Value)
         }
     }
 }
@@ -560,29 +675,29 @@ impl<'de> de::DeserializeSeed<'de> for LongValue {
 struct LongValueVisitor;
 
 impl<'de> Visitor<'de> for LongValueVisitor {
-    type Value = Value;
+    type Value = Long;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a string")
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        LongString.visit_str(v).map(Value::String)
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Long, E> {
+        LongText.visit_str(v).map(Long::Text)
     }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Long, E> {
+        Ok(Long::Text(Text::from(v)))
     }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Value, E> {
-        LongString.visit_bytes(v).map(Value::String)
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Long, E> {
+        LongText.visit_bytes(v).map(Long::Text)
     }
-    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Value, E> {
-        LongString.visit_byte_buf(v).map(Value::String)
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Long, E> {
+        LongText.visit_byte_buf(v).map(Long::Text)
     }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Long, A::Error> {
         let mut items = Vec::new();
         while let Some(item) = seq.next_element::<Value>()? {
             items.push(item);
         }
-        Ok(Value::Array(items))
+        Ok(Long::Value(Value::Array(items)))
     }
 }
 
@@ -654,11 +769,27 @@ impl<'de> Visitor<'de> for KindVisitor {
 
 impl ContentBlock {
     /// Builds a block from a JSON object whose `"type"` may be anywhere.
-    fn from_object(mut obj: Map<String, Value>) -> Result<Self, serde_json::Error> {
+    /// The block `obj` is, with `text` (a string `"text"` held aside as a [`Text`]) put back.
+    fn from_object(
+        mut obj: Map<String, Value>,
+        text: Option<Text>,
+    ) -> Result<Self, serde_json::Error> {
         let kind = match obj.get("type") {
             Some(Value::String(kind)) => kind.clone(),
-            _ => return Ok(Self::Unknown(Value::Object(obj))),
+            // Not a string: an unknown block, as any kind not below.
+            _ => String::new(),
         };
+        if let Some(text) = text {
+            if kind == "text" {
+                // Everything else of the block from the map; the text as it was read.
+                obj.remove("type");
+                obj.insert("text".to_owned(), Value::String(String::new()));
+                let mut block: TextContent = serde_json::from_value(Value::Object(obj))?;
+                block.text = text;
+                return Ok(Self::Text(block));
+            }
+            obj.insert("text".to_owned(), Value::String(text.into_string()));
+        }
         let known = matches!(
             kind.as_str(),
             "text" | "image" | "audio" | "resource_link" | "resource"

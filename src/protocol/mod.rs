@@ -57,7 +57,7 @@ pub mod uri;
 pub use self::answer::CallAnswer;
 pub use self::content::{
     AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
-    ResourceContents, ResourceLink, TextContent, TextResourceContents,
+    ResourceContents, ResourceLink, Text, TextContent, TextResourceContents,
 };
 pub use self::elicitation::{ElicitMode, ElicitParams, ElicitResult};
 pub use self::jsonrpc::{JsonRpcError, RequestId};

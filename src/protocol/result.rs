@@ -39,7 +39,7 @@ use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::content::{ContentBlock, TextContent};
+use super::content::{ContentBlock, Text, TextContent};
 
 /// The result of a `tools/call`.
 ///
@@ -76,7 +76,7 @@ fn null_as_false<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::
 
 impl ToolResult {
     /// A successful result with one text block.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<Text>) -> Self {
         Self {
             content: vec![ContentBlock::text(text)],
             ..Self::default()
@@ -502,7 +502,9 @@ mod tests {
                 j += 1;
                 let same = k == o;
                 let cut = match (k, o) {
-                    (ContentBlock::Text(k), ContentBlock::Text(o)) => o.text.starts_with(&k.text),
+                    (ContentBlock::Text(k), ContentBlock::Text(o)) => {
+                        o.text.starts_with(k.text.as_str())
+                    }
                     _ => false,
                 };
                 if same || cut {

@@ -425,6 +425,14 @@ pub trait InboundHandler: Send + Sync + 'static {
     /// One inbound message (one JSON value, terminator stripped).
     fn on_frame(&self, frame: &[u8]);
 
+    /// One inbound message the transport holds whole as [`Bytes`](bytes::Bytes) (Streamable
+    /// HTTP's JSON body). The handler may keep slices of it rather than copy them (the client
+    /// session keeps a long text of a result so: [`Text`](crate::protocol::Text)). The default
+    /// hands it to [`on_frame`](Self::on_frame).
+    fn on_frame_bytes(&self, frame: bytes::Bytes) {
+        self.on_frame(&frame);
+    }
+
     /// A message longer than the frame limit was discarded.
     fn on_oversize(&self, frame: OversizeFrame<'_>);
 

@@ -10,6 +10,7 @@
 //! Missing peers skip the test, or fail it when `CI` is set.
 
 use kaged_mcp::config::Sources;
+use kaged_mcp::protocol::ContentBlock;
 use kaged_mcp::Session;
 use peers::{PyMcp, PyMode, SsePeer};
 use serde_json::{json, Map, Value};
@@ -96,6 +97,26 @@ async fn python(version: PyMcp, stateless: bool, json: bool) {
         "{name}: {}",
         &text[text.len().saturating_sub(60)..]
     );
+    // A long text under the cap arrives whole; answered as one JSON body, it is a slice of
+    // that body rather than a copy (`Text::is_shared`).
+    let long = session
+        .call("mcp.remote.big", args(json!({"n": 40_000})))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(!long.truncated, "{name}");
+    match long.content.as_slice() {
+        [ContentBlock::Text(t)] => {
+            assert_eq!(t.text.len(), 40_000, "{name}");
+            assert!(t.text.bytes().all(|b| b == b'x'), "{name}");
+            if json {
+                assert!(
+                    t.text.is_shared(),
+                    "{name}: the text was copied out of the body"
+                );
+            }
+        }
+        other => panic!("{name}: {other:?}"),
+    }
     // The server asks for sampling: on the call's response stream (stateful, event streams)
     // or on the GET stream (stateful, JSON answers). The client refuses it and POSTs the
     // refusal back, and the tool reports it. A stateless 2.x server cannot ask and says so at

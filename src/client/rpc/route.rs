@@ -260,6 +260,10 @@ impl InboundHandler for RpcSession {
         self.handle_frame(frame);
     }
 
+    fn on_frame_bytes(&self, frame: bytes::Bytes) {
+        crate::protocol::content::sharing_from(&frame, || self.handle_frame(&frame));
+    }
+
     fn on_oversize(&self, frame: OversizeFrame<'_>) {
         let id = inbound::find_request_id(frame.head, frame.tail);
         let pending = id.as_ref().and_then(|id| self.take_pending(id));

@@ -159,11 +159,12 @@ fn a_long_text_has_room_for_the_truncation_marker() {
     let long = "x".repeat(LONG);
     let block: ContentBlock =
         serde_json::from_str(&format!(r#"{{"type":"text","text":"{long}"}}"#)).unwrap();
-    let ContentBlock::Text(t) = block else {
+    let ContentBlock::Text(mut t) = block else {
         panic!()
     };
     assert_eq!(t.text, long);
-    assert!(t.text.capacity() >= LONG + MARKER_ROOM);
+    assert!(!t.text.is_shared());
+    assert!(t.text.make_mut().capacity() >= LONG + MARKER_ROOM);
     assert!(MARKER_ROOM >= "\n[... truncated at 18446744073709551615 bytes]".len());
     assert_eq!("\n[... truncated at 18446744073709551615 bytes]".len(), 46);
 }
@@ -238,4 +239,106 @@ fn reads_escaped_keys_and_kinds() {
     let block: ContentBlock =
         serde_json::from_str(r#"{"typ\u0065":"t\u0065xt","text":"e"}"#).unwrap();
     assert_eq!(block, ContentBlock::text("e"));
+}
+
+/// Decodes `frame` as the client does a Streamable HTTP body: the bytes path, sharing from it.
+fn decode_shared(frame: &bytes::Bytes) -> Result<Vec<ContentBlock>, serde_json::Error> {
+    sharing_from(frame, || {
+        json_bytes_path(|| serde_json::from_slice::<Vec<ContentBlock>>(frame))
+    })
+}
+
+/// The shared text of `block`, checked to lie inside `frame`.
+fn shared_text<'a>(block: &'a ContentBlock, frame: &bytes::Bytes) -> &'a str {
+    let ContentBlock::Text(t) = block else {
+        panic!("not a text block: {block:?}")
+    };
+    assert!(t.text.is_shared(), "copied: {:.40}", t.text.as_str());
+    let range = frame.as_ptr_range();
+    assert!(range.contains(&t.text.as_ptr()), "not a slice of the frame");
+    &t.text
+}
+
+#[test]
+fn a_long_text_is_a_slice_of_the_frame_whether_its_type_comes_first_or_last() {
+    let long = "é".repeat(SHARE_MIN);
+    for frame in [
+        format!(r#"[{{"type":"text","text":"{long}","annotations":{{"priority":1}}}}]"#),
+        format!(r#"[{{"annotations":{{"priority":1}},"text":"{long}","type":"text"}}]"#),
+    ] {
+        let frame = bytes::Bytes::from(frame);
+        let blocks = decode_shared(&frame).unwrap();
+        assert_eq!(shared_text(&blocks[0], &frame), long);
+        let ContentBlock::Text(t) = &blocks[0] else {
+            unreachable!()
+        };
+        assert_eq!(t.annotations, Some(json!({"priority": 1})));
+        // Serialized, it is the block it was read from.
+        assert_eq!(
+            serde_json::to_value(&blocks[0]).unwrap(),
+            json!({"type": "text", "text": long, "annotations": {"priority": 1}})
+        );
+    }
+    // The source does not outlive its decode.
+    assert!(SOURCE.with(|s| s.borrow().is_none()));
+}
+
+#[test]
+fn texts_that_are_short_escaped_or_a_small_part_of_the_frame_are_copied() {
+    let owned = |frame: String, want: &str| {
+        let frame = bytes::Bytes::from(frame);
+        for block in decode_shared(&frame).unwrap() {
+            let ContentBlock::Text(t) = block else {
+                panic!("not text")
+            };
+            assert!(!t.text.is_shared(), "shared: {:.40}", t.text.as_str());
+            assert_eq!(t.text, want);
+        }
+    };
+    // Short.
+    let short = "x".repeat(SHARE_MIN - 1);
+    owned(format!(r#"[{{"type":"text","text":"{short}"}}]"#), &short);
+    // Escaped: its bytes are not the text's.
+    let escaped = r"a\nb".repeat(SHARE_MIN);
+    owned(
+        format!(r#"[{{"type":"text","text":"{escaped}"}}]"#),
+        &"a\nb".repeat(SHARE_MIN),
+    );
+    // Long, but under half of the frame: three of them.
+    let long = "x".repeat(SHARE_MIN);
+    let block = format!(r#"{{"type":"text","text":"{long}"}}"#);
+    owned(format!("[{block},{block},{block}]"), &long);
+    // Outside `sharing_from` nothing is shared.
+    let frame = format!(r#"[{{"type":"text","text":"{long}"}}]"#);
+    let blocks =
+        json_bytes_path(|| serde_json::from_slice::<Vec<ContentBlock>>(frame.as_bytes())).unwrap();
+    assert!(matches!(&blocks[0], ContentBlock::Text(t) if !t.text.is_shared() && t.text == long));
+}
+
+#[test]
+fn a_long_text_that_is_not_utf8_fails_as_on_the_copying_path() {
+    let mut frame = br#"[{"type":"text","text":""#.to_vec();
+    frame.extend(std::iter::repeat_n(b'x', SHARE_MIN));
+    frame.push(0xff);
+    frame.extend(br#""}]"#);
+    let len = frame.len();
+    let shared = decode_shared(&bytes::Bytes::from(frame.clone())).unwrap_err();
+    let copied =
+        json_bytes_path(|| serde_json::from_slice::<Vec<ContentBlock>>(&frame)).unwrap_err();
+    assert_eq!(shared.to_string(), copied.to_string());
+    assert!(
+        shared.to_string().contains(&format!("at byte {SHARE_MIN}")),
+        "{shared} ({len} bytes)"
+    );
+}
+
+#[test]
+fn a_long_text_of_another_kind_of_block_is_kept_as_a_string() {
+    let long = "x".repeat(SHARE_MIN);
+    let frame = bytes::Bytes::from(format!(r#"[{{"text":"{long}","type":"hologram"}}]"#));
+    let blocks = decode_shared(&frame).unwrap();
+    assert_eq!(
+        blocks[0],
+        ContentBlock::Unknown(json!({"text": long, "type": "hologram"}))
+    );
 }

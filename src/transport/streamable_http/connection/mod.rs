@@ -222,6 +222,14 @@ impl Conn {
         }
     }
 
+    /// [`deliver`](Self::deliver) for a frame held whole as `Bytes`, which the handler may
+    /// keep slices of.
+    fn deliver_bytes(&self, frame: Bytes) {
+        if let Some(handler) = &*self.lock_handler() {
+            handler.on_frame_bytes(frame);
+        }
+    }
+
     fn oversize(&self, frame: OversizeFrame<'_>) {
         tracing::warn!(
             server = %self.server,

@@ -281,9 +281,9 @@ impl Conn {
             }
             return;
         }
-        let whole: &[u8] = match &first {
+        let whole: Bytes = match first {
             Some(f) => f,
-            None => &rest,
+            None => rest.freeze(),
         };
         if whole.iter().all(u8::is_ascii_whitespace) {
             if self.awaits(id) {
@@ -294,7 +294,7 @@ impl Conn {
             }
             return;
         }
-        self.deliver(whole);
+        self.deliver_bytes(whole);
         if self.awaits(id) {
             // Delivered, yet the request still waits: the body answered something else (an
             // error without an id, say). No other answer will come on this POST.
