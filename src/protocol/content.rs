@@ -597,39 +597,95 @@ impl<'de> Visitor<'de> for BlockVisitor {
                 }
             });
         }
-        // `type` is not first (a server that sorts its keys: `text` < `type`): read the whole
-        // object, then convert. The long fields take the bytes path here too (`LongValue`):
-        // read as a `Value`, a 64 KiB text cost twice the rest of the call (a word-at-a-time
-        // scan for control characters and a copy; benches/README.md, issue 41).
-        // A string `text` is held aside as a [`Text`], so that a long one shares the frame's
-        // buffer as it does on the fast path.
-        let mut obj = Map::new();
-        let mut text = None;
-        let mut key = Some(first.0.into_owned());
-        while let Some(k) = match key.take() {
+        // `type` is not first (a server that sorts its keys: `text` < `type`, as serde_json's
+        // `json!` does). The fields of a text block are read into their own slots and the
+        // block is built from them once the kind is known: no map, no second pass. Anything
+        // else is read into a map and converted after (`from_object`). The long fields take the
+        // bytes path here too (`LongValue`): read as a `Value`, a 64 KiB text cost twice the
+        // rest of the call (a word-at-a-time scan for control characters and a copy;
+        // benches/README.md, issue 41); a string `text` is kept as a [`Text`], so that a long
+        // one shares the frame's buffer as on the fast path.
+        let mut late = Late::default();
+        let mut key = Some(first);
+        while let Some(CowStr(k)) = match key.take() {
             Some(k) => Some(k),
-            None => map.next_key::<String>()?,
+            None => map.next_key::<CowStr<'de>>()?,
         } {
-            let value = if k == "text" {
-                match map.next_value_seed(LongValue)? {
-                    Long::Text(t) => {
-                        // A placeholder keeps the key's place in the map.
-                        text = Some(t);
-                        Value::Null
-                    }
-                    Long::Value(v) => {
-                        text = None;
-                        v
-                    }
+            match &*k {
+                "text" => late.text = Some(map.next_value_seed(LongValue)?),
+                "type" => late.kind = Some(map.next_value::<Kind<'de>>()?),
+                "annotations" => late.annotations = Some(map.next_value::<Value>()?),
+                "_meta" => late.meta = Some(map.next_value::<Value>()?),
+                other if LONG_FIELDS.contains(&other) => {
+                    let value = map.next_value_seed(LongValue)?.into_value();
+                    late.rest.insert(k.into_owned(), value);
                 }
-            } else if LONG_FIELDS.contains(&k.as_str()) {
-                map.next_value_seed(LongValue)?.into_value()
-            } else {
-                map.next_value::<Value>()?
-            };
-            obj.insert(k, value);
+                _ => {
+                    let value = map.next_value::<Value>()?;
+                    late.rest.insert(k.into_owned(), value);
+                }
+            }
         }
-        ContentBlock::from_object(obj, text).map_err(de::Error::custom)
+        late.into_block().map_err(de::Error::custom)
+    }
+}
+
+/// The fields of a block whose `type` came after some of them, as read.
+#[derive(Default)]
+struct Late<'de> {
+    kind: Option<Kind<'de>>,
+    text: Option<Long>,
+    annotations: Option<Value>,
+    meta: Option<Value>,
+    /// Every other field.
+    rest: Map<String, Value>,
+}
+
+impl Late<'_> {
+    fn into_block(self) -> Result<ContentBlock, serde_json::Error> {
+        let Self {
+            kind,
+            text,
+            annotations,
+            meta,
+            mut rest,
+        } = self;
+        let is_text = matches!(&kind, Some(Kind::Name(k)) if k == "text");
+        let text = match text {
+            Some(Long::Text(text)) if is_text => {
+                // A text block: built from its slots. The other fields are ignored, as the
+                // derived `Deserialize` of `TextContent` ignores them; `null` is absent.
+                let present = |v: Option<Value>| v.filter(|v| !v.is_null());
+                return Ok(ContentBlock::Text(TextContent {
+                    text,
+                    annotations: present(annotations),
+                    meta: present(meta),
+                }));
+            }
+            // Anything else: the whole object, converted as one whose type came first would
+            // be; a string `text` is held aside as a `Text`, a placeholder in its place.
+            Some(Long::Text(text)) => {
+                rest.insert("text".to_owned(), Value::Null);
+                Some(text)
+            }
+            Some(Long::Value(v)) => {
+                rest.insert("text".to_owned(), v);
+                None
+            }
+            None => None,
+        };
+        if let Some(a) = annotations {
+            rest.insert("annotations".to_owned(), a);
+        }
+        if let Some(m) = meta {
+            rest.insert("_meta".to_owned(), m);
+        }
+        match kind {
+            Some(Kind::Name(k)) => rest.insert("type".to_owned(), Value::String(k.into_owned())),
+            Some(Kind::Other(v)) => rest.insert("type".to_owned(), v),
+            None => None,
+        };
+        ContentBlock::from_object(rest, text)
     }
 }
 

@@ -342,3 +342,43 @@ fn a_long_text_of_another_kind_of_block_is_kept_as_a_string() {
         ContentBlock::Unknown(json!({"text": long, "type": "hologram"}))
     );
 }
+
+#[test]
+fn a_text_block_whose_type_comes_last_is_the_block_whose_type_comes_first() {
+    // The fields after `"type":"text"` in the order the server wrote them.
+    let cases = [
+        r#""text":"hi""#,
+        r#""text":"a\"b\\c\né😀""#,
+        r#""text":"hi","annotations":{"priority":1}"#,
+        r#""annotations":null,"text":"hi","_meta":{"k":"v"}"#,
+        r#""_meta":null,"text":"hi","unknown":[1,{"x":2}],"data":"QUJD""#,
+        r#""annotations":{"audience":["user"]}"#,
+        r#""text":7"#,
+        r#""text":["a"]"#,
+    ];
+    for fields in cases {
+        for bytes_path in [false, true] {
+            let decode = |json: String| {
+                let plain =
+                    || serde_json::from_str::<ContentBlock>(&json).map_err(|e| e.to_string());
+                if bytes_path {
+                    json_bytes_path(plain)
+                } else {
+                    plain()
+                }
+            };
+            let first = decode(format!(r#"{{"type":"text",{fields}}}"#));
+            let last = decode(format!(r#"{{{fields},"type":"text"}}"#));
+            match (&first, &last) {
+                (Ok(f), Ok(l)) => assert_eq!(f, l, "{fields} ({bytes_path})"),
+                // A refusal names the same problem; where serde found it may differ.
+                (Err(f), Err(l)) => assert_eq!(
+                    f.split(" at line").next(),
+                    l.split(" at line").next(),
+                    "{fields} ({bytes_path})"
+                ),
+                _ => panic!("{fields} ({bytes_path}): {first:?} / {last:?}"),
+            }
+        }
+    }
+}
