@@ -5,7 +5,8 @@
 //! static secret or OAuth; it resends a request the server refused with a renewed header),
 //! tower-http's sensitive-header marking for `Authorization`, `Proxy-Authorization` and `Cookie`
 //! (a static header of one of those names is hidden too), a tower-http `Trace` at DEBUG (it
-//! never prints headers), then the `hyper-util` client. `http` and `https` (rustls with the
+//! never prints headers; only in a client built while DEBUG is enabled), then the
+//! `hyper-util` client. `http` and `https` (rustls with the
 //! Mozilla roots, ring), HTTP/1.1 and HTTP/2 (chosen by ALPN).
 
 use std::time::Duration;
@@ -56,27 +57,46 @@ pub(crate) fn client(
         // dropped here before the server closes it under a new request.
         .pool_idle_timeout(Duration::from_secs(4))
         .build::<_, Full<Bytes>>(https);
-    let service = ServiceBuilder::new()
-        .map_err(BoxError::from)
-        .map_response(box_body)
-        .option_layer(auth.cloned().map(AuthLayer::with_source))
-        .map_err(BoxError::from)
-        .layer(SetSensitiveRequestHeadersLayer::new([
-            header::AUTHORIZATION,
-            header::PROXY_AUTHORIZATION,
-            header::COOKIE,
-        ]))
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(span_without_query)
-                .on_request(DefaultOnRequest::new().level(Level::DEBUG))
-                .on_response(DefaultOnResponse::new().level(Level::DEBUG))
-                // The caller's error names the server and the URL; an ERROR here would say it
-                // again without them.
-                .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
-        )
-        .service(client);
-    BoxCloneSyncService::new(service)
+    // One stack, over a response body of either type (hyper's, or the trace layer's wrapper).
+    macro_rules! layers {
+        () => {
+            ServiceBuilder::new()
+                .map_err(BoxError::from)
+                .map_response(box_body)
+                .option_layer(auth.cloned().map(AuthLayer::with_source))
+                .map_err(BoxError::from)
+                .layer(SetSensitiveRequestHeadersLayer::new([
+                    header::AUTHORIZATION,
+                    header::PROXY_AUTHORIZATION,
+                    header::COOKIE,
+                ]))
+        };
+    }
+    if !exchanges_traced() {
+        return BoxCloneSyncService::new(layers!().service(client));
+    }
+    let traced = layers!().layer(
+        TraceLayer::new_for_http()
+            .make_span_with(span_without_query)
+            .on_request(DefaultOnRequest::new().level(Level::DEBUG))
+            .on_response(DefaultOnResponse::new().level(Level::DEBUG))
+            // The caller's error names the server and the URL; an ERROR here would say it
+            // again without them.
+            .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
+    );
+    BoxCloneSyncService::new(traced.service(client))
+}
+
+/// Whether the client built now traces each exchange (a span and two DEBUG events): only when
+/// DEBUG is enabled for this module or for tower-http's trace events as it is built. Left
+/// out, the layer cost ~2 000 instructions per request with nothing to print: its clock
+/// reads, its span, and its wrappers of the response future and body (benches/README.md,
+/// issue 41). The CLI settles its log level before it builds a client; an embedder that
+/// raises its level later sees the exchanges of the clients built after.
+fn exchanges_traced() -> bool {
+    tracing::enabled!(Level::DEBUG)
+        || tracing::enabled!(target: "tower_http::trace::on_request", Level::DEBUG)
+        || tracing::enabled!(target: "tower_http::trace::on_response", Level::DEBUG)
 }
 
 /// Why [`fetch`] got no answer.
@@ -178,4 +198,25 @@ pub(crate) fn request(
         builder = builder.header(name, value);
     }
     builder.body(Full::new(body))
+}
+
+#[cfg(test)]
+mod trace_tests {
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::exchanges_traced;
+
+    #[test]
+    fn exchanges_are_traced_only_when_debug_is_enabled_as_the_client_is_built() {
+        assert!(!exchanges_traced(), "no subscriber");
+        let at = |level| tracing_subscriber::registry().with(level);
+        tracing::subscriber::with_default(at(LevelFilter::INFO), || assert!(!exchanges_traced()));
+        tracing::subscriber::with_default(at(LevelFilter::DEBUG), || assert!(exchanges_traced()));
+        let tower_http_only = tracing_subscriber::EnvFilter::new("tower_http=debug");
+        tracing::subscriber::with_default(
+            tracing_subscriber::registry().with(tower_http_only),
+            || assert!(exchanges_traced()),
+        );
+    }
 }
