@@ -11,11 +11,12 @@ pub mod grants;
 pub(crate) mod suggest;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::task::{Context, Poll, Waker};
 
 use kaged_mcp_layers::timeout::ProgressHandle;
 use serde_json::{Map, Value};
-use tower::ServiceExt;
+use tower::{Service, ServiceExt};
 
 pub use definition::{check_tool_name, ToolDefinition, ToolRequirement, ToolSource, MAX_TOOL_NAME};
 
@@ -73,8 +74,74 @@ pub struct ServerCatalog {
 }
 
 struct McpEntry {
-    stack: ToolService,
+    stack: StackPool,
     catalog: Arc<ServerCatalog>,
+}
+
+/// A server's stack and the clones of it that calls have used and given back.
+///
+/// `tower` calls a service through `&mut`, so concurrent calls each need their own clone;
+/// cloning the type-erased stack per call (an allocation, a clone of every layer, their drops)
+/// was ~500 instructions of a call's ~15 000 over stdio (benches/README.md, issue 41). A call
+/// takes an idle clone (or makes one), calls it, and gives it back as soon as its future
+/// exists: the future owns all it needs, and the lock is held only to take and to give. So
+/// there are never more clones than calls being started at one instant (the runtime's
+/// threads). A clone that is not ready at once (an embedder's layer waiting for capacity)
+/// waits for readiness inside the call's future, as `tower`'s `oneshot`, and is dropped after.
+struct StackPool {
+    stack: ToolService,
+    idle: Mutex<Vec<ToolService>>,
+}
+
+/// The future of one call of a stack: the stack's own, or the one of a clone that waits for
+/// the stack to be ready.
+enum StackCall {
+    Ready(<ToolService as Service<ToolCall>>::Future),
+    Waiting(tower::util::Oneshot<ToolService, ToolCall>),
+}
+
+impl StackCall {
+    async fn result(self) -> Result<ToolResult, tower::BoxError> {
+        match self {
+            Self::Ready(future) => future.await,
+            Self::Waiting(oneshot) => oneshot.await,
+        }
+    }
+}
+
+impl StackPool {
+    /// At most this many idle clones are kept (more than a runtime's threads would need).
+    const MAX_IDLE: usize = 64;
+
+    fn new(stack: ToolService) -> Self {
+        Self {
+            stack,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<ToolService>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts `call`.
+    fn call(&self, call: ToolCall) -> StackCall {
+        let taken = self.idle().pop();
+        let mut stack = taken.unwrap_or_else(|| self.stack.clone());
+        let mut cx = Context::from_waker(Waker::noop());
+        match stack.poll_ready(&mut cx) {
+            Poll::Ready(Ok(())) => {
+                let future = stack.call(call);
+                let mut idle = self.idle();
+                if idle.len() < Self::MAX_IDLE {
+                    idle.push(stack);
+                }
+                StackCall::Ready(future)
+            }
+            // Not ready, or failed: `oneshot` waits for it, or reports the error, as before.
+            Poll::Ready(Err(_)) | Poll::Pending => StackCall::Waiting(stack.oneshot(call)),
+        }
+    }
 }
 
 struct LocalEntry {
@@ -163,7 +230,7 @@ impl ToolRegistry {
         write(&self.mcp).insert(
             server.to_owned(),
             McpEntry {
-                stack,
+                stack: StackPool::new(stack),
                 catalog: Arc::new(catalog),
             },
         );
@@ -292,7 +359,7 @@ impl ToolRegistry {
                 hint: None,
             })?;
             // Only what the call needs leaves the lock: no schema is cloned per call.
-            let (stack, name, retry_safe, schemas, task) = {
+            let (started, name) = {
                 let mcp = read(&self.mcp);
                 let entry = mcp.get(server).ok_or_else(|| Error::UnknownTool {
                     tool: tool.to_owned(),
@@ -312,24 +379,19 @@ impl ToolRegistry {
                         },
                     });
                 };
-                (
-                    entry.stack.clone(),
-                    Arc::clone(&t.name),
-                    t.retry_safe,
-                    t.schemas.clone(),
-                    t.task,
-                )
+                let name = Arc::clone(&t.name);
+                let call = ToolCall {
+                    name: Arc::clone(&name),
+                    arguments: arguments.map(Arc::new),
+                    retry_safe: t.retry_safe,
+                    progress,
+                    schemas: t.schemas.clone(),
+                    task: t.task,
+                };
+                (entry.stack.call(call), name)
             };
-            let call = ToolCall {
-                name: Arc::clone(&name),
-                arguments: arguments.map(Arc::new),
-                retry_safe,
-                progress,
-                schemas,
-                task,
-            };
-            stack
-                .oneshot(call)
+            started
+                .result()
                 .await
                 .map_err(|e| crate::stack::into_error(server, &name, e))
         } else {
@@ -357,5 +419,88 @@ impl ToolRegistry {
                     source,
                 })
         }
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll};
+
+    use tower::{BoxError, Service};
+
+    use super::*;
+
+    /// A stack that counts its clones and answers with the tool's name.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl Clone for Counted {
+        fn clone(&self) -> Self {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Self(Arc::clone(&self.0))
+        }
+    }
+
+    impl Service<ToolCall> for Counted {
+        type Response = ToolResult;
+        type Error = BoxError;
+        type Future = std::future::Ready<Result<ToolResult, BoxError>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, call: ToolCall) -> Self::Future {
+            std::future::ready(Ok(ToolResult::text(call.name.to_string())))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_ready_stack_is_called_in_place_and_not_cloned_per_call() {
+        let clones = Arc::new(AtomicUsize::new(0));
+        let pool = StackPool::new(ToolService::new(Counted(Arc::clone(&clones))));
+        for i in 0..10 {
+            let name = format!("t{i}");
+            let result = pool
+                .call(ToolCall::new(name.as_str()))
+                .result()
+                .await
+                .unwrap();
+            assert_eq!(result.joined_text(), name);
+        }
+        // One clone, made by the first call and given back; none after.
+        assert_eq!(clones.load(Ordering::Relaxed), 1);
+        assert_eq!(pool.idle().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_stack_that_is_not_ready_at_once_waits_for_readiness() {
+        // One call at a time; the first holds its place until `release` is sent.
+        let (release, held) = tokio::sync::oneshot::channel::<()>();
+        let held = Arc::new(Mutex::new(Some(held)));
+        let inner = tower::service_fn(move |call: ToolCall| {
+            let held = held.lock().unwrap().take();
+            async move {
+                if let Some(held) = held {
+                    let _ = held.await;
+                }
+                Ok::<_, BoxError>(ToolResult::text(call.name.to_string()))
+            }
+        });
+        let limited = tower::limit::ConcurrencyLimit::new(inner, 1);
+        let pool = StackPool::new(ToolService::new(limited));
+        let first = pool.call(ToolCall::new("first"));
+        let second = pool.call(ToolCall::new("second"));
+        assert!(matches!(first, StackCall::Ready(_)));
+        assert!(
+            matches!(second, StackCall::Waiting(_)),
+            "the limit's one place is taken"
+        );
+        let second = tokio::spawn(second.result());
+        tokio::task::yield_now().await;
+        assert!(!second.is_finished(), "waits for the first call's place");
+        release.send(()).unwrap();
+        assert_eq!(first.result().await.unwrap().joined_text(), "first");
+        assert_eq!(second.await.unwrap().unwrap().joined_text(), "second");
     }
 }
