@@ -605,15 +605,9 @@ impl ContentBlock {
             // Not a string: an unknown block, as any kind not below.
             _ => String::new(),
         };
+        // A text held aside (only for a block that is not a text block: `Late` builds those
+        // itself) goes back in its placeholder's place.
         if let Some(text) = text {
-            if kind == "text" {
-                // Everything else of the block from the map; the text as it was read.
-                obj.remove("type");
-                obj.insert("text".to_owned(), Value::String(String::new()));
-                let mut block: TextContent = serde_json::from_value(Value::Object(obj))?;
-                block.text = text;
-                return Ok(Self::Text(block));
-            }
             obj.insert("text".to_owned(), Value::String(text.into_string()));
         }
         let known = matches!(

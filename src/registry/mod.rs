@@ -74,7 +74,8 @@ pub struct ServerCatalog {
 }
 
 struct McpEntry {
-    stack: StackPool,
+    /// Shared with the calls in flight, which start outside the registry's lock.
+    stack: Arc<StackPool>,
     catalog: Arc<ServerCatalog>,
 }
 
@@ -87,7 +88,12 @@ struct McpEntry {
 /// exists: the future owns all it needs, and the lock is held only to take and to give. So
 /// there are never more clones than calls being started at one instant (the runtime's
 /// threads). A clone that is not ready at once (an embedder's layer waiting for capacity)
-/// waits for readiness inside the call's future, as `tower`'s `oneshot`, and is dropped after.
+/// waits for readiness inside the call's future, as `tower`'s `oneshot`, and is dropped after;
+/// one whose readiness failed fails the call with that error and is dropped.
+///
+/// So a layer's state kept per clone (not shared through an `Arc`) now lasts across the calls
+/// that reuse that clone, as it would for any service called more than once; the standard
+/// layers keep theirs shared.
 struct StackPool {
     stack: ToolService,
     idle: Mutex<Vec<ToolService>>,
@@ -98,6 +104,8 @@ struct StackPool {
 enum StackCall {
     Ready(<ToolService as Service<ToolCall>>::Future),
     Waiting(tower::util::Oneshot<ToolService, ToolCall>),
+    /// The stack's readiness failed: a failed service is not polled again.
+    Failed(tower::BoxError),
 }
 
 impl StackCall {
@@ -105,6 +113,7 @@ impl StackCall {
         match self {
             Self::Ready(future) => future.await,
             Self::Waiting(oneshot) => oneshot.await,
+            Self::Failed(e) => Err(e),
         }
     }
 }
@@ -138,8 +147,9 @@ impl StackPool {
                 }
                 StackCall::Ready(future)
             }
-            // Not ready, or failed: `oneshot` waits for it, or reports the error, as before.
-            Poll::Ready(Err(_)) | Poll::Pending => StackCall::Waiting(stack.oneshot(call)),
+            Poll::Ready(Err(e)) => StackCall::Failed(e),
+            // Not ready: `oneshot` waits for it with the call's own waker.
+            Poll::Pending => StackCall::Waiting(stack.oneshot(call)),
         }
     }
 }
@@ -230,7 +240,7 @@ impl ToolRegistry {
         write(&self.mcp).insert(
             server.to_owned(),
             McpEntry {
-                stack: StackPool::new(stack),
+                stack: Arc::new(StackPool::new(stack)),
                 catalog: Arc::new(catalog),
             },
         );
@@ -359,7 +369,9 @@ impl ToolRegistry {
                 hint: None,
             })?;
             // Only what the call needs leaves the lock: no schema is cloned per call.
-            let (started, name) = {
+            // The call is made outside the lock: a layer's `call` (an embedder's among them)
+            // runs no registry code under it, and a writer waits for no call.
+            let (stack, call, name) = {
                 let mcp = read(&self.mcp);
                 let entry = mcp.get(server).ok_or_else(|| Error::UnknownTool {
                     tool: tool.to_owned(),
@@ -388,9 +400,10 @@ impl ToolRegistry {
                     schemas: t.schemas.clone(),
                     task: t.task,
                 };
-                (entry.stack.call(call), name)
+                (Arc::clone(&entry.stack), call, name)
             };
-            started
+            stack
+                .call(call)
                 .result()
                 .await
                 .map_err(|e| crate::stack::into_error(server, &name, e))
@@ -471,6 +484,35 @@ mod pool_tests {
         // One clone, made by the first call and given back; none after.
         assert_eq!(clones.load(Ordering::Relaxed), 1);
         assert_eq!(pool.idle().len(), 1);
+    }
+
+    /// A stack whose readiness fails; it counts how often it was asked.
+    #[derive(Clone)]
+    struct Broken(Arc<AtomicUsize>);
+
+    impl Service<ToolCall> for Broken {
+        type Response = ToolResult;
+        type Error = BoxError;
+        type Future = std::future::Ready<Result<ToolResult, BoxError>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Poll::Ready(Err("the connection is gone".into()))
+        }
+
+        fn call(&mut self, _: ToolCall) -> Self::Future {
+            unreachable!("a service whose readiness failed is never called")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stack_whose_readiness_fails_fails_the_call_and_is_not_asked_again() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let pool = StackPool::new(ToolService::new(Broken(Arc::clone(&asked))));
+        let err = pool.call(ToolCall::new("t")).result().await.unwrap_err();
+        assert_eq!(err.to_string(), "the connection is gone");
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+        assert!(pool.idle().is_empty(), "a failed clone is not given back");
     }
 
     #[tokio::test]

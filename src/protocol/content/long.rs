@@ -27,9 +27,11 @@ thread_local! {
     pub(super) static SOURCE: std::cell::RefCell<Option<bytes::Bytes>> = const { std::cell::RefCell::new(None) };
 }
 
-/// From this length on, a text that lies in the frame's buffer is shared rather than copied
-/// (when it is also at least half of that buffer, so a kept text never holds on to a body
-/// many times its size).
+/// From this length on, a text that lies in the frame's buffer is shared rather than copied,
+/// when it is also at least half of the frame. A shared text keeps the buffer it is a slice of
+/// alive: the frame, and with HTTP/1.1 the rest of hyper's read buffer the frame was split
+/// from (bounded by hyper's largest read buffer, ~400 KiB), as any `Bytes` body chunk does.
+/// [`Text::make_mut`] or [`Text::into_string`] copy it out for an embedder that keeps results.
 pub(super) const SHARE_MIN: usize = 16 * 1024;
 
 /// Runs `decode`, a decode of the frame `source` holds, with the long texts it finds there

@@ -20,13 +20,18 @@ use std::str::Utf8Error;
 
 use bytes::Bytes;
 use bytestring::ByteString;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The text of a text block: a `String`, or a slice of the buffer the message arrived in.
 ///
 /// Use it as a `&str` (`&*text`, [`as_str`](Self::as_str), or through `Deref`); build one from
 /// a `String` or a `&str`; turn it back with [`into_string`](Self::into_string) or
 /// `String::from`. Equality, ordering and hashing are those of the string.
+///
+/// A shared text keeps the whole buffer it is a slice of alive, as any `Bytes` body chunk
+/// does: the answer's body, and over HTTP/1.1 the rest of hyper's read buffer it was split
+/// from (at most ~400 KiB). An embedder that keeps many results for long can copy a text out
+/// ([`make_mut`](Self::make_mut), [`into_string`](Self::into_string)).
 #[derive(Clone)]
 pub struct Text(Repr);
 
@@ -100,7 +105,9 @@ impl Text {
     }
 
     /// Shortens the text to `len` bytes, as [`String::truncate`] does (`len` must be a
-    /// character boundary; a `len` past the end does nothing). A shared text is only narrowed.
+    /// character boundary; a `len` past the end does nothing). A shared text cut to half its
+    /// length or more is only narrowed; cut shorter, what is kept is copied into a `String`,
+    /// so a short text does not keep a large buffer alive.
     ///
     /// # Panics
     /// When `len` is not on a character boundary, as [`String::truncate`].
@@ -109,7 +116,12 @@ impl Text {
             Repr::Owned(s) => s.truncate(len),
             Repr::Shared(b) => {
                 if len < b.len() {
-                    *b = b.split_at(len).0;
+                    let kept = b.split_at(len).0;
+                    self.0 = if len.saturating_mul(2) >= b.len() {
+                        Repr::Shared(kept)
+                    } else {
+                        Repr::Owned(String::from(&*kept))
+                    };
                 }
             }
         }
@@ -163,6 +175,30 @@ impl From<String> for Text {
 impl From<&str> for Text {
     fn from(s: &str) -> Self {
         Self(Repr::Owned(s.to_owned()))
+    }
+}
+
+impl From<&String> for Text {
+    fn from(s: &String) -> Self {
+        Self(Repr::Owned(s.clone()))
+    }
+}
+
+impl From<Box<str>> for Text {
+    fn from(s: Box<str>) -> Self {
+        Self(Repr::Owned(s.into_string()))
+    }
+}
+
+impl From<std::borrow::Cow<'_, str>> for Text {
+    fn from(s: std::borrow::Cow<'_, str>) -> Self {
+        Self(Repr::Owned(s.into_owned()))
+    }
+}
+
+impl From<char> for Text {
+    fn from(c: char) -> Self {
+        Self(Repr::Owned(c.to_string()))
     }
 }
 
@@ -240,6 +276,14 @@ impl Serialize for Text {
     }
 }
 
+/// Read as a plain string (an owned `Text`); the client's own decode shares long texts
+/// instead (`sharing_from`).
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self::from)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,13 +323,20 @@ mod tests {
         let mut text = Text::shared(&source, &source[..]).unwrap().unwrap();
         text.truncate(100);
         assert_eq!(text, "aé-bcd");
-        text.truncate(3);
+        // Cut to half its 7 bytes or more: narrowed, still shared.
+        text.truncate(4);
         assert!(text.is_shared());
-        assert_eq!(text, "aé");
+        assert_eq!(text, "aé-");
+        // Cut under half: the kept part is copied, the buffer let go.
+        text.truncate(1);
+        assert!(!text.is_shared());
+        assert_eq!(text, "a");
+        let mut text = Text::shared(&source, &source[..]).unwrap().unwrap();
+        text.truncate(4);
         text.push_str("!");
         assert!(!text.is_shared());
-        assert_eq!(text, "aé!");
-        assert_eq!(text.into_string(), "aé!");
+        assert_eq!(text, "aé-!");
+        assert_eq!(text.into_string(), "aé-!");
     }
 
     #[test]
