@@ -146,8 +146,17 @@ fn stdio(
     match entry.get("args") {
         None | Some(Value::Null) => {}
         Some(Value::Array(args)) => {
-            for a in args {
-                command.push(scalar(a).ok_or("`args` holds something other than strings")?);
+            for (i, a) in args.iter().enumerate() {
+                let arg = scalar(a).ok_or("`args` holds something other than strings")?;
+                if arg.is_empty() {
+                    // project.yaml's `command` takes no empty string: planned, the server
+                    // would make the whole project fail to load.
+                    return Err(format!(
+                        "`args[{i}]` is empty, and a project.yaml `command` takes no empty \
+                         argument: add the server by hand"
+                    ));
+                }
+                command.push(arg);
             }
         }
         Some(_) => return Err("`args` is not a list".to_owned()),

@@ -181,6 +181,27 @@ fn urls_with_credentials_and_unreadable_entries_are_skipped() {
 }
 
 #[test]
+fn a_server_with_an_empty_argument_is_skipped_and_the_rest_load() {
+    // Found by the `import_formats` fuzz target: planned, `"args": ["", "x"]` made a
+    // project.yaml whose `command[1]` is empty, which the project refuses whole.
+    let text = r#"{"mcpServers": {
+        "pg": {"command": "npx", "args": ["", "x"]},
+        "ok": {"command": "npx", "args": ["-y", "server"]}
+    }}"#;
+    let plan = plan(text, "mcp.json", &[]).unwrap();
+    let keys: Vec<&str> = plan.servers.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(keys, ["ok"]);
+    assert_eq!(plan.skipped.len(), 1);
+    assert!(
+        plan.skipped[0].reason.contains("`args[0]` is empty"),
+        "{}",
+        plan.skipped[0].reason
+    );
+    let project = project_yaml(None, &plan).unwrap();
+    load(&project, None).unwrap();
+}
+
+#[test]
 fn names_that_meet_get_numbered_and_the_project_stays_within_its_limit() {
     let mut servers = String::from("{\"mcpServers\": {");
     for i in 0..3 {
