@@ -10,7 +10,7 @@
 //! A `Text` reads as a `&str` (it derefs to one), compares with strings, and converts into a
 //! `String` (a copy only for a shared one). Changing it ([`push_str`](Text::push_str),
 //! [`make_mut`](Text::make_mut)) makes a shared text owned first; [`truncate`](Text::truncate)
-//! of a shared one only narrows the slice.
+//! of a shared one narrows the slice, or copies what it keeps when that is under half.
 
 use std::borrow::Borrow;
 use std::fmt;
