@@ -489,7 +489,7 @@ impl Late<'_> {
             mut rest,
         } = self;
         let is_text = matches!(&kind, Some(Kind::Name(k)) if k == "text");
-        let text = match text {
+        match text {
             Some(Long::Text(text)) if is_text => {
                 // A text block: built from its slots. The other fields are ignored, as the
                 // derived `Deserialize` of `TextContent` ignores them; `null` is absent.
@@ -500,18 +500,12 @@ impl Late<'_> {
                     meta: present(meta),
                 }));
             }
-            // Anything else: the whole object, converted as one whose type came first would
-            // be; a string `text` is held aside as a `Text`, a placeholder in its place.
-            Some(Long::Text(text)) => {
-                rest.insert("text".to_owned(), Value::Null);
-                Some(text)
+            // Anything else: the whole object, converted as one whose type came first would be.
+            Some(text) => {
+                rest.insert("text".to_owned(), text.into_value());
             }
-            Some(Long::Value(v)) => {
-                rest.insert("text".to_owned(), v);
-                None
-            }
-            None => None,
-        };
+            None => {}
+        }
         if let Some(a) = annotations {
             rest.insert("annotations".to_owned(), a);
         }
@@ -523,7 +517,7 @@ impl Late<'_> {
             Some(Kind::Other(v)) => rest.insert("type".to_owned(), v),
             None => None,
         };
-        ContentBlock::from_object(rest, text)
+        ContentBlock::from_object(rest)
     }
 }
 
@@ -595,21 +589,12 @@ impl<'de> Visitor<'de> for KindVisitor {
 
 impl ContentBlock {
     /// Builds a block from a JSON object whose `"type"` may be anywhere.
-    /// The block `obj` is, with `text` (a string `"text"` held aside as a [`Text`]) put back.
-    fn from_object(
-        mut obj: Map<String, Value>,
-        text: Option<Text>,
-    ) -> Result<Self, serde_json::Error> {
+    fn from_object(mut obj: Map<String, Value>) -> Result<Self, serde_json::Error> {
         let kind = match obj.get("type") {
             Some(Value::String(kind)) => kind.clone(),
             // Not a string: an unknown block, as any kind not below.
             _ => String::new(),
         };
-        // A text held aside (only for a block that is not a text block: `Late` builds those
-        // itself) goes back in its placeholder's place.
-        if let Some(text) = text {
-            obj.insert("text".to_owned(), Value::String(text.into_string()));
-        }
         let known = matches!(
             kind.as_str(),
             "text" | "image" | "audio" | "resource_link" | "resource"

@@ -231,7 +231,9 @@ mod tests {
 
     #[test]
     fn each_kind_serializes_to_the_fields_the_protocol_names() {
-        let to = |v: &dyn erased::Ser| v.value();
+        fn to(params: &impl Serialize) -> Value {
+            serde_json::to_value(params).unwrap()
+        }
         assert_eq!(to(&PaginatedParams::first()), json!({}));
         assert_eq!(to(&PaginatedParams::after("c2")), json!({"cursor": "c2"}));
         let args = json!({"a": 1}).as_object().cloned().unwrap();
@@ -269,17 +271,5 @@ mod tests {
             to(&UpdateTaskRequestParams::new("t1", args)),
             json!({"taskId": "t1", "inputResponses": {"a": 1}})
         );
-    }
-
-    /// A `Serialize` object behind `dyn`, for the table above.
-    mod erased {
-        pub(super) trait Ser {
-            fn value(&self) -> serde_json::Value;
-        }
-        impl<T: serde::Serialize> Ser for T {
-            fn value(&self) -> serde_json::Value {
-                serde_json::to_value(self).unwrap()
-            }
-        }
     }
 }
