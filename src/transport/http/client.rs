@@ -90,7 +90,7 @@ pub(crate) fn client(
 /// Whether the client built now traces each exchange (a span and two DEBUG events): only when
 /// the most verbose level any subscriber may enable, over all its directives (span-scoped ones
 /// such as `[mcp.call]=debug` among them), reaches DEBUG as the client is built. Left out, the
-/// layer cost ~2 000 instructions per request with nothing to print: its clock read, its span,
+/// layer cost ~1 500 instructions per request with nothing to print: its clock read, its span,
 /// and its wrappers of the response future and body (benches/README.md, issue 41). The CLI
 /// settles its log level before it builds a client; an embedder that raises its level later
 /// sees the exchanges of the clients built after.
