@@ -38,7 +38,7 @@ pub(crate) use self::guard::{CallGuard, Receiver};
 
 pub(crate) use self::requests::{AnswerReceiver, InputRetry};
 use self::traced::with_trace_context;
-use self::write::write_request;
+use self::write::{write_request, write_request_with};
 use super::dialect::{Dialect, ParamHeaders};
 use super::error::{ClientError, RequestRef};
 use super::inbound::{self, Frame};

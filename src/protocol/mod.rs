@@ -39,6 +39,7 @@
 pub mod answer;
 pub mod content;
 pub mod elicitation;
+pub(crate) mod json_out;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod method;

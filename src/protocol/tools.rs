@@ -129,6 +129,29 @@ pub(crate) struct LegacyCallToolParams<'a> {
     pub(crate) task: Option<super::tasks::TaskMetadata>,
 }
 
+impl LegacyCallToolParams<'_> {
+    /// Writes these params as serde writes them (same bytes; `json_out` says why by hand).
+    pub(crate) fn write_json(&self, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        use super::json_out;
+        buf.extend_from_slice(br#"{"name":"#);
+        json_out::str(buf, self.name)?;
+        if let Some(arguments) = self.arguments {
+            buf.extend_from_slice(br#","arguments":"#);
+            json_out::map(buf, arguments)?;
+        }
+        if let Some(meta) = &self.meta {
+            buf.extend_from_slice(br#","_meta":"#);
+            serde_json::to_writer(&mut *buf, meta)?;
+        }
+        if let Some(task) = &self.task {
+            buf.extend_from_slice(br#","task":"#);
+            serde_json::to_writer(&mut *buf, task)?;
+        }
+        buf.push(b'}');
+        Ok(())
+    }
+}
+
 /// `{"progressToken": N}`; the client uses the request id as the token.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -151,6 +174,33 @@ pub(crate) struct CallToolParams<'a> {
     pub(crate) input_responses: Option<&'a Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) request_state: Option<&'a str>,
+}
+
+impl CallToolParams<'_> {
+    /// Writes these params as serde writes them (same bytes; `json_out` says why by hand).
+    pub(crate) fn write_json(&self, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        use super::json_out;
+        buf.extend_from_slice(br#"{"name":"#);
+        json_out::str(buf, self.name)?;
+        if let Some(arguments) = self.arguments {
+            buf.extend_from_slice(br#","arguments":"#);
+            json_out::map(buf, arguments)?;
+        }
+        if !self.meta.is_empty() {
+            buf.extend_from_slice(br#","_meta":"#);
+            serde_json::to_writer(&mut *buf, &self.meta)?;
+        }
+        if let Some(responses) = self.input_responses {
+            buf.extend_from_slice(br#","inputResponses":"#);
+            json_out::map(buf, responses)?;
+        }
+        if let Some(state) = self.request_state {
+            buf.extend_from_slice(br#","requestState":"#);
+            json_out::str(buf, state)?;
+        }
+        buf.push(b'}');
+        Ok(())
+    }
 }
 
 #[cfg(test)]

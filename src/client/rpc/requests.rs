@@ -201,7 +201,9 @@ impl RpcSession {
                             .map(|_| ProgressMeta { progress_token: id }),
                         task: call.task.then_some(self.calls.metadata),
                     };
-                    return write_request(buf, id, CallTool::METHOD, Some(&params));
+                    return write_request_with(buf, id, CallTool::METHOD, |buf| {
+                        params.write_json(buf)
+                    });
                 }
                 let params = CallToolParams {
                     name: &call.name,
@@ -213,7 +215,7 @@ impl RpcSession {
                     input_responses: retry.map(|r| &r.responses),
                     request_state: retry.and_then(|r| r.state.as_deref()),
                 };
-                write_request(buf, id, CallTool::METHOD, Some(&params))
+                write_request_with(buf, id, CallTool::METHOD, |buf| params.write_json(buf))
             },
         )?;
         tracing::Span::current().record("request_id", id);

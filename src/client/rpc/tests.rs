@@ -70,3 +70,68 @@ fn requests_are_written_byte_for_byte_as_serde_writes_them() {
         }
     }
 }
+
+#[test]
+fn call_params_are_written_byte_for_byte_as_serde_writes_them() {
+    use crate::protocol::tasks::TaskMetadata;
+    use crate::protocol::tools::{LegacyCallToolParams, ProgressMeta};
+    let mut arguments = Map::new();
+    arguments.insert("message".into(), Value::from("h\"i\n\u{1}é"));
+    arguments.insert("plain".into(), Value::from("hello"));
+    arguments.insert(
+        "n".into(),
+        serde_json::json!([1, 2.5, -3, null, {"k": true}]),
+    );
+    let mut responses = Map::new();
+    responses.insert("ask-1".into(), serde_json::json!({"action": "accept"}));
+    let modern = crate::protocol::modern::ModernMeta::new(
+        crate::protocol::MODERN_PROTOCOL_VERSION,
+        &crate::protocol::lifecycle::client_capabilities(false, true),
+        &crate::protocol::Implementation::this_client(),
+        None,
+    )
+    .unwrap();
+    let by_hand = |write: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| {
+        let mut buf = Vec::new();
+        write_request_with(&mut buf, 9, "tools/call", |b| write(b)).unwrap();
+        buf
+    };
+    for name in ["echo", "na\"me", ""] {
+        for args in [None, Some(&arguments)] {
+            for progress in [None, Some(9)] {
+                for task in [None, Some(TaskMetadata { ttl: 60_000 })] {
+                    let legacy = LegacyCallToolParams {
+                        name,
+                        arguments: args,
+                        meta: progress.map(|progress_token| ProgressMeta { progress_token }),
+                        task,
+                    };
+                    assert_eq!(
+                        by_hand(&|b| legacy.write_json(b)),
+                        by_serde(9, "tools/call", Some(&legacy)),
+                        "{legacy:?}"
+                    );
+                }
+                for (responses, state) in [(None, None), (Some(&responses), Some("st\"ate"))] {
+                    for meta in [None, Some(&modern)] {
+                        let call = CallToolParams {
+                            name,
+                            arguments: args,
+                            meta: RequestMeta {
+                                progress_token: progress,
+                                modern: meta,
+                            },
+                            input_responses: responses,
+                            request_state: state,
+                        };
+                        assert_eq!(
+                            by_hand(&|b| call.write_json(b)),
+                            by_serde(9, "tools/call", Some(&call)),
+                            "{call:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
