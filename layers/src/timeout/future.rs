@@ -6,14 +6,17 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use pin_project::pin_project;
-use tokio::time::{Instant, Sleep};
+use std::sync::Arc;
+
+use tokio::time::Instant;
 use tower::BoxError;
 
+use super::alarm::{Alarm, Alarms};
 use super::error::{Elapsed, ElapsedKind};
 use super::progress::ProgressHandle;
 
 /// Response future for [`ProgressTimeout`](super::ProgressTimeout): the inner call raced
-/// against one timer.
+/// against one timer (a slot in the layer's table of deadlines, see the module docs).
 ///
 /// The timer is armed at `min(start + idle, start + total)`. When it fires before the cap, the
 /// future looks at the [`ProgressHandle`]: if progress came less than `idle` ago, it moves the
@@ -24,8 +27,7 @@ use super::progress::ProgressHandle;
 pub struct ResponseFuture<F> {
     #[pin]
     inner: F,
-    #[pin]
-    sleep: Sleep,
+    sleep: Alarm,
     progress: Option<ProgressHandle>,
     idle: Duration,
     total: Duration,
@@ -38,6 +40,7 @@ pub struct ResponseFuture<F> {
 impl<F> ResponseFuture<F> {
     pub(crate) fn new(
         inner: F,
+        alarms: &Arc<Alarms>,
         progress: Option<ProgressHandle>,
         idle: Duration,
         total: Duration,
@@ -49,7 +52,7 @@ impl<F> ResponseFuture<F> {
         }
         Self {
             inner,
-            sleep: tokio::time::sleep_until(deadline(now, idle).min(cap)),
+            sleep: Alarm::new(alarms, now, deadline(now, idle).min(cap)),
             progress,
             idle,
             total,
@@ -82,7 +85,7 @@ where
     type Output = Result<T, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
+        let this = self.project();
         if let Poll::Ready(out) = this.inner.poll(cx) {
             return Poll::Ready(out.map_err(Into::into));
         }
@@ -94,13 +97,13 @@ where
                 p.register(cx.waker());
                 let target = idle_end(p, *this.start, *this.idle, *this.cap);
                 if target != this.sleep.deadline() {
-                    this.sleep.as_mut().reset(target);
+                    this.sleep.reset(target);
                 }
                 *this.held = holding;
             }
         }
         loop {
-            ready!(this.sleep.as_mut().poll(cx));
+            ready!(this.sleep.poll(cx));
             // The limit that ends the call: the timer's, or a later one progress allows.
             let mut end = this.sleep.deadline();
             if end < *this.cap {
@@ -111,7 +114,7 @@ where
                             idle_ms = millis(*this.idle),
                             "progress reported; idle timer moved"
                         );
-                        this.sleep.as_mut().reset(next);
+                        this.sleep.reset(next);
                         continue;
                     }
                     end = end.max(next);

@@ -19,8 +19,11 @@
 //! was hit. tower's `Timeout` has a single fixed deadline, hence this layer.
 //!
 //! Both start their clock in `call`, and pass readiness through untimed. [`ProgressTimeout`]
-//! uses one timer per call, moved at most once per idle period, and no extra task; see
-//! [`ProgressHandle`]. A timeout emits a DEBUG event with `kind` and `timeout_ms`.
+//! gives each call a deadline, moved at most once per idle period (see [`ProgressHandle`]),
+//! in a table shared by the service's clones: one task per table sleeps until the earliest
+//! deadline and wakes the calls that reach theirs, so a call that ends in time costs a slot
+//! written and freed, not a tokio timer made and cancelled. That task parks, with no timer,
+//! while no call waits. A timeout emits a DEBUG event with `kind` and `timeout_ms`.
 //!
 //! # Example
 //! ```
@@ -52,11 +55,13 @@
 //! # Ok(()) }
 //! ```
 
+mod alarm;
 pub mod error;
 pub mod future;
 mod layer;
 pub mod progress;
 
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -82,12 +87,19 @@ pub struct ProgressTimeout<S> {
     inner: S,
     idle: Duration,
     total: Duration,
+    /// The deadlines of the calls of this service and its clones.
+    alarms: Arc<alarm::Alarms>,
 }
 
 impl<S> ProgressTimeout<S> {
     /// Wraps `inner` with an `idle` timeout reset by progress and a `total` cap.
-    pub const fn new(inner: S, idle: Duration, total: Duration) -> Self {
-        Self { inner, idle, total }
+    pub fn new(inner: S, idle: Duration, total: Duration) -> Self {
+        Self {
+            inner,
+            idle,
+            total,
+            alarms: Arc::default(),
+        }
     }
 
     /// A [`ProgressTimeoutLayer`] with these durations.
@@ -127,7 +139,13 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         let progress = req.progress().cloned();
-        future::ResponseFuture::new(self.inner.call(req), progress, self.idle, self.total)
+        future::ResponseFuture::new(
+            self.inner.call(req),
+            &self.alarms,
+            progress,
+            self.idle,
+            self.total,
+        )
     }
 }
 
