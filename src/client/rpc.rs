@@ -13,7 +13,7 @@
 //!   dropped quietly.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
@@ -67,25 +67,7 @@ use crate::transport::{
 
 use super::call::ToolCall;
 
-/// Fibonacci hashing of our own sequential ids: one multiply, well spread over the table.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<crate::protocol::jsonrpc::IdHasher>>;
 
 /// What a pending request expects back, and where it goes.
 #[derive(Debug)]

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -33,6 +34,7 @@ use self::outbound::*;
 use self::request::*;
 use self::stream::*;
 use super::Inner;
+use crate::protocol::jsonrpc::IdHasher;
 use crate::protocol::{JsonRpcError, RequestId};
 use crate::transport::http::client::Body;
 use crate::transport::http::event_stream::{EventParser, SseItem};
@@ -91,7 +93,7 @@ pub(super) fn open(
         initialized_seq: AtomicU64::new(0),
         get_settled: watch::channel(false).0,
         no_get_stream: AtomicBool::new(false),
-        requests: Mutex::new(HashMap::new()),
+        requests: Mutex::default(),
         modern: AtomicBool::new(false),
         expiring: AtomicBool::new(false),
         headed: tokio::sync::Notify::new(),
@@ -141,7 +143,7 @@ struct Conn {
     no_get_stream: AtomicBool,
     /// The requests in flight: each one's task ends when its token is cancelled (the session
     /// ended, or the caller gave up and `notifications/cancelled` went out for it).
-    requests: Mutex<HashMap<RequestId, Arc<InFlight>>>,
+    requests: Mutex<Requests>,
     /// The session's latest request declared its own protocol version (the 2026-07-28 era):
     /// closing a request's response is its cancellation, no notification is POSTed.
     modern: AtomicBool,
@@ -153,6 +155,9 @@ struct Conn {
     /// without a session id no longer questions its path.
     reached: AtomicBool,
 }
+
+/// The requests in flight, by the client's own ids (hashed as the session's pending map is).
+type Requests = HashMap<RequestId, Arc<InFlight>, BuildHasherDefault<IdHasher>>;
 
 /// One request's task, as the connection sees it.
 #[derive(Debug)]
@@ -183,7 +188,7 @@ impl Conn {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn lock_requests(&self) -> MutexGuard<'_, HashMap<RequestId, Arc<InFlight>>> {
+    fn lock_requests(&self) -> MutexGuard<'_, Requests> {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
