@@ -14,7 +14,7 @@ use tokio::time::Instant;
 /// `notify` records the time in two atomics and wakes nobody: the
 /// [`ProgressTimeout`](super::ProgressTimeout) future reads the last progress time only when its
 /// idle timer fires, and then moves the timer once. A burst of notifications therefore costs no
-/// wake-up and at most one timer reset per idle period, and needs no extra task.
+/// wake-up and at most one deadline moved per idle period.
 ///
 /// Times come from [`tokio::time::Instant`], so paused test time applies.
 #[derive(Clone)]
