@@ -222,6 +222,9 @@ impl Alarm {
             }
         };
         if spawn {
+            // A runtime without timers fails here, in the call, as a tokio timer of the call's
+            // own did; not later in the sweeper, where it would leave every call untimed.
+            drop(tokio::time::sleep_until(self.deadline));
             let task = runtime.spawn(sweep(
                 Arc::downgrade(&self.alarms),
                 Arc::clone(&self.alarms.earlier),
@@ -394,6 +397,25 @@ mod tests {
         assert_eq!(wait_on(&second), (true, false));
         let on_second = alarms.lock().sweeper.as_ref().map(|s| s.runtime);
         assert_eq!(on_second, Some(second.handle().id()));
+    }
+
+    #[test]
+    fn a_runtime_without_timers_fails_the_call_not_the_sweeper() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let alarms = Arc::new(Alarms::default());
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt.block_on(async {
+                let t0 = Instant::now();
+                let mut alarm = Alarm::new(&alarms, t0, t0 + secs(1));
+                alarm
+                    .poll(&mut Context::from_waker(Waker::noop()))
+                    .is_pending()
+            })
+        }));
+        assert!(polled.is_err(), "tokio's own timer panics there too");
+        assert!(alarms.lock().sweeper.is_none(), "no sweeper left untimed");
     }
 
     #[tokio::test(start_paused = true)]
