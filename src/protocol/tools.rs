@@ -1,5 +1,6 @@
 //! `tools/list` and `tools/call`: tool descriptions and the call parameters.
 
+use super::json_out;
 use super::modern::RequestMeta;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -132,13 +133,7 @@ pub(crate) struct LegacyCallToolParams<'a> {
 impl LegacyCallToolParams<'_> {
     /// Writes these params as serde writes them (same bytes; `json_out` says why by hand).
     pub(crate) fn write_json(&self, buf: &mut Vec<u8>) -> std::io::Result<()> {
-        use super::json_out;
-        buf.extend_from_slice(br#"{"name":"#);
-        json_out::str(buf, self.name)?;
-        if let Some(arguments) = self.arguments {
-            buf.extend_from_slice(br#","arguments":"#);
-            json_out::map(buf, arguments)?;
-        }
+        write_name_and_arguments(buf, self.name, self.arguments)?;
         if let Some(meta) = &self.meta {
             buf.extend_from_slice(br#","_meta":"#);
             serde_json::to_writer(&mut *buf, meta)?;
@@ -150,6 +145,22 @@ impl LegacyCallToolParams<'_> {
         buf.push(b'}');
         Ok(())
     }
+}
+
+/// `{"name":…` and, when there are arguments, `,"arguments":{…}`: how both params types of a
+/// `tools/call` begin (the object is left open).
+fn write_name_and_arguments(
+    buf: &mut Vec<u8>,
+    name: &str,
+    arguments: Option<&Map<String, Value>>,
+) -> std::io::Result<()> {
+    buf.extend_from_slice(br#"{"name":"#);
+    json_out::str(buf, name)?;
+    if let Some(arguments) = arguments {
+        buf.extend_from_slice(br#","arguments":"#);
+        json_out::map(buf, arguments)?;
+    }
+    Ok(())
 }
 
 /// `{"progressToken": N}`; the client uses the request id as the token.
@@ -179,13 +190,7 @@ pub(crate) struct CallToolParams<'a> {
 impl CallToolParams<'_> {
     /// Writes these params as serde writes them (same bytes; `json_out` says why by hand).
     pub(crate) fn write_json(&self, buf: &mut Vec<u8>) -> std::io::Result<()> {
-        use super::json_out;
-        buf.extend_from_slice(br#"{"name":"#);
-        json_out::str(buf, self.name)?;
-        if let Some(arguments) = self.arguments {
-            buf.extend_from_slice(br#","arguments":"#);
-            json_out::map(buf, arguments)?;
-        }
+        write_name_and_arguments(buf, self.name, self.arguments)?;
         if !self.meta.is_empty() {
             buf.extend_from_slice(br#","_meta":"#);
             serde_json::to_writer(&mut *buf, &self.meta)?;

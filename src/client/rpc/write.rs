@@ -11,12 +11,8 @@ pub(super) fn write_request<P: Serialize>(
     method: &str,
     params: Option<&P>,
 ) -> io::Result<()> {
-    match params {
-        Some(params) => write_request_with(buf, id, method, |buf| {
-            Ok(serde_json::to_writer(&mut *buf, params)?)
-        }),
-        None => write_envelope(buf, id, method, None::<fn(&mut Vec<u8>) -> io::Result<()>>),
-    }
+    let params = params.map(|p| move |buf: &mut Vec<u8>| Ok(serde_json::to_writer(buf, p)?));
+    write_envelope(buf, id, method, params)
 }
 
 /// [`write_request`] with params that `params` writes itself (a `tools/call`'s, by hand: see
