@@ -446,3 +446,17 @@ data: {"jsonrpc":"2.0","id":"s9","method":"ping"}
         }
     }
 }
+
+/// Finding F10 (fuzz/README.md), `import_formats`, crash-6d9d2e35 (CI, stop 46): an `env` name
+/// of 250 DEL characters and 100 U+FFFD was written as a quoted key of 1 077 characters, past
+/// the 1024 YAML allows a `key: value` line, so the imported project did not read back. Long
+/// keys are now written as explicit `? key` entries.
+#[test]
+fn an_env_name_past_yaml_s_key_limit_is_imported_and_reads_back() {
+    let mut input = b"\x02{\"mcpServers\": {\"pg\": {\"command\": \"npx\", \"env\": {\"PA".to_vec();
+    input.extend(std::iter::repeat_n(0x7f_u8, 250));
+    input.extend(b"TH");
+    input.extend(std::iter::repeat_n(0xc3_u8, 100));
+    input.extend(b"\": \"/bin\", \"DATABASE_URL\": \"${env:DATABASE_URL}\"}}}}");
+    import::import_formats(&input);
+}

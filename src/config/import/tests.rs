@@ -294,3 +294,36 @@ fn awkward_values_are_quoted_so_they_read_back() {
     assert_eq!(s.env["NODE_ENV"].expose(), Some("line\nbreak"));
     assert_eq!(s.env["PATH"], EnvValue::Plain("p:q".into()));
 }
+
+#[test]
+fn names_too_long_for_a_yaml_key_line_are_written_as_explicit_keys() {
+    // YAML reads `key: value` only when the key ends within 1024 characters; a control
+    // character is written as six (`\u007F`), so 200 of them are well past it.
+    let env_name = format!("PA{}TH", "\u{7f}".repeat(200));
+    let header = format!("X-{}", "a".repeat(1100));
+    let text = serde_json::json!({"mcpServers": {
+        "pg": {"command": "pg-mcp", "env": {(env_name.clone()): "/bin", "PATH": "/usr/bin"}},
+        "web": {"url": "https://example.com/mcp", "headers": {(header.clone()): "v"}}
+    }})
+    .to_string();
+    let plan = plan(&text, ".mcp.json", &[]).unwrap();
+    let project = project_yaml(None, &plan).unwrap();
+    assert!(project.contains("\n      ? \"PA\\u007F"), "{project}");
+    assert!(
+        project.contains(&format!("\n      ? {header}\n      : \"v\"")),
+        "{project}"
+    );
+    let local = local_toml(None, &plan).unwrap();
+    let config = load(&project, local.as_deref()).unwrap();
+    let servers = &config.project.servers;
+    let TransportConfig::Stdio(s) = &servers[0].transport else {
+        panic!("stdio")
+    };
+    assert!(s.env.contains_key(&env_name));
+    assert_eq!(s.env["PATH"], EnvValue::Plain("/usr/bin".into()));
+    let h = servers[1].transport.http().expect("http");
+    assert!(h
+        .headers
+        .iter()
+        .any(|(n, v)| n.as_str() == header.to_ascii_lowercase() && v == "v"));
+}

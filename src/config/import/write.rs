@@ -196,7 +196,7 @@ fn server_yaml(out: &mut String, s: &PlannedServer, pad: &str) {
                     PlannedValue::Plain(v) => quoted(v),
                     PlannedValue::Secret(r) => format!("{{ secret_ref: {} }}", quoted(r.as_str())),
                 };
-                let _ = writeln!(out, "{pad}    {}: {v}", key(name));
+                entry(out, &format!("{pad}    "), name, &v);
             }
         }
         PlannedTransport::Http {
@@ -207,7 +207,7 @@ fn server_yaml(out: &mut String, s: &PlannedServer, pad: &str) {
                 let _ = writeln!(out, "{pad}  headers:");
             }
             for (name, value) in headers {
-                let _ = writeln!(out, "{pad}    {}: {}", key(name), quoted(value));
+                entry(out, &format!("{pad}    "), name, &quoted(value));
             }
             if let Some(PlannedAuth {
                 header_name,
@@ -225,6 +225,21 @@ fn server_yaml(out: &mut String, s: &PlannedServer, pad: &str) {
                 };
             }
         }
+    }
+}
+
+/// The longest key, as written, that YAML reads in the `key: value` form: a plain (implicit)
+/// key ends within 1024 characters of its start (YAML 1.2, 7.4.2; yaml-rust2's scanner).
+const MAX_IMPLICIT_KEY_CHARS: usize = 1024;
+
+/// One `key: value` line of a block mapping at `pad`; a key too long for that form is written
+/// as an explicit `? key` with its `: value` on the next line.
+fn entry(out: &mut String, pad: &str, k: &str, value: &str) {
+    let k = key(k);
+    if k.chars().count() < MAX_IMPLICIT_KEY_CHARS {
+        let _ = writeln!(out, "{pad}{k}: {value}");
+    } else {
+        let _ = writeln!(out, "{pad}? {k}\n{pad}: {value}");
     }
 }
 
