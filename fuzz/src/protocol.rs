@@ -34,6 +34,8 @@ pub fn protocol_types(data: &[u8]) {
     let _ = serde_json::from_slice::<LoggingMessageParams>(data);
     let _ = serde_json::from_slice::<ElicitParams>(data);
 
+    quick_reads_as_serde_reads(data);
+
     let Ok(Value::Object(frame)) = serde_json::from_slice::<Value>(data) else {
         return;
     };
@@ -107,4 +109,29 @@ pub fn same_within_one_ulp(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// The client's hand-written reader of the commonest `tools/call` answer
+/// (`kaged_mcp::protocol::quick`): whatever frame it reads, serde reads the same id and result,
+/// from the frame and from the result's own text.
+pub fn quick_reads_as_serde_reads(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Some(quick) = kaged_mcp::protocol::quick::legacy_call_answer(text) else {
+        return;
+    };
+    let frame: Value = serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("the quick reader read what serde refuses ({e}): {text}"));
+    assert_eq!(
+        frame.get("id").and_then(Value::as_u64),
+        Some(quick.id),
+        "another id: {text}"
+    );
+    let whole: ToolResult = serde_json::from_value(frame["result"].clone())
+        .unwrap_or_else(|e| panic!("serde refuses the result ({e}): {text}"));
+    assert_eq!(whole, quick.result, "another result: {text}");
+    let raw: ToolResult = serde_json::from_str(quick.raw_result)
+        .unwrap_or_else(|e| panic!("serde refuses the raw result ({e}): {text}"));
+    assert_eq!(raw, quick.result, "another raw result: {text}");
 }

@@ -68,6 +68,13 @@ pub(crate) fn decode<'a>(
     crate::protocol::content::json_bytes_path(|| {
         if bytes.len() <= WHOLE_CHECK_MAX {
             if let Ok(text) = std::str::from_utf8(bytes) {
+                if !session.is_modern() {
+                    if let Some(answer) = crate::protocol::quick::legacy_call_answer(text) {
+                        if let Some(frame) = route_quick(session, answer) {
+                            return Ok(frame);
+                        }
+                    }
+                }
                 let mut de = serde_json::Deserializer::from_str(text);
                 let frame = FrameSeed { session }.deserialize(&mut de)?;
                 de.end()?;
@@ -79,6 +86,28 @@ pub(crate) fn decode<'a>(
         de.end()?;
         Ok(frame)
     })
+}
+
+/// Routes an answer [`quick`](crate::protocol::quick) read to its pending request, as
+/// [`complete_in_place`] does; `None` when no request waits for it (the frame then goes the
+/// serde way, which tells a late answer to an abandoned call from an unknown one).
+fn route_quick<'a>(
+    session: &RpcSession,
+    answer: crate::protocol::quick::QuickAnswer<'_>,
+) -> Option<Frame<'a>> {
+    let (num, pending) = session.take_pending(&RequestId::from(answer.id))?;
+    match pending.expect {
+        Expect::CallTool(tx) => {
+            pending.telemetry.end(Answer::outcome(&answer.result));
+            let _ = tx.send(Ok(CallAnswer::Complete(answer.result)));
+            session.note_answer(pending.method);
+        }
+        // Another type than a `ToolResult`: read from the result's text by its own type.
+        Expect::TaskCall(_) | Expect::Other(_) => {
+            complete_from_str(session, num, pending, answer.raw_result);
+        }
+    }
+    Some(Frame::Done)
 }
 
 /// The first bytes of a line, for a log message.

@@ -47,6 +47,8 @@ pub mod modern;
 pub mod notifications;
 pub mod params;
 pub mod prompts;
+#[doc(hidden)]
+pub mod quick;
 pub mod resources;
 pub mod result;
 pub mod server_request;
