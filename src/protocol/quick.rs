@@ -339,42 +339,84 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Frames built from the pieces the reader knows, and a few it does not, in any order
-        /// and spacing: whatever it reads, serde reads the same.
+        /// An envelope of the three keys in any order, one of several results, sometimes an
+        /// extra member, any spacing, any id, texts with and without escapes: the reader reads
+        /// exactly the frames of its shape, and whatever it reads, serde reads the same.
         #[test]
         fn whatever_it_reads_serde_reads_the_same(
-            parts in proptest::collection::vec(0usize..14, 0..12),
-            spaces in proptest::collection::vec(0usize..4, 24),
-            text in "[a-z\"\\\\é\n ]{0,6}",
+            order in 0usize..6,
+            id in proptest::prop_oneof![0u64..1000, proptest::num::u64::ANY],
+            result in 0usize..RESULTS.len(),
+            extra in proptest::option::weighted(0.25, (0usize..EXTRAS.len(), 0usize..4)),
+            spaces in proptest::collection::vec(0usize..4, 16),
+            text in "[a-z\"é\n ✓]{0,5}",
         ) {
-            const PIECES: [&str; 14] = [
-                r#""jsonrpc":"2.0""#, r#""id":5"#, r#""id":-5"#, r#""result":{}"#,
-                r#""result":{"content":[]}"#, r#""result":{"isError":true}"#,
-                r#""result":{"content":[{"type":"text","text":"T"}],"isError":false}"#,
-                r#""result":{"content":[{"text":"T","type":"text"},{"type":"text","text":"T"}]}"#,
-                r#""result":{"content":[{"type":"text"}]}"#, r#""method":"x""#,
-                r#""result":{"content":[{"type":"text","text":"T","x":1}]}"#,
-                r#""result":{"isError":null,"content":[]}"#, r#""jsonrpc":"2""#, r#""x":[]"#,
-            ];
             let pad = |k: usize| [" ", "", "\n", "\t "][spaces[k % spaces.len()]];
             let escaped = serde_json::to_string(&text).expect("a string");
-            let inner = &escaped[1..escaped.len() - 1];
+            let result_text = RESULTS[result].0.replace('T', &escaped[1..escaped.len() - 1]);
+            let mut members = vec![
+                r#""jsonrpc":"2.0""#.to_owned(),
+                format!(r#""id":{id}"#),
+                format!(r#""result":{result_text}"#),
+            ];
+            let perm = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]][order];
+            members = perm.iter().map(|&i| members[i].clone()).collect();
+            if let Some((e, at)) = extra {
+                members.insert(at.min(members.len()), EXTRAS[e].to_owned());
+            }
             let mut frame = format!("{}{{", pad(0));
-            for (n, p) in parts.iter().enumerate() {
+            for (n, m) in members.iter().enumerate() {
                 if n > 0 {
                     frame.push_str(pad(n));
                     frame.push(',');
                 }
                 frame.push_str(pad(n + 1));
-                frame.push_str(&PIECES[*p].replace(':', &format!("{}:{}", pad(n + 2), pad(n + 3))).replace('T', inner));
+                frame.push_str(&m.replacen(':', &format!("{}:{}", pad(n + 2), pad(n + 3)), 1));
             }
             frame.push('}');
-            frame.push_str(pad(23));
-            if let Some(quick) = legacy_call_answer(&frame) {
-                let (id, result) = serde_result(&frame).expect("serde reads what the reader read");
-                proptest::prop_assert_eq!(quick.id, id);
-                proptest::prop_assert_eq!(&quick.result, &result);
+            frame.push_str(pad(15));
+            let its_shape = extra.is_none()
+                && RESULTS[result].1
+                && i64::try_from(id).is_ok()
+                && (escaped.len() == text.len() + 2 || !RESULTS[result].0.contains('T'));
+            let quick = legacy_call_answer(&frame);
+            proptest::prop_assert_eq!(quick.is_some(), its_shape, "{}", frame);
+            if let Some(quick) = quick {
+                let (sid, sresult) = serde_result(&frame).expect("serde reads what the reader read");
+                proptest::prop_assert_eq!(quick.id, sid);
+                proptest::prop_assert_eq!(&quick.result, &sresult);
             }
         }
     }
+
+    /// Results for the property above (`T` the text), and whether the reader takes them.
+    const RESULTS: [(&str, bool); 10] = [
+        (r#"{}"#, true),
+        (r#"{"content":[]}"#, true),
+        (r#"{"isError":true}"#, true),
+        (
+            r#"{"content":[{"type":"text","text":"T"}],"isError":false}"#,
+            true,
+        ),
+        (
+            r#"{"isError":null,"content":[{"text":"T","type":"text"},{"type":"text","text":"T"}]}"#,
+            true,
+        ),
+        (r#"{"content":[{"type":"text"}]}"#, false),
+        (r#"{"content":[{"type":"text","text":"T","x":1}]}"#, false),
+        (
+            r#"{"content":[{"type":"image","data":"T","mimeType":"image/png"}]}"#,
+            false,
+        ),
+        (r#"{"content":[],"structuredContent":{"a":"T"}}"#, false),
+        (r#"{"isError":1}"#, false),
+    ];
+
+    /// Members the reader never takes.
+    const EXTRAS: [&str; 4] = [
+        r#""method":"x""#,
+        r#""x":[]"#,
+        r#""id":1"#,
+        r#""jsonrpc":"2.0""#,
+    ];
 }
