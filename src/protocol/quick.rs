@@ -98,17 +98,15 @@ impl<'a> Cursor<'a> {
     /// A string without escapes or control characters, after whitespace: its bytes.
     fn string(&mut self) -> Option<&'a [u8]> {
         self.byte(b'"')?;
-        let start = self.i;
-        loop {
-            match *self.s.get(self.i)? {
-                b'"' => break,
-                b'\\' | 0..=0x1f => return None,
-                _ => self.i += 1,
-            }
+        let rest = self.s.get(self.i..)?;
+        let len = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if rest[len] != b'"' {
+            return None;
         }
-        let s = &self.s[start..self.i];
-        self.i += 1;
-        Some(s)
+        self.i += len + 1;
+        Some(&rest[..len])
     }
 
     /// A member's key and its colon.
