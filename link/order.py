@@ -7,12 +7,13 @@ much of an existing order file a build still has.
     python3 link/order.py --check    # how many of link/order.txt's symbols the release binary has
 
 The trace is valgrind's callgrind over the commands an operator runs first, on a project of
-two bundled demo servers (each server traced too): `tools`, `call`, `status`, `describe`,
-`check`, `resources`, `prompts`, `ping`, and a `shell` given a few verbs. The functions come out grouped: those of `tools`
-first (the command whose peak memory issue 41 measures), then what each later command adds,
-then the demo server's. Symbols are the mangled names of the release build; their hashes
-follow the toolchain and `Cargo.lock`, so a new rustc or a dependency update leaves entries
-lld no longer finds (it skips them): run this again then. Needs valgrind and a release build
+two bundled demo servers: `tools`, `call`, `status`, `describe`, `check`, `resources`,
+`prompts`, `ping`, and a `shell` given a few verbs; then the demo server on its own, through a
+scripted session. The functions come out grouped: those of `tools` first (the command whose
+peak memory issue 41 measures), then what each later command adds, then the demo server's.
+Symbols are the mangled names of the release build; their hashes follow the toolchain and
+`Cargo.lock`, so a new rustc or a dependency update leaves entries lld no longer finds (it
+skips them): run this again then. Needs valgrind and a release build
 (~6 min to relink).
 """
 
@@ -44,6 +45,20 @@ COMMANDS = [
     ["shell"],
 ]
 
+# What the demo server is traced with, on its own: a session as `tools` and `call` make it.
+SERVER_INPUT = b"".join(
+    line + b"\n"
+    for line in (
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+        b'"capabilities":{},"clientInfo":{"name":"order","version":"1"}}}',
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}',
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}',
+        b'{"jsonrpc":"2.0","id":5,"method":"ping"}',
+    )
+)
+
 # What `shell` reads on its stdin (every other command reads nothing).
 SHELL_INPUT = b"tools\ncall mcp.demo2.add --arg a=1 --arg b=2\nstatus\nquit\n"
 
@@ -70,15 +85,6 @@ def functions(path, binary):
     return out
 
 
-def is_server(path):
-    """Whether a callgrind output file is a demo server's (its `cmd:` line)."""
-    with open(path, errors="replace") as f:
-        for line in f:
-            if line.startswith("cmd:"):
-                return line.split()[-1] == "demo-server"
-    return False
-
-
 def defined(binary):
     """The function symbols the binary defines."""
     nm = subprocess.run(["nm", "--defined-only", binary], check=True, capture_output=True, text=True)
@@ -103,27 +109,25 @@ def main():
             for n in (1, 2):
                 f.write(f"  demo{n}:\n    transport: stdio\n    command: [\"{BIN}\", demo-server]\n")
         groups = []
-        for i, cmd in enumerate(COMMANDS):
-            out = os.path.join(tmp, f"cg.{i}.%p")
+        for i, cmd in enumerate(COMMANDS + [["demo-server"]]):
+            out = os.path.join(tmp, f"cg.{i}")
+            # The servers a command starts are not traced: the client stops them at its end,
+            # before valgrind would write their traces. The demo server is traced on its own.
+            server = cmd == ["demo-server"]
+            stdin = SERVER_INPUT if server else SHELL_INPUT if cmd == ["shell"] else b""
             subprocess.run(
-                ["valgrind", "--tool=callgrind", "--demangle=no", "--trace-children=yes",
-                 f"--callgrind-out-file={out}", BIN, *cmd, "--project", tmp],
-                input=SHELL_INPUT if cmd == ["shell"] else b"",
-                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            files = [os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith(f"cg.{i}.")]
-            # callgrind's `cmd:` line tells the command from the servers it started.
-            servers = [f for f in files if is_server(f)]
-            (own,) = [f for f in files if f not in servers]
-            groups.append([functions(own, BIN), [s for f in servers for s in functions(f, BIN)]])
+                ["valgrind", "--tool=callgrind", "--demangle=no",
+                 f"--callgrind-out-file={out}", BIN, *cmd, *([] if server else ["--project", tmp])],
+                input=stdin, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            groups.append(functions(out, BIN))
     have = defined(BIN)
     seen, order = set(), []
-    # Every command's own functions first, then the servers'.
-    for part in (0, 1):
-        for g in groups:
-            for s in g[part]:
-                if s in have and s not in seen:
-                    seen.add(s)
-                    order.append(s)
+    # Every command's functions, in turn, then the demo server's.
+    for g in groups:
+        for s in g:
+            if s in have and s not in seen:
+                seen.add(s)
+                order.append(s)
     with open(ORDER, "w") as f:
         f.write(HEADER)
         f.writelines(s + "\n" for s in order)
