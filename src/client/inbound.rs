@@ -70,8 +70,8 @@ pub(crate) fn decode<'a>(
             if let Ok(text) = std::str::from_utf8(bytes) {
                 if !session.is_modern() {
                     if let Some(answer) = crate::protocol::quick::legacy_call_answer(text) {
-                        if let Some(frame) = route_quick(session, answer) {
-                            return Ok(frame);
+                        if route_quick(session, answer) {
+                            return Ok(Frame::Done);
                         }
                     }
                 }
@@ -89,13 +89,12 @@ pub(crate) fn decode<'a>(
 }
 
 /// Routes an answer [`quick`](crate::protocol::quick) read to its pending request, as
-/// [`complete_in_place`] does; `None` when no request waits for it (the frame then goes the
+/// [`complete_in_place`] does; `false` when no request waits for it (the frame then goes the
 /// serde way, which tells a late answer to an abandoned call from an unknown one).
-fn route_quick<'a>(
-    session: &RpcSession,
-    answer: crate::protocol::quick::QuickAnswer<'_>,
-) -> Option<Frame<'a>> {
-    let (num, pending) = session.take_pending(&RequestId::from(answer.id))?;
+fn route_quick(session: &RpcSession, answer: crate::protocol::quick::QuickAnswer<'_>) -> bool {
+    let Some((num, pending)) = session.take_pending(&RequestId::from(answer.id)) else {
+        return false;
+    };
     match pending.expect {
         Expect::CallTool(tx) => {
             pending.telemetry.end(Answer::outcome(&answer.result));
@@ -107,7 +106,7 @@ fn route_quick<'a>(
             complete_from_str(session, num, pending, answer.raw_result);
         }
     }
-    Some(Frame::Done)
+    true
 }
 
 /// The first bytes of a line, for a log message.

@@ -41,14 +41,11 @@ pub fn legacy_call_answer(frame: &str) -> Option<QuickAnswer<'_>> {
     let mut id = None;
     let mut result = None;
     let mut jsonrpc = false;
-    c.byte(b'{')?;
-    loop {
-        match c.key()? {
+    c.object(|c, key| {
+        match key {
             b"jsonrpc" if !jsonrpc => {
-                if c.string()? != b"2.0" {
-                    return None;
-                }
-                jsonrpc = true;
+                jsonrpc = c.string()? == b"2.0";
+                return jsonrpc.then_some(());
             }
             b"id" if id.is_none() => id = Some(c.id()?),
             b"result" if result.is_none() => {
@@ -60,10 +57,8 @@ pub fn legacy_call_answer(frame: &str) -> Option<QuickAnswer<'_>> {
             }
             _ => return None,
         }
-        if !c.comma_or(b'}')? {
-            break;
-        }
-    }
+        Some(())
+    })?;
     c.ws();
     if c.i != c.s.len() || !jsonrpc {
         return None;
@@ -173,26 +168,36 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A result object with at most `content` and `isError`.
-    fn tool_result(&mut self) -> Option<ToolResult> {
-        let mut content = None;
-        let mut is_error = None;
+    /// An object, `{}` included, whose every member `member` reads (after its key and colon);
+    /// `None` when one of them is refused.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &[u8]) -> Option<()>) -> Option<()> {
         self.byte(b'{')?;
         self.ws();
         if self.s.get(self.i) == Some(&b'}') {
             self.i += 1;
-        } else {
-            loop {
-                match self.key()? {
-                    b"content" if content.is_none() => content = Some(self.content()?),
-                    b"isError" if is_error.is_none() => is_error = Some(self.flag()?),
-                    _ => return None,
-                }
-                if !self.comma_or(b'}')? {
-                    break;
-                }
+            return Some(());
+        }
+        loop {
+            let key = self.key()?;
+            member(self, key)?;
+            if !self.comma_or(b'}')? {
+                return Some(());
             }
         }
+    }
+
+    /// A result object with at most `content` and `isError`.
+    fn tool_result(&mut self) -> Option<ToolResult> {
+        let mut content = None;
+        let mut is_error = None;
+        self.object(|c, key| {
+            match key {
+                b"content" if content.is_none() => content = Some(c.content()?),
+                b"isError" if is_error.is_none() => is_error = Some(c.flag()?),
+                _ => return None,
+            }
+            Some(())
+        })?;
         Some(ToolResult {
             content: content.unwrap_or_default(),
             is_error: is_error.unwrap_or(false),
@@ -219,24 +224,19 @@ impl<'a> Cursor<'a> {
 
     /// `{"type":"text","text":"…"}`, the two keys in either order and nothing else.
     fn text_block(&mut self) -> Option<ContentBlock> {
-        self.byte(b'{')?;
         let mut kind = false;
         let mut text = None;
-        loop {
-            match self.key()? {
+        self.object(|c, key| {
+            match key {
                 b"type" if !kind => {
-                    if self.string()? != b"text" {
-                        return None;
-                    }
-                    kind = true;
+                    kind = c.string()? == b"text";
+                    return kind.then_some(());
                 }
-                b"text" if text.is_none() => text = Some(self.string()?),
+                b"text" if text.is_none() => text = Some(c.string()?),
                 _ => return None,
             }
-            if !self.comma_or(b'}')? {
-                break;
-            }
-        }
+            Some(())
+        })?;
         if !kind {
             return None;
         }
