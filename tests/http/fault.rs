@@ -138,6 +138,27 @@ async fn headers_session_id_protocol_version_get_stream_and_delete() {
     );
 }
 
+/// The client writes `Host` itself for an `http://` URL (made once per transport, not by
+/// hyper-util per request): every request, whichever its verb, carries it exactly once, with
+/// the port.
+#[tokio::test]
+async fn every_request_carries_one_host_header_with_the_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("ok", &[], dir.path());
+    let session = session(&peer, "", "", "").await;
+    assert_eq!(echo(&session, "one").await.unwrap(), "Echo: one");
+    until_logged(dir.path(), |e| e["verb"] == "GET" && e["status"] == 200).await;
+    session.shutdown().await;
+    let log = log(dir.path());
+    let want = json!([format!("127.0.0.1:{}", peer.port())]);
+    for verb in ["POST", "GET", "DELETE"] {
+        assert!(log.iter().any(|e| e["verb"] == verb), "no {verb}: {log:#?}");
+    }
+    for e in &log {
+        assert_eq!(e["host"], want, "{e}");
+    }
+}
+
 #[tokio::test]
 async fn an_expired_session_is_replaced_without_the_caller_noticing_and_nothing_runs_twice() {
     for answers in ["sse", "json"] {

@@ -285,6 +285,7 @@ class Handler(kit.Handler):
             "protocol_version": self.headers.get("MCP-Protocol-Version"),
             "last_event_id": self.headers.get("Last-Event-ID"),
             "accept": self.headers.get("Accept"),
+            "host": self.headers.get_all("Host") or [],
             "id": None, "method": None, "tool": None, "response": False,
             "authorization": "Authorization" in self.headers,
             "resumed": None,

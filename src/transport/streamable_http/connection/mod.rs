@@ -337,6 +337,10 @@ impl Conn {
 
     /// A request to the endpoint with the static headers, the session's headers, `accept`, and
     /// the request's mirrored fields (which name its own protocol version) if it has them.
+    ///
+    /// Built in place rather than through `http::request::Builder`, which moves its whole
+    /// request head through a closure at each header (~2 000 instructions a request at 64 in
+    /// flight, issue 41); every header is appended, as the builder's `header` does.
     fn request(
         &self,
         method: Method,
@@ -345,45 +349,49 @@ impl Conn {
         last_event_id: Option<&str>,
         mirror: Option<&Mirror>,
     ) -> Result<(Request<Full<Bytes>>, bool), http::Error> {
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(self.inner.uri.clone())
-            .header(header::ACCEPT, accept.clone());
-        if !body.is_empty() {
-            builder = builder.header(header::CONTENT_TYPE, JSON.clone());
+        let json = !body.is_empty();
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = self.inner.uri.clone();
+        let headers = request.headers_mut();
+        if let Some(host) = &self.inner.host {
+            headers.try_append(header::HOST, host.clone())?;
+        }
+        headers.try_append(header::ACCEPT, accept.clone())?;
+        if json {
+            headers.try_append(header::CONTENT_TYPE, JSON.clone())?;
         }
         for (name, value) in &self.inner.headers {
-            builder = builder.header(name, value);
+            headers.try_append(name, value.clone())?;
         }
         let with_session = {
             let session = self.lock_session();
             if let Some(id) = &session.id {
-                builder = builder.header(&SESSION_ID, id.clone());
+                headers.try_append(&SESSION_ID, id.clone())?;
             }
             if mirror.is_none() {
                 if let Some(v) = &session.protocol {
-                    builder = builder.header(&PROTOCOL_VERSION, v.clone());
+                    headers.try_append(&PROTOCOL_VERSION, v.clone())?;
                 }
             }
             session.id.is_some()
         };
         if let Some(mirror) = mirror {
-            builder = builder
-                .header(&PROTOCOL_VERSION, mirror.version.clone())
-                .header(&MCP_METHOD, mirror.method.clone());
+            headers.try_append(&PROTOCOL_VERSION, mirror.version.clone())?;
+            headers.try_append(&MCP_METHOD, mirror.method.clone())?;
             if let Some(name) = &mirror.name {
-                builder = builder.header(&MCP_NAME, name.clone());
+                headers.try_append(&MCP_NAME, name.clone())?;
             }
             for (name, value) in &mirror.params {
-                builder = builder.header(name, value.clone());
+                headers.try_append(name, value.clone())?;
             }
         }
         if let Some(last) = last_event_id {
             if let Ok(v) = HeaderValue::from_str(last) {
-                builder = builder.header(&LAST_EVENT_ID, v);
+                headers.try_append(&LAST_EVENT_ID, v)?;
             }
         }
-        Ok((builder.body(Full::new(body))?, with_session))
+        Ok((request, with_session))
     }
 
     /// Keeps the session id of the first successful answer that gives one (a refusal is no
