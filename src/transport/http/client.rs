@@ -1,4 +1,5 @@
-//! The HTTP client under both HTTP transports: hyper-util's pooled client over rustls, under
+//! The HTTP client under both HTTP transports: for `http://` our own HTTP/1.1 pool
+//! ([`super::pool`]), for `https://` hyper-util's pooled client over rustls; both under
 //! tower-http's layers.
 //!
 //! From the outside in: the auth header ([`AuthLayer`] over the server's token source: a
@@ -9,19 +10,27 @@
 //! `hyper-util` client. `http` and `https` (rustls with the
 //! Mozilla roots, ring), HTTP/1.1 and HTTP/2 (chosen by ALPN).
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
+use http::uri::Scheme;
 use http::{Method, Request, Response};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use std::sync::Arc;
 
 use kaged_mcp_layers::auth::{AuthLayer, TokenSource};
+
+use super::pool::{PlainPool, PooledBody};
+use crate::transport::BoxFuture;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
@@ -29,11 +38,90 @@ use tower_http::trace::{DefaultOnFailure, DefaultOnRequest, DefaultOnResponse, T
 use tracing::Level;
 use url::Url;
 
+/// How long a connection may idle before it is closed instead of used: below the 5 s
+/// keep-alive of Node's and uvicorn's servers, so an idle connection is dropped here before the
+/// server closes it under a new request.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
 /// A response body, boxed once.
 pub(crate) type Body = UnsyncBoxBody<Bytes, BoxError>;
 
 /// The layered client, erased once where it is stored.
 pub(crate) type HttpService = BoxCloneSyncService<Request<Full<Bytes>>, Response<Body>, BoxError>;
+
+/// A response body from either pool.
+pub(crate) enum RawBody {
+    /// From hyper-util's client (`https://`).
+    Tls(Incoming),
+    /// From [`PlainPool`] (`http://`).
+    Plain(PooledBody),
+}
+
+impl hyper::body::Body for RawBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        match self.get_mut() {
+            Self::Tls(b) => Pin::new(b).poll_frame(cx),
+            Self::Plain(b) => Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Tls(b) => b.is_end_stream(),
+            Self::Plain(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Tls(b) => b.size_hint(),
+            Self::Plain(b) => b.size_hint(),
+        }
+    }
+}
+
+/// The bottom of the stack: `http://` requests to [`PlainPool`], the others (`https://`) to
+/// hyper-util's client.
+#[derive(Clone)]
+struct Origins {
+    plain: PlainPool,
+    tls: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+}
+
+impl tower::Service<Request<Full<Bytes>>> for Origins {
+    type Response = Response<RawBody>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Response<RawBody>, BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Full<Bytes>>) -> Self::Future {
+        if request.uri().scheme() == Some(&Scheme::HTTP) {
+            let plain = self.plain.clone();
+            return Box::pin(async move {
+                match plain.send(request).await {
+                    Ok(response) => Ok(response.map(RawBody::Plain)),
+                    Err(e) => Err(e.into()),
+                }
+            });
+        }
+        let answer = self.tls.request(request);
+        Box::pin(async move {
+            match answer.await {
+                Ok(response) => Ok(response.map(RawBody::Tls)),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+}
 
 /// Builds the layered client. Needs no runtime; requests need a Tokio runtime.
 pub(crate) fn client(
@@ -46,17 +134,17 @@ pub(crate) fn client(
     http.set_connect_timeout(Some(connect_timeout));
     // A half-open connection (a long GET stream whose peer vanished) is noticed.
     http.set_keepalive(Some(Duration::from_secs(30)));
+    let plain = PlainPool::new(http.clone(), IDLE_TIMEOUT);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_webpki_roots()
         .https_or_http()
         .enable_http1()
         .enable_http2()
         .wrap_connector(http);
-    let client = Client::builder(TokioExecutor::new())
-        // Below the 5 s keep-alive of Node's and uvicorn's servers, so an idle connection is
-        // dropped here before the server closes it under a new request.
-        .pool_idle_timeout(Duration::from_secs(4))
+    let tls = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(IDLE_TIMEOUT)
         .build::<_, Full<Bytes>>(https);
+    let client = Origins { plain, tls };
     // One stack, over a response body of either type (hyper's, or the trace layer's wrapper).
     macro_rules! layers {
         () => {

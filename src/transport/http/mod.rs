@@ -31,6 +31,7 @@ pub(crate) mod client;
 mod config;
 pub(crate) mod event_stream;
 pub(crate) mod exchange;
+mod pool;
 pub(crate) mod queue;
 pub(crate) mod refusal;
 mod session_digest;
@@ -116,6 +117,9 @@ pub(crate) fn never_connected(err: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(err);
     while let Some(e) = next {
         if let Some(e) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return e.is_connect();
+        }
+        if let Some(e) = e.downcast_ref::<pool::Error>() {
             return e.is_connect();
         }
         next = e.source();
