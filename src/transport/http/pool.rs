@@ -52,8 +52,16 @@ struct Inner {
 }
 
 struct Origin {
+    /// Compared byte for byte (`Authority`'s own `==` ignores case, at ~250 instructions a
+    /// compare): a host spelled in another case only gets a list of its own.
     authority: Authority,
     idle: Vec<Idle>,
+}
+
+impl Origin {
+    fn is(&self, authority: &Authority) -> bool {
+        self.authority.as_str() == authority.as_str()
+    }
 }
 
 struct Idle {
@@ -133,7 +141,7 @@ impl Inner {
     /// the others it passes are dropped (closed).
     fn checkout(&self, authority: &Authority) -> Option<Sender> {
         let mut origins = self.origins.lock().unwrap_or_else(PoisonError::into_inner);
-        let origin = origins.iter_mut().find(|o| o.authority == *authority)?;
+        let origin = origins.iter_mut().find(|o| o.is(authority))?;
         while let Some(idle) = origin.idle.pop() {
             if !idle.sender.is_closed() && idle.since.elapsed() <= self.idle_timeout {
                 return Some(idle.sender);
@@ -152,7 +160,7 @@ impl Inner {
             since: Instant::now(),
         };
         let mut origins = self.origins.lock().unwrap_or_else(PoisonError::into_inner);
-        match origins.iter_mut().find(|o| o.authority == authority) {
+        match origins.iter_mut().find(|o| o.is(&authority)) {
             Some(origin) => origin.idle.push(idle),
             None => origins.push(Origin {
                 authority,
