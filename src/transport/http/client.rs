@@ -6,9 +6,9 @@
 //! static secret or OAuth; it resends a request the server refused with a renewed header),
 //! tower-http's sensitive-header marking for `Authorization`, `Proxy-Authorization` and `Cookie`
 //! (a static header of one of those names is hidden too), a tower-http `Trace` at DEBUG (it
-//! never prints headers; only in a client built while DEBUG is enabled), then the
-//! `hyper-util` client. `http` and `https` (rustls with the
-//! Mozilla roots, ring), HTTP/1.1 and HTTP/2 (chosen by ALPN).
+//! never prints headers; only in a client built while DEBUG is enabled), then [`Origins`]:
+//! `http://` to [`PlainPool`] (HTTP/1.1), `https://` to the `hyper-util` client (rustls with
+//! the Mozilla roots, ring; HTTP/1.1 and HTTP/2, chosen by ALPN).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
