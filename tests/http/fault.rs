@@ -89,16 +89,22 @@ pub(crate) async fn echo(session: &Session, message: &str) -> Result<String, Err
         .map(|r| r.joined_text())
 }
 
-#[tokio::test]
-async fn headers_session_id_protocol_version_get_stream_and_delete() {
-    let dir = tempfile::tempdir().unwrap();
-    let peer = start("ok", &[], dir.path());
+/// A session on an `ok` server: one call, the GET stream seen open, then shut down; the server
+/// (kept running) and its request log.
+async fn one_call_logged(dir: &Path) -> (SsePeer, Vec<Value>) {
+    let peer = start("ok", &[], dir);
     let session = session(&peer, "", "", "").await;
     assert_eq!(echo(&session, "one").await.unwrap(), "Echo: one");
     // The GET stream opened after the handshake.
-    until_logged(dir.path(), |e| e["verb"] == "GET" && e["status"] == 200).await;
+    until_logged(dir, |e| e["verb"] == "GET" && e["status"] == 200).await;
     session.shutdown().await;
-    let log = log(dir.path());
+    (peer, log(dir))
+}
+
+#[tokio::test]
+async fn headers_session_id_protocol_version_get_stream_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_peer, log) = one_call_logged(dir.path()).await;
     let init = posts_of(&log, "initialize");
     assert_eq!(init.len(), 1, "{log:#?}");
     assert!(init[0]["session"].is_null() && init[0]["protocol_version"].is_null());
@@ -138,18 +144,13 @@ async fn headers_session_id_protocol_version_get_stream_and_delete() {
     );
 }
 
-/// The client writes `Host` itself for an `http://` URL (made once per transport, not by
+/// The HTTP client writes `Host` for an `http://` URL itself (made once per origin, not by
 /// hyper-util per request): every request, whichever its verb, carries it exactly once, with
 /// the port.
 #[tokio::test]
 async fn every_request_carries_one_host_header_with_the_port() {
     let dir = tempfile::tempdir().unwrap();
-    let peer = start("ok", &[], dir.path());
-    let session = session(&peer, "", "", "").await;
-    assert_eq!(echo(&session, "one").await.unwrap(), "Echo: one");
-    until_logged(dir.path(), |e| e["verb"] == "GET" && e["status"] == 200).await;
-    session.shutdown().await;
-    let log = log(dir.path());
+    let (peer, log) = one_call_logged(dir.path()).await;
     let want = json!([format!("127.0.0.1:{}", peer.port())]);
     for verb in ["POST", "GET", "DELETE"] {
         assert!(log.iter().any(|e| e["verb"] == verb), "no {verb}: {log:#?}");

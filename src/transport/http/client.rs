@@ -10,7 +10,6 @@
 //! `http://` to [`PlainPool`] (HTTP/1.1), `https://` to the `hyper-util` client (rustls with
 //! the Mozilla roots, ring; HTTP/1.1 and HTTP/2, chosen by ALPN).
 
-use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -19,8 +18,8 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::uri::Scheme;
 use http::{Method, Request, Response};
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Frame, Incoming, SizeHint};
+use http_body_util::{BodyExt, Either, Full};
+use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -49,42 +48,8 @@ pub(crate) type Body = UnsyncBoxBody<Bytes, BoxError>;
 /// The layered client, erased once where it is stored.
 pub(crate) type HttpService = BoxCloneSyncService<Request<Full<Bytes>>, Response<Body>, BoxError>;
 
-/// A response body from either pool.
-pub(crate) enum RawBody {
-    /// From hyper-util's client (`https://`).
-    Tls(Incoming),
-    /// From [`PlainPool`] (`http://`).
-    Plain(PooledBody),
-}
-
-impl hyper::body::Body for RawBody {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        match self.get_mut() {
-            Self::Tls(b) => Pin::new(b).poll_frame(cx),
-            Self::Plain(b) => Pin::new(b).poll_frame(cx),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Self::Tls(b) => b.is_end_stream(),
-            Self::Plain(b) => b.is_end_stream(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Self::Tls(b) => b.size_hint(),
-            Self::Plain(b) => b.size_hint(),
-        }
-    }
-}
+/// A response body from either pool: hyper-util's (`https://`) or [`PlainPool`]'s (`http://`).
+type RawBody = Either<Incoming, PooledBody>;
 
 /// The bottom of the stack: `http://` requests to [`PlainPool`], the others (`https://`) to
 /// hyper-util's client.
@@ -108,7 +73,7 @@ impl tower::Service<Request<Full<Bytes>>> for Origins {
             let plain = self.plain.clone();
             return Box::pin(async move {
                 match plain.send(request).await {
-                    Ok(response) => Ok(response.map(RawBody::Plain)),
+                    Ok(response) => Ok(response.map(Either::Right)),
                     Err(e) => Err(e.into()),
                 }
             });
@@ -116,7 +81,7 @@ impl tower::Service<Request<Full<Bytes>>> for Origins {
         let answer = self.tls.request(request);
         Box::pin(async move {
             match answer.await {
-                Ok(response) => Ok(response.map(RawBody::Tls)),
+                Ok(response) => Ok(response.map(Either::Left)),
                 Err(e) => Err(e.into()),
             }
         })

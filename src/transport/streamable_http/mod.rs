@@ -215,8 +215,6 @@ struct Inner {
     url: Url,
     /// The same, parsed once for every request.
     uri: http::Uri,
-    /// The `Host` header of every request to an `http://` URL, made once (see [`host_header`]).
-    host: Option<HeaderValue>,
     /// The static headers.
     headers: Vec<(HeaderName, HeaderValue)>,
     auth_hint: String,
@@ -302,7 +300,6 @@ impl StreamableHttpTransport {
         Ok(Self {
             inner: Arc::new(Inner {
                 auth_hint: auth_hint(config.secret_ref.as_deref(), config.auth.is_some()),
-                host: host_header(&config.url),
                 url: config.url,
                 uri,
                 headers: config.headers,
@@ -318,24 +315,6 @@ impl StreamableHttpTransport {
     pub fn url(&self) -> &Url {
         &self.inner.url
     }
-}
-
-/// The `Host` header hyper-util's client would write for `url`, made once instead of per
-/// request (a `format!` and a parse of the authority, ~2 000 instructions a request at 64 in
-/// flight, issue 41): the host and any port other than the scheme's. Only for `http://`,
-/// which is always HTTP/1.1 here (no HTTP/2 without TLS); over `https://`, ALPN may choose
-/// HTTP/2, where the authority goes as `:authority`, and hyper-util adds `Host` itself once it
-/// knows HTTP/1.1 was chosen. A static `Host` is refused by [`validate`], so none is doubled.
-fn host_header(url: &Url) -> Option<HeaderValue> {
-    if url.scheme() != "http" {
-        return None;
-    }
-    let host = url.host_str()?;
-    let value = match url.port() {
-        Some(port) => HeaderValue::from_str(&format!("{host}:{port}")),
-        None => HeaderValue::from_str(host),
-    };
-    value.ok()
 }
 
 impl Transport for StreamableHttpTransport {
@@ -362,31 +341,5 @@ impl Transport for StreamableHttpTransport {
 
     fn mirrors_headers(&self) -> bool {
         true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::host_header;
-
-    #[test]
-    fn the_host_header_is_hyper_util_s_for_http_and_left_to_it_for_https() {
-        let host =
-            |url: &str| host_header(&url.parse().unwrap()).map(|v| v.to_str().unwrap().to_owned());
-        assert_eq!(
-            host("http://127.0.0.1:8080/mcp").as_deref(),
-            Some("127.0.0.1:8080")
-        );
-        // The scheme's own port is left out, as `url` and hyper-util both do.
-        assert_eq!(
-            host("http://example.com:80/mcp").as_deref(),
-            Some("example.com")
-        );
-        assert_eq!(
-            host("http://Example.COM/mcp").as_deref(),
-            Some("example.com")
-        );
-        assert_eq!(host("http://[::1]:3000/mcp").as_deref(), Some("[::1]:3000"));
-        assert_eq!(host("https://example.com:8443/mcp"), None);
     }
 }

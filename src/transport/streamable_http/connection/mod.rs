@@ -411,9 +411,9 @@ impl Conn {
         Ok((request, with_session))
     }
 
-    /// The headers every request of the session starts with: `Host` (for `http://`), `accept`,
-    /// the JSON content type if `json`, the static headers, the session id, and the negotiated
-    /// protocol version if `with_protocol`.
+    /// The headers every request of the session starts with: `accept`, the JSON content type if
+    /// `json`, the static headers, the session id, and the negotiated protocol version if
+    /// `with_protocol`. (`Host` is the HTTP client's: made once per origin.)
     fn headers(
         &self,
         accept: &HeaderValue,
@@ -422,9 +422,6 @@ impl Conn {
         with_protocol: bool,
     ) -> Result<HeaderMap, http::Error> {
         let mut headers = HeaderMap::new();
-        if let Some(host) = &self.inner.host {
-            headers.try_append(header::HOST, host.clone())?;
-        }
         headers.try_append(header::ACCEPT, accept.clone())?;
         if json {
             headers.try_append(header::CONTENT_TYPE, JSON.clone())?;

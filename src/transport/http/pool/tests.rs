@@ -1,0 +1,279 @@
+//! The pool against a raw HTTP/1.1 server on a socket.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use http_body_util::BodyExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::*;
+
+/// How the test server ends a connection after each answer.
+#[derive(Clone, Copy)]
+enum After {
+    /// Keeps it open for the next request.
+    KeepAlive,
+    /// Says `Connection: close` and closes it.
+    Close,
+    /// Closes it without saying so (as a server whose keep-alive ran out).
+    Vanish,
+}
+
+/// A raw HTTP/1.1 server on 127.0.0.1: answers each request `200` with `body`, counts its
+/// connections, and keeps each request's head.
+struct Server {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    heads: Arc<Mutex<Vec<String>>>,
+    /// Connections it saw end (EOF from the client).
+    ended: Arc<AtomicUsize>,
+}
+
+async fn serve(after: After, body: &'static [u8]) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let ended = Arc::new(AtomicUsize::new(0));
+    let (c, h, e) = (connections.clone(), heads.clone(), ended.clone());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            c.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(answer(stream, after, body, h.clone(), e.clone()));
+        }
+    });
+    Server {
+        port,
+        connections,
+        heads,
+        ended,
+    }
+}
+
+async fn answer(
+    mut stream: TcpStream,
+    after: After,
+    body: &'static [u8],
+    heads: Arc<Mutex<Vec<String>>>,
+    ended: Arc<AtomicUsize>,
+) {
+    let mut buf = Vec::new();
+    loop {
+        let end = loop {
+            if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+            let mut chunk = [0u8; 4096];
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => {
+                    ended.fetch_add(1, Ordering::SeqCst);
+                    return;
+                }
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        let length = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length: ")
+                    .map(|v| v.trim().parse::<usize>().unwrap())
+            })
+            .unwrap_or(0);
+        while buf.len() < end + length {
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await.unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        buf.drain(..end + length);
+        heads.lock().unwrap().push(head);
+        let close = if matches!(after, After::Close) {
+            "Connection: close\r\n"
+        } else {
+            ""
+        };
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{close}\r\n",
+            body.len()
+        );
+        stream.write_all(answer.as_bytes()).await.unwrap();
+        stream.write_all(body).await.unwrap();
+        if !matches!(after, After::KeepAlive) {
+            return;
+        }
+    }
+}
+
+fn pool() -> PlainPool {
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    PlainPool::new(http, Duration::from_secs(4))
+}
+
+fn post(port: u16, path: &str) -> Request<Full<Bytes>> {
+    let mut request = Request::new(Full::new(Bytes::from_static(b"{}")));
+    *request.method_mut() = http::Method::POST;
+    *request.uri_mut() = format!("http://127.0.0.1:{port}{path}").parse().unwrap();
+    request
+}
+
+async fn text(pool: &PlainPool, request: Request<Full<Bytes>>) -> String {
+    let response = pool.send(request).await.unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(body.to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn one_connection_carries_sequential_requests_with_host_and_origin_form() {
+    let server = serve(After::KeepAlive, b"ok").await;
+    let pool = pool();
+    for _ in 0..5 {
+        assert_eq!(text(&pool, post(server.port, "/mcp?x=1")).await, "ok");
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    let heads = server.heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 5);
+    for head in &heads {
+        assert!(head.starts_with("POST /mcp?x=1 HTTP/1.1\r\n"), "{head}");
+        let hosts: Vec<&str> = head
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("host:"))
+            .collect();
+        assert_eq!(
+            hosts,
+            [format!("host: 127.0.0.1:{}", server.port)],
+            "{head}"
+        );
+    }
+    // A Host the request has is kept, not doubled.
+    let mut own = post(server.port, "/");
+    own.headers_mut()
+        .insert(HOST, HeaderValue::from_static("example.test"));
+    assert_eq!(text(&pool, own).await, "ok");
+    let last = server.heads.lock().unwrap().last().cloned().unwrap();
+    assert!(last.starts_with("POST / HTTP/1.1\r\n"), "{last}");
+    assert_eq!(last.matches("host:").count(), 1, "{last}");
+    assert!(last.contains("host: example.test\r\n"), "{last}");
+}
+
+#[test]
+fn the_host_header_is_hyper_util_s() {
+    let host = |authority: &str| {
+        host_header(&authority.parse().unwrap()).map(|v| v.to_str().unwrap().to_owned())
+    };
+    assert_eq!(host("127.0.0.1:8080").as_deref(), Some("127.0.0.1:8080"));
+    // Port 80 is left out, as hyper-util does.
+    assert_eq!(host("example.com:80").as_deref(), Some("example.com"));
+    assert_eq!(host("example.com").as_deref(), Some("example.com"));
+    assert_eq!(host("[::1]:3000").as_deref(), Some("[::1]:3000"));
+}
+
+#[tokio::test]
+async fn concurrent_requests_each_get_a_connection_and_all_are_reused() {
+    let server = serve(After::KeepAlive, b"ok").await;
+    let pool = pool();
+    for _ in 0..3 {
+        let all = (0..8).map(|_| text(&pool, post(server.port, "/mcp")));
+        for answer in futures::future::join_all(all).await {
+            assert_eq!(answer, "ok");
+        }
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), 8);
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closes_is_not_used_again() {
+    for after in [After::Close, After::Vanish] {
+        let server = serve(after, b"ok").await;
+        let pool = pool();
+        for _ in 0..4 {
+            assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
+            // Let the connection's task see the close (a request sent before that is
+            // sent again on a new connection: the next test).
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(server.connections.load(Ordering::SeqCst), 4);
+    }
+}
+
+/// A server that closes each connection right after its answer, requests sent back to back:
+/// however the pool learns of the close (the connection was closed as it was given back, or
+/// is found closed as it is taken), the request goes on a new connection and none fails.
+#[tokio::test]
+async fn back_to_back_requests_to_a_server_that_closes_each_connection_all_succeed() {
+    let server = serve(After::Vanish, b"ok").await;
+    let pool = pool();
+    for _ in 0..20 {
+        assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
+    }
+    assert_eq!(server.heads.lock().unwrap().len(), 20);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_idle_past_the_timeout_is_closed_instead_of_used() {
+    let server = serve(After::KeepAlive, b"ok").await;
+    let pool = pool();
+    assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
+    tokio::time::advance(Duration::from_secs(3)).await;
+    assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_body_dropped_before_its_end_closes_its_connection() {
+    static LONG: [u8; 256 * 1024] = [b'x'; 256 * 1024];
+    let server = serve(After::KeepAlive, &LONG).await;
+    let pool = pool();
+    let mut body = pool
+        .send(post(server.port, "/mcp"))
+        .await
+        .unwrap()
+        .into_body();
+    let first = body.frame().await.unwrap().unwrap();
+    assert!(first.data_ref().is_some_and(|d| d.len() < LONG.len()));
+    drop(body);
+    assert_eq!(
+        text(&pool, post(server.port, "/mcp")).await.len(),
+        LONG.len()
+    );
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn dropping_the_pool_closes_its_idle_connections() {
+    let server = serve(After::KeepAlive, b"ok").await;
+    let pool = pool();
+    assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
+    assert_eq!(server.ended.load(Ordering::SeqCst), 0);
+    drop(pool);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while server.ended.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the idle connection was closed");
+}
+
+#[tokio::test]
+async fn a_refused_connect_reads_as_hyper_util_s_and_is_a_connect_error() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let error = pool().send(post(port, "/mcp")).await.unwrap_err();
+    assert!(error.is_connect());
+    let chain = crate::transport::http::chain(&error);
+    assert!(
+        chain.starts_with("client error (Connect): tcp connect error")
+            && chain.contains("Connection refused"),
+        "{chain}"
+    );
+    let boxed: BoxError = error.into();
+    assert!(crate::transport::http::never_connected(boxed.as_ref()));
+}
