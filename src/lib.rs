@@ -19,6 +19,8 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod escape;
+pub mod file;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 pub mod pin;

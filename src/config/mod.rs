@@ -51,7 +51,6 @@ pub mod keys {
 }
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -441,61 +440,38 @@ pub fn load(paths: &ConfigPaths) -> Result<Config, ConfigErrors> {
 /// Reads `mcp.lock` (larger than a configuration file may be, up to
 /// [`MAX_LOCK_BYTES`](crate::pin::MAX_LOCK_BYTES)).
 fn read_lock(path: &Path, errors: &mut Vec<ConfigError>) -> Option<String> {
-    let fail = |errors: &mut Vec<ConfigError>, msg: String| {
-        errors.push(ConfigError::new(path, "", None, msg));
-        None
-    };
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) => return fail(errors, format!("cannot read: {e}")),
-    };
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return fail(errors, "is a directory, not a file".into());
-    }
-    let max = crate::pin::MAX_LOCK_BYTES;
-    let mut text = String::new();
-    match file.take(max + 1).read_to_string(&mut text) {
-        Ok(n) if n as u64 > max => fail(
-            errors,
-            format!("is larger than {max} bytes, the limit of a lock file"),
-        ),
-        Ok(_) => Some(text),
-        Err(e) => fail(errors, format!("cannot read: {e}")),
-    }
+    read_bounded(path, crate::pin::MAX_LOCK_BYTES, "a lock file is", errors)
 }
 
+/// Reads a configuration file (at most [`MAX_FILE_BYTES`]).
 fn read_file(path: &Path, errors: &mut Vec<ConfigError>) -> Option<String> {
-    let fail = |errors: &mut Vec<ConfigError>, msg: String| {
-        errors.push(ConfigError::new(path, "", None, msg));
-        None
-    };
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) => return fail(errors, format!("cannot read: {e}")),
-    };
-    match file.metadata() {
-        Ok(m) if m.is_dir() => return fail(errors, "is a directory, not a file".into()),
-        Ok(m) if m.len() > MAX_FILE_BYTES => {
-            return fail(
-                errors,
-                format!(
-                    "is {} bytes; configuration files are limited to {MAX_FILE_BYTES} bytes",
-                    m.len()
-                ),
-            )
+    read_bounded(path, MAX_FILE_BYTES, "configuration files are", errors)
+}
+
+/// The regular file at `path` as UTF-8, at most `max` bytes ([`crate::file::read`]: a FIFO,
+/// a device or a directory is refused without blocking); each failure one error. `limited`
+/// names what the bound is for in the message (`configuration files are`).
+fn read_bounded(
+    path: &Path,
+    max: u64,
+    limited: &str,
+    errors: &mut Vec<ConfigError>,
+) -> Option<String> {
+    let bytes = match crate::file::read(path, max) {
+        Ok(bytes) => bytes,
+        Err(crate::file::ReadError::TooLarge { size, max }) => {
+            let msg = match size {
+                Some(size) => format!("is {size} bytes; {limited} limited to {max} bytes"),
+                None => format!("grew while it was read; {limited} limited to {max} bytes"),
+            };
+            errors.push(ConfigError::new(path, "", None, msg));
+            return None;
         }
-        _ => {}
-    }
-    let mut bytes = Vec::new();
-    if let Err(e) = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
-        return fail(errors, format!("cannot read: {e}"));
-    }
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return fail(
-            errors,
-            format!("is larger than the limit of {MAX_FILE_BYTES} bytes"),
-        );
-    }
+        Err(e) => {
+            errors.push(ConfigError::new(path, "", None, e.to_string()));
+            return None;
+        }
+    };
     match String::from_utf8(bytes) {
         Ok(s) => Some(s),
         Err(e) => {

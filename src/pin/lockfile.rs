@@ -247,22 +247,13 @@ impl Lock {
     /// As [`parse`](Self::parse), and when the file exists but cannot be read, is a directory
     /// or is larger than [`MAX_LOCK_BYTES`].
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
-        let fail = |msg: String| LockError::new(path, "", msg);
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(fail(format!("cannot read: {e}"))),
+        let bytes = match crate::file::read(path, MAX_LOCK_BYTES) {
+            Ok(b) => b,
+            Err(crate::file::ReadError::NotFound) => return Ok(None),
+            Err(e) => return Err(LockError::new(path, "", e.to_string())),
         };
-        if meta.is_dir() {
-            return Err(fail("is a directory, not a file".into()));
-        }
-        if meta.len() > MAX_LOCK_BYTES {
-            return Err(fail(format!(
-                "is {} bytes; a lock file is limited to {MAX_LOCK_BYTES} bytes",
-                meta.len()
-            )));
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| LockError::new(path, "", format!("is not UTF-8: {e}")))?;
         Self::parse(&text, path).map(Some)
     }
 
