@@ -21,7 +21,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use self::canonical::{canonical_bytes, definition_of, digest, tool_digest, PINNED_FIELDS};
-pub use self::diff::{changed_fields, changes, write_changes, Change, MAX_CHANGES};
+pub use self::diff::{changed_fields, changes, write_changes, Change};
 pub use self::lockfile::{
     Lock, LockError, LockedIdentity, LockedServer, LockedTool, Reached, LOCK_FILE, LOCK_VERSION,
     MAX_LOCK_BYTES,
