@@ -141,7 +141,7 @@ mod tests {
         );
         assert_eq!(
             pasteable(
-                "review with `kaged-mcp lock --check s`, approve with `kaged-mcp lock s`",
+                "review with `kaged-mcp lock --check s`, which prints the command that approves what it shows",
                 Some(Path::new("proj")),
                 false
             ),

@@ -68,11 +68,11 @@ fn print_pin_event(event: &PinEvent) {
             };
             eprintln!(
                 "warning: {}",
-                hints::fix(&format!(
+                crate::escape::visible(&hints::fix(&format!(
                     "server `{server}`: tool `{tool}` {what}: {}; {}",
                     verdict.reason(server),
                     Verdict::approve_with(server)
-                ))
+                )))
             );
         }
         PinEvent::Server {
@@ -90,13 +90,23 @@ fn print_pin_event(event: &PinEvent) {
 }
 
 fn options_for(config: &Config, scope: &Scope<'_>, one_shot: bool) -> SessionOptions {
-    // The tool a `call` names: if it is held, the call's own error says so, once.
+    // The tool a `call` names: if it is held, the call's own error says so, once; if it is
+    // registered all the same (`pins = "warn"`), the warning is the only word of it.
     let called = match scope {
         Scope::ToolOf(tool) => Some((*tool).to_owned()),
         _ => None,
     };
     let options = SessionOptions::new().on_pin_event(move |event| {
-        if let (Some(called), PinEvent::Tool { server, tool, .. }) = (&called, event) {
+        if let (
+            Some(called),
+            PinEvent::Tool {
+                server,
+                tool,
+                held: true,
+                ..
+            },
+        ) = (&called, event)
+        {
             if *called == format!("mcp.{server}.{tool}") {
                 return;
             }

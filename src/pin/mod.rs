@@ -134,10 +134,11 @@ impl Verdict {
         }
     }
 
-    /// The command that approves the change after review.
+    /// Where the change is reviewed, and approved: `lock --check` prints the command that
+    /// pins exactly what it showed (`kaged-mcp lock SERVER --expect DIGEST`).
     pub fn approve_with(server: &str) -> String {
         format!(
-            "review with `kaged-mcp lock --check {server}`, approve with `kaged-mcp lock {server}`"
+            "review with `kaged-mcp lock --check {server}`, which prints the command that approves what it shows"
         )
     }
 }
