@@ -267,7 +267,8 @@ pub(super) fn tools(
 fn notes(session: &Session, tools: &[ToolDefinition]) {
     for (tool, why) in session.registry().unvalidated() {
         if tools.iter().any(|t| t.name == tool) {
-            eprintln!("note: {tool} is not validated: {}", why.join("; "));
+            let why = crate::escape::visible(&why.join("; ")).into_owned();
+            eprintln!("note: {tool} is not validated: {why}");
         }
     }
     for server in &session.config().project.servers {
@@ -276,8 +277,10 @@ fn notes(session: &Session, tools: &[ToolDefinition]) {
         };
         for (name, why) in &catalog.skipped {
             eprintln!(
-                "note: server `{}` offers a tool `{name}` that is not registered: {why}",
-                server.key
+                "note: server `{}` offers a tool `{}` that is not registered: {}",
+                server.key,
+                crate::escape::visible(name),
+                crate::escape::visible(why)
             );
         }
     }

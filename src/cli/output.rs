@@ -130,10 +130,10 @@ impl Failure {
     /// The `error:` lines on stderr, and with `verbose` the whole chain.
     pub(super) fn tell(&self, verbose: bool) {
         for line in &self.lines {
-            eprintln!("error: {}", super::hints::fix(line));
+            eprintln!("error: {}", super::hints::line(line));
         }
         if let Some(d) = self.detail.as_ref().filter(|_| verbose) {
-            eprintln!("  detail: {}", super::hints::fix(d));
+            eprintln!("  detail: {}", super::hints::line(d));
         }
     }
 }

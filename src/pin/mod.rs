@@ -189,4 +189,22 @@ impl<'a> ServerPins<'a> {
     pub fn holds(&self, verdict: &Verdict) -> bool {
         self.policy == PinPolicy::Enforce && verdict.differs()
     }
+
+    /// The instructions agents and embedders may see, given those the server `sent`, and
+    /// whether the server's are held: agents read instructions as they read tool
+    /// descriptions, so under `pins = "enforce"` a changed text is held like a changed tool
+    /// and the approved one (or none, for a server the lock does not have) is what is seen
+    /// until `kaged-mcp lock` approves the new one. Under `warn` and `off` the server's own.
+    pub fn instructions(&self, sent: Option<&str>) -> (Option<String>, bool) {
+        if self.policy != PinPolicy::Enforce {
+            return (sent.map(str::to_owned), false);
+        }
+        match self.entry() {
+            Some(locked) if locked.instructions.as_deref() == sent => {
+                (sent.map(str::to_owned), false)
+            }
+            Some(locked) => (locked.instructions.clone(), true),
+            None => (None, sent.is_some()),
+        }
+    }
 }
