@@ -75,7 +75,8 @@ pub(super) fn print_catalog(
             .iter()
             .map(|t| tool_json(t, listed.get(&t.name).map(|t| &**t)))
             .collect();
-        serde_json::to_writer(&mut *out, &all)?;
+        let text = serde_json::to_string(&all)?;
+        out.write_all(crate::escape::json(&text).as_bytes())?;
         return writeln!(out);
     }
     for t in tools {
@@ -325,7 +326,11 @@ pub(super) fn describe_on(
     let listed = listed(session, std::slice::from_ref(def));
     let info = listed.get(&def.name).map(|t| &**t);
     let _ = if json {
-        writeln!(out, "{}", tool_json(def, info))
+        writeln!(
+            out,
+            "{}",
+            crate::escape::json(&tool_json(def, info).to_string())
+        )
     } else {
         write_description(def, info, out)
     };

@@ -159,7 +159,7 @@ pub(super) fn run(args: &ServerArgs, a: &LockArgs, verbose: bool) -> u8 {
         );
         if a.check {
             if a.json {
-                println!("{}", report.to_json());
+                println!("{}", crate::escape::json(&report.to_json().to_string()));
             } else {
                 print!("{}", fix(&report.to_string()));
             }

@@ -121,7 +121,7 @@ impl Failure {
     /// stderr either way, the chain too with `verbose`) and returns its exit code.
     pub(super) fn exit(&self, json: bool, verbose: bool) -> u8 {
         if json {
-            println!("{}", self.json());
+            println!("{}", crate::escape::json(&self.json().to_string()));
         }
         self.tell(verbose);
         self.code

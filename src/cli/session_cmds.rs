@@ -36,7 +36,8 @@ pub(super) fn print_result(
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     if json {
-        serde_json::to_writer(&mut *out, &result_json(r))?;
+        let text = serde_json::to_string(&result_json(r))?;
+        out.write_all(crate::escape::json(&text).as_bytes())?;
         writeln!(out)
     } else {
         let text = render::blocks(&r.content);
@@ -57,7 +58,8 @@ pub(super) fn print_status(
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     if json {
-        serde_json::to_writer(&mut *out, st)?;
+        let text = serde_json::to_string(st)?;
+        out.write_all(crate::escape::json(&text).as_bytes())?;
         writeln!(out)
     } else {
         for s in st {
