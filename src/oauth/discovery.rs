@@ -463,4 +463,91 @@ mod tests {
         assert!(!names_server("http://localhost:3000/mcp/deeper", &server));
         assert!(!names_server("not a url", &server));
     }
+
+    fn prm(servers: &[&str]) -> Value {
+        serde_json::json!({"resource": "https://mcp.test/mcp", "authorization_servers": servers})
+    }
+
+    #[test]
+    fn the_resource_metadata_names_no_authorization_server_over_plain_http() {
+        let at = Url::parse("https://mcp.test/.well-known/oauth-protected-resource/mcp").unwrap();
+        let server = Url::parse("https://mcp.test/mcp").unwrap();
+        for bad in [
+            "http://10.255.255.1/as",
+            "http://127.0.0.1.evil.test/as",
+            "http://localhost.evil/as",
+        ] {
+            let err = resource_document(&prm(&[bad]), &at, &server, None).unwrap_err();
+            let text = err.to_string();
+            assert!(matches!(err, DocumentError::Insecure { .. }), "{text}");
+            for part in [at.as_str(), "`authorization_servers`", bad] {
+                assert!(text.contains(part), "{part} not in {text}");
+            }
+        }
+        for ok in [
+            "https://as.test",
+            "http://127.0.0.1:9/as",
+            "http://[::1]:9/as",
+        ] {
+            let doc = resource_document(&prm(&[ok]), &at, &server, None).unwrap();
+            assert!(same_issuer(doc.issuer.as_str(), ok), "{ok}");
+        }
+    }
+
+    #[test]
+    fn a_pinned_issuer_is_chosen_among_those_listed_or_refused() {
+        let at = Url::parse("https://mcp.test/.well-known/oauth-protected-resource").unwrap();
+        let server = Url::parse("https://mcp.test/mcp").unwrap();
+        let pinned = Url::parse("https://as.operator.test").unwrap();
+        let listed = prm(&["https://as.evil.test", "https://as.operator.test/"]);
+        let doc = resource_document(&listed, &at, &server, Some(&pinned)).unwrap();
+        assert_eq!(doc.issuer.as_str(), "https://as.operator.test/");
+        let doc = resource_document(&listed, &at, &server, None).unwrap();
+        assert_eq!(doc.issuer.as_str(), "https://as.evil.test/");
+        let hostile = prm(&["https://as.evil.test", "https://as.operator.test.evil.test"]);
+        let err = resource_document(&hostile, &at, &server, Some(&pinned)).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, DocumentError::NotPinned { .. }), "{text}");
+        assert!(text.contains("https://as.evil.test, https://as.operator.test.evil.test"));
+        assert!(text.contains("`https://as.operator.test/` that `auth.issuer` names"));
+    }
+
+    #[test]
+    fn every_endpoint_of_the_metadata_must_be_https_or_loopback() {
+        let at = Url::parse("https://as.test/.well-known/oauth-authorization-server").unwrap();
+        let good = serde_json::json!({
+            "issuer": "https://as.test",
+            "token_endpoint": "https://as.test/token",
+            "authorization_endpoint": "https://as.test/authorize",
+            "registration_endpoint": "http://localhost:8080/register",
+        });
+        let meta = server_document(&good, &at, "https://as.test").unwrap();
+        assert!(!meta.issuer_verified, "set by the fetch, not the reading");
+        for key in [
+            "token_endpoint",
+            "authorization_endpoint",
+            "registration_endpoint",
+        ] {
+            let mut bad = good.clone();
+            bad[key] = Value::from("http://as.test/\u{202e}x");
+            let text = server_document(&bad, &at, "https://as.test")
+                .unwrap_err()
+                .to_string();
+            for part in [
+                at.as_str(),
+                &format!("`{key}`"),
+                "http://as.test/%E2%80%AEx",
+            ] {
+                assert!(text.contains(part), "{part} not in {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn issuers_are_the_same_but_for_a_trailing_slash() {
+        assert!(same_issuer("https://as.test/", "https://as.test"));
+        assert!(same_issuer("https://as.test/t1", "https://as.test/t1/"));
+        assert!(!same_issuer("https://as.test/t1", "https://as.test/t2"));
+        assert!(!same_issuer("https://AS.test", "https://as.test"));
+    }
 }

@@ -457,6 +457,18 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_audience_as_a_string_or_the_strings_of_an_array() {
+        let aud = |claims: &str| inspect_jwt(&jwt("{}", claims)).unwrap().aud;
+        assert_eq!(aud(r#"{"aud":"https://as.test"}"#), ["https://as.test"]);
+        assert_eq!(
+            aud(r#"{"aud":["https://a.test",7,"https://b.test"]}"#),
+            ["https://a.test", "https://b.test"]
+        );
+        assert!(aud(r#"{"aud":{"x":"https://as.test"}}"#).is_empty());
+        assert!(aud("{}").is_empty());
+    }
+
+    #[test]
     fn refuses_what_is_not_a_compact_jwt_without_quoting_it() {
         let cases = [
             ("", JwtShapeError::Empty),
