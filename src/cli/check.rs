@@ -229,6 +229,13 @@ fn auth_line(config: &Config, auth: Option<&AuthConfig>) -> String {
             |id| format!("client_id {id}"),
         );
         let _ = write!(line, ", grant {grant}, {client}");
+        if let Some(issuer) = &o.issuer {
+            let _ = write!(
+                line,
+                ", issuer {}",
+                crate::transport::http::redacted(issuer)
+            );
+        }
         if let Some(scopes) = &o.scopes {
             let _ = write!(line, ", scopes [{}]", scopes.join(" "));
         }
