@@ -5,7 +5,8 @@
 //! block `mcp:` mapping (with its indentation), in place of an empty `mcp:` / `mcp: {}`, or
 //! in a new `mcp:` block at the end; the secrets go in new `[secrets.import.<key>]` tables at
 //! the end of `local.toml`. A secret the file had as a `${…}` reference is a commented line
-//! there, naming the reference, for the operator to fill in.
+//! there, naming the reference, for the operator to fill in. A server imported disabled gets
+//! `[mcp.<key>] disabled = true` there, after comments saying what to move.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -182,6 +183,14 @@ pub fn servers_yaml(plan: &Plan, indent: usize) -> String {
 }
 
 fn server_yaml(out: &mut String, s: &PlannedServer, pad: &str) {
+    if s.is_disabled() {
+        let _ = writeln!(
+            out,
+            "{pad}# disabled in local.toml: a credential of the imported file, passed in an \
+             argument or a URL, is in local.toml and `<import.{}.…>` here",
+            s.key
+        );
+    }
     let _ = writeln!(out, "{pad}{}:", s.key);
     let _ = writeln!(out, "{pad}  transport: {}", s.transport.name());
     match &s.transport {
@@ -279,14 +288,16 @@ pub(super) fn quoted(s: &str) -> String {
     out
 }
 
-/// `local.toml` with the plan's secrets appended to `existing` (`None`: no file yet), or
-/// `None` when the plan has no secret.
+/// `local.toml` with the plan's secrets, and `[mcp.<key>] disabled = true` for each server
+/// imported disabled, appended to `existing` (`None`: no file yet), or `None` when the plan
+/// has neither.
 ///
 /// # Errors
-/// When `existing` is not TOML, already has a `[secrets.import.<key>]` table of a planned
-/// server, or the result does not read back with every value.
+/// When `existing` is not TOML, already has a `[secrets.import.<key>]` or `[mcp.<key>]` table
+/// of a planned server, or the result does not read back with every value.
 pub fn local_toml(existing: Option<&str>, plan: &Plan) -> Result<Option<String>, String> {
-    if plan.secrets().next().is_none() {
+    let disabled: Vec<&PlannedServer> = plan.servers.iter().filter(|s| s.is_disabled()).collect();
+    if plan.secrets().next().is_none() && disabled.is_empty() {
         return Ok(None);
     }
     let text = existing.unwrap_or("");
@@ -341,6 +352,26 @@ pub fn local_toml(existing: Option<&str>, plan: &Plan) -> Result<Option<String>,
             }
         }
     }
+    let overrides = before.get("mcp").and_then(toml::Value::as_table);
+    for s in &disabled {
+        if overrides.is_some_and(|t| t.contains_key(&s.key)) {
+            return Err(format!(
+                "local.toml already has [mcp.{}], and the import must add `disabled = true` to \
+                 it: remove that table (or declare the server by hand) and import again",
+                s.key
+            ));
+        }
+        let _ = writeln!(
+            out,
+            "\n# Imported disabled: kaged-mcp cannot pass these credentials as the imported \
+             file did.\n# Give the server each one another way (an `env` or `auth:` \
+             secret_ref), then remove `disabled = true`."
+        );
+        for reason in &s.disabled {
+            let _ = writeln!(out, "# - {}", crate::escape::visible(reason));
+        }
+        let _ = writeln!(out, "[mcp.{}]\ndisabled = true", s.key);
+    }
     let after = out.parse::<toml::Table>().map_err(|e| {
         format!(
             "the secrets could not be added to local.toml ({})",
@@ -358,6 +389,19 @@ pub fn local_toml(existing: Option<&str>, plan: &Plan) -> Result<Option<String>,
             return Err(format!(
                 "the secret `{}` of `{}` did not read back from local.toml",
                 m.secret_ref, s.key
+            ));
+        }
+    }
+    for s in &disabled {
+        let read = after
+            .get("mcp")
+            .and_then(|m| m.get(&s.key))
+            .and_then(|t| t.get("disabled"))
+            .and_then(toml::Value::as_bool);
+        if read != Some(true) {
+            return Err(format!(
+                "`disabled = true` of `{}` did not read back from local.toml",
+                s.key
             ));
         }
     }
