@@ -634,3 +634,21 @@ fn server_strings_are_printed_escaped() {
         out.stdout
     );
 }
+
+#[test]
+fn a_second_credential_header_disables_the_server() {
+    let (d, file) = setup(
+        ".cursor/mcp.json",
+        r#"{"mcpServers": {
+  "api": {"url": "https://api.example/mcp",
+          "headers": {"Authorization": "Bearer cu_bearer_1", "X-Api-Key": "cu_key_2"}},
+  "one": {"url": "https://one.example/mcp", "headers": {"X-Api-Key": "cu_key_3"}}
+}}"#,
+    );
+    let secrets = ["cu_bearer_1", "cu_key_2", "cu_key_3"];
+    let (stdout, _) = assert_credentials_kept_out(d.path(), &file, &secrets, &secrets, &["api"]);
+    assert!(
+        stdout.contains("header `X-Api-Key` is a second credential header"),
+        "{stdout}"
+    );
+}

@@ -302,9 +302,13 @@ fn http(
                 secret_ref: secret_ref.clone(),
             });
         } else {
+            // Left out and enabled, the server would start without it and fail its calls.
             out.notes.push(format!(
-                "header `{shown}` left out: a server carries one credential header (`auth:`); \
-                 its value is kept in local.toml as `{secret_ref}` for reference"
+                "header `{shown}` left out: a server carries one credential header (`auth:`)"
+            ));
+            out.disabled.push(format!(
+                "header `{shown}` is a second credential header, which kaged-mcp does not send \
+                 (a server sends one, its `auth:`): its value is in local.toml as `{secret_ref}`"
             ));
         }
         out.secrets.push(moved(

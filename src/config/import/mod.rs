@@ -28,7 +28,8 @@
 //! on. kaged-mcp has no way to put a secret in an argument or a URL, so any other is moved to
 //! `local.toml` all the same, `<import.<server>.<name>>` stands in its place in
 //! `project.yaml`, and the server is imported disabled ([`PlannedServer::disabled`]) until the
-//! operator gives it that credential another way.
+//! operator gives it that credential another way; so is a server with a second credential
+//! header (`X-Api-Key` beside `Authorization`), since a server sends one, its `auth:`.
 //!
 //! Server names become valid keys (lower case, other characters as `-`, `mcp-` in front of a
 //! name that does not start with a letter, at most 32 characters, `-2`, `-3` for repeats); a
@@ -169,8 +170,10 @@ pub struct PlannedServer {
     pub notes: Vec<String>,
     /// Why the server is imported disabled (`disabled = true` under `[mcp.<key>]` in
     /// `local.toml`): one line per credential the file passed in a way kaged-mcp cannot pass
-    /// from a secret (in a command argument, in a URL's query or fragment). Each one's value is among [`secrets`](Self::secrets), unused, and
-    /// `project.yaml` has `<its secret_ref>` in its place. Empty: the server is enabled.
+    /// from a secret (in a command argument, in a URL's query or fragment, as a second
+    /// credential header). Each one's value is among [`secrets`](Self::secrets), unused, and
+    /// `project.yaml` has `<its secret_ref>` in its place (or, for a header, nothing). Empty:
+    /// the server is enabled.
     pub disabled: Vec<String>,
 }
 

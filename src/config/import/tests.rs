@@ -156,6 +156,21 @@ fn a_second_credential_header_is_left_out_but_kept_in_local_toml() {
     assert!(project.contains("type: header, header_name: \"Authorization\""));
     let local = local_toml(None, &plan).unwrap().unwrap();
     load(&project, Some(&local)).unwrap();
+    // Enabled, the server would be called without its `X-Api-Key`: it is imported disabled.
+    assert!(api.is_disabled());
+    assert!(
+        api.disabled[0].contains("`X-Api-Key`"),
+        "{:?}",
+        api.disabled
+    );
+    assert!(local.contains("[mcp.api]\ndisabled = true\n"), "{local}");
+    assert!(
+        load(&project, Some(&local))
+            .unwrap()
+            .local
+            .overrides("api")
+            .disabled
+    );
 }
 
 #[test]

@@ -186,8 +186,8 @@ fn server_yaml(out: &mut String, s: &PlannedServer, pad: &str) {
     if s.is_disabled() {
         let _ = writeln!(
             out,
-            "{pad}# disabled in local.toml: a credential of the imported file, passed in an \
-             argument or a URL, is in local.toml and `<import.{}.…>` here",
+            "{pad}# disabled in local.toml: a credential of the imported file that kaged-mcp \
+             cannot pass from a secret is in local.toml ([secrets.import.{}]), not here",
             s.key
         );
     }
