@@ -91,8 +91,13 @@ fn import(args: &ImportArgs) -> Result<(), Failure> {
         write_file(&local_file, local, Some(0o600))?;
         let missing = plan.secrets().filter(|(_, m)| m.value.is_none()).count();
         let disabled = plan.servers.iter().filter(|s| s.is_disabled()).count();
+        let timed = plan
+            .servers
+            .iter()
+            .filter(|s| s.timeout_ms.is_some() || s.probe_timeout_ms.is_some())
+            .count();
         println!(
-            "wrote {}: {} secret(s){}{}",
+            "wrote {}: {} secret(s){}{}{}",
             local_file.display(),
             secrets - missing,
             if missing > 0 {
@@ -102,6 +107,11 @@ fn import(args: &ImportArgs) -> Result<(), Failure> {
             },
             if disabled > 0 {
                 format!(", {disabled} server(s) disabled")
+            } else {
+                String::new()
+            },
+            if timed > 0 {
+                format!(", timeouts of {timed} server(s)")
             } else {
                 String::new()
             }

@@ -246,6 +246,7 @@ command = "uvx"
 args = ["docs-mcp", "--stdio"]
 env = { DOCS_API_KEY = "docs_codex_secret_2", LOG_LEVEL = "info" }
 startup_timeout_sec = 20
+tool_timeout_sec = 90.0
 
 [mcp_servers.figma]
 url = "https://mcp.figma.com/mcp"
@@ -264,9 +265,11 @@ command = "other-db"
         "{}",
         out.stdout
     );
+    // Issue 49: Codex's startup timeout is carried over, not dropped with a note.
     assert!(
-        out.stdout
-            .contains("note: not carried over: startup_timeout_sec"),
+        out.stdout.contains(
+            "note: `startup_timeout_sec = 20` carried over as `probe_timeout_ms = 20000` under [mcp.docs_search] in local.toml"
+        ),
         "{}",
         out.stdout
     );
@@ -281,6 +284,11 @@ command = "other-db"
         &["docs_codex_secret_2"],
         "import.figma.authorization",
         "secrets.import.figma",
+    );
+    let local = std::fs::read_to_string(d.path().join("local.toml")).unwrap();
+    assert!(
+        local.contains("[mcp.docs_search]\ntimeout_ms = 90000\nprobe_timeout_ms = 20000\n"),
+        "{local}"
     );
 }
 

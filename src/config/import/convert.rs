@@ -23,7 +23,18 @@ const READ_KEYS: &[&str] = &[
     "env",
     "url",
     "headers",
+    "tool_timeout_sec",
+    "startup_timeout_sec",
 ];
+
+/// Codex's timeouts, in seconds, and the `[mcp.<key>]` keys of `local.toml` they become.
+const TIMEOUTS: &[(&str, &str)] = &[
+    ("tool_timeout_sec", "timeout_ms"),
+    ("startup_timeout_sec", "probe_timeout_ms"),
+];
+
+/// The longest timeout carried over, in seconds (a day, as config.toml's own timeouts).
+const MAX_TIMEOUT_SEC: f64 = 24.0 * 3600.0;
 
 /// Headers the transports set themselves (`src/transport/http/config.rs`), left out of an
 /// import; `mcp-param-*` too.
@@ -64,6 +75,8 @@ pub(super) fn server(
         secrets: Vec::new(),
         notes: Vec::new(),
         disabled: Vec::new(),
+        timeout_ms: None,
+        probe_timeout_ms: None,
     };
     let ignored: Vec<&str> = entry
         .keys()
@@ -97,7 +110,41 @@ pub(super) fn server(
         None => stdio(entry, key, inputs, &mut out)?,
         Some(sse) => http(entry, sse, key, inputs, &mut out)?,
     };
+    timeouts(entry, &mut out);
     Ok(out)
+}
+
+/// Codex's `tool_timeout_sec` and `startup_timeout_sec` as the server's `timeout_ms` and
+/// `probe_timeout_ms`, each said in a note.
+fn timeouts(entry: &Map<String, Value>, out: &mut PlannedServer) {
+    for &(name, target) in TIMEOUTS {
+        let Some(v) = entry.get(name) else { continue };
+        let seconds = v
+            .as_f64()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s <= MAX_TIMEOUT_SEC);
+        let Some(ms) = seconds.map(|s| ((s * 1000.0).round() as u64).max(1)) else {
+            out.notes.push(format!(
+                "`{name}` not carried over: not a number of seconds above 0 and at most \
+                 {MAX_TIMEOUT_SEC}"
+            ));
+            continue;
+        };
+        let field = if target == "timeout_ms" {
+            &mut out.timeout_ms
+        } else {
+            &mut out.probe_timeout_ms
+        };
+        *field = Some(ms);
+        out.notes.push(format!(
+            "`{name} = {v}` carried over as `{target} = {ms}` under [mcp.{}] in local.toml{}",
+            out.key,
+            if target == "probe_timeout_ms" {
+                " (config.toml's `startup_timeout_ms` still bounds the whole start)"
+            } else {
+                ""
+            }
+        ));
+    }
 }
 
 /// A `url` without a `type`: Streamable HTTP, unless the path ends in `/sse`.

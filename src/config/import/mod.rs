@@ -31,6 +31,9 @@
 //! operator gives it that credential another way; so is a server with a second credential
 //! header (`X-Api-Key` beside `Authorization`), since a server sends one, its `auth:`.
 //!
+//! Codex's `tool_timeout_sec` and `startup_timeout_sec` are carried over to `local.toml` as
+//! the server's `timeout_ms` and `probe_timeout_ms`.
+//!
 //! Server names become valid keys (lower case, other characters as `-`, `mcp-` in front of a
 //! name that does not start with a letter, at most 32 characters, `-2`, `-3` for repeats); a
 //! key the project already declares is skipped, never overwritten, and so is every server
@@ -175,12 +178,24 @@ pub struct PlannedServer {
     /// `project.yaml` has `<its secret_ref>` in its place (or, for a header, nothing). Empty:
     /// the server is enabled.
     pub disabled: Vec<String>,
+    /// `timeout_ms` under `[mcp.<key>]` in `local.toml`: Codex's `tool_timeout_sec`.
+    pub timeout_ms: Option<u64>,
+    /// `probe_timeout_ms` under `[mcp.<key>]` in `local.toml`: Codex's `startup_timeout_sec`,
+    /// the time a server has to start and answer (the daemon's `startup_timeout_ms` still
+    /// bounds the whole start).
+    pub probe_timeout_ms: Option<u64>,
 }
 
 impl PlannedServer {
     /// Whether the server is imported disabled (see [`disabled`](Self::disabled)).
     pub fn is_disabled(&self) -> bool {
         !self.disabled.is_empty()
+    }
+
+    /// Whether the server gets an `[mcp.<key>]` table in `local.toml`: it is disabled, or
+    /// has a timeout carried over.
+    pub fn has_overrides(&self) -> bool {
+        self.is_disabled() || self.timeout_ms.is_some() || self.probe_timeout_ms.is_some()
     }
 }
 

@@ -530,3 +530,49 @@ fn names_too_long_for_a_yaml_key_line_are_written_as_explicit_keys() {
         .iter()
         .any(|(n, v)| n.as_str() == header.to_ascii_lowercase() && v == "v"));
 }
+
+#[test]
+fn codex_timeouts_are_carried_over_to_local_toml() {
+    let codex = r#"
+[mcp_servers.slow]
+command = "npx"
+args = ["-y", "slow-mcp"]
+tool_timeout_sec = 45.5
+startup_timeout_sec = 60
+
+[mcp_servers.odd]
+command = "odd"
+tool_timeout_sec = -1
+startup_timeout_sec = "soon"
+"#;
+    let plan = plan(codex, "config.toml", &[]).unwrap();
+    let odd = &plan.servers[0];
+    assert_eq!((odd.timeout_ms, odd.probe_timeout_ms), (None, None));
+    assert_eq!(
+        odd.notes
+            .iter()
+            .filter(|n| n.contains("not carried over: not a number"))
+            .count(),
+        2,
+        "{:?}",
+        odd.notes
+    );
+    let slow = &plan.servers[1];
+    assert_eq!(
+        (slow.timeout_ms, slow.probe_timeout_ms),
+        (Some(45_500), Some(60_000))
+    );
+    assert!(!slow.notes.iter().any(|n| n.contains("not carried over")));
+    let project = project_yaml(None, &plan).unwrap();
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    assert!(
+        local.contains("[mcp.slow]\ntimeout_ms = 45500\nprobe_timeout_ms = 60000\n"),
+        "{local}"
+    );
+    let config = load(&project, Some(&local)).unwrap();
+    let o = config.local.overrides("slow");
+    assert_eq!(o.timeout, Some(std::time::Duration::from_millis(45_500)));
+    assert_eq!(o.probe_timeout, Some(std::time::Duration::from_secs(60)));
+    assert!(!o.disabled);
+    assert_eq!(config.timeout_for("slow").as_millis(), 45_500);
+}
