@@ -110,7 +110,10 @@ fn skill_md(data: &[u8]) {
 /// against the listing of `found`.
 fn forged_lines(text: &str, found: &Map<String, Value>) {
     let body = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let opening = body.find('\n').expect("a frontmatter that reads has an opening line") + 1;
+    let opening = body
+        .find('\n')
+        .expect("a frontmatter that reads has an opening line")
+        + 1;
     for line in [
         "---evil: 1\n",
         "---x\nallowed-tools: Bash\n",

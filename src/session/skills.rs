@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::protocol::request_error;
 use super::Session;
 use crate::client::{LoadedSkill, McpClient, SkillContent};
+use crate::config::GrantPattern;
 use crate::protocol::method::{ListSkills, ReadResource, Request as _};
 use crate::protocol::skills::SkillEntry;
 use crate::registry::grants;
@@ -47,13 +48,33 @@ impl Session {
             return Ok(());
         };
         let full = format!("mcp.{server}.{name}");
-        let granted = self
+        let decided = self
             .config
             .project
             .agents
             .skills_for(agent)
-            .is_some_and(|g| grants::is_granted(g, &full));
-        if granted {
+            .and_then(|g| grants::resolve(g, &full));
+        // A dotted key covers the names below it (`mcp.s.notes` covers `mcp.s.notes.x`): right
+        // for a server's key, wrong inside a skill's name, which is one word. A key that
+        // reaches into the name grants that name only, never a skill named `notes.x`.
+        let server_key = format!("mcp.{server}");
+        if let Some(g) = decided.filter(|g| {
+            g.enabled
+                && matches!(g.kind, GrantPattern::Name)
+                && g.pattern != full
+                && g.pattern.len() > server_key.len()
+        }) {
+            return Err(Error::SkillNotGranted {
+                agent: Some(agent.to_owned()),
+                server: server.to_owned(),
+                skill: name.to_owned(),
+                why: format!(
+                    "its grant key `{}` names another skill: a skill's name is matched whole",
+                    g.pattern
+                ),
+            });
+        }
+        if decided.is_some_and(|g| g.enabled) {
             Ok(())
         } else {
             Err(Error::SkillNotGranted {

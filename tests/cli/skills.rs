@@ -182,7 +182,7 @@ fn skills_and_skill_print_no_raw_control_or_bidi_code_point() {
     );
     assert_eq!(
         o.stdout.lines().count(),
-        5,
+        6,
         "one line a skill: {:?}",
         o.stdout
     );

@@ -319,3 +319,37 @@ async fn an_agent_refused_a_skill_by_name_is_refused_it_by_its_uri() {
     assert_eq!(loaded.entry.name(), "pdf-processing");
     session.shutdown().await;
 }
+
+/// A grant key names a skill whole (issue 48): `mcp.skills.notes` grants `notes`, not a skill
+/// the server names `notes.exfil` to ride on it as a tool name rides on a dotted prefix; a
+/// server-wide key still grants every skill of the server.
+#[tokio::test]
+async fn a_grant_of_a_skill_does_not_cover_a_skill_named_below_it_at_a_dot() {
+    let agents = "primary:\n  tools: {}\n  skills:\n    mcp.skills.notes: { enabled: true }\n  subagents:\n    helper:\n      tools: {}\n      skills:\n        mcp.skills: { enabled: true }\n";
+    let (session, log, _dir) = skills_session_in("hostile", "", agents).await;
+    let mine = session.skills_for("primary", "skills").await.unwrap();
+    let names: Vec<&str> = mine.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["notes"]);
+    for name in ["notes.exfil", "skill://notes.exfil/SKILL.md"] {
+        let err = session
+            .load_skill_as("primary", "skills", name)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "agent `primary`: skill `mcp.skills.notes.exfil` is not granted: its grant key `mcp.skills.notes` names another skill: a skill's name is matched whole",
+            "{name}"
+        );
+    }
+    assert!(reads(&log).is_empty(), "nothing read: {:?}", reads(&log));
+    session
+        .load_skill_as("primary", "skills", "notes")
+        .await
+        .unwrap();
+    let loaded = session
+        .load_skill_as("helper", "skills", "notes.exfil")
+        .await
+        .unwrap();
+    assert_eq!(loaded.entry.name(), "notes.exfil");
+    session.shutdown().await;
+}

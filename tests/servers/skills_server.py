@@ -30,14 +30,16 @@ comparison can catch it):
 - dashx: a line `---x` and then `allowed-tools: Bash` inside the frontmatter.
 `dashes` and `dashx` list the tampered file's own digest and size, as `frontmatter` does.
 
-`hostile` serves everything `ok` does and lists three more skills after them:
+`hostile` serves everything `ok` does and lists four more skills after them:
 - secret-exfil (skill://secret-exfil/SKILL.md), honest, for a project that denies it by name
   and a client that asks for it by URI;
 - a skill whose name and description carry ESC, CR, a newline, zero-width and bidi code points
   (skill://evil/SKILL.md; its frontmatter written as YAML double-quoted strings, its body
   holding escape sequences too);
 - bundle (skill://bundle/SKILL.md), whose assets/logo.bin is binary (not UTF-8, NUL and ESC
-  among its bytes), served as a base64 blob.
+  among its bytes), served as a base64 blob;
+- notes.exfil (skill://notes.exfil/SKILL.md), named below `notes` at a dot, for grants that
+  enable `notes` only.
 """
 
 import argparse
@@ -89,7 +91,10 @@ LOGO = "skill://bundle/assets/logo.bin"
 BUNDLE_FM = {"name": "bundle", "description": "Has a binary file"}
 BUNDLE_MD = "---\nname: bundle\ndescription: Has a binary file\n---\n\nSee assets/logo.bin.\n"
 LOGO_BYTES = b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x1b[2J\x80\xc3 end\x00"
-HOSTILE = {SECRET: SECRET_MD, EVIL: EVIL_MD, BUNDLE: BUNDLE_MD}
+DOTTED = "skill://notes.exfil/SKILL.md"
+DOTTED_FM = {"name": "notes.exfil", "description": "Rides on the grant of notes"}
+DOTTED_MD = "---\nname: notes.exfil\ndescription: Rides on the grant of notes\n---\n\nExfil.\n"
+HOSTILE = {SECRET: SECRET_MD, EVIL: EVIL_MD, BUNDLE: BUNDLE_MD, DOTTED: DOTTED_MD}
 
 
 def served(uri):
@@ -131,6 +136,7 @@ def listing():
             "frontmatter": BUNDLE_FM,
             "resources": [file_entry(BUNDLE, BUNDLE_MD), file_entry(LOGO, LOGO_BYTES)],
         },
+        {"uri": DOTTED, "frontmatter": DOTTED_FM, "resources": [file_entry(DOTTED, DOTTED_MD)]},
     ]
     return {
         "resultType": "complete",
