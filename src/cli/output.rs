@@ -82,6 +82,18 @@ impl Failure {
         self
     }
 
+    /// The same failure with its lines and its chain shown as
+    /// [`visible`](crate::escape::visible) text: for a failure whose words a server chose (a
+    /// skill's name, a refusal's detail), so no control or invisible code point reaches the
+    /// terminal.
+    pub(super) fn escaped(mut self) -> Self {
+        for line in &mut self.lines {
+            *line = crate::escape::visible(line).into_owned();
+        }
+        self.detail = self.detail.map(|d| crate::escape::visible(&d).into_owned());
+        self
+    }
+
     /// With exit code `code` instead.
     pub(super) fn code(mut self, code: u8) -> Self {
         self.code = code;
