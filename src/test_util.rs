@@ -278,12 +278,9 @@ impl MockOutbound {
             match act {
                 Act::Reply(v) => handler.on_frame(v.to_string().as_bytes()),
                 Act::Raw(bytes) => handler.on_frame(&bytes),
-                Act::Oversize { head, tail, len } => handler.on_oversize(OversizeFrame {
-                    head: &head,
-                    tail: &tail,
-                    len,
-                    limit: self.limit,
-                }),
+                Act::Oversize { head, tail, len } => {
+                    handler.on_oversize(OversizeFrame::new(&head, &tail, len, self.limit));
+                }
                 Act::Close(why) => self.close(&why, false),
                 Act::Expire => self.end(CloseReason::new("ended the session").session_expired()),
             }

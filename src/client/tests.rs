@@ -852,12 +852,12 @@ async fn an_oversized_answer_fails_its_call_only() {
     let tail = format!(r#"xxxx"}}]}},"jsonrpc":"2.0","id":{id}}}"#);
     crate::transport::InboundHandler::on_oversize(
         &*session,
-        crate::transport::OversizeFrame {
-            head: br#"{"result":{"content":[{"type":"text","text":"xxxx"#,
-            tail: tail.as_bytes(),
-            len: 1 << 30,
-            limit: 1 << 24,
-        },
+        crate::transport::OversizeFrame::new(
+            br#"{"result":{"content":[{"type":"text","text":"xxxx"#,
+            tail.as_bytes(),
+            1 << 30,
+            1 << 24,
+        ),
     );
     let err = pending.await.unwrap_err();
     assert!(!NotSent::in_chain(&*err));

@@ -38,7 +38,14 @@
 //! 4. A message longer than [`ConnectContext::frame_limit`] is not buffered: the transport keeps
 //!    its first bytes and its last bytes (see [`OversizeFrame`]), discards the rest, calls
 //!    [`InboundHandler::on_oversize`] and goes on with the next message. The session uses the
-//!    head and tail to find the request id and fail that one call.
+//!    head and tail to find the request id and fail that one call. Nothing waits for the end of
+//!    a message over the limit that answers one request on a body of its own (a Streamable
+//!    HTTP POST's JSON body or event stream: a declared `Content-Length` over the limit, or the
+//!    bytes read passing it): that body is dropped at once and the report names the request
+//!    ([`OversizeFrame::request`], [`OversizeFrame::stopped`]). On a stream shared by many
+//!    messages (stdio, the SSE stream, the GET stream) the message is skipped to its end so
+//!    the stream stays in sync; as it passes the limit an event stream calls
+//!    [`InboundHandler::on_oversize_passing`], so the request its head names fails at once.
 //! 5. When the connection ends for any reason (the process exited, the stream closed, an I/O
 //!    error, [`Connection::close`]), the transport calls [`InboundHandler::on_closed`] exactly
 //!    once, after the last `on_frame`, with a [`CloseReason`]. Every later
@@ -436,6 +443,15 @@ pub trait InboundHandler: Send + Sync + 'static {
     /// A message longer than the frame limit was discarded.
     fn on_oversize(&self, frame: OversizeFrame<'_>);
 
+    /// A message on a stream shared by many messages (an event stream) has just passed the
+    /// frame limit: `frame` holds its first bytes and the length read so far
+    /// ([`OversizeFrame::stopped`] is set). The transport skips the rest of it, which may never
+    /// end, and reports it with [`on_oversize`](Self::on_oversize) if it does. The session fails
+    /// the request its head names at once. The default does nothing.
+    fn on_oversize_passing(&self, frame: OversizeFrame<'_>) {
+        let _ = frame;
+    }
+
     /// A request the session queued could not be delivered (SSE: its POST failed), or its
     /// answer can no longer come (Streamable HTTP: the response stream ended before the answer
     /// and cannot be resumed). The session fails that request at once with a transport error
@@ -468,10 +484,47 @@ pub struct OversizeFrame<'a> {
     pub head: &'a [u8],
     /// Its last bytes (a few hundred); empty if the head already holds the whole tail.
     pub tail: &'a [u8],
-    /// Its full length in bytes.
+    /// Its full length in bytes; when [`stopped`](Self::stopped), the length it declared
+    /// (`Content-Length`) or the bytes read before reading stopped: it is at least that long.
     pub len: u64,
     /// The limit it exceeded.
     pub limit: usize,
+    /// Reading stopped at the limit, before the message's end (a body declared or read past
+    /// the limit is not read on): `len` is a lower bound and `tail` the last bytes read.
+    pub stopped: bool,
+    /// The request this message was read for, when the transport knows it (a Streamable HTTP
+    /// POST's own answer): no other answer to it will come, so the session fails it even if
+    /// the edges name no request.
+    pub request: Option<&'a RequestId>,
+}
+
+impl<'a> OversizeFrame<'a> {
+    /// The report of a message of `len` bytes over `limit`, with its first and last bytes, read
+    /// to its end and not tied to a request.
+    pub fn new(head: &'a [u8], tail: &'a [u8], len: u64, limit: usize) -> Self {
+        Self {
+            head,
+            tail,
+            len,
+            limit,
+            stopped: false,
+            request: None,
+        }
+    }
+
+    /// Marks the message as not read to its end (see [`stopped`](Self::stopped)).
+    #[must_use]
+    pub fn stopped_at_limit(mut self) -> Self {
+        self.stopped = true;
+        self
+    }
+
+    /// Ties the message to request `id` (see [`request`](Self::request)).
+    #[must_use]
+    pub fn for_request(mut self, id: &'a RequestId) -> Self {
+        self.request = Some(id);
+        self
+    }
 }
 
 /// Why a connection ended.

@@ -91,12 +91,7 @@ impl HeadTail {
 
     /// The report of a message over `limit`, with the tail after the head.
     pub(crate) fn frame(&self, limit: usize) -> OversizeFrame<'_> {
-        OversizeFrame {
-            head: self.head(),
-            tail: self.tail_after_head(),
-            len: self.len,
-            limit,
-        }
+        OversizeFrame::new(self.head(), self.tail_after_head(), self.len, limit)
     }
 }
 

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use kaged_mcp::client::{ClientError, ErrorKind};
 use kaged_mcp::config::Sources;
 use kaged_mcp::{Error, Session};
 use peers::SsePeer;
@@ -453,34 +454,99 @@ async fn answers_over_the_frame_limit_fail_their_call_and_the_session_goes_on() 
     }
 }
 
+/// The `ClientError` inside a failed call, and its text.
+fn too_large(err: &Error) -> (&ClientError, String) {
+    let Error::Call { source, .. } = err else {
+        panic!("not a failed call: {err:?}");
+    };
+    let failed = ClientError::find(&**source).unwrap_or_else(|| panic!("no ClientError: {err}"));
+    (failed, err.to_string())
+}
+
+/// Waits (at most 30 s) until the server says the client went away from an answer it was
+/// still writing.
+async fn until_gone(peer: &SsePeer, what: &str) {
+    let gone = tokio::time::timeout(Duration::from_secs(30), async {
+        while !peer
+            .stderr()
+            .contains("the client went away while answering")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    gone.await
+        .unwrap_or_else(|_| panic!("{what}: {}", peer.stderr()));
+    let stderr = peer.stderr();
+    assert!(!stderr.contains("Traceback"), "{stderr}");
+}
+
+/// An answer that never ends (a chunked JSON body, or one endless `data:` line) fails its
+/// call as too large as soon as the bytes read pass the frame limit, not at the call's
+/// timeout (60 s here): the error names the limit, the request and the setting, and it is
+/// not a timeout. The body is read no further (the server sees the client go away) and the
+/// session goes on.
 #[tokio::test]
-async fn an_endless_answer_ends_with_the_call_timeout() {
+async fn an_endless_answer_fails_as_too_large_once_it_passes_the_limit() {
     for answers in ["sse", "json"] {
         let dir = tempfile::tempdir().unwrap();
         let peer = start("ok", &["--answers", answers], dir.path());
-        let local = "[mcp.remote]\ntimeout_ms = 1500\n";
-        let session = session(&peer, "", local, "").await;
+        let local = "[mcp.remote]\ntimeout_ms = 60000\n";
+        let config = "[mcp]\nframe_limit_bytes = 1048576\n";
+        let session = session(&peer, "", local, config).await;
         let err = session
             .call("mcp.remote.endless", args(json!({})))
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::Timeout { .. }), "{answers}: {err}");
+        assert!(!matches!(err, Error::Timeout { .. }), "{answers}: {err}");
+        let (failed, text) = too_large(&err);
+        assert_eq!(failed.kind(), ErrorKind::FrameTooLarge, "{answers}: {text}");
+        assert_eq!(failed.limit(), Some(1_048_576), "{answers}: {text}");
+        let len = failed.frame_len().unwrap();
+        // Stopped at the limit: a 64 KiB piece or so past it, not megabytes.
+        assert!(len > 1_048_576 && len < 4 << 20, "{answers}: {len}");
+        assert_eq!(failed.request().unwrap().method, "tools/call");
+        for said in [
+            "MCP server `remote` sent a message too large: at least",
+            "over the frame limit of 1048576 bytes during request",
+            "(tools/call)",
+            "`frame_limit_bytes` under [mcp] in config.toml",
+        ] {
+            assert!(text.contains(said), "{answers}: {said:?} not in {text}");
+        }
+        until_gone(&peer, answers).await;
         assert_eq!(echo(&session, "after").await.unwrap(), "Echo: after");
         session.shutdown().await;
-        // The server saw the client go away (the endless body is no longer read).
-        let gone = tokio::time::timeout(Duration::from_secs(30), async {
-            while !peer
-                .stderr()
-                .contains("the client went away while answering")
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        });
-        gone.await
-            .unwrap_or_else(|_| panic!("{answers}: {}", peer.stderr()));
-        let stderr = peer.stderr();
-        assert!(!stderr.contains("Traceback"), "{stderr}");
     }
+}
+
+/// A JSON answer whose `Content-Length` (99 999 999 999) is over the frame limit fails its
+/// call as too large before its body is read (the server trickles it a byte at a time, so
+/// reading it would last until the call's timeout of 60 s), naming the declared length.
+#[tokio::test]
+async fn a_json_answer_declared_over_the_limit_fails_before_its_body_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("ok", &["--answers", "json"], dir.path());
+    let local = "[mcp.remote]\ntimeout_ms = 60000\n";
+    let session = session(&peer, "", local, "").await;
+    let err = session
+        .call("mcp.remote.declared", args(json!({})))
+        .await
+        .unwrap_err();
+    assert!(!matches!(err, Error::Timeout { .. }), "{err}");
+    let (failed, text) = too_large(&err);
+    assert_eq!(failed.kind(), ErrorKind::FrameTooLarge, "{text}");
+    assert_eq!(failed.frame_len(), Some(99_999_999_999), "{text}");
+    assert_eq!(failed.limit(), Some(16 << 20), "{text}");
+    assert_eq!(failed.request().unwrap().method, "tools/call");
+    assert!(
+        text.contains("sent a message too large: at least 99999999999 bytes, over the frame limit of 16777216 bytes")
+            && text.contains("frame_limit_bytes"),
+        "{text}"
+    );
+    until_gone(&peer, "declared").await;
+    // Under the limit, a declared length is read as usual.
+    assert_eq!(echo(&session, "after").await.unwrap(), "Echo: after");
+    session.shutdown().await;
 }
 
 #[tokio::test]

@@ -40,6 +40,9 @@ ping, tools/list, tools/call; unknown methods -32601, unknown tools -32602. Tool
   endless {}      -> an answer that never ends: one `data:` line (or, with json answers, a body
                      `{"jsonrpc":"2.0","id":N,"result":{"content":[{"type":"text","text":"xxx...`)
                      growing by 64 KiB of "x" until the client goes away
+  declared {n}    -> a JSON answer (whatever --answers says) declaring `Content-Length: <n>` (default
+                     99999999999): the prefix of a filled answer, then one "x" every 200 ms (at most
+                     60 s) until the client goes away
   ask {}          -> sends the requests ping (id "p1") and sampling/createMessage (id 7) on the POST's
                      stream (with json answers: on the session's GET stream), waits (up to 30 s) for
                      both answers to be POSTed on the same session, then answers with a text holding
@@ -235,6 +238,8 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
     {"name": "endless", "description": "An answer that never ends",
      "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "declared", "description": "A JSON answer declaring n bytes, trickling",
+     "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
     kit.ASK_TOOL,
     {"name": "slow", "description": "Sleeps ms milliseconds",
      "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}},
@@ -648,6 +653,8 @@ class Handler(kit.Handler):
             out.final(Body.filled(id_, max(0, as_int(args.get("n")))))
         elif name == "endless":
             out.final(Body.filled(id_, None))
+        elif name == "declared":
+            out.declared(Body.filled(id_, None), as_int(args.get("n", 99999999999)))
         elif name == "shaped":
             result(shaped_result(args.get("mode")))
         elif name in ("draft7", "remote_ref", "bad_schema"):
@@ -735,6 +742,23 @@ class Reply:
             write(piece)
         if length is None:
             self.h.end_chunks()
+
+    def declared(self, body, length):
+        """declared: a JSON body declaring `length` bytes, trickling one byte every 200 ms."""
+        self.h.log(200)
+        self.h.send_response(200)
+        self.h.send_header("Content-Type", "application/json")
+        self.h.send_header("Content-Length", str(length))
+        for k, v in self.headers:
+            self.h.send_header(k, v)
+        self.h.end_headers()
+        self.h.wfile.write(body.prefix)
+        self.h.wfile.flush()
+        for _ in range(300):
+            time.sleep(0.2)
+            self.h.wfile.write(b"x")
+            self.h.wfile.flush()
+        self.h.close_connection = True
 
     def cut(self, answer):
         """cut_before_answer: keep the answer, send the priming event, end the stream."""

@@ -20,6 +20,9 @@ ignored; unknown methods -32601. Tools:
   big {n}         -> a text of n bytes ("x" repeated): one long `data:` line
   http_NNN {}     -> (any mode) the POST of that call is answered with status NNN and the call is
                      not processed: no answer ever comes on the stream
+  endless {}      -> (not listed by tools/list) an answer event that never ends: `event: message`,
+                     `data: {"jsonrpc":"2.0","id":N,"result":{"content":[{"type":"text","text":"xxx...`
+                     growing by 64 KiB of "x" until the client goes away
   ask {}          -> sends the requests ping (id "p1") and sampling/createMessage (id 7) on the
                      stream, waits (up to 30 s) for both answers to be POSTed, then answers with a
                      text holding the JSON {"ping": <answer>, "sampling": <answer>} (minus "jsonrpc")
@@ -69,6 +72,13 @@ FIRST_STREAM = {"taken": False}
 FIRST_STREAM_LOCK = threading.Lock()
 
 CLOSE = object()  # queued to end a stream
+
+
+class Endless:
+    """Queued to write an answer to `id_` that never ends."""
+
+    def __init__(self, id_):
+        self.id = id_
 
 
 class Session(kit.AwaitedAnswers):
@@ -126,6 +136,9 @@ def handle_message(session, msg):
             answer(text_result(f"Echo: {args.get('message', '')}"))
         elif name == "big":
             answer(text_result("x" * int(args.get("n", 0))))
+        elif name == "endless":
+            session.send(Endless(id_))
+            return
         elif name == "ask":
             threading.Thread(target=ask, args=(session, id_), daemon=True).start()
             return
@@ -223,6 +236,14 @@ class Handler(kit.Handler):
                 eprint(f"ending stream {session.id} after the first tools/call answer")
                 self.end_chunks()
                 return
+            if isinstance(msg, Endless):
+                eprint(f"an endless answer to id {msg.id} on stream {session.id}")
+                prefix = '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"' % (
+                    json.dumps(msg.id))
+                self.write_chunk(f"event: message\ndata: {prefix}".encode())
+                piece = b"x" * 65536
+                while True:
+                    self.write_chunk(piece)
             data = kit.dumps(msg)
             if ARGS.mode == "byte_at_a_time":
                 self.write_sse(": ping\r\n\r\n")

@@ -275,6 +275,33 @@ async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_the_server_is_fai
     assert_eq!(settled_gets().await, 2, "re-enabling tries once more");
 }
 
+/// An answer event that never ends fails its call as too large once it passes the frame
+/// limit, naming the request: the call does not wait for an end that never comes (the wait
+/// here is only a hang guard).
+#[tokio::test]
+async fn an_endless_answer_event_fails_its_call_once_it_passes_the_limit() {
+    let peer = SsePeer::start_fault(SseFault::Ok, &[]).unwrap();
+    let options = ClientOptions::default().frame_limit(64 * 1024);
+    let client = McpClient::new("endless", sse(&peer.sse_url()), options);
+    let err = tokio::time::timeout(PATIENCE, call(&client, "endless", json!({})))
+        .await
+        .unwrap_or_else(|_| panic!("no failure within {PATIENCE:?}: {}", peer.stderr()))
+        .unwrap_err();
+    let failed = client_error(&err);
+    assert_eq!(failed.kind(), ErrorKind::FrameTooLarge, "{failed}");
+    assert_eq!(failed.limit(), Some(65536), "{failed}");
+    assert!(failed.frame_len().unwrap() > 65536, "{failed}");
+    assert_eq!(failed.request().unwrap().method, "tools/call");
+    let text = failed.to_string();
+    assert!(
+        text.contains("MCP server `endless` sent a message too large: at least")
+            && text.contains("over the frame limit of 65536 bytes during request")
+            && text.contains("`frame_limit_bytes`"),
+        "{text}"
+    );
+    drop(client);
+}
+
 #[tokio::test]
 async fn an_answer_over_the_frame_limit_fails_that_call_like_an_over_long_stdio_line() {
     let peer = SsePeer::start_fault(SseFault::Crlf, &[]).unwrap();

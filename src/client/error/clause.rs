@@ -52,11 +52,25 @@ impl Clause<'_> {
                 About(self.0.request()),
                 Stderr(stderr_tail)
             ),
-            Kind::FrameTooLarge { limit, len, .. } => write!(
-                f,
-                "sent a message of {len} bytes, over the frame limit of {limit} bytes{}",
-                About(self.0.request())
-            ),
+            Kind::FrameTooLarge {
+                limit,
+                len,
+                stopped,
+            } => {
+                let at_least = if *stopped { "at least " } else { "" };
+                write!(
+                    f,
+                    "sent a message too large: {at_least}{len} bytes, over the frame limit of \
+                     {limit} bytes{}; it was discarded{}. A larger limit is `frame_limit_bytes` \
+                     under [mcp] in config.toml (`ClientOptions::frame_limit`)",
+                    About(self.0.request()),
+                    if *stopped {
+                        ", unread past the limit"
+                    } else {
+                        ""
+                    },
+                )
+            }
             Kind::ConnectionClosed { detail, .. } => {
                 write!(f, "connection closed{}: {detail}", About(self.0.request()))
             }

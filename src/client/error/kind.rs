@@ -26,7 +26,12 @@ pub(crate) enum Kind {
         stderr_tail: String,
     },
     /// The server sent a message longer than the frame limit; the message was discarded.
-    FrameTooLarge { limit: usize, len: u64 },
+    /// `stopped`: reading stopped at the limit, so `len` (declared or read) is a lower bound.
+    FrameTooLarge {
+        limit: usize,
+        len: u64,
+        stopped: bool,
+    },
     /// The server answered with a JSON-RPC error.
     JsonRpc {
         code: i64,

@@ -398,7 +398,9 @@ impl ClientError {
         }
     }
 
-    /// The length of the discarded message ([`ErrorKind::FrameTooLarge`]).
+    /// The length of the discarded message ([`ErrorKind::FrameTooLarge`]); when reading stopped
+    /// at the limit (a body declared or read past it is not read on), the length the server
+    /// declared or the bytes read: the message is at least that long.
     pub fn frame_len(&self) -> Option<u64> {
         match &self.0.kind {
             Kind::FrameTooLarge { len, .. } => Some(*len),

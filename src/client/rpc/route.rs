@@ -251,6 +251,25 @@ impl RpcSession {
     }
 }
 
+impl RpcSession {
+    /// Fails request `id`, if it is still pending, with the frame `frame` was too large.
+    fn fail_too_large(&self, id: Option<&RequestId>, frame: &OversizeFrame<'_>) {
+        let Some((num, pending)) = id.and_then(|id| self.take_pending(id)) else {
+            return;
+        };
+        let request = RpcSession::request_ref(num, pending.method);
+        pending.fail(ClientError::new(
+            Arc::clone(&self.server),
+            Some(request),
+            Kind::FrameTooLarge {
+                limit: frame.limit,
+                len: frame.len,
+                stopped: frame.stopped,
+            },
+        ));
+    }
+}
+
 impl InboundHandler for RpcSession {
     fn on_open(&self, outbound: Arc<dyn Outbound>) {
         let _ = self.outbound.set(outbound);
@@ -266,25 +285,34 @@ impl InboundHandler for RpcSession {
 
     fn on_oversize(&self, frame: OversizeFrame<'_>) {
         let id = inbound::find_request_id(frame.head, frame.tail);
-        let pending = id.as_ref().and_then(|id| self.take_pending(id));
         tracing::warn!(
             server = &*self.server,
             len = frame.len,
             limit = frame.limit,
-            request_id = id.as_ref().map(tracing::field::display),
+            stopped = frame.stopped,
+            request_id = id.as_ref().or(frame.request).map(tracing::field::display),
             "server sent a message over the frame limit; discarded"
         );
-        if let Some((num, pending)) = pending {
-            let request = RpcSession::request_ref(num, pending.method);
-            pending.fail(ClientError::new(
-                Arc::clone(&self.server),
-                Some(request),
-                Kind::FrameTooLarge {
-                    limit: frame.limit,
-                    len: frame.len,
-                },
-            ));
+        self.fail_too_large(id.as_ref(), &frame);
+        // The message was read for this request (its own body, dropped): no other answer to
+        // it will come.
+        if frame.request != id.as_ref() {
+            self.fail_too_large(frame.request, &frame);
         }
+    }
+
+    fn on_oversize_passing(&self, frame: OversizeFrame<'_>) {
+        let id = inbound::find_request_id(frame.head, &[]);
+        if id.is_some() {
+            tracing::debug!(
+                server = &*self.server,
+                len = frame.len,
+                limit = frame.limit,
+                request_id = id.as_ref().map(tracing::field::display),
+                "a message passing the frame limit fails its request at once"
+            );
+        }
+        self.fail_too_large(id.as_ref(), &frame);
     }
 
     fn on_send_failed(&self, id: &RequestId, failure: SendFailure) {

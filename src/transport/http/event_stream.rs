@@ -22,6 +22,11 @@
 //! [`OVERSIZE_TAIL`] bytes (enough to find a JSON-RPC `id`, whichever end it sits at), and
 //! parsing goes on with the next event. Memory stays under about `2 * limit` (a growing buffer's
 //! spare capacity) plus those edges.
+//!
+//! An event being skipped may never end. So a reader need not wait for its end: after each
+//! [`push`](EventParser::push), [`take_passing`](EventParser::take_passing) gives, once per
+//! skipped event, what is known of one that passed the limit and has not ended yet (its head
+//! names the request it answers; a reader of one request's stream stops there).
 
 use std::time::Duration;
 
@@ -97,6 +102,8 @@ struct Skip {
     field: Vec<u8>,
     /// The line being skipped has no byte yet.
     line_empty: bool,
+    /// [`EventParser::take_passing`] gave it already.
+    taken: bool,
 }
 
 /// The kind of a line being skipped, known after its first five bytes.
@@ -142,6 +149,21 @@ impl EventParser {
     /// The last event id seen (the `id:` field of any event so far, dispatched or not).
     pub fn last_event_id(&self) -> Option<&str> {
         self.last_id.as_deref()
+    }
+
+    /// The event being skipped over the limit, once: what is known of it so far (its data's
+    /// length so far, its head, its last bytes so far), if one passed the limit and has not
+    /// ended by the end of the last chunk pushed; `None` otherwise, and after the first time
+    /// for the same event (its end, if it comes, is [`SseItem::Oversized`] as usual).
+    pub fn take_passing(&mut self) -> Option<OversizedEvent> {
+        let skip = self.skip.as_mut().filter(|skip| !skip.taken)?;
+        skip.taken = true;
+        Some(OversizedEvent {
+            event: skip.event.clone(),
+            len: skip.edges.len(),
+            head: skip.edges.head().to_vec(),
+            tail: skip.edges.tail_overlapping().to_vec(),
+        })
     }
 
     /// Parses `chunk`, appending every event it completes to `out`.
@@ -227,6 +249,7 @@ impl EventParser {
             kind: LineKind::Unknown,
             field: Vec::new(),
             line_empty: true,
+            taken: false,
         };
         skip.take(&line);
         self.data = Vec::new();

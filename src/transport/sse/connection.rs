@@ -281,6 +281,7 @@ struct Reader {
 impl Reader {
     async fn run(mut self, mut items: Vec<SseItem>) {
         self.deliver(&mut items);
+        self.passing();
         let reason = loop {
             tokio::select! {
                 biased;
@@ -299,6 +300,7 @@ impl Reader {
                         if let Ok(data) = frame.into_data() {
                             self.parser.push(&data, &mut items);
                             self.deliver(&mut items);
+                            self.passing();
                         }
                     }
                 },
@@ -336,15 +338,31 @@ impl Reader {
                         "event over the frame limit discarded"
                     );
                     if matches!(o.event.as_deref(), None | Some("message" | "")) {
-                        handler.on_oversize(OversizeFrame {
-                            head: &o.head,
-                            tail: &o.tail,
-                            len: o.len,
-                            limit: self.limit,
-                        });
+                        handler
+                            .on_oversize(OversizeFrame::new(&o.head, &o.tail, o.len, self.limit));
                     }
                 }
             }
+        }
+    }
+
+    /// An event passing the frame limit: the session fails the request its head names at
+    /// once (the event may never end); the stream skips the rest of it.
+    fn passing(&mut self) {
+        let Some(o) = self.parser.take_passing() else {
+            return;
+        };
+        tracing::debug!(
+            server = %self.server,
+            len = o.len,
+            limit = self.limit,
+            "event passing the frame limit; skipping the rest of it"
+        );
+        if let (Some(handler), None | Some("message" | "")) =
+            (&self.guard.handler, o.event.as_deref())
+        {
+            let frame = OversizeFrame::new(&o.head, &o.tail, o.len, self.limit);
+            handler.on_oversize_passing(frame.stopped_at_limit());
         }
     }
 }

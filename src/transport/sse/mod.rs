@@ -24,7 +24,10 @@
 //! - The stream is parsed by a parser of this module (its module doc says why not a crate):
 //!   LF, CRLF and CR line endings, comments, multi-line `data`, `retry`, a leading BOM, any
 //!   chunking. An event over the frame limit is skipped without being buffered and reported with
-//!   [`InboundHandler::on_oversize`](crate::transport::InboundHandler::on_oversize).
+//!   [`InboundHandler::on_oversize`](crate::transport::InboundHandler::on_oversize) at its end;
+//!   as it passes the limit,
+//!   [`on_oversize_passing`](crate::transport::InboundHandler::on_oversize_passing) fails the
+//!   request its head names at once (an event may never end).
 //! - When the stream ends or fails, the session hears it at once through `on_closed`; calls in
 //!   flight fail. A reconnect is a new `connect`: a new stream, a new endpoint, a new session
 //!   (the client runs `initialize` again), under the client's supervision and backoff.

@@ -220,12 +220,12 @@ fn emit(line: &[u8], limit: usize, handler: &dyn InboundHandler) {
     if line.len() > limit {
         let head = &line[..OVERSIZE_HEAD.min(line.len())];
         let tail_start = line.len().saturating_sub(OVERSIZE_TAIL).max(head.len());
-        handler.on_oversize(OversizeFrame {
+        handler.on_oversize(OversizeFrame::new(
             head,
-            tail: &line[tail_start..],
-            len: line.len() as u64,
+            &line[tail_start..],
+            line.len() as u64,
             limit,
-        });
+        ));
         return;
     }
     handler.on_frame(line);

@@ -260,6 +260,10 @@ impl InboundHandler for Gathering {
         self.inner.on_oversize(frame);
     }
 
+    fn on_oversize_passing(&self, frame: OversizeFrame<'_>) {
+        self.inner.on_oversize_passing(frame);
+    }
+
     fn on_send_failed(&self, id: &RequestId, failure: SendFailure) {
         self.inner.on_send_failed(id, failure);
     }

@@ -48,9 +48,14 @@
 //! - **Shutdown.** [`Connection::close`] lets queued notifications
 //!   (cancellations) go out, then sends `DELETE` with the session id (`405` is fine). Dropping
 //!   the connection ends every task at once.
-//! - **Bounds.** A JSON body or an event over the frame limit is not kept: its first and last
-//!   bytes go to [`on_oversize`](super::InboundHandler::on_oversize), and a body is read on
-//!   only while its caller still waits (an endless body ends with the call's timeout).
+//! - **Bounds.** A message over the frame limit is not kept: its first bytes (and its last
+//!   ones, when it ended) go to [`on_oversize`](super::InboundHandler::on_oversize). An answer
+//!   is read no further than the limit: a JSON body whose `Content-Length` is over it is not
+//!   read at all, one (or an event of a POST's stream) that passes it is dropped there, and
+//!   its request fails at once as too large, never at the call's timeout. An event on the GET
+//!   stream is skipped to its end so the stream stays in sync; the request its head names
+//!   fails as it passes the limit
+//!   ([`on_oversize_passing`](super::InboundHandler::on_oversize_passing)).
 //!   Redirects are never followed (every message goes to the configured origin). A `401` or
 //!   `403` makes a failed handshake permanent; a refusal names the URL and what the server
 //!   said, and the server's secret reference only when the server spoke of credentials (a

@@ -174,6 +174,44 @@ fn an_event_over_the_limit_is_skipped_and_reported_with_its_edges() {
 }
 
 #[test]
+fn an_endless_event_is_given_once_as_it_passes_the_limit() {
+    let limit = 64 * 1024;
+    let mut parser = EventParser::new(limit);
+    let mut out = Vec::new();
+    parser.push(
+        b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"",
+        &mut out,
+    );
+    let piece = vec![b'x'; 1000];
+    let mut passing = Vec::new();
+    for _ in 0..(4 * limit / piece.len()) {
+        parser.push(&piece, &mut out);
+        passing.extend(parser.take_passing());
+        assert!(parser.line.capacity() + parser.data.capacity() <= 2 * limit + 2048);
+    }
+    assert!(out.is_empty(), "{:?}", events(&out));
+    assert_eq!(passing.len(), 1, "given once");
+    let first = &passing[0];
+    assert!(first.head.starts_with(b"{\"jsonrpc\":\"2.0\",\"id\":7,"));
+    assert!(first.len > (limit - 100) as u64 && first.len <= (limit + 1000) as u64);
+    // Its end, if it comes, is reported as usual; a new event is not passing.
+    parser.push(b"\"}\n\ndata: next\n\n", &mut out);
+    assert!(matches!(&out[..], [SseItem::Oversized(o), _] if o.len > 4 * limit as u64 - 1000));
+    assert_eq!(parser.take_passing(), None);
+}
+
+#[test]
+fn an_event_that_passes_the_limit_and_ends_in_one_chunk_is_not_passing() {
+    let limit = 2048;
+    let text = format!("data: {}\n\n", "y".repeat(3 * limit));
+    let mut parser = EventParser::new(limit);
+    let mut out = Vec::new();
+    parser.push(text.as_bytes(), &mut out);
+    assert!(matches!(out[..], [SseItem::Oversized(_)]));
+    assert_eq!(parser.take_passing(), None);
+}
+
+#[test]
 fn many_small_data_lines_over_the_limit_are_skipped_too() {
     let limit = 2048;
     let mut text = String::from("event: message\n");

@@ -255,10 +255,25 @@ impl Conn {
             server = %self.server,
             len = frame.len,
             limit = frame.limit,
+            stopped = frame.stopped,
+            request_id = frame.request.map(tracing::field::display),
             "message over the frame limit discarded"
         );
         if let Some(handler) = &*self.lock_handler() {
             handler.on_oversize(frame);
+        }
+    }
+
+    /// A message on the GET stream passed the frame limit; the stream skips the rest of it.
+    fn oversize_passing(&self, frame: OversizeFrame<'_>) {
+        tracing::debug!(
+            server = %self.server,
+            len = frame.len,
+            limit = frame.limit,
+            "message passing the frame limit; skipping the rest of it"
+        );
+        if let Some(handler) = &*self.lock_handler() {
+            handler.on_oversize_passing(frame);
         }
     }
 

@@ -165,7 +165,7 @@ impl Conn {
         resumable: bool,
     ) {
         match content_type(&response) {
-            ContentType::Json => self.read_json(response.into_body(), id).await,
+            ContentType::Json => self.read_json(response, id).await,
             ContentType::EventStream => {
                 self.read_answer_stream(response.into_body(), id, resumable)
                     .await
@@ -201,13 +201,27 @@ impl Conn {
         }
     }
 
-    /// Reads a JSON answer: delivered whole, or reported over the limit with its first and last
-    /// bytes (and the request failed if the session found no id in them). Past the limit the
-    /// body is read on only while the request's caller waits.
-    async fn read_json(&self, mut body: Body, id: &RequestId) {
+    /// Reads a JSON answer: delivered whole, or reported over the limit with its first bytes
+    /// and the request failed at once: a body whose declared `Content-Length` is over the
+    /// limit is not read at all, one that passes it is read no further (it may never end).
+    async fn read_json(&self, response: Response<Body>, id: &RequestId) {
+        let declared = response
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(len) = declared.filter(|&len| len > self.limit as u64) {
+            // Dropped unread: its connection is closed, not reused.
+            drop(response);
+            if self.awaits(id) {
+                let frame = OversizeFrame::new(&[], &[], len, self.limit);
+                self.oversize(frame.stopped_at_limit().for_request(id));
+            }
+            return;
+        }
+        let mut body = response.into_body();
         let mut first: Option<Bytes> = None;
         let mut rest = BytesMut::new();
-        let mut over: Option<HeadTail> = None;
         loop {
             let frame = match body.frame().await {
                 None => break,
@@ -228,29 +242,23 @@ impl Conn {
             let Ok(data) = frame.into_data() else {
                 continue;
             };
-            if let Some(over) = &mut over {
-                over.push(&data);
-                if !self.awaits(id) {
-                    return;
-                }
-                continue;
-            }
             // The body so far is `first` alone (the common one-chunk case, not copied) or, once
             // a second chunk came, `rest` alone.
             let held = first.as_ref().map_or(rest.len(), Bytes::len);
             if held + data.len() > self.limit {
-                let mut o = HeadTail::default();
+                // Read no further: the body is dropped (and its connection closed) unread.
+                drop(body);
+                let mut over = HeadTail::default();
                 match first.take() {
-                    Some(f) => o.push(&f),
-                    None => o.push(&rest),
+                    Some(f) => over.push(&f),
+                    None => over.push(&rest),
                 }
-                o.push(&data);
-                rest = BytesMut::new();
-                over = Some(o);
-                if !self.awaits(id) {
-                    return;
+                over.push(&data);
+                if self.awaits(id) {
+                    let frame = over.frame(self.limit).stopped_at_limit();
+                    self.oversize(frame.for_request(id));
                 }
-                continue;
+                return;
             }
             if let Some(f) = first.take() {
                 rest.extend_from_slice(&f);
@@ -260,26 +268,6 @@ impl Conn {
             } else {
                 rest.extend_from_slice(&data);
             }
-        }
-        if let Some(over) = over {
-            if !self.awaits(id) {
-                return;
-            }
-            let frame = over.frame(self.limit);
-            let len = frame.len;
-            self.oversize(frame);
-            if self.awaits(id) {
-                // The session found no request id in the body's edges; yet the body was this
-                // request's answer, and no other will come.
-                self.fail(
-                    id,
-                    SendFailure::unknown(format!(
-                        "the POST's JSON body of {len} bytes is over the frame limit of {} bytes",
-                        self.limit
-                    )),
-                );
-            }
-            return;
         }
         let whole: Bytes = match first {
             Some(f) => f,

@@ -40,6 +40,25 @@ impl Conn {
             parser.push(&data, &mut items);
             got_events |= !items.is_empty();
             self.deliver_items(&mut items, id);
+            if let Some(passing) = parser.take_passing() {
+                let frame =
+                    OversizeFrame::new(&passing.head, &passing.tail, passing.len, self.limit)
+                        .stopped_at_limit();
+                match id {
+                    // A request's own stream is read no further: the event may never end, and
+                    // the request's answer cannot come after it.
+                    Some(id) => {
+                        *body = empty_body();
+                        if self.awaits(id) {
+                            self.oversize(frame.for_request(id));
+                        }
+                        return (StreamEnd::Done, true);
+                    }
+                    // The GET stream skips it to its end and goes on.
+                    None if is_message(passing.event.as_deref()) => self.oversize_passing(frame),
+                    None => {}
+                }
+            }
             if let Some(id) = id {
                 if !self.awaits(id) {
                     // Answered (or abandoned): read what is left of a finished stream so its
@@ -68,18 +87,18 @@ impl Conn {
                     tracing::debug!(server = %self.server, event = %e.event.escape_debug(), "event of an unknown type ignored");
                 }
                 SseItem::Oversized(o) => {
-                    if matches!(o.event.as_deref(), None | Some("message" | "")) {
-                        self.oversize(OversizeFrame {
-                            head: &o.head,
-                            tail: &o.tail,
-                            len: o.len,
-                            limit: self.limit,
-                        });
+                    if is_message(o.event.as_deref()) {
+                        self.oversize(OversizeFrame::new(&o.head, &o.tail, o.len, self.limit));
                     }
                 }
             }
         }
     }
+}
+
+/// Whether an event of type `event` (`None`: no `event:` field) carries a message.
+fn is_message(event: Option<&str>) -> bool {
+    matches!(event, None | Some("message" | ""))
 }
 
 pub(super) enum ContentType {
