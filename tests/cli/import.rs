@@ -622,9 +622,12 @@ fn server_strings_are_printed_escaped() {
         "{\"mcpServers\": {\"evil\\u001b[2K\\u202e\": {\"command\": \"x\\u200b\", \"args\": [\"a\\rb\"]},\n\
          \"bad\\u202e\": {\"type\": \"w\\u001bs\", \"url\": \"https://h\"}}}",
     );
+    let dry = run(&["import", file.to_str().unwrap(), "--dry-run"], d.path());
+    assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
     let out = import(d.path(), &file);
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    for text in [&out.stdout, &out.stderr] {
+    let project = std::fs::read_to_string(d.path().join("project.yaml")).unwrap();
+    for text in [&out.stdout, &out.stderr, &dry.stdout, &dry.stderr, &project] {
         assert!(
             !text.contains(['\u{1b}', '\r', '\u{202e}', '\u{200b}']),
             "{text:?}"

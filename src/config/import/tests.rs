@@ -576,3 +576,23 @@ startup_timeout_sec = "soon"
     assert!(!o.disabled);
     assert_eq!(config.timeout_for("slow").as_millis(), 45_500);
 }
+
+#[test]
+fn invisible_and_bidi_code_points_are_written_escaped_and_read_back() {
+    let text = r#"{"mcpServers": {"odd": {"command": "x\u202etxt.exe", "args": ["a\u200bb", "\udb40\udc68i"]}}}"#;
+    let plan = plan(text, "a.json", &[]).unwrap();
+    let project = project_yaml(None, &plan).unwrap();
+    assert!(
+        !project.lines().any(crate::escape::has_hidden),
+        "{project:?}"
+    );
+    assert!(
+        project.contains(r#"["x\u202Etxt.exe", "a\u200Bb", "\U000E0068i"]"#),
+        "{project}"
+    );
+    let config = load(&project, None).unwrap();
+    let TransportConfig::Stdio(s) = &config.project.servers[0].transport else {
+        panic!("stdio")
+    };
+    assert_eq!(s.command, ["x\u{202e}txt.exe", "a\u{200b}b", "\u{e0068}i"]);
+}

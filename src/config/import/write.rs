@@ -266,7 +266,9 @@ fn key(k: &str) -> String {
     }
 }
 
-/// A YAML double-quoted scalar: `\`, `"` and every character YAML does not print escaped.
+/// A YAML double-quoted scalar: `\`, `"`, every character YAML does not print and every
+/// control, invisible or direction-changing one ([`crate::escape::is_hidden`]) escaped, so that
+/// whoever reviews `project.yaml` sees it.
 pub(super) fn quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -274,13 +276,11 @@ pub(super) fn quoted(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if c.is_control()
-                || matches!(
-                    c,
-                    '\u{feff}' | '\u{fffe}' | '\u{ffff}' | '\u{2028}' | '\u{2029}'
-                ) =>
-            {
-                let _ = write!(out, "\\u{:04X}", c as u32);
+            c if crate::escape::is_hidden(c) || matches!(c, '\u{fffe}' | '\u{ffff}') => {
+                let _ = match u32::from(c) {
+                    n @ ..=0xFFFF => write!(out, "\\u{n:04X}"),
+                    n => write!(out, "\\U{n:08X}"),
+                };
             }
             c => out.push(c),
         }
