@@ -467,7 +467,9 @@ const STATUS_JSON_HELP: &str = "JSON (--json): an array, one object per server, 
   tasks_failed, tasks_cancelled, era (legacy or modern) and protocol_version (null before
   the server started), era_setting (auto, legacy, modern: local.toml), server_info (the
   server's serverInfo as sent: name, version, title, websiteUrl, description, icons, …),
-  capabilities (as announced), instructions (whole); the last three null before it started.
+  capabilities (as announced), instructions (whole; under pins = \"enforce\" the approved ones
+  when the server's changed), instructions_held (whether they are held); the last three null
+  before it started.
 
 Exit codes: 0 every server named (or declared) is ready or disabled; 1 one is not, or the
 session failed; 2 a usage or configuration error (an unknown server names the declared ones).
