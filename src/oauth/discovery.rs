@@ -137,7 +137,7 @@ pub(crate) fn resource_document(
             .find(|s| same_issuer(s, p.as_str()))
             .ok_or_else(|| DocumentError::NotPinned {
                 from: format!("the protected resource metadata at {}", redacted(prm_url)),
-                found: visible(&listed.join(", ")).into_owned(),
+                found: listing(&listed),
                 pinned: redacted(p),
             })?,
     };
@@ -150,6 +150,17 @@ pub(crate) fn resource_document(
         issuer: secure_url(issuer, &what)?,
         scopes: strings(prm, "scopes_supported"),
     })
+}
+
+/// The authorization servers `listed`, escaped, for a message: the first few, then how many
+/// more (a document may list thousands).
+fn listing(listed: &[&str]) -> String {
+    const SHOWN: usize = 4;
+    let mut text = visible(&listed[..listed.len().min(SHOWN)].join(", ")).into_owned();
+    if listed.len() > SHOWN {
+        text.push_str(&format!(" and {} more", listed.len() - SHOWN));
+    }
+    text
 }
 
 /// Whether the issuer identifiers `a` and `b` are the same, a trailing `/` aside.
@@ -510,6 +521,12 @@ mod tests {
         assert!(matches!(err, DocumentError::NotPinned { .. }), "{text}");
         assert!(text.contains("https://as.evil.test, https://as.operator.test.evil.test"));
         assert!(text.contains("`https://as.operator.test/` that `auth.issuer` names"));
+        let many: Vec<String> = (0..1000).map(|i| format!("https://as{i}.test")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let text = resource_document(&prm(&many), &at, &server, Some(&pinned))
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("https://as3.test and 996 more"), "{text}");
     }
 
     #[test]

@@ -354,3 +354,34 @@ async fn an_id_jag_for_another_authorization_server_is_not_sent_to_the_discovere
     assert_eq!(stat(&server.stats(), "token.jwt_bearer"), 0);
     session.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_stored_token_endpoint_on_plain_http_gets_no_refresh_token() {
+    let Some(server) = OAuthPeer::start(&[]) else {
+        return;
+    };
+    let session = server.session("", "", true).await;
+    whoami(&session).await.unwrap();
+    session.shutdown().await;
+    // A token file written elsewhere (or before this check) names a plain-http endpoint.
+    let (path, mut tokens) = oauth::token_file(&server.tokens());
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    tokens["token_endpoint"] = json!("http://example.invalid/as/token");
+    std::fs::write(&path, tokens.to_string()).unwrap();
+    server.expire();
+
+    let session = server.session("", "", false).await;
+    let err = failure(&session).await;
+    assert_names(
+        &err,
+        &[
+            "server `remote`",
+            "the stored token endpoint http://example.invalid/as/token",
+            "the refresh token is not sent there",
+            "kaged-mcp auth login remote",
+        ],
+    );
+    assert!(!err.contains(&refresh), "{err}");
+    assert_eq!(stat(&server.stats(), "token.refresh_token"), 0);
+    session.shutdown().await;
+}
