@@ -485,7 +485,8 @@ pub struct OversizeFrame<'a> {
     /// Its last bytes (a few hundred); empty if the head already holds the whole tail.
     pub tail: &'a [u8],
     /// Its full length in bytes; when [`stopped`](Self::stopped), the length it declared
-    /// (`Content-Length`) or the bytes read before reading stopped: it is at least that long.
+    /// (`Content-Length`), or the limit plus one when it was read until it passed the limit
+    /// ([`passed_limit`](Self::passed_limit)): it is at least that long.
     pub len: u64,
     /// The limit it exceeded.
     pub limit: usize,
@@ -516,6 +517,17 @@ impl<'a> OversizeFrame<'a> {
     #[must_use]
     pub fn stopped_at_limit(mut self) -> Self {
         self.stopped = true;
+        self
+    }
+
+    /// Marks the message as read until it passed the limit, and no further: its length is
+    /// known only to be over the limit, so [`len`](Self::len) is the limit plus one, whatever
+    /// the transport's chunks happened to hold (the report does not depend on how the body
+    /// was cut).
+    #[must_use]
+    pub fn passed_limit(mut self) -> Self {
+        self.stopped = true;
+        self.len = self.limit as u64 + 1;
         self
     }
 

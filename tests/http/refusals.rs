@@ -95,13 +95,15 @@ async fn a_401_without_credentials_gives_the_body_and_the_auth_hint() {
 async fn a_noisy_refusal_is_one_bounded_line_without_control_characters() {
     let peer = start("forbidden_noisy");
     let err = start_error(&peer.mcp_url(), "", "unused").await;
+    // Every control, escape and override is shown, never acted on (issue 48: what a server
+    // hid is seen): no raw one is left, and each is there escaped.
     assert!(!err.chars().any(char::is_control), "{err:?}");
+    assert!(!kaged_mcp::escape::has_hidden(&err), "{err:?}");
     assert!(
-        !err.contains('\u{202e}') && !err.contains("[31m") && !err.contains("owned"),
-        "{err:?}"
-    );
-    assert!(
-        err.contains("403 Forbidden") && err.contains("\"red FAKE LOG LINE esrever"),
+        err.contains("403 Forbidden")
+            && err.contains(
+                r#": "\u{1b}[31mred\u{1b}[0m \u{1b}]0;owned\u{7} FAKE LOG LINE\0\u{7} \u{202e}esrever"#
+            ),
         "{err:?}"
     );
     // The words are cut at 200 bytes; the rest of the line is ours (server, request, URL).

@@ -362,7 +362,7 @@ impl Reader {
             (&self.guard.handler, o.event.as_deref())
         {
             let frame = OversizeFrame::new(&o.head, &o.tail, o.len, self.limit);
-            handler.on_oversize_passing(frame.stopped_at_limit());
+            handler.on_oversize_passing(frame.passed_limit());
         }
     }
 }

@@ -255,7 +255,7 @@ impl Conn {
                 }
                 over.push(&data);
                 if self.awaits(id) {
-                    let frame = over.frame(self.limit).stopped_at_limit();
+                    let frame = over.frame(self.limit).passed_limit();
                     self.oversize(frame.for_request(id));
                 }
                 return;

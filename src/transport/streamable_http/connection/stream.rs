@@ -43,7 +43,7 @@ impl Conn {
             if let Some(passing) = parser.take_passing() {
                 let frame =
                     OversizeFrame::new(&passing.head, &passing.tail, passing.len, self.limit)
-                        .stopped_at_limit();
+                        .passed_limit();
                 match id {
                     // A request's own stream is read no further: the event may never end, and
                     // the request's answer cannot come after it.
@@ -88,7 +88,13 @@ impl Conn {
                 }
                 SseItem::Oversized(o) => {
                     if is_message(o.event.as_deref()) {
-                        self.oversize(OversizeFrame::new(&o.head, &o.tail, o.len, self.limit));
+                        let frame = OversizeFrame::new(&o.head, &o.tail, o.len, self.limit);
+                        match until {
+                            // On a request's own stream, told as one that passes the limit in
+                            // pieces is: the report does not depend on how the body was cut.
+                            Some(id) => self.oversize(frame.passed_limit().for_request(id)),
+                            None => self.oversize(frame),
+                        }
                     }
                 }
             }
