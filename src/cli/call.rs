@@ -121,25 +121,31 @@ impl ProgressLine {
     }
 }
 
-/// Runs the call, showing its progress unless `quiet` (the one-shot `call` and the shell's).
+/// Runs the call, showing its progress unless `quiet` (the one-shot `call` and the shell's);
+/// `measured` is given the progress handle the call's timeout is measured on (the shell holds
+/// it while a person fills a form).
 pub(super) async fn call_showing_progress(
     session: &Session,
     who: &Who<'_>,
     tool: &str,
     arguments: Option<Map<String, Value>>,
     quiet: bool,
+    measured: impl FnOnce(&ProgressHandle),
 ) -> Result<ToolResult, Error> {
     // Progress is asked for either way (the same request on the wire, the same timeout rule:
     // `timeout_ms` between reports, the progress cap over all); `--quiet` only shows nothing.
     if quiet {
+        let handle = ProgressHandle::new();
+        measured(&handle);
         return session
-            .call_with_progress(who.agent, tool, arguments, ProgressHandle::new())
+            .call_with_progress(who.agent, tool, arguments, handle)
             .await;
     }
     let (tx, mut rx) = tokio::sync::watch::channel::<Option<Progress>>(None);
     let handle = ProgressHandle::observed(std::sync::Arc::new(move |p: &Progress| {
         tx.send_replace(Some(p.clone()));
     }));
+    measured(&handle);
     let call = session.call_with_progress(who.agent, tool, arguments, handle);
     tokio::pin!(call);
     let mut line = ProgressLine {
@@ -235,7 +241,12 @@ pub(super) fn run(
             };
         let result = match signals
             .until(call_showing_progress(
-                &session, &who, tool, arguments, out.quiet,
+                &session,
+                &who,
+                tool,
+                arguments,
+                out.quiet,
+                |_| {},
             ))
             .await
         {

@@ -277,3 +277,145 @@ fn sigint_during_any_command_cancels_its_request_on_the_wire() {
     assert_eq!(cancelled["requestId"], ping["id"], "{log:?}");
     assert!(!alive(pid), "the server (pid {pid}) outlived the command");
 }
+
+// ---- tasks over Streamable HTTP (issue 49 point 3) ---------------------------------------------
+
+/// Waits for `child` at most [`PATIENCE`]; a CLI still running then is killed and the test
+/// fails (a hung CLI must not stall the suite).
+fn wait_bounded(mut child: Child) -> std::process::Output {
+    let deadline = Instant::now() + PATIENCE;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "kaged-mcp still ran after {PATIENCE:?}; stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `tests/servers/tasks_server.py` over Streamable HTTP, and a project whose server `srv` is it,
+/// in `era` with `timeout_ms`.
+fn http_task_server(era: &str, timeout_ms: u64) -> (peers::SsePeer, tempfile::TempDir) {
+    let script = peers::server_script("tasks_server.py");
+    let cmd: Vec<String> = vec![
+        "python3".into(),
+        script.to_string_lossy().into_owned(),
+        "http".into(),
+        "--port".into(),
+        "0".into(),
+    ];
+    let peer = peers::SsePeer::start_reporting_port(&cmd).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("project.yaml"),
+        format!(
+            "mcp:\n  srv:\n    transport: streamable-http\n    url: {}\n",
+            peer.mcp_url()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("local.toml"),
+        format!("[mcp.srv]\nera = \"{era}\"\ntimeout_ms = {timeout_ms}\n"),
+    )
+    .unwrap();
+    (peer, dir)
+}
+
+/// The server's log lines (`tasks_server: <era> <method> id=…`, `tasks_server: DELETE session`).
+fn server_lines(peer: &peers::SsePeer) -> Vec<String> {
+    peer.stderr()
+        .lines()
+        .filter_map(|l| l.strip_prefix("tasks_server: ").map(str::to_owned))
+        .collect()
+}
+
+/// The server logged `tasks/cancel` in `era` and, in a 2025-11-25 session (which has a session
+/// id), `DELETE` after it; a 2026-07-28 one has no session to delete.
+fn assert_cancel_then_delete(peer: &peers::SsePeer, era: &str) {
+    let wire = if era == "legacy" { "legacy" } else { "modern" };
+    let lines = server_lines(peer);
+    let cancel = lines
+        .iter()
+        .position(|l| l.starts_with(&format!("{wire} tasks/cancel")))
+        .unwrap_or_else(|| panic!("no tasks/cancel reached the server: {lines:#?}"));
+    let delete = lines.iter().position(|l| l == "DELETE session");
+    if era == "legacy" {
+        let delete = delete.unwrap_or_else(|| panic!("no DELETE reached the server: {lines:#?}"));
+        assert!(
+            cancel < delete,
+            "tasks/cancel before the DELETE: {lines:#?}"
+        );
+    } else {
+        assert_eq!(delete, None, "{lines:#?}");
+    }
+}
+
+/// SIGINT while `call` follows a task over Streamable HTTP: `tasks/cancel` reaches the server,
+/// then (2025-11-25) `DELETE`; exit 130, one line. (Before issue 49 the connection was closed
+/// with the `tasks/cancel` POST not yet sent: the task ran on.)
+fn sigint_cancels_a_task_over_http(era: &str) {
+    let (peer, dir) = http_task_server(era, 60_000);
+    let child = spawn(&["call", "mcp.srv.never_ends"], dir.path());
+    wait_until("the task being polled", || {
+        server_lines(&peer).iter().any(|l| l.contains("tasks/get"))
+    });
+    kill(
+        Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        Signal::SIGINT,
+    )
+    .unwrap();
+    let out = wait_bounded(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("interrupted"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line says so: {stderr}");
+    assert!(
+        !stderr.contains("could not cancel"),
+        "everything was cancelled: {stderr}"
+    );
+    assert_cancel_then_delete(&peer, era);
+}
+
+#[test]
+fn sigint_cancels_a_legacy_task_over_streamable_http_then_deletes_the_session() {
+    sigint_cancels_a_task_over_http("legacy");
+}
+
+#[test]
+fn sigint_cancels_a_modern_task_over_streamable_http() {
+    sigint_cancels_a_task_over_http("modern");
+}
+
+/// A one-shot `call` whose task times out over Streamable HTTP: `tasks/cancel` reaches the
+/// server before the command ends the session (before issue 49 it did over stdio only).
+fn a_timed_out_task_is_cancelled_over_http(era: &str) {
+    let (peer, dir) = http_task_server(era, 1_500);
+    let child = spawn(&["call", "mcp.srv.never_ends", "--quiet"], dir.path());
+    let out = wait_bounded(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("tool `never_ends` timed out after 1500 ms"),
+        "{stderr}"
+    );
+    assert_cancel_then_delete(&peer, era);
+}
+
+#[test]
+fn a_timed_out_legacy_task_is_cancelled_over_streamable_http() {
+    a_timed_out_task_is_cancelled_over_http("legacy");
+}
+
+#[test]
+fn a_timed_out_modern_task_is_cancelled_over_streamable_http() {
+    a_timed_out_task_is_cancelled_over_http("modern");
+}

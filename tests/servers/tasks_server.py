@@ -183,7 +183,10 @@ Stats (--stats-file PATH rewritten atomically after every change; HTTP also GET 
  "tasks_result": n, "tasks_update": n (each received, counted on arrival, even when refused),
  "tasks_cancel": [taskId of every tasks/cancel received, in order], "cancelled_tasks": [taskIds
  moved to cancelled by a cancel], "statuses": {taskId: last status}, "expired_tasks": [taskIds
- deleted for their ttl], "sessions": n (legacy initialize handled; HTTP: session ids issued)}.
+ deleted for their ttl], "sessions": n (legacy initialize handled; HTTP: session ids issued),
+ "deleted_sessions": n (HTTP: live sessions ended by a DELETE; a tasks/cancel after it would be
+ answered 404 and not counted, so both counted means the cancel came first)}.
+A DELETE of a live session logs `tasks_server: DELETE session` on stderr.
 """
 
 import json
@@ -220,7 +223,8 @@ GETS_SEEN = 0  # tasks/get received so far
 STDIO_INITIALIZED = False
 STATS = kit.Stats(LOCK, {"tool_runs": {}, "tasks_created": 0, "tasks_get": 0, "tasks_result": 0,
                          "tasks_update": 0, "tasks_cancel": [], "cancelled_tasks": [],
-                         "statuses": {}, "expired_tasks": [], "sessions": 0})
+                         "statuses": {}, "expired_tasks": [], "sessions": 0,
+                         "deleted_sessions": 0})
 
 CUT = object()  # HTTP: close the connection without answering
 EXPIRE = object()  # legacy HTTP: answer 404, the session is gone
@@ -967,7 +971,11 @@ class Handler(kit.Handler):
 
     def do_DELETE(self):
         def delete(sid):
+            eprint("DELETE session")
             end_session(sid)
+            with LOCK:
+                STATS["deleted_sessions"] += 1
+            publish_stats()
             self.reply(200)
         self.get_or_delete(self.path_only(), delete)
 

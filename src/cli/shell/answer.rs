@@ -27,6 +27,8 @@ pub(super) struct Shell<'a> {
     pub(super) json: bool,
     /// `status` with details.
     pub(super) verbose: bool,
+    /// The command running now, for a form asked during it.
+    pub(super) current: super::form::Current,
 }
 
 /// What a verb left to tell after its answer: the failures of the servers a listing skipped,
@@ -173,9 +175,16 @@ impl Shell<'_> {
         };
         let schema = call::input_schema(self.session, tool);
         let arguments = typed_args::merge(base, &c.call.arg, &schema).map_err(usage)?;
-        let r = call::call_showing_progress(self.session, &self.who, tool, arguments, c.call.quiet)
-            .await
-            .map_err(|e| Failure::of(&e).with("tool", tool))?;
+        let r = call::call_showing_progress(
+            self.session,
+            &self.who,
+            tool,
+            arguments,
+            c.call.quiet,
+            |progress| self.current.call_progress(progress),
+        )
+        .await
+        .map_err(|e| Failure::of(&e).with("tool", tool))?;
         let _ = session_cmds::print_result(&r, self.json, out);
         Ok(Done {
             errors: Vec::new(),

@@ -4,11 +4,22 @@
 //! default shown and taken on an empty line). A wrong value is told and asked again; Ctrl-C or
 //! the end of input cancels.
 //!
+//! A form belongs to the shell's command it came during ([`Current`]): the wait for the person
+//! does not count against the call's timeout (its progress handle is held while the form is
+//! open, as a task's poll interval is, and the idle limit starts again when the form ends), and
+//! when the command ends (its timeout, Ctrl-C) the form ends with it: it says so, answers
+//! `cancel`, and the line typed at its prompt goes to the shell.
+//!
 //! What a field is and what an answer makes of it are pure functions ([`fields`], [`value`],
 //! [`content`]); [`ask`] is the thin terminal layer over the shell's line reader. A URL-mode
 //! request (which this client does not advertise) is declined.
 
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use kaged_mcp_layers::timeout::ProgressHandle;
 use serde_json::{Map, Number, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::client::elicitation::{ElicitMode, ElicitRequest, ElicitResult};
 use crate::transport::text::clean;
@@ -274,8 +285,98 @@ pub(super) fn action(text: &str) -> Option<&'static str> {
     }
 }
 
-/// Asks the operator through `asker` (the shell's line reader, on the terminal).
-pub(super) async fn ask(asker: &Asker, req: ElicitRequest) -> ElicitResult {
+/// The shell's command running now, for a form asked during it. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Current(Arc<Mutex<Option<Running>>>);
+
+/// One running command: ended when it ends; the progress handle of its call, once it has one.
+#[derive(Debug, Clone)]
+struct Running {
+    ended: CancellationToken,
+    progress: Option<ProgressHandle>,
+}
+
+/// Ends the command [`Current::begin`] started when dropped (answered, failed, interrupted).
+#[derive(Debug)]
+pub(super) struct Begun(Current);
+
+impl Drop for Begun {
+    fn drop(&mut self) {
+        if let Some(running) = self.0.lock().take() {
+            running.ended.cancel();
+        }
+    }
+}
+
+impl Current {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A command starts; it ends when the guard drops.
+    pub(super) fn begin(&self) -> Begun {
+        *self.lock() = Some(Running {
+            ended: CancellationToken::new(),
+            progress: None,
+        });
+        Begun(self.clone())
+    }
+
+    /// The running command's call measures its timeout on `progress`.
+    pub(super) fn call_progress(&self, progress: &ProgressHandle) {
+        if let Some(running) = &mut *self.lock() {
+            running.progress = Some(progress.clone());
+        }
+    }
+
+    fn running(&self) -> Option<Running> {
+        self.lock().clone()
+    }
+}
+
+/// Holds a call's idle limit while a person fills a form; progress when it ends, so the limit
+/// starts again from there.
+struct PersonWait(Option<ProgressHandle>);
+
+impl PersonWait {
+    /// Far enough for a person; the call's total cap still applies.
+    const FOR: Duration = Duration::from_secs(365 * 86_400);
+
+    fn new(progress: Option<ProgressHandle>) -> Self {
+        if let Some(p) = &progress {
+            p.hold_until(tokio::time::Instant::now() + Self::FOR, Duration::ZERO);
+        }
+        Self(progress)
+    }
+}
+
+impl Drop for PersonWait {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            p.notify();
+            p.release();
+        }
+    }
+}
+
+/// Asks the operator through `asker` (the shell's line reader, on the terminal), for the
+/// command running now (`current`): see the [module docs](self).
+pub(super) async fn ask(asker: &Asker, current: &Current, req: ElicitRequest) -> ElicitResult {
+    let Some(running) = current.running() else {
+        return ask_form(asker, req).await;
+    };
+    let _wait = PersonWait::new(running.progress.clone());
+    tokio::select! {
+        r = ask_form(asker, req) => r,
+        () = running.ended.cancelled() => {
+            eprintln!("\nthe command ended; its form is closed (cancelled)");
+            ElicitResult::Cancel
+        }
+    }
+}
+
+/// The form itself.
+async fn ask_form(asker: &Asker, req: ElicitRequest) -> ElicitResult {
     let ElicitMode::Form { requested_schema } = &req.params.mode else {
         eprintln!(
             "note: server `{}` asked to open a URL (not supported); declined",
@@ -440,5 +541,110 @@ mod tests {
         assert_eq!(action("decline"), Some("decline"));
         assert_eq!(action("c"), Some("cancel"));
         assert_eq!(action("x"), None);
+    }
+
+    fn request() -> ElicitRequest {
+        ElicitRequest {
+            server: "srv".into(),
+            id: serde_json::from_value(json!(1)).unwrap(),
+            params: serde_json::from_value(json!({
+                "message": "Who?",
+                "requestedSchema": {"type": "object", "required": ["name"],
+                    "properties": {"name": {"type": "string"}}}
+            }))
+            .unwrap(),
+        }
+    }
+
+    /// A person who needs far longer than the call's idle limit: the form holds the limit
+    /// (issue 49 point 4; before, the time spent typing counted and the call timed out while
+    /// the form was still asking). The outcome, not a duration, is asserted: without the hold
+    /// the call ends at the idle limit, long before the person answers.
+    #[tokio::test]
+    async fn the_wait_for_a_person_does_not_count_against_the_calls_timeout() {
+        use kaged_mcp_layers::timeout::{ProgressAware, ProgressTimeoutLayer};
+        use tower::{ServiceBuilder, ServiceExt};
+
+        struct Call(ProgressHandle);
+        impl ProgressAware for Call {
+            fn progress(&self) -> Option<&ProgressHandle> {
+                Some(&self.0)
+            }
+        }
+        let asker = Asker::with_reader(|prompt| {
+            // Slow typing: each line takes four times the idle limit.
+            std::thread::sleep(Duration::from_millis(400));
+            Read::Line(
+                if prompt.starts_with("accept") {
+                    "a"
+                } else {
+                    "Ada"
+                }
+                .into(),
+            )
+        });
+        let current = Current::default();
+        let begun = current.begin();
+        let progress = ProgressHandle::new();
+        current.call_progress(&progress);
+        let form = {
+            let (asker, current) = (asker.clone(), current.clone());
+            tower::service_fn(move |_: Call| {
+                let (asker, current) = (asker.clone(), current.clone());
+                async move { Ok::<_, tower::BoxError>(ask(&asker, &current, request()).await) }
+            })
+        };
+        let svc = ServiceBuilder::new()
+            .layer(ProgressTimeoutLayer::new(
+                Duration::from_millis(100),
+                Duration::from_secs(3600),
+            ))
+            .service(form);
+        let answer = svc.oneshot(Call(progress.clone())).await.unwrap();
+        assert_eq!(
+            answer,
+            ElicitResult::Accept(json!({"name": "Ada"}).as_object().cloned().unwrap())
+        );
+        assert_eq!(progress.held_until(), None, "the hold ends with the form");
+        assert!(progress.notifications() >= 1, "the idle limit starts again");
+        drop(begun);
+    }
+
+    /// The command ends (its timeout, Ctrl-C) while the form asks: the form ends with it,
+    /// answering cancel, and lets go of the call's idle limit (before issue 49 it kept asking
+    /// and ate the shell's next lines).
+    #[tokio::test]
+    async fn the_form_ends_when_its_command_ends() {
+        let (typed, typed_rx) = std::sync::mpsc::channel::<String>();
+        let asker = Asker::with_reader(move |_| typed_rx.recv().map_or(Read::End, Read::Line));
+        let current = Current::default();
+        let begun = current.begin();
+        let progress = ProgressHandle::new();
+        current.call_progress(&progress);
+        let form = tokio::spawn({
+            let (asker, current) = (asker.clone(), current.clone());
+            async move { ask(&asker, &current, request()).await }
+        });
+        // The form is open (the person has not typed yet): the limit is held.
+        for _ in 0..200 {
+            if progress.held_until().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(progress.held_until().is_some());
+        drop(begun);
+        let answer = tokio::time::timeout(Duration::from_secs(10), form)
+            .await
+            .expect("the form ended with its command")
+            .unwrap();
+        assert_eq!(answer, ElicitResult::Cancel);
+        assert_eq!(progress.held_until(), None);
+        // What the person types next is the shell's line, not the form's.
+        typed.send("quit".into()).unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(10), asker.line("kaged-mcp> ", true))
+            .await
+            .unwrap();
+        assert!(matches!(&next, Read::Line(l) if l == "quit"), "{next:?}");
     }
 }

@@ -11,8 +11,10 @@
 //! verbs, tools and servers ([`complete`]), and a server's elicitation answered with a form
 //! ([`form`]). Otherwise stdin is read line by line and elicitation stays refused.
 //!
-//! SIGINT or SIGTERM during a command cancels what it has in flight and ends the shell (see
-//! [`super::interrupt`]); Ctrl-C at the terminal's prompt only clears the line.
+//! SIGTERM during a command cancels what it has in flight and ends the shell (see
+//! [`super::interrupt`]), as SIGINT does when the input is a pipe or a file (a script). On a
+//! terminal, Ctrl-C during a command ends that command (its call is cancelled on the wire, a
+//! form it opened is closed) and the shell goes on; at the prompt it only clears the line.
 
 mod answer;
 mod complete;
@@ -28,7 +30,7 @@ use tower::BoxError;
 use crate::client::elicitation::{ElicitRequest, ElicitationService};
 use crate::session::Session;
 
-use super::interrupt::Signals;
+use super::interrupt::{Interrupt, Signals};
 use super::output::Failure;
 use super::start::{runtime, start_lasting, Scope, Who};
 use super::{ServerArgs, EXIT_OK};
@@ -62,18 +64,26 @@ impl Input {
         Input::Piped(terminal::piped())
     }
 
-    /// The elicitation handler of a terminal: a form asked on it.
-    fn elicitation(&self) -> Option<ElicitationService> {
+    /// The elicitation handler of a terminal: a form asked on it, for the command running
+    /// now (`current`).
+    fn elicitation(&self, current: &form::Current) -> Option<ElicitationService> {
         let Input::Terminal { asker, .. } = self else {
             return None;
         };
         let asker = asker.clone();
+        let current = current.clone();
         Some(ElicitationService::new(tower::service_fn(
             move |req: ElicitRequest| {
                 let asker = asker.clone();
-                async move { Ok::<_, BoxError>(form::ask(&asker, req).await) }
+                let current = current.clone();
+                async move { Ok::<_, BoxError>(form::ask(&asker, &current, req).await) }
             },
         )))
+    }
+
+    /// Whether the lines come from a person at a terminal.
+    fn is_terminal(&self) -> bool {
+        matches!(self, Input::Terminal { .. })
     }
 
     /// Completion's names from the session as it is now (the catalog changes).
@@ -114,7 +124,8 @@ pub(super) fn run(args: &ServerArgs, who: Who<'_>, json: bool, verbose: bool) ->
         // during a command cancels what it has in flight.
         let mut signals = Signals::listen();
         let mut input = Input::open();
-        let elicitation = input.elicitation();
+        let current = form::Current::default();
+        let elicitation = input.elicitation(&current);
         let (session, _) = match signals
             .until(start_lasting(args, Scope::All, true, verbose, elicitation))
             .await
@@ -131,6 +142,7 @@ pub(super) fn run(args: &ServerArgs, who: Who<'_>, json: bool, verbose: bool) ->
             who,
             json,
             verbose,
+            current,
         };
         loop {
             input.refresh(&session, &shell.who);
@@ -139,9 +151,17 @@ pub(super) fn run(args: &ServerArgs, who: Who<'_>, json: bool, verbose: bool) ->
                 Ok(None) => break,
                 Err(signal) => return signals.interrupted(session, signal).await,
             };
-            match signals.until(line_of(&shell, &line)).await {
+            let begun = shell.current.begin();
+            let done = signals.until(line_of(&shell, &line)).await;
+            // The command ended: a form it opened ends with it.
+            drop(begun);
+            match done {
                 Ok(false) => {}
                 Ok(true) => break,
+                // A person's Ctrl-C ends the command, not the shell.
+                Err(Interrupt::Int) if input.is_terminal() => {
+                    eprintln!("interrupted (SIGINT): the command was cancelled; the shell goes on");
+                }
                 Err(signal) => return signals.interrupted(session, signal).await,
             }
         }

@@ -83,23 +83,40 @@ pub(super) fn spawn(names: Arc<RwLock<Names>>) -> Result<Asker, String> {
         // A new file has nothing to load.
         let _ = editor.load_history(p);
     }
-    let (tx, mut rx) = mpsc::unbounded_channel::<Ask>();
+    let (tx, rx) = mpsc::unbounded_channel::<Ask>();
     std::thread::spawn(move || {
-        while let Some(ask) = rx.blocking_recv() {
-            let read = match editor.readline(&ask.prompt) {
-                Ok(line) => {
-                    if ask.history && !line.trim().is_empty() {
-                        keep(&mut editor, history.as_deref(), &line);
-                    }
-                    Read::Line(line)
+        serve(rx, |ask| match editor.readline(&ask.prompt) {
+            Ok(line) => {
+                if ask.history && !line.trim().is_empty() {
+                    keep(&mut editor, history.as_deref(), &line);
                 }
-                Err(ReadlineError::Interrupted) => Read::Interrupted,
-                Err(_) => Read::End,
-            };
-            let _ = ask.reply.send(read);
-        }
+                Read::Line(line)
+            }
+            Err(ReadlineError::Interrupted) => Read::Interrupted,
+            Err(_) => Read::End,
+        });
     });
     Ok(Asker { tx })
+}
+
+/// The reader's loop: each ask is read with `readline` and answered. An ask whose asker left
+/// before its prompt was shown is skipped; a line typed at the prompt of an asker that left
+/// meanwhile (a form whose call ended) answers the next ask instead of being lost, so the
+/// shell gets the command the operator typed (`quit` included).
+fn serve(mut rx: mpsc::UnboundedReceiver<Ask>, mut readline: impl FnMut(&Ask) -> Read) {
+    let mut leftover: Option<Read> = None;
+    while let Some(ask) = rx.blocking_recv() {
+        if ask.reply.is_closed() {
+            continue;
+        }
+        let read = match leftover.take() {
+            Some(read) => read,
+            None => readline(&ask),
+        };
+        if let Err(Read::Line(line)) = ask.reply.send(read) {
+            leftover = Some(Read::Line(line));
+        }
+    }
 }
 
 /// Adds `line` to the history and appends it to the file.
@@ -135,6 +152,17 @@ fn restrict(path: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
 }
 
+#[cfg(test)]
+impl Asker {
+    /// An asker whose lines come from `readline` (a test's operator), on a thread.
+    pub(super) fn with_reader(readline: impl FnMut(&str) -> Read + Send + 'static) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel::<Ask>();
+        let mut readline = readline;
+        std::thread::spawn(move || serve(rx, |ask| readline(&ask.prompt)));
+        Self { tx }
+    }
+}
+
 /// Lines from stdin that is not a terminal: read on a thread, one at a time, as before.
 pub(super) fn piped() -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel::<String>(1);
@@ -148,4 +176,45 @@ pub(super) fn piped() -> mpsc::Receiver<String> {
         }
     });
     rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc as std_mpsc;
+    use std::time::Duration;
+
+    /// A line typed at the prompt of an asker that gave up (a form whose call ended) is the
+    /// shell's next line, not lost: `quit` typed then ends the shell (issue 49 point 4; before,
+    /// the line went to the form that was gone, and the shell waited for another).
+    #[tokio::test]
+    async fn a_line_typed_for_an_asker_that_left_goes_to_the_next_one() {
+        let (prompted_tx, prompted) = std_mpsc::channel::<String>();
+        let (typed, typed_rx) = std_mpsc::channel::<String>();
+        let asker = Asker::with_reader(move |prompt| {
+            prompted_tx.send(prompt.to_owned()).unwrap();
+            typed_rx.recv().map_or(Read::End, Read::Line)
+        });
+        // The form asks, its prompt is shown, then the form is dropped (its call ended).
+        let mut form = Box::pin(asker.line("  name (text): ", false));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), form.as_mut())
+                .await
+                .is_err(),
+            "nothing typed yet"
+        );
+        assert_eq!(prompted.recv().unwrap(), "  name (text): ");
+        drop(form);
+        // The shell asks for its next line; the operator types `quit` (at the form's prompt).
+        let shell = tokio::spawn({
+            let asker = asker.clone();
+            async move { asker.line("kaged-mcp> ", true).await }
+        });
+        typed.send("quit".into()).unwrap();
+        let read = tokio::time::timeout(Duration::from_secs(10), shell)
+            .await
+            .expect("the shell got its line")
+            .unwrap();
+        assert!(matches!(&read, Read::Line(l) if l == "quit"), "{read:?}");
+    }
 }

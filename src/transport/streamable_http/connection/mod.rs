@@ -61,7 +61,8 @@ static ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, te
 static ACCEPT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 static JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// How long shutdown waits for queued notifications (cancellations) to go out.
+/// How long shutdown waits for queued notifications (cancellations) to go out, and for the
+/// requests still awaited (a `tasks/cancel` a dropped call sent) to be answered.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 /// Once the server ended the session, how long the requests already POSTed to it may take to
 /// get their answer's status (a `404` proves one was not processed) before the session closes.
@@ -97,6 +98,7 @@ pub(super) fn open(
         modern: AtomicBool::new(false),
         expiring: AtomicBool::new(false),
         headed: tokio::sync::Notify::new(),
+        settled: tokio::sync::Notify::new(),
         reached: AtomicBool::new(false),
     });
     ctx.handler
@@ -151,6 +153,8 @@ struct Conn {
     expiring: AtomicBool,
     /// Told each time a request's POST gets its answer's status (or fails).
     headed: tokio::sync::Notify,
+    /// Told each time a request's task ends (answered, failed, given up).
+    settled: tokio::sync::Notify,
     /// A POST of the session was answered `2xx`: the URL is an MCP endpoint, so a `404`
     /// without a session id no longer questions its path.
     reached: AtomicBool,
@@ -512,10 +516,40 @@ impl Conn {
         }
     }
 
-    /// Waits (bounded) until every queued notification and answer was POSTed.
-    async fn flush(&self) {
+    /// Waits, at most `limit`, until every queued notification and answer was POSTed and
+    /// every request still awaited got its answer: what the client sent before it closed the
+    /// session reaches the server before the session ends, as stdio writes what was queued
+    /// before it closes stdin (an interrupted call's `tasks/cancel`, issue 49). A request
+    /// whose caller gave up is not waited for.
+    async fn flush(&self, limit: Duration) {
         let target = self.queue.last_queued();
-        let _ = tokio::time::timeout(FLUSH_TIMEOUT, self.queue.wait_sent(target)).await;
+        let requests = async {
+            loop {
+                let settled = self.settled.notified();
+                tokio::pin!(settled);
+                // Registered before the check, so an end between the two is not missed.
+                settled.as_mut().enable();
+                if !self.awaiting_answers() {
+                    return;
+                }
+                settled.await;
+            }
+        };
+        let both = futures::future::join(self.queue.wait_sent(target), requests);
+        if tokio::time::timeout(limit, both).await.is_err() {
+            tracing::debug!(server = %self.server, "closing with messages not yet delivered");
+        }
+    }
+
+    /// Some request is in flight whose caller still awaits its answer.
+    fn awaiting_answers(&self) -> bool {
+        let live: Vec<RequestId> = self
+            .lock_requests()
+            .iter()
+            .filter(|(_, f)| !f.cancel.is_cancelled())
+            .map(|(id, _)| id.clone())
+            .collect();
+        live.iter().any(|id| self.awaits(id))
     }
 }
 
@@ -533,6 +567,7 @@ struct Forget {
 impl Drop for Forget {
     fn drop(&mut self) {
         self.conn.lock_requests().remove(&self.id);
+        self.conn.settled.notify_waiters();
     }
 }
 
@@ -569,7 +604,13 @@ impl fmt::Debug for StreamableConnection {
 }
 
 impl Connection for StreamableConnection {
-    fn close(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
+        self.close_within(FLUSH_TIMEOUT)
+    }
+
+    /// Delivers what was sent before (at most `grace`: see [`Conn::flush`]), then ends every
+    /// task and the session (`DELETE`).
+    fn close_within(mut self: Box<Self>, grace: Duration) -> BoxFuture<'static, ()> {
         // Closed by this guard when the future ends, or when it is dropped before.
         let guard = CloseOnDrop {
             conn: self.conn.conn.take(),
@@ -579,7 +620,7 @@ impl Connection for StreamableConnection {
             let Some(conn) = guard.conn.clone() else {
                 return;
             };
-            conn.flush().await;
+            conn.flush(grace.min(FLUSH_TIMEOUT)).await;
             conn.cancel.cancel();
             conn.delete().await;
             drop(guard);
