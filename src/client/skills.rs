@@ -169,7 +169,7 @@ impl McpClient {
             .as_ref()
             .is_some_and(|init| offers_skills(&init.capabilities));
         if !offered {
-            return Err(self.not_offered(GetSkill::METHOD, name, "skills"));
+            return Err(self.not_offered(ListSkills::METHOD, name, "skills"));
         }
         let unknown = |request: Option<&super::error::RequestRef>, why: String| {
             ClientError::new(
