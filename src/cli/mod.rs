@@ -469,7 +469,8 @@ const STATUS_JSON_HELP: &str = "JSON (--json): an array, one object per server, 
   server's serverInfo as sent: name, version, title, websiteUrl, description, icons, …),
   capabilities (as announced), instructions (whole; under pins = \"enforce\" the approved ones
   when the server's changed), instructions_held (whether they are held); the last three null
-  before it started.
+  before it started; offers (which of tools, resources, prompts and skills its capabilities
+  declare: only those are asked for; empty before it started).
 
 Exit codes: 0 every server named (or declared) is ready or disabled; 1 one is not, or the
 session failed; 2 a usage or configuration error (an unknown server names the declared ones).

@@ -129,7 +129,8 @@ pub(super) fn print_status(
 }
 
 /// Who the server says it is, indented under its status line: `server: name version (title,
-/// website)`, its capabilities, the first line of its instructions. Nothing before it started.
+/// website)`, its capabilities, what it offers to list (`offers: tools, skills`), the first
+/// line of its instructions. Nothing before it started.
 fn write_identity(s: &ServerStatus, out: &mut impl Write) -> std::io::Result<()> {
     if let Some(info) = &s.server_info {
         let mut line = clean(&format!("{} {}", info.name, info.version), 400);
@@ -171,6 +172,14 @@ fn write_identity(s: &ServerStatus, out: &mut impl Write) -> std::io::Result<()>
             shown.join(", ")
         };
         writeln!(out, "  capabilities: {shown}")?;
+        if s.offers.is_empty() {
+            writeln!(
+                out,
+                "  offers: nothing to list (no tools, resources, prompts or skills)"
+            )?;
+        } else {
+            writeln!(out, "  offers: {}", s.offers.join(", "))?;
+        }
     }
     if let Some(first) = s
         .instructions

@@ -35,7 +35,8 @@ pub const MAX_TOOLS: usize = super::pages::MAX_ITEMS;
 
 impl McpClient {
     /// Lists the server's tools, following `nextCursor` to the end. Each page is bounded by
-    /// [`ClientOptions::request_timeout`].
+    /// [`ClientOptions::request_timeout`]. Empty, without a request, when the server's
+    /// capabilities do not declare `tools` (a server of skills or resources only).
     ///
     /// A failure is kept as the server's [`last_error`](Self::last_error), as a failed call's
     /// is in the stack's statistics: whoever keeps the catalog keeps the old one.
@@ -65,6 +66,10 @@ impl McpClient {
 
     pub(super) async fn list_tools_unnoted(&self) -> Result<Vec<ToolInfo>, ClientError> {
         let session = self.shared.session().await?;
+        if !self.declares_tools() {
+            self.shared.lock().tools_fresh_until = None;
+            return Ok(Vec::new());
+        }
         let received = Instant::now();
         // The shortest positive ttl of the pages; none if a page named none (or 0).
         let mut ttl: Option<Duration> = Some(Duration::MAX);
@@ -81,6 +86,18 @@ impl McpClient {
             return Ok(self.with_param_headers(&session, tools));
         }
         Ok(tools)
+    }
+
+    /// Whether the server, as last started, may be asked `tools/list`: its capabilities
+    /// declare `tools`, or they are not known (a 2026-07-28 server chosen from a version
+    /// error, whose `server/discover` answer gave none). A server that declares capabilities
+    /// without `tools` (a skills or resources server) has no tools and is not asked.
+    fn declares_tools(&self) -> bool {
+        self.shared.lock().init.as_ref().is_none_or(|init| {
+            init.capabilities
+                .as_object()
+                .is_none_or(|caps| caps.contains_key("tools"))
+        })
     }
 
     /// Whether the last tool list is stale by the server's own cache hint (2026-07-28

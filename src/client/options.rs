@@ -238,12 +238,20 @@ impl ClientOptions {
     }
 
     /// The client's capabilities as these options make them (see
-    /// [`client_capabilities`](crate::protocol::lifecycle::client_capabilities)).
+    /// [`client_capabilities`](crate::protocol::lifecycle::client_capabilities)), with the
+    /// skills extension declared (`extensions["io.modelcontextprotocol/skills"]`, in
+    /// `initialize` and in a 2026-07-28 request's `_meta` alike): the client speaks
+    /// `skills/list` and `skills/get` ([`McpClient::load_skill`](crate::client::McpClient::load_skill)).
     pub(crate) fn capabilities(&self) -> serde_json::Map<String, serde_json::Value> {
-        crate::protocol::lifecycle::client_capabilities(
+        let mut capabilities = crate::protocol::lifecycle::client_capabilities(
             self.elicitation_handler.is_some(),
             self.roots.is_some(),
-        )
+        );
+        crate::protocol::lifecycle::declare_extension(
+            &mut capabilities,
+            crate::protocol::skills::SKILLS_EXTENSION,
+        );
+        capabilities
     }
 
     /// Sets [`era`](Self::era).

@@ -11,11 +11,16 @@
 //!   `SKILL.md` refuses the skill and no supporting file is read after it; the file itself is
 //!   checked against its own listed size and digest.
 //! - **A refusal names its check**: [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with a [`SkillCheck`]
-//!   (`size`, `digest`, `frontmatter`, `not_listed`, `unreadable`, `ambiguous`), and uses none
-//!   of the content.
+//!   (`size`, `digest`, `frontmatter`, `not_listed`, `unreadable`, `ambiguous`, `mismatched`),
+//!   and uses none of the content.
 //! - **Named, then resolved against the listing.** A skill is asked for by its listed name or
 //!   its listed `SKILL.md` URI; [`McpClient::resolve_skill`] turns either into the listed entry,
 //!   so the session's filters and grants judge the listed name, whatever string was given.
+//! - **An unlisted skill is got, then checked alike.** A listing may be partial: a skill it
+//!   lacks is asked of `skills/get` (by its URI, or a name as `skill://<name>/SKILL.md`), and
+//!   the answer must be that skill (the same URI, the name asked for) before its name is
+//!   judged and its files are verified against that entry as against a listed one
+//!   ([`SkillCheck::Mismatched`] otherwise).
 //! - **Frontmatter parsed, not scanned.** A bare `---` line opens and closes it; what is
 //!   between is one YAML document read by the project's strict reader, and any difference from
 //!   the listed frontmatter (a field missing, changed or added) refuses the skill.
@@ -31,8 +36,8 @@ use super::error::{ClientError, SkillCheck};
 use super::router::Router;
 use super::McpClient;
 use crate::client::Kind;
-use crate::protocol::method::{ListSkills, Request as _};
-use crate::protocol::params::PaginatedParams;
+use crate::protocol::method::{GetSkill, ListSkills, Request as _};
+use crate::protocol::params::{PaginatedParams, ResourceRequestParams};
 use crate::protocol::skills::{offers_skills, SkillEntry, SkillFile};
 use crate::protocol::ResourceContents;
 
@@ -116,17 +121,22 @@ impl McpClient {
         Ok(skills)
     }
 
-    /// The listed skill `name` names: the one skill listed under that name (its frontmatter's
-    /// `name`), or else the one whose `SKILL.md` is listed at that URI. Whatever the caller
-    /// gave, what comes back is an entry of the listing, so a filter or a grant is checked
-    /// against the listed name ([`SkillEntry::name`]), never against the string given: a URI is
-    /// accepted only as the listed URI of a skill. Nothing is read but the listing.
+    /// The skill `name` names: the one skill listed under that name (its frontmatter's
+    /// `name`), or else the one whose `SKILL.md` is listed at that URI; for a skill the listing
+    /// lacks, the entry `skills/get` answers (asked by the URI given, or for a skill name by
+    /// `skill://<name>/SKILL.md`), once it is the skill asked for: the same URI, and the name
+    /// given (for a URI, the last segment of its path). Whatever the caller gave, what comes
+    /// back is the server's entry, so a filter or a grant is checked against the entry's name
+    /// ([`SkillEntry::name`]), never against the string given. Nothing is read but the
+    /// listing (and the `skills/get` answer).
     ///
     /// # Errors
     /// [`ErrorKind::NotOffered`](crate::client::ErrorKind::NotOffered) for a skill the server
-    /// does not list; [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with
-    /// [`SkillCheck::Ambiguous`] when two listed skills answer to it; the errors of
-    /// [`list_skills`](Self::list_skills).
+    /// neither lists nor serves by `skills/get` (or a server without the skills extension);
+    /// [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with
+    /// [`SkillCheck::Ambiguous`] when two listed skills answer to it, with
+    /// [`SkillCheck::Mismatched`] when `skills/get` answers another skill; the errors of
+    /// [`list_skills`](Self::list_skills) and of `skills/get`.
     pub async fn resolve_skill(&self, name: &str) -> Result<SkillEntry, ClientError> {
         let skills = self.list_skills().await?;
         match resolve(&skills, name) {
@@ -141,13 +151,80 @@ impl McpClient {
                     crate::escape::visible(name)
                 ),
             )),
-            // Where a server that serves unlisted skills (`skills/get`) would be asked.
-            Err(None) => Err(self.not_offered(
-                ListSkills::METHOD,
-                name,
-                "this skill (skills/list does not list it)",
-            )),
+            Err(None) => self.get_unlisted(name).await,
         }
+    }
+
+    /// The entry of a skill the listing lacks, by `skills/get` (a listing may be partial):
+    /// asked by the URI given, or for a skill name by `skill://<name>/SKILL.md`. The answer
+    /// must be the skill asked for: the same URI, and a frontmatter `name` that is the name
+    /// given (asked by URI: the last segment of its path, as SEP-2640 requires of a skill's
+    /// path). Nothing is read.
+    async fn get_unlisted(&self, name: &str) -> Result<SkillEntry, ClientError> {
+        let server = &self.shared.server;
+        let offered = self
+            .shared
+            .lock()
+            .init
+            .as_ref()
+            .is_some_and(|init| offers_skills(&init.capabilities));
+        if !offered {
+            return Err(self.not_offered(ListSkills::METHOD, name, "skills"));
+        }
+        let unknown = |request: Option<&super::error::RequestRef>, why: String| {
+            ClientError::new(
+                Arc::clone(server),
+                request.cloned(),
+                Kind::UnknownSkill {
+                    name: crate::transport::text::redact_uri(name).into(),
+                    why: why.into(),
+                },
+            )
+        };
+        let Some((uri, expected)) = skill_get_uri(name) else {
+            return Err(unknown(
+                None,
+                "skills/list does not list it, and it is neither a skill name nor a SKILL.md \
+                 URI to ask skills/get for"
+                    .into(),
+            ));
+        };
+        let answer = match self
+            .request::<GetSkill>(ResourceRequestParams::new(uri.clone()))
+            .await
+        {
+            Ok(answer) => answer.skill,
+            // -32602: not a skill the server serves; -32601: a server without skills/get.
+            Err(e) if matches!(e.code(), Some(-32602 | -32601)) => {
+                return Err(unknown(
+                    e.request(),
+                    format!(
+                        "skills/list does not list it, and skills/get {} was answered {}: {}",
+                        crate::transport::text::redact_uri(&uri),
+                        e.code().unwrap_or_default(),
+                        e.message().unwrap_or_default()
+                    ),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let mismatch =
+            |detail: String| refused(server, &answer, &uri, SkillCheck::Mismatched, detail);
+        if answer.uri != uri {
+            return Err(mismatch(format!(
+                "skills/get {} answered the skill at {}",
+                crate::transport::text::redact_uri(&uri),
+                crate::transport::text::redact_uri(&answer.uri)
+            )));
+        }
+        if answer.name() != expected {
+            return Err(mismatch(format!(
+                "skills/get {} answered a skill named `{}`, not `{expected}`",
+                crate::transport::text::redact_uri(&uri),
+                answer.name()
+            )));
+        }
+        Ok(answer)
     }
 
     /// Loads the skill `name` ([`resolve_skill`](Self::resolve_skill): its listed name, or its
@@ -314,6 +391,40 @@ fn resolve<'a>(
         }
     }
     Err(None)
+}
+
+/// The most bytes of a URI sent to `skills/get`.
+const MAX_SKILL_URI: usize = 2048;
+
+/// What to ask `skills/get` for `name`, and the skill name the answer must carry: a skill
+/// name (`[A-Za-z0-9][A-Za-z0-9._-]{0,63}`, the Agent Skills names and a little more) is asked
+/// as `skill://<name>/SKILL.md`; a URI (`scheme://…/SKILL.md`, of any scheme, without
+/// whitespace, controls or invisible code points) as it is, its skill's name being the last
+/// segment of its path. Anything else is not asked.
+fn skill_get_uri(name: &str) -> Option<(String, String)> {
+    let is_name = |n: &str| {
+        n.len() <= 64
+            && n.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    if is_name(name) {
+        return Some((format!("skill://{name}/SKILL.md"), name.to_owned()));
+    }
+    let (scheme, rest) = name.split_once("://")?;
+    let plain = |c: char| !c.is_whitespace() && !crate::escape::is_hidden(c);
+    if name.len() > MAX_SKILL_URI
+        || scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        || !rest.chars().all(plain)
+    {
+        return None;
+    }
+    let dir = rest.strip_suffix("/SKILL.md")?;
+    let last = dir.rsplit('/').next().unwrap_or(dir);
+    is_name(last).then(|| (name.to_owned(), last.to_owned()))
 }
 
 /// The listed file `file` names: a listed URI, or a path within the skill's directory.

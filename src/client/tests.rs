@@ -80,7 +80,11 @@ async fn initialize_offers_the_latest_version_no_sampling_and_then_sends_initial
     );
     let params = &seen[0]["params"];
     assert_eq!(params["protocolVersion"], "2025-11-25");
-    assert_eq!(params["capabilities"], json!({}));
+    // No capability but the skills extension, which the client speaks (issue 49).
+    assert_eq!(
+        params["capabilities"],
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}}})
+    );
     assert_eq!(params["clientInfo"]["name"], "kaged-mcp");
     assert_eq!(params["clientInfo"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(c.server_info().unwrap().name, "mock");
@@ -363,7 +367,10 @@ fn accepting_handler() -> (elicitation::ElicitationService, Arc<Mutex<Vec<String
 async fn elicitation_is_advertised_only_with_a_handler() {
     let t = MockTransport::new(well_behaved);
     client(t.clone()).start().await.unwrap();
-    assert_eq!(t.seen()[0]["params"]["capabilities"], json!({}));
+    assert_eq!(
+        t.seen()[0]["params"]["capabilities"],
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}}})
+    );
 
     let t = MockTransport::new(well_behaved);
     let (handler, _) = accepting_handler();
@@ -374,7 +381,7 @@ async fn elicitation_is_advertised_only_with_a_handler() {
         .unwrap();
     assert_eq!(
         t.seen()[0]["params"]["capabilities"],
-        json!({"elicitation": {"form": {}}})
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
 }
 
@@ -1180,7 +1187,7 @@ async fn a_modern_task_that_ends_without_its_outcome_fails_once_without_polling_
             let caps = &msg["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
             assert_eq!(
                 caps["extensions"],
-                json!({"io.modelcontextprotocol/tasks": {}})
+                json!({"io.modelcontextprotocol/skills": {}, "io.modelcontextprotocol/tasks": {}})
             );
             vec![Act::reply(
                 msg,

@@ -76,6 +76,39 @@ pub(crate) fn client_capabilities(elicitation: bool, roots: bool) -> Map<String,
     capabilities
 }
 
+/// Declares the extension `id` (`io.modelcontextprotocol/skills`, …) under the client's
+/// `capabilities.extensions`, beside those already declared.
+pub(crate) fn declare_extension(capabilities: &mut Map<String, Value>, id: &str) {
+    let extensions = capabilities
+        .entry("extensions")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !extensions.is_object() {
+        *extensions = Value::Object(Map::new());
+    }
+    if let Value::Object(extensions) = extensions {
+        extensions
+            .entry(id)
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
+/// The lists a client asks a server for, in the order it asks: `tools`, `resources`,
+/// `prompts`, and `skills` (the `io.modelcontextprotocol/skills` extension).
+pub const LISTS: [&str; 4] = ["tools", "resources", "prompts", "skills"];
+
+/// Which of [`LISTS`] a server's `capabilities` (its `initialize` answer's, or a 2026-07-28
+/// server's `server/discover` answer's) declare, in that order. A list it does not declare is
+/// never asked for.
+pub fn offered_lists(capabilities: &Value) -> Vec<&'static str> {
+    LISTS
+        .into_iter()
+        .filter(|list| match *list {
+            "skills" => crate::protocol::skills::offers_skills(capabilities),
+            other => capabilities.get(other).is_some(),
+        })
+        .collect()
+}
+
 /// A server's answer to `initialize`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -141,6 +174,31 @@ mod tests {
             Value::Object(client_capabilities(true, true)),
             serde_json::json!({"elicitation": {"form": {}}, "roots": {"listChanged": false}})
         );
+    }
+
+    #[test]
+    fn an_extension_is_declared_beside_the_others() {
+        let mut caps = client_capabilities(false, true);
+        declare_extension(&mut caps, "io.modelcontextprotocol/skills");
+        declare_extension(&mut caps, "io.modelcontextprotocol/tasks");
+        declare_extension(&mut caps, "io.modelcontextprotocol/skills");
+        assert_eq!(
+            Value::Object(caps),
+            serde_json::json!({"roots": {"listChanged": false}, "extensions": {
+                "io.modelcontextprotocol/skills": {}, "io.modelcontextprotocol/tasks": {}}})
+        );
+    }
+
+    #[test]
+    fn only_the_lists_a_server_declares_are_offered() {
+        let ext_skills = serde_json::json!({"resources": {"listChanged": true}, "completions": {},
+            "extensions": {"io.modelcontextprotocol/skills": {"directoryRead": true}}});
+        assert_eq!(offered_lists(&ext_skills), ["resources", "skills"]);
+        let all = serde_json::json!({"prompts": {}, "tools": {}, "resources": {},
+            "extensions": {"io.modelcontextprotocol/skills": {}}});
+        assert_eq!(offered_lists(&all), LISTS);
+        assert!(offered_lists(&serde_json::json!({"logging": {}})).is_empty());
+        assert!(offered_lists(&Value::Null).is_empty());
     }
 
     #[test]

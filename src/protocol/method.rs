@@ -26,7 +26,7 @@ use super::params::{
 };
 use super::prompts::{CompleteResult, GetPromptResult, ListPromptsPage};
 use super::resources::{ListResourcesPage, ListTemplatesPage, ReadResourceResult};
-use super::skills::ListSkillsResult;
+use super::skills::{GetSkillResult, ListSkillsResult};
 use super::tasks::TaskState;
 use super::{CallAnswer, DiscoverResult, InitializeResult, ListToolsResult};
 
@@ -123,6 +123,9 @@ requests! {
     CancelTask = "tasks/cancel" (TaskRequestParams) => IgnoredAny;
     /// `skills/list` (the `io.modelcontextprotocol/skills` extension, SEP-2640).
     ListSkills = "skills/list" (PaginatedParams) => ListSkillsResult;
+    /// `skills/get` (SEP-2640): the entry of one skill by the URI of its `SKILL.md`, listed or
+    /// not.
+    GetSkill = "skills/get" (ResourceRequestParams) => GetSkillResult;
 }
 
 notifications! { Notification:
@@ -191,6 +194,7 @@ mod tests {
             UpdateTask::METHOD,
             CancelTask::METHOD,
             ListSkills::METHOD,
+            GetSkill::METHOD,
         ];
         let mut seen = std::collections::HashSet::new();
         for m in requests {

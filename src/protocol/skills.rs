@@ -5,6 +5,10 @@
 //! and size. The files themselves are read with `resources/read`, and verified against the
 //! entry before any use ([`McpClient::load_skill`](crate::client::McpClient::load_skill)).
 //!
+//! A listing may be partial: `skills/get` `{"uri": "skill://<name>/SKILL.md"}` answers
+//! `{"skill": <entry>}` for a skill the server serves, listed or not, and `-32602` for a URI it
+//! does not serve as a skill.
+//!
 //! Wire, as the conformance suite's 0.2.0 scenarios serve it:
 //! `{"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "skills": [{"uri":
 //! "skill://pdf-processing/SKILL.md", "frontmatter": {"name": …, "description": …},
@@ -39,6 +43,15 @@ pub struct ListSkillsResult {
     /// Who may share the cached list (`private`, `public`), as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<String>,
+}
+
+/// The answer to `skills/get`: the entry of the skill asked for, in the shape of a listed one
+/// (`{"skill": {"uri", "frontmatter", "resources"}}`, plus `resultType` in 2026-07-28).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GetSkillResult {
+    /// The skill's entry.
+    pub skill: SkillEntry,
 }
 
 /// One skill as listed: where its `SKILL.md` is, what that file's frontmatter says, and every

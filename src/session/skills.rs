@@ -104,8 +104,9 @@ impl Session {
             .collect())
     }
 
-    /// The listed skill `name` names on `server`, once the project's filter and the grants of
-    /// `agent` (none for the daemon) allow its listed name; and the client to load it with.
+    /// The skill `name` names on `server` (listed, or got by `skills/get`), once the project's
+    /// filter and the grants of `agent` (none for the daemon) allow the name of the server's
+    /// entry; and the client to load it with.
     async fn granted_skill(
         &self,
         agent: Option<&str>,
@@ -113,10 +114,11 @@ impl Session {
         name: &str,
     ) -> Result<(&McpClient, SkillEntry), Error> {
         let client = self.client(server)?;
-        let entry = client
-            .resolve_skill(name)
-            .await
-            .map_err(|e| request_error(server, ListSkills::METHOD, e))?;
+        // Named by the request that failed: `skills/get` for an unlisted skill.
+        let entry = client.resolve_skill(name).await.map_err(|e| {
+            let method = e.request().map_or(ListSkills::METHOD, |r| r.method);
+            request_error(server, method, e)
+        })?;
         self.check_skill(agent, server, entry.name())?;
         Ok((client, entry))
     }

@@ -58,6 +58,11 @@ pub struct ServerStatus {
     pub server_info: Option<crate::protocol::Implementation>,
     /// The capabilities it announced (`tools`, `resources`, `prompts`, `logging`, …), as sent.
     pub capabilities: Option<serde_json::Value>,
+    /// What it offers to list, as its capabilities declare it, of `tools`, `resources`,
+    /// `prompts` and `skills` ([`offered_lists`](crate::protocol::lifecycle::offered_lists)):
+    /// what it does not declare is never asked for. Empty before it started, and for a server
+    /// that declares none of them (which still starts).
+    pub offers: Vec<&'static str>,
     /// The instructions it gave its clients, whole, as pinning allows them: under
     /// `pins = "enforce"`, changed instructions are held and these are the approved ones (or
     /// none); see [`ServerPins::instructions`](crate::pin::ServerPins::instructions).
@@ -213,6 +218,9 @@ impl Session {
                     protocol_version: s.client.as_ref().and_then(McpClient::protocol_version),
                     server_info: init.as_ref().map(|i| i.server_info.clone()),
                     capabilities: init.as_ref().map(|i| i.capabilities.clone()),
+                    offers: init.as_ref().map_or_else(Vec::new, |i| {
+                        crate::protocol::lifecycle::offered_lists(&i.capabilities)
+                    }),
                     instructions,
                     instructions_held,
                     era_setting: self.config.local.overrides(&s.config.key).era.as_str(),

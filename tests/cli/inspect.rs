@@ -230,8 +230,9 @@ fn status_says_who_each_server_is_and_documents_every_json_key() {
         "  server: identity-server 3.1.4 (Identity Server, https://example.test/identity)"
     );
     assert_eq!(lines[2], "  capabilities: logging, tools (listChanged)");
+    assert_eq!(lines[3], "  offers: tools");
     assert_eq!(
-        lines[3],
+        lines[4],
         "  instructions: Call show first. (…; --json has all of them)"
     );
 

@@ -272,3 +272,120 @@ fn a_binary_file_is_written_exactly_and_never_to_a_terminal() {
     );
     assert!(!o.stdout.contains("PNG"), "{:?}", o.stdout);
 }
+
+/// The project of the skills server run with `args`.
+fn skills_yaml_with(args: &[&str]) -> String {
+    let script = common::peers::server_script("skills_server.py");
+    let mut command = vec![Value::String(script.to_string_lossy().into_owned())];
+    command.extend(args.iter().map(|a| Value::String((*a).to_owned())));
+    format!(
+        "mcp:\n  skills:\n    transport: stdio\n    command: [python3, {}]\n",
+        command
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A skills server without `tools` (ext-skills as its README builds one) starts (issue 49):
+/// `status` exits 0 and says what it offers, its skills are listed and loaded; a server that
+/// declares no list starts too.
+#[test]
+fn a_skills_server_without_tools_starts_and_status_says_what_it_offers() {
+    let dir = project(
+        &skills_yaml_with(&["--caps", "no-tools", "--require-client-extension"]),
+        "",
+    );
+    let o = run(&["status"], dir.path());
+    assert_eq!(o.code, Some(0), "{}{}", o.stdout, o.stderr);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("skills\tready\t0 tools\tlegacy "),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        lines.contains(&"  offers: resources, skills"),
+        "{}",
+        o.stdout
+    );
+    let o = run(&["skills"], dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout.lines().count(), 2, "{}", o.stdout);
+    let o = run(&["skill", "skills", "notes"], dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.starts_with("---\nname: notes\n"), "{}", o.stdout);
+    let o = run(&["status", "--json"], dir.path());
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v[0]["offers"], serde_json::json!(["resources", "skills"]));
+
+    let dir = project(&skills_yaml_with(&["--caps", "none"]), "");
+    let o = run(&["status"], dir.path());
+    assert_eq!(o.code, Some(0), "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout
+            .contains("  offers: nothing to list (no tools, resources, prompts or skills)\n"),
+        "{}",
+        o.stdout
+    );
+}
+
+/// An unlisted skill is loaded by `skills/get` (issue 49); one the server does not serve says
+/// so in one plain line; a `--file` typo says the skill lists no such file, not that a check
+/// failed.
+#[test]
+fn an_unlisted_skill_loads_and_an_unknown_one_or_file_says_so_plainly() {
+    let dir = project(&skills_yaml_with(&["--mode", "partial"]), "");
+    let o = run(&["skills"], dir.path());
+    assert_eq!(
+        o.stdout.lines().count(),
+        1,
+        "a partial listing: {}",
+        o.stdout
+    );
+    let o = run(&["skill", "skills", "notes"], dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.starts_with("---\nname: notes\n"), "{}", o.stdout);
+    let o = run(&["skill", "skills", "skill://notes/SKILL.md"], dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+
+    let o = run(&["skill", "skills", "pdf-processing2"], dir.path());
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "error: server `skills`: skills/get: serves no skill `pdf-processing2`: skills/list does \
+         not list it, and skills/get skill://pdf-processing2/SKILL.md was answered -32602: Not a \
+         skill served by this server: skill://pdf-processing2/SKILL.md\n"
+    );
+
+    let o = run(
+        &[
+            "skill",
+            "skills",
+            "pdf-processing",
+            "--file",
+            "references/FORM.md",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "error: server `skills`: resources/read: skill `pdf-processing` lists no file \
+         `references/FORM.md`; nothing of it was read\n"
+    );
+    let o = run(
+        &[
+            "skill",
+            "skills",
+            "pdf-processing",
+            "--file",
+            "references/FORM.md",
+            "--json",
+        ],
+        dir.path(),
+    );
+    let err: Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    assert_eq!(err["error"]["check"], "not_listed", "{}", o.stdout);
+}

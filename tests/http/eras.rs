@@ -230,10 +230,11 @@ async fn stdio_modern_requests_carry_the_meta_entries() {
         meta["io.modelcontextprotocol/protocolVersion"],
         "2026-07-28"
     );
-    // The tasks extension is declared unless `tasks = "off"` (issue 23).
+    // The tasks extension is declared unless `tasks = "off"` (issue 23), the skills extension
+    // always (issue 49).
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}, "io.modelcontextprotocol/tasks": {}}})
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"]["name"],

@@ -8,17 +8,27 @@ use kaged_mcp::client::{ClientOptions, ErrorKind, McpClient, SkillCheck};
 
 /// The client of a skills server in `mode`, and the file its reads are logged to.
 fn skills_client(mode: &str) -> (McpClient, tempfile::NamedTempFile) {
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let command = vec![
+    skills_client_with(&["--mode", mode])
+}
+
+/// The command of the skills server with `args`, logging its reads to `log`.
+fn skills_command(args: &[&str], log: &tempfile::NamedTempFile) -> Vec<String> {
+    let mut command = vec![
         "python3".to_owned(),
         crate::common::peers::server_script("skills_server.py")
             .to_string_lossy()
             .into_owned(),
-        "--mode".to_owned(),
-        mode.to_owned(),
         "--log".to_owned(),
         log.path().to_string_lossy().into_owned(),
     ];
+    command.extend(args.iter().map(|a| (*a).to_owned()));
+    command
+}
+
+/// A client of the skills server run with `args`, and the file its reads are logged to.
+fn skills_client_with(args: &[&str]) -> (McpClient, tempfile::NamedTempFile) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let command = skills_command(args, &log);
     let client = crate::stdio_client("skills", &command, ClientOptions::default());
     (client, log)
 }
@@ -164,18 +174,21 @@ async fn skills_session_in(
     tempfile::NamedTempFile,
     tempfile::TempDir,
 ) {
+    skills_session_with(&["--mode", mode], extra, agents).await
+}
+
+/// [`skills_session`] on the skills server run with `args`.
+async fn skills_session_with(
+    args: &[&str],
+    extra: &str,
+    agents: &str,
+) -> (
+    kaged_mcp::Session,
+    tempfile::NamedTempFile,
+    tempfile::TempDir,
+) {
     let log = tempfile::NamedTempFile::new().unwrap();
-    let command = serde_json::to_string(&[
-        "python3".to_owned(),
-        crate::common::peers::server_script("skills_server.py")
-            .to_string_lossy()
-            .into_owned(),
-        "--mode".to_owned(),
-        mode.to_owned(),
-        "--log".to_owned(),
-        log.path().to_string_lossy().into_owned(),
-    ])
-    .unwrap();
+    let command = serde_json::to_string(&skills_command(args, &log)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("project.yaml"),
@@ -351,5 +364,188 @@ async fn a_grant_of_a_skill_does_not_cover_a_skill_named_below_it_at_a_dot() {
         .await
         .unwrap();
     assert_eq!(loaded.entry.name(), "notes.exfil");
+    session.shutdown().await;
+}
+
+const NOTES: &str = "skill://notes/SKILL.md";
+
+/// A skills server that declares no `tools` (as ext-skills' README builds one) starts, in both
+/// eras (issue 49): `tools/list` is not sent, `status` says what it offers, its skills are
+/// listed and loaded. The server refuses `skills/*` unless the client declared the extension.
+#[tokio::test]
+async fn a_skills_server_without_tools_starts_and_serves_its_skills_in_both_eras() {
+    for era in ["legacy", "modern"] {
+        let args = [
+            "--caps",
+            "no-tools",
+            "--era",
+            era,
+            "--require-client-extension",
+        ];
+        let (session, log, _dir) = skills_session_with(&args, "", "").await;
+        let failures: Vec<String> = session
+            .start_failures()
+            .into_iter()
+            .map(|f| f.detail)
+            .collect();
+        assert!(failures.is_empty(), "{era}: {failures:?}");
+        let status = &session.status()[0];
+        assert_eq!(status.state, "ready", "{era}");
+        assert_eq!(status.era, Some(era), "{era}");
+        assert_eq!(status.tools, 0, "{era}");
+        assert_eq!(status.offers, ["resources", "skills"], "{era}");
+        let listed = session.skills("skills").await.unwrap();
+        let names: Vec<&str> = listed.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["pdf-processing", "notes"], "{era}");
+        let loaded = session.load_skill("skills", "notes").await.unwrap();
+        assert_eq!(loaded.entry.name(), "notes");
+        assert_eq!(reads(&log), [NOTES], "{era}");
+        session.shutdown().await;
+    }
+}
+
+/// A server that declares none of tools, resources, prompts or skills still starts, and none
+/// of those lists is asked of it (the server answers each with -32601).
+#[tokio::test]
+async fn a_server_that_declares_no_list_starts_and_is_asked_for_none() {
+    let (session, log, _dir) = skills_session_with(&["--caps", "none"], "", "").await;
+    let failures: Vec<String> = session
+        .start_failures()
+        .into_iter()
+        .map(|f| f.detail)
+        .collect();
+    assert!(failures.is_empty(), "{failures:?}");
+    let status = &session.status()[0];
+    assert_eq!(status.state, "ready");
+    assert!(status.offers.is_empty(), "{:?}", status.offers);
+    assert!(session.skills("skills").await.unwrap().is_empty());
+    assert!(session.resources("skills").await.unwrap().0.is_empty());
+    let err = session.load_skill("skills", "notes").await.unwrap_err();
+    assert!(err.to_string().contains("does not offer skills"), "{err}");
+    assert!(reads(&log).is_empty());
+    session.shutdown().await;
+}
+
+/// A skill the listing lacks is got by `skills/get` and verified as a listed one (issue 49):
+/// by its name or its URI, in both eras; its files are read only after that; a skill the
+/// server does not serve either says so in one clear line.
+#[tokio::test]
+async fn an_unlisted_skill_is_got_by_skills_get_and_verified_as_a_listed_one() {
+    for era in ["legacy", "modern"] {
+        let args = [
+            "--mode",
+            "partial",
+            "--era",
+            era,
+            "--require-client-extension",
+        ];
+        let (client, log) = skills_client_with(&args);
+        let names: Vec<String> = client
+            .list_skills()
+            .await
+            .unwrap()
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect();
+        assert_eq!(names, ["pdf-processing"], "{era}: a partial listing");
+        let loaded = client.load_skill("notes").await.unwrap();
+        assert_eq!(loaded.entry.uri, NOTES, "{era}");
+        assert!(loaded
+            .skill_md
+            .text()
+            .unwrap()
+            .contains("Write things down."));
+        let by_uri = client.load_skill(NOTES).await.unwrap();
+        assert_eq!(by_uri.entry.name(), "notes", "{era}");
+        let file = client.read_skill_file("notes", "SKILL.md").await.unwrap();
+        assert_eq!(file.uri, NOTES);
+        assert_eq!(reads(&log), [NOTES, NOTES, NOTES], "{era}");
+
+        let unknown = client.load_skill("no-such-skill").await.unwrap_err();
+        assert_eq!(unknown.kind(), ErrorKind::NotOffered, "{era}: {unknown}");
+        assert_eq!(
+            unknown.reason(),
+            "serves no skill `no-such-skill`: skills/list does not list it, and skills/get \
+             skill://no-such-skill/SKILL.md was answered -32602: Not a skill served by this \
+             server: skill://no-such-skill/SKILL.md",
+            "{era}"
+        );
+        // Neither a skill name nor a SKILL.md URI: not asked.
+        let odd = client.load_skill("no such/skill").await.unwrap_err();
+        assert!(
+            odd.reason()
+                .contains("neither a skill name nor a SKILL.md URI"),
+            "{era}: {}",
+            odd.reason()
+        );
+        assert_eq!(reads(&log).len(), 3, "{era}: nothing more read");
+        client.shutdown().await;
+    }
+}
+
+/// A `skills/get` answer for another skill than the one asked for is refused before anything
+/// is read (issue 49): another URI (`notes` answered with pdf-processing's entry), or the URI
+/// asked with another name (`secret-exfil` answered as `notes`, to ride on its grant).
+#[tokio::test]
+async fn a_skills_get_answer_for_another_skill_is_refused_and_nothing_is_read() {
+    let (client, log) = skills_client("getswap");
+    for (asked, detail) in [
+        (
+            "notes",
+            "skills/get skill://notes/SKILL.md answered the skill at skill://pdf-processing/SKILL.md",
+        ),
+        (
+            SECRET,
+            "skills/get skill://secret-exfil/SKILL.md answered a skill named `notes`, not `secret-exfil`",
+        ),
+    ] {
+        let err = client.load_skill(asked).await.unwrap_err();
+        match err.skill_check() {
+            Some((check, _, _)) => assert_eq!(check, SkillCheck::Mismatched, "{asked}: {err}"),
+            None => panic!("{asked}: {err}"),
+        }
+        assert!(err.reason().contains(detail), "{asked}: {}", err.reason());
+        let err = client
+            .read_skill_file(asked, "SKILL.md")
+            .await
+            .unwrap_err();
+        assert!(err.skill_check().is_some(), "{asked}: {err}");
+    }
+    assert!(reads(&log).is_empty(), "nothing read: {:?}", reads(&log));
+    client.shutdown().await;
+}
+
+/// A skill got by `skills/get` is judged by the project's filter and an agent's grants as a
+/// listed one (issue 49), by the name the server's answer gives; a refusal reads nothing.
+#[tokio::test]
+async fn an_unlisted_skill_is_filtered_and_granted_by_its_answered_name() {
+    let agents = "primary:\n  tools: {}\n  skills:\n    mcp.skills.notes: { enabled: true }\n";
+    let (session, log, _dir) = skills_session_in(
+        "partial",
+        "    skills:\n      deny: [secret-exfil]\n",
+        agents,
+    )
+    .await;
+    for name in ["secret-exfil", SECRET] {
+        let err = session.load_skill("skills", name).await.unwrap_err();
+        assert_eq!(err.kind(), "skill_not_granted", "{name}: {err}");
+        assert!(err.to_string().contains("`skills.deny`"), "{name}: {err}");
+    }
+    let loaded = session
+        .load_skill_as("primary", "skills", "notes")
+        .await
+        .unwrap();
+    assert_eq!(loaded.entry.uri, NOTES);
+    assert_eq!(reads(&log), [NOTES]);
+    session.shutdown().await;
+
+    // The answer's name `notes` for the URI of secret-exfil is refused, grant or not.
+    let (session, log, _dir) = skills_session_in("getswap", "", agents).await;
+    let err = session
+        .load_skill_as("primary", "skills", SECRET)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("mismatched"), "{err}");
+    assert!(reads(&log).is_empty(), "{:?}", reads(&log));
     session.shutdown().await;
 }

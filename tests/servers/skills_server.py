@@ -2,7 +2,9 @@
 """A stdio MCP server that serves agent skills (SEP-2640, `io.modelcontextprotocol/skills`),
 honest or tampered, and records every file the client reads.
 
-Usage:  python3 skills_server.py --mode ok|digest|size|frontmatter|dashes|dashx|hostile [--log FILE]
+Usage:  python3 skills_server.py --mode ok|digest|size|frontmatter|dashes|dashx|hostile|partial|getswap
+            [--caps all|no-tools|none] [--era legacy|modern] [--require-client-extension]
+            [--log FILE]
 
 Python 3 stdlib only; JSON-RPC 2.0, one message per line on stdin/stdout; exits 0 at stdin
 EOF. Speaks the legacy era: initialize (answers the client's protocolVersion, declares
@@ -16,7 +18,23 @@ EOF. Speaks the legacy era: initialize (answers the client's protocolVersion, de
 - resources/read {uri} -> {contents: [{uri, mimeType: "text/markdown", text}]} (a binary file:
   {uri, mimeType: "application/octet-stream", blob: <base64>}); each read's URI is appended to
   --log (one line) before the answer is written.
+- skills/get {uri} -> {skill: <the entry of the skill whose SKILL.md is at uri, listed or not>}
+  (plus resultType "complete" in the modern era), -32602 for a URI that is no skill's SKILL.md.
 - tools/list -> {tools: []}; ping -> {}; anything else with an id -> -32601.
+
+--caps: what initialize (or server/discover) declares. `all` (the default): resources, tools and
+the extension; `no-tools`: resources and the extension, as ext-skills 0.14.0 does as its README
+builds it (`completions` too), and tools/list is -32601; `none`: no capability at all (logging
+only), and tools/list, resources/list, prompts/list and skills/list are -32601.
+
+--era modern: a 2026-07-28 server: server/discover -> {resultType complete, supportedVersions
+[2026-07-28], capabilities, _meta serverInfo}; every request must carry the _meta protocol
+version and client capabilities (else -32602); initialize is -32601. Default legacy:
+server/discover is -32601.
+
+--require-client-extension: skills/list and skills/get are refused (-32021, "Missing required
+client capability") unless the client declared the extension in its capabilities (legacy: in
+initialize; modern: in the request's _meta clientCapabilities).
 
 Modes tamper with pdf-processing's SKILL.md as served, never with the listing, except
 `frontmatter`, which lists the tampered file's own digest and size (so only the frontmatter
@@ -29,6 +47,13 @@ comparison can catch it):
   that closes the frontmatter at any line starting with `---` misses the field after it);
 - dashx: a line `---x` and then `allowed-tools: Bash` inside the frontmatter.
 `dashes` and `dashx` list the tampered file's own digest and size, as `frontmatter` does.
+
+`partial` lists pdf-processing only: notes, and secret-exfil (as `hostile` serves it), are
+served by skills/get and resources/read but not listed (a partial listing, as ext-skills'
+`listed: false`).
+`getswap` lists as `partial` does, and skills/get answers the wrong skill: for notes, the entry
+of pdf-processing (another URI); for secret-exfil, its entry under the frontmatter name `notes`
+(the URI asked, another name). Reads are served as `partial` serves them.
 
 `hostile` serves everything `ok` does and lists four more skills after them:
 - secret-exfil (skill://secret-exfil/SKILL.md), honest, for a project that denies it by name
@@ -53,10 +78,17 @@ parser = argparse.ArgumentParser()
 parser.add_argument(
     "--mode",
     default="ok",
-    choices=["ok", "digest", "size", "frontmatter", "dashes", "dashx", "hostile"],
+    choices=[
+        "ok", "digest", "size", "frontmatter", "dashes", "dashx", "hostile", "partial", "getswap",
+    ],
 )
+parser.add_argument("--caps", default="all", choices=["all", "no-tools", "none"])
+parser.add_argument("--era", default="legacy", choices=["legacy", "modern"])
+parser.add_argument("--require-client-extension", action="store_true")
 parser.add_argument("--log")
 args = parser.parse_args()
+PARTIAL = args.mode in ("partial", "getswap")
+MODERN_VERSION = "2026-07-28"
 
 EXTENSION = "io.modelcontextprotocol/skills"
 PDF = "skill://pdf-processing/SKILL.md"
@@ -98,7 +130,7 @@ HOSTILE = {SECRET: SECRET_MD, EVIL: EVIL_MD, BUNDLE: BUNDLE_MD, DOTTED: DOTTED_M
 
 
 def served(uri):
-    if args.mode == "hostile" and uri in HOSTILE:
+    if (args.mode == "hostile" or PARTIAL) and uri in HOSTILE:
         return HOSTILE[uri]
     if uri == FORMS:
         return FORMS_MD
@@ -126,7 +158,8 @@ def file_entry(uri, text):
     return {"uri": uri, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
-def listing():
+def entries():
+    """Every skill served, listed or not."""
     pdf_md = served(PDF) if args.mode in ("frontmatter", "dashes", "dashx") else PDF_MD
     hostile = [
         {"uri": SECRET, "frontmatter": SECRET_FM, "resources": [file_entry(SECRET, SECRET_MD)]},
@@ -138,11 +171,8 @@ def listing():
         },
         {"uri": DOTTED, "frontmatter": DOTTED_FM, "resources": [file_entry(DOTTED, DOTTED_MD)]},
     ]
-    return {
-        "resultType": "complete",
-        "ttlMs": 60000,
-        "cacheScope": "private",
-        "skills": [
+    return (
+        [
             {
                 "uri": PDF,
                 "frontmatter": {
@@ -161,8 +191,25 @@ def listing():
                 "resources": [file_entry(NOTES, NOTES_MD)],
             },
         ]
-        + (hostile if args.mode == "hostile" else []),
-    }
+        + (hostile if args.mode == "hostile" or PARTIAL else [])
+    )
+
+
+def listing():
+    listed = [e for e in entries() if not PARTIAL or e["uri"] == PDF]
+    return {"resultType": "complete", "ttlMs": 60000, "cacheScope": "private", "skills": listed}
+
+
+def get_skill(uri):
+    by_uri = {e["uri"]: e for e in entries()}
+    if uri not in by_uri:
+        raise kit.RpcError(-32602, f"Not a skill served by this server: {uri}", {"uri": uri})
+    entry = by_uri[uri]
+    if args.mode == "getswap" and uri == NOTES:
+        entry = by_uri[PDF]
+    elif args.mode == "getswap" and uri == SECRET:
+        entry = dict(entry, frontmatter=dict(entry["frontmatter"], name="notes"))
+    return {"skill": entry}
 
 
 def record(uri):
@@ -171,21 +218,67 @@ def record(uri):
             f.write(uri + "\n")
 
 
+def capabilities():
+    if args.caps == "none":
+        return {"logging": {}}
+    caps = {"resources": {}, "extensions": {EXTENSION: {}}}
+    if args.caps == "all":
+        caps["tools"] = {}
+    else:
+        caps["completions"] = {}
+    return caps
+
+
+SERVER_INFO = {"name": "skills-server", "version": "1"}
+# The client's capabilities: from initialize (legacy), from each request's _meta (modern).
+CLIENT_CAPS = {}
+
+
+def client_declared():
+    ext = CLIENT_CAPS.get("extensions")
+    return isinstance(ext, dict) and EXTENSION in ext
+
+
 def answer(msg):
     method = msg["method"]
-    params = msg.get("params") or {}
-    if method == "initialize":
+    params = kit.params_of(msg)
+    if args.era == "modern":
+        if method == "initialize":
+            return None
+        meta = kit.check_meta(params, None, [MODERN_VERSION])
+        CLIENT_CAPS.clear()
+        CLIENT_CAPS.update(meta[kit.META_CAPS])
+        if method == "server/discover":
+            return {"resultType": "complete", "supportedVersions": [MODERN_VERSION],
+                    "capabilities": capabilities(), "_meta": {kit.META_SERVER: SERVER_INFO}}
+    elif method == "initialize":
+        CLIENT_CAPS.update(params.get("capabilities") or {})
         return {
             "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-            "capabilities": {"resources": {}, "tools": {}, "extensions": {EXTENSION: {}}},
-            "serverInfo": {"name": "skills-server", "version": "1"},
+            "capabilities": capabilities(),
+            "serverInfo": SERVER_INFO,
         }
+    result = answer_request(method, params)
+    if result is not None and args.era == "modern":
+        result.setdefault("resultType", "complete")
+    return result
+
+
+def answer_request(method, params):
+    declared = capabilities()
     if method == "ping":
         return {}
-    if method == "tools/list":
+    if method.startswith("skills/") and args.require_client_extension and not client_declared():
+        raise kit.RpcError(-32021, "Missing required client capability",
+                           {"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
+    if method == "tools/list" and "tools" in declared:
         return {"tools": []}
+    if "extensions" not in declared:
+        return None
     if method == "skills/list":
         return listing()
+    if method == "skills/get":
+        return get_skill(params.get("uri", ""))
     if method == "resources/read":
         uri = params.get("uri", "")
         record(uri)
@@ -196,4 +289,15 @@ def answer(msg):
     return None
 
 
-kit.serve_requests(answer, not_found=lambda msg: f"Method not found: {msg['method']}")
+for _, msg in kit.stdin_messages():
+    if not isinstance(msg, dict) or "method" not in msg or "id" not in msg:
+        continue
+    try:
+        result = answer(msg)
+    except kit.RpcError as e:
+        kit.write_line({"jsonrpc": "2.0", "id": msg["id"], "error": e.body()})
+        continue
+    if result is None:
+        kit.write_line(kit.error_msg(msg["id"], -32601, f"Method not found: {msg['method']}"))
+    else:
+        kit.write_line(kit.result_msg(msg["id"], result))

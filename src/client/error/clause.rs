@@ -228,6 +228,18 @@ impl Clause<'_> {
                 f,
                 "does not offer {capability} (its capabilities at start); {method} {name} was not sent"
             ),
+            Kind::UnknownSkill { name, why } => write!(f, "serves no skill `{name}`: {why}"),
+            // A file the skill does not list was asked for (a typo, or a path out of the
+            // skill): no check failed, nothing was read.
+            Kind::SkillRefused {
+                skill,
+                file,
+                check: super::SkillCheck::NotListed,
+                ..
+            } => write!(
+                f,
+                "skill `{skill}` lists no file `{file}`; nothing of it was read"
+            ),
             Kind::SkillRefused {
                 skill,
                 file,

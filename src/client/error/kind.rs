@@ -108,6 +108,9 @@ pub(crate) enum Kind {
         name: Box<str>,
         capability: Box<str>,
     },
+    /// The server serves no skill by this name or URI: its listing lacks it, and `skills/get`
+    /// was refused (or could not be asked: `name` is neither a skill name nor a URI).
+    UnknownSkill { name: Box<str>, why: Box<str> },
     /// A skill (SEP-2640) was refused.
     SkillRefused {
         skill: Box<str>,
@@ -202,7 +205,8 @@ pub enum ErrorKind {
     /// 2026-07-28); [`capability`](super::ClientError::capability) names it.
     MissingCapability,
     /// The server's capabilities do not offer what a request needs
-    /// ([`capability`](super::ClientError::capability)): it was not sent.
+    /// ([`capability`](super::ClientError::capability)): it was not sent. Also a skill the
+    /// server neither lists nor serves by `skills/get` (SEP-2640).
     NotOffered,
     /// A skill (SEP-2640) was refused: a file of it failed a check against the server's own
     /// listing ([`skill_check`](super::ClientError::skill_check)), and none of its content was
@@ -240,7 +244,7 @@ impl Kind {
             Self::TaskCancelled { .. } => ErrorKind::TaskCancelled,
             Self::TaskLost { .. } => ErrorKind::TaskLost,
             Self::MissingCapability { .. } => ErrorKind::MissingCapability,
-            Self::NotOffered { .. } => ErrorKind::NotOffered,
+            Self::NotOffered { .. } | Self::UnknownSkill { .. } => ErrorKind::NotOffered,
             Self::SkillRefused { .. } => ErrorKind::SkillRefused,
             Self::NoRuntime => ErrorKind::NoRuntime,
         }

@@ -220,11 +220,15 @@ pub enum SkillCheck {
     /// More than one listed skill answers to the name (or URI) given: which one is meant is
     /// not the server's to choose.
     Ambiguous,
+    /// The `skills/get` answer for a skill the listing lacks names another skill than the one
+    /// asked for: another `SKILL.md` URI, or a frontmatter `name` that is not the name asked
+    /// for (or, asked by URI, not the last segment of its path).
+    Mismatched,
 }
 
 impl SkillCheck {
     /// The check as one word: `size`, `digest`, `frontmatter`, `not_listed`, `unreadable`,
-    /// `ambiguous`.
+    /// `ambiguous`, `mismatched`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Size => "size",
@@ -233,6 +237,7 @@ impl SkillCheck {
             Self::NotListed => "not_listed",
             Self::Unreadable => "unreadable",
             Self::Ambiguous => "ambiguous",
+            Self::Mismatched => "mismatched",
         }
     }
 }
@@ -557,6 +562,7 @@ impl ClientError {
             | Kind::NoRuntime => ErrorClass::Held,
             Kind::MissingCapability { .. }
             | Kind::NotOffered { .. }
+            | Kind::UnknownSkill { .. }
             | Kind::InputRefused { .. }
             | Kind::BadParams { .. } => ErrorClass::Unsupported,
         }

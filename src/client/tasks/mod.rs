@@ -632,12 +632,10 @@ pub(crate) fn modern_capabilities(
     tasks: bool,
 ) -> Map<String, Value> {
     if tasks {
-        let mut extensions = Map::new();
-        extensions.insert(
-            crate::protocol::tasks::TASKS_EXTENSION.into(),
-            Value::Object(Map::new()),
+        crate::protocol::lifecycle::declare_extension(
+            &mut capabilities,
+            crate::protocol::tasks::TASKS_EXTENSION,
         );
-        capabilities.insert("extensions".into(), Value::Object(extensions));
     }
     capabilities
 }
