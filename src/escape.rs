@@ -96,6 +96,30 @@ pub fn visible_lines(s: &str) -> Vec<Cow<'_, str>> {
         .collect()
 }
 
+/// Serialized JSON with every [hidden](is_hidden) code point that JSON leaves raw (DEL, the C1
+/// controls, invisible and bidi code points; serde already escapes the C0 controls) written
+/// as a JSON `\uXXXX` escape (a surrogate pair above U+FFFF). The same JSON value, safe to
+/// show on a terminal. `json` must be serialized JSON: outside strings it holds no such code
+/// point.
+pub fn json(json: &str) -> Cow<'_, str> {
+    let Some(first) = json.find(is_hidden) else {
+        return Cow::Borrowed(json);
+    };
+    let mut out = String::with_capacity(json.len() + 12);
+    out.push_str(&json[..first]);
+    for c in json[first..].chars() {
+        if is_hidden(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{:04x}", u);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Whether `s` holds any code point [`visible`] escapes.
 pub fn has_hidden(s: &str) -> bool {
     s.chars().any(is_hidden)
@@ -176,5 +200,15 @@ mod tests {
             visible_lines("one\r\ntwo\rthree\n\u{1b}[1A"),
             ["one", r"two\rthree", r"\u{1b}[1A"]
         );
+    }
+
+    #[test]
+    fn json_keeps_its_value_and_loses_its_hidden_code_points() {
+        let v = serde_json::json!({"k\u{202e}": "a\u{7f}\u{9b}\u{200b}\u{e0041}\n\u{1b}"});
+        let text = v.to_string();
+        let safe = json(&text);
+        assert!(!has_hidden(&safe), "{safe}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
+        assert!(matches!(json("{\"a\":1}"), Cow::Borrowed(_)));
     }
 }

@@ -21,6 +21,15 @@ pub fn lock_file(data: &[u8]) {
             return;
         }
     };
+    // A key repeated in an object is refused, wherever the accepted text had it: the same
+    // text with its `version` given twice at the top is never a lock.
+    if let Some(open) = text.find('{') {
+        let doubled = format!("{}{{\"version\": 1,{}", &text[..open], &text[open + 1..]);
+        assert!(
+            Lock::parse(&doubled, file).is_err(),
+            "a repeated `version` key was accepted"
+        );
+    }
     let rendered = lock.render();
     let back = Lock::parse(&rendered, file).expect("a rendered lock parses");
     assert_eq!(back, lock);

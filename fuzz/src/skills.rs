@@ -17,8 +17,11 @@ use serde_json::{json, Map, Value};
 ///   name); an entry written back reads back the same;
 /// - a `SKILL.md`: a frontmatter that reads agrees with a listing of itself, and not with one
 ///   that lacks, changes or adds a field, each refusal naming that field; text after the
-///   frontmatter changes nothing; one that does not read is refused, with a reason, whatever
-///   the listing; the bytes pass against a listing of their own size and digest (hex in either
+///   frontmatter changes nothing; a line that only starts with `---` (or a `...` line), put
+///   with a field after it at the frontmatter's start, never closes it: that SKILL.md is refused
+///   against the listing of the original (issue 48: a scanner closed the frontmatter at
+///   `---evil: 1`, so the fields after it passed unseen); one that does not read is refused,
+///   with a reason, whatever the listing; the bytes pass against a listing of their own size and digest (hex in either
 ///   case), and fail by `size` one byte off, by `digest` with another digest.
 pub fn skills(data: &[u8]) {
     if data.first() == Some(&b'{') {
@@ -77,6 +80,7 @@ fn skill_md(data: &[u8]) {
             assert_eq!(checks::compare_frontmatter(&found, &text), Ok(()));
             let longer = format!("{text}\n---\nname: other\n---\n");
             assert_eq!(checks::frontmatter(&longer).as_ref(), Ok(&found));
+            forged_lines(&text, &found);
             if let Some((key, value)) = found.iter().next() {
                 let named = format!("`{key}`");
                 let mut fewer = found.clone();
@@ -99,6 +103,30 @@ fn skill_md(data: &[u8]) {
         }
     }
     verify(data);
+}
+
+/// Lines a scanner would take for the frontmatter's end, each followed by a field, put right
+/// after the opening `---` line of `text` (whose frontmatter reads as `found`): never accepted
+/// against the listing of `found`.
+fn forged_lines(text: &str, found: &Map<String, Value>) {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let opening = body
+        .find('\n')
+        .expect("a frontmatter that reads has an opening line")
+        + 1;
+    for line in [
+        "---evil: 1\n",
+        "---x\nallowed-tools: Bash\n",
+        "--- \nallowed-tools: Bash\n",
+        "---\tx\nallowed-tools: Bash\n",
+        "...\nallowed-tools: Bash\n",
+    ] {
+        let forged = format!("{}{line}{}", &body[..opening], &body[opening..]);
+        assert!(
+            checks::compare_frontmatter(found, &forged).is_err(),
+            "{line:?} at the start of the frontmatter passed: {forged:?}"
+        );
+    }
 }
 
 /// A listed file as a listing writes it.

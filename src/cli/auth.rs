@@ -30,7 +30,7 @@ fn source(
             Err(EXIT_CONFIG)
         }
         Err(e) => {
-            eprintln!("error: {}", super::hints::fix(&e.to_string()));
+            eprintln!("error: {}", super::hints::line(&e.to_string()));
             Err(EXIT_CONFIG)
         }
     }
@@ -77,7 +77,7 @@ fn login(args: &ProjectArgs, server: &str) -> u8 {
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("error: {}", super::hints::fix(&e.to_string()));
+            eprintln!("error: {}", super::hints::line(&e.to_string()));
             EXIT_FAILED
         }
     }
@@ -127,7 +127,7 @@ fn status(args: &ProjectArgs, json_out: bool) -> u8 {
     for r in rows {
         let server = r["server"].as_str().unwrap_or_default();
         if let Some(e) = r["error"].as_str() {
-            println!("{server}: error: {}", super::hints::fix(e));
+            println!("{server}: error: {}", super::hints::line(e));
         } else if r["logged_in"] == true {
             let scopes: Vec<&str> = r["scopes"]
                 .as_array()
@@ -155,7 +155,7 @@ fn status(args: &ProjectArgs, json_out: bool) -> u8 {
                 r["grant"].as_str().unwrap_or_default(),
                 dpop_note(&r)
             );
-            println!("{}", super::hints::fix(&line));
+            println!("{}", super::hints::line(&line));
         }
     }
     code
@@ -188,7 +188,7 @@ fn logout(args: &ProjectArgs, server: &str) -> u8 {
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("error: {}", super::hints::fix(&e.to_string()));
+            eprintln!("error: {}", super::hints::line(&e.to_string()));
             EXIT_FAILED
         }
     }

@@ -75,7 +75,8 @@ pub(super) fn print_catalog(
             .iter()
             .map(|t| tool_json(t, listed.get(&t.name).map(|t| &**t)))
             .collect();
-        serde_json::to_writer(&mut *out, &all)?;
+        let text = serde_json::to_string(&all)?;
+        out.write_all(crate::escape::json(&text).as_bytes())?;
         return writeln!(out);
     }
     for t in tools {
@@ -267,7 +268,8 @@ pub(super) fn tools(
 fn notes(session: &Session, tools: &[ToolDefinition]) {
     for (tool, why) in session.registry().unvalidated() {
         if tools.iter().any(|t| t.name == tool) {
-            eprintln!("note: {tool} is not validated: {}", why.join("; "));
+            let why = crate::escape::visible(&why.join("; ")).into_owned();
+            eprintln!("note: {tool} is not validated: {why}");
         }
     }
     for server in &session.config().project.servers {
@@ -276,8 +278,10 @@ fn notes(session: &Session, tools: &[ToolDefinition]) {
         };
         for (name, why) in &catalog.skipped {
             eprintln!(
-                "note: server `{}` offers a tool `{name}` that is not registered: {why}",
-                server.key
+                "note: server `{}` offers a tool `{}` that is not registered: {}",
+                server.key,
+                crate::escape::visible(name),
+                crate::escape::visible(why)
             );
         }
     }
@@ -322,7 +326,11 @@ pub(super) fn describe_on(
     let listed = listed(session, std::slice::from_ref(def));
     let info = listed.get(&def.name).map(|t| &**t);
     let _ = if json {
-        writeln!(out, "{}", tool_json(def, info))
+        writeln!(
+            out,
+            "{}",
+            crate::escape::json(&tool_json(def, info).to_string())
+        )
     } else {
         write_description(def, info, out)
     };

@@ -37,7 +37,7 @@ pub(super) fn run(args: &ProjectArgs, verbose: bool) -> u8 {
     let mut roots_ok = true;
     for server in &config.project.servers {
         if let Err(e) = crate::assemble::roots(&config, server) {
-            eprintln!("error: {}", super::hints::fix(&e.to_string()));
+            eprintln!("error: {}", super::hints::line(&e.to_string()));
             roots_ok = false;
         }
     }
@@ -57,7 +57,7 @@ pub(super) fn run(args: &ProjectArgs, verbose: bool) -> u8 {
                  them with what the servers list",
                 lock.servers.len()
             );
-            println!("{}", super::hints::fix(&line));
+            println!("{}", super::hints::line(&line));
         }
     }
     if secrets_ok && roots_ok {
@@ -229,6 +229,13 @@ fn auth_line(config: &Config, auth: Option<&AuthConfig>) -> String {
             |id| format!("client_id {id}"),
         );
         let _ = write!(line, ", grant {grant}, {client}");
+        if let Some(issuer) = &o.issuer {
+            let _ = write!(
+                line,
+                ", issuer {}",
+                crate::transport::http::redacted(issuer)
+            );
+        }
         if let Some(scopes) = &o.scopes {
             let _ = write!(line, ", scopes [{}]", scopes.join(" "));
         }

@@ -56,6 +56,13 @@ pub(super) fn fix(message: &str) -> String {
     pasteable(message, PROJECT.get().map(PathBuf::as_path), false)
 }
 
+/// One line for a person: `message` with its hints made pasteable ([`fix`]) and every control,
+/// invisible or direction-changing code point a server put in it shown escaped
+/// ([`crate::escape::visible`]; a newline too, so no server text forges a line of ours).
+pub(super) fn line(message: &str) -> String {
+    crate::escape::visible(&fix(message)).into_owned()
+}
+
 /// `message` with its hints made pasteable inside the shell.
 pub(super) fn fix_in_shell(message: &str) -> String {
     pasteable(message, PROJECT.get().map(PathBuf::as_path), true)
@@ -141,11 +148,11 @@ mod tests {
         );
         assert_eq!(
             pasteable(
-                "review with `kaged-mcp lock --check s`, approve with `kaged-mcp lock s`",
+                "review with `kaged-mcp lock --check s`, which prints the command that approves what it shows",
                 Some(Path::new("proj")),
                 false
             ),
-            "review with `kaged-mcp lock --project proj --check s`, approve with `kaged-mcp lock --project proj s`"
+            "review with `kaged-mcp lock --project proj --check s`, which prints the command that approves what it shows"
         );
         assert_eq!(
             pasteable(

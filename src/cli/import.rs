@@ -15,6 +15,7 @@ use clap::Args;
 
 use crate::config::import::{self, write, Plan, PlannedServer, PlannedTransport};
 use crate::config::MAX_FILE_BYTES;
+use crate::escape::visible;
 use crate::protocol::uri::redact_uri;
 
 use super::output::Failure;
@@ -89,12 +90,28 @@ fn import(args: &ImportArgs) -> Result<(), Failure> {
     if let Some(local) = &local_text {
         write_file(&local_file, local, Some(0o600))?;
         let missing = plan.secrets().filter(|(_, m)| m.value.is_none()).count();
+        let disabled = plan.servers.iter().filter(|s| s.is_disabled()).count();
+        let timed = plan
+            .servers
+            .iter()
+            .filter(|s| s.timeout_ms.is_some() || s.probe_timeout_ms.is_some())
+            .count();
         println!(
-            "wrote {}: {} secret(s){}",
+            "wrote {}: {} secret(s){}{}{}",
             local_file.display(),
             secrets - missing,
             if missing > 0 {
                 format!(", {missing} to fill in")
+            } else {
+                String::new()
+            },
+            if disabled > 0 {
+                format!(", {disabled} server(s) disabled")
+            } else {
+                String::new()
+            },
+            if timed > 0 {
+                format!(", timeouts of {timed} server(s)")
             } else {
                 String::new()
             }
@@ -119,19 +136,31 @@ fn report(plan: &Plan, local_file: &Path) {
     for s in &plan.servers {
         println!("added {}", server_line(s));
         for note in &s.notes {
-            println!("  note: {note}");
+            println!("  note: {}", visible(note));
+        }
+        if s.is_disabled() {
+            println!(
+                "  disabled: `disabled = true` under [mcp.{}] in {}, until each credential \
+                 below is given to the server another way (an `env` or `auth:` secret_ref) and \
+                 that line is removed; their values are in local.toml, not in project.yaml",
+                s.key,
+                local_file.display()
+            );
+            for reason in &s.disabled {
+                println!("    {}", visible(reason));
+            }
         }
     }
     for s in &plan.skipped {
-        println!("skipped {:?}: {}", printable(&s.name), s.reason);
+        println!("skipped \"{}\": {}", visible(&s.name), visible(&s.reason));
     }
     for (s, m) in plan.secrets().filter(|(_, m)| m.value.is_none()) {
         let leaf = m.secret_ref.as_str().rsplit('.').next().unwrap_or_default();
         println!(
             "needs a value: {} of `{}` had {}: set `{leaf} = \"…\"` under [secrets.import.{}] in {}",
-            m.what,
+            visible(&m.what),
             s.key,
-            m.references.join(", "),
+            visible(&m.references.join(", ")),
             s.key,
             local_file.display()
         );
@@ -142,7 +171,7 @@ fn report(plan: &Plan, local_file: &Path) {
 fn server_line(s: &PlannedServer) -> String {
     let mut line = s.key.clone();
     if s.name != s.key {
-        line.push_str(&format!(" (from {:?})", printable(&s.name)));
+        line.push_str(&format!(" (from \"{}\")", visible(&s.name)));
     }
     let target = match &s.transport {
         PlannedTransport::Stdio { command, .. } => command
@@ -161,7 +190,10 @@ fn server_line(s: &PlannedServer) -> String {
             t
         }
     };
-    line.push_str(&format!(": {}, {}", s.transport.name(), printable(&target)));
+    line.push_str(&format!(": {}, {}", s.transport.name(), visible(&target)));
+    if s.is_disabled() {
+        line.push_str(" (disabled)");
+    }
     if !s.secrets.is_empty() {
         let moved: Vec<String> = s
             .secrets
@@ -172,7 +204,7 @@ fn server_line(s: &PlannedServer) -> String {
                     (Some(_), false) => " (kept, not used)",
                     (Some(_), true) => "",
                 };
-                format!("{} → {}{state}", m.what, m.secret_ref)
+                format!("{} → {}{state}", visible(&m.what), m.secret_ref)
             })
             .collect();
         line.push_str(&format!("; secrets: {}", moved.join(", ")));
@@ -190,13 +222,6 @@ fn shell_word(a: &str) -> String {
     } else {
         format!("'{}'", a.replace('\'', r"'\''"))
     }
-}
-
-/// `s` for a line of output: control characters as `?`.
-fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 /// The file to import, bounded in size, as UTF-8.

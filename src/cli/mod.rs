@@ -253,8 +253,12 @@ pub(crate) enum Command {
     /// server lists now (the servers named, or all), or with --check compare them with it and
     /// show each difference.
     ///
-    /// Exit codes: 0 written, or (--check) everything matches; 1 a server could not be listed
-    /// (nothing written), or (--check) something differs or there is no mcp.lock; 2 a usage or
+    /// An entry that exists is updated only with the digest --check printed (--expect), after
+    /// a yes on a terminal, or with --yes.
+    ///
+    /// Exit codes: 0 written, or (--check) everything matches; 1 a server could not be listed,
+    /// lists something other than the digest expected, or an update was not approved (nothing
+    /// written), or (--check) something differs or there is no mcp.lock; 2 a usage or
     /// configuration error (an unreadable mcp.lock included).
     Lock {
         /// Where the configuration is (or the ad-hoc server), and the log level.
@@ -264,9 +268,22 @@ pub(crate) enum Command {
         /// none is named (entries of servers no longer declared are dropped).
         servers: Vec<String>,
         /// Compare instead of writing: each changed description line, schema path and
-        /// annotation, each new or removed tool, each server not in the lock.
+        /// annotation, each new or removed tool, each server not in the lock, whole and
+        /// escaped, and the digest of what each server lists now.
         #[arg(long)]
         check: bool,
+        /// Write only what was reviewed: the digest `lock --check` printed (`sha256:…`, with
+        /// one server named) or `SERVER=sha256:…` (repeatable). A server that lists anything
+        /// else now is refused and nothing is written.
+        #[arg(long, value_name = "DIGEST", conflicts_with = "check")]
+        expect: Vec<String>,
+        /// Update entries without a digest and without asking (what the servers list at this
+        /// moment is pinned, unreviewed).
+        #[arg(long, conflicts_with = "check")]
+        yes: bool,
+        /// Print the review (--check) or what was written as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Start one server and send it N MCP pings, as ping(8): one line per ping with its
     /// round-trip time, then a summary (sent, answered, lost, min/avg/max).
@@ -450,7 +467,9 @@ const STATUS_JSON_HELP: &str = "JSON (--json): an array, one object per server, 
   tasks_failed, tasks_cancelled, era (legacy or modern) and protocol_version (null before
   the server started), era_setting (auto, legacy, modern: local.toml), server_info (the
   server's serverInfo as sent: name, version, title, websiteUrl, description, icons, …),
-  capabilities (as announced), instructions (whole); the last three null before it started.
+  capabilities (as announced), instructions (whole; under pins = \"enforce\" the approved ones
+  when the server's changed), instructions_held (whether they are held); the last three null
+  before it started.
 
 Exit codes: 0 every server named (or declared) is ready or disabled; 1 one is not, or the
 session failed; 2 a usage or configuration error (an unknown server names the declared ones).
@@ -622,7 +641,20 @@ fn dispatch(command: Command, verbose: bool) -> u8 {
             project,
             servers,
             check,
-        } => lock::run(&project, &servers, check, verbose),
+            expect,
+            yes,
+            json,
+        } => lock::run(
+            &project,
+            &lock::LockArgs {
+                servers,
+                check,
+                expect,
+                yes,
+                json,
+            },
+            verbose,
+        ),
         Command::Ping { project, args } => ping::run(&project, &args, verbose),
         Command::Import(args) => import::run(&args),
     }

@@ -82,6 +82,18 @@ impl Failure {
         self
     }
 
+    /// The same failure with its lines and its chain shown as
+    /// [`visible`](crate::escape::visible) text: for a failure whose words a server chose (a
+    /// skill's name, a refusal's detail), so no control or invisible code point reaches the
+    /// terminal.
+    pub(super) fn escaped(mut self) -> Self {
+        for line in &mut self.lines {
+            *line = crate::escape::visible(line).into_owned();
+        }
+        self.detail = self.detail.map(|d| crate::escape::visible(&d).into_owned());
+        self
+    }
+
     /// With exit code `code` instead.
     pub(super) fn code(mut self, code: u8) -> Self {
         self.code = code;
@@ -121,7 +133,7 @@ impl Failure {
     /// stderr either way, the chain too with `verbose`) and returns its exit code.
     pub(super) fn exit(&self, json: bool, verbose: bool) -> u8 {
         if json {
-            println!("{}", self.json());
+            println!("{}", crate::escape::json(&self.json().to_string()));
         }
         self.tell(verbose);
         self.code
@@ -130,10 +142,10 @@ impl Failure {
     /// The `error:` lines on stderr, and with `verbose` the whole chain.
     pub(super) fn tell(&self, verbose: bool) {
         for line in &self.lines {
-            eprintln!("error: {}", super::hints::fix(line));
+            eprintln!("error: {}", super::hints::line(line));
         }
         if let Some(d) = self.detail.as_ref().filter(|_| verbose) {
-            eprintln!("  detail: {}", super::hints::fix(d));
+            eprintln!("  detail: {}", super::hints::line(d));
         }
     }
 }

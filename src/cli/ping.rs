@@ -67,7 +67,7 @@ pub(super) fn run(args: &ServerArgs, p: &PingArgs, verbose: bool) -> u8 {
             eprintln!(
                 "error: server `{}`: {}",
                 f.server,
-                super::hints::fix(&f.reason)
+                super::hints::line(&f.reason)
             );
             super::interrupt::end(session).await;
             return EXIT_FAILED;

@@ -232,7 +232,7 @@ fn write_resources(
             "resources": resources.iter().map(|(s, r)| with_server(s, json!(r))).collect::<Vec<_>>(),
             "templates": templates.iter().map(|(s, t)| with_server(s, json!(t))).collect::<Vec<_>>(),
         });
-        writeln!(out, "{answer}").map_err(unwritten)?;
+        writeln!(out, "{}", crate::escape::json(&answer.to_string())).map_err(unwritten)?;
         return Ok(());
     }
     for (server, r) in resources {
@@ -356,7 +356,7 @@ async fn get_prompt(
         .await
         .map_err(|e| Failure::of(&e))?;
     if json {
-        writeln!(out, "{}", json!(got)).map_err(unwritten)?;
+        writeln!(out, "{}", crate::escape::json(&json!(got).to_string())).map_err(unwritten)?;
     } else {
         for m in &got.messages {
             writeln!(out, "{}: {}", m.role, render::block(&m.content)).map_err(unwritten)?;
@@ -394,11 +394,16 @@ async fn complete(
         .await
         .map_err(|e| Failure::of(&e))?;
     if json {
-        writeln!(out, "{}", json!(completion)).map_err(unwritten)?;
+        writeln!(
+            out,
+            "{}",
+            crate::escape::json(&json!(completion).to_string())
+        )
+        .map_err(unwritten)?;
         return Ok(Vec::new());
     }
     for v in &completion.values {
-        writeln!(out, "{v}").map_err(unwritten)?;
+        writeln!(out, "{}", crate::escape::visible(v)).map_err(unwritten)?;
     }
     if completion.has_more == Some(true) {
         let total = completion
@@ -464,7 +469,7 @@ fn write_read(
     };
     if json {
         let answer = json!({"contents": read.contents, "truncated": read.truncated});
-        return writeln!(out, "{answer}").map_err(io);
+        return writeln!(out, "{}", crate::escape::json(&answer.to_string())).map_err(io);
     }
     let blobs = read
         .contents
@@ -517,6 +522,17 @@ fn write_read(
             redact_uri(&a.uri),
             bytes.len()
         ))),
+        // A text for a person: its lines kept, every control and invisible code point shown
+        // escaped (`--out` or `--json` give it exactly).
+        None if !binary => {
+            let text = String::from_utf8_lossy(&bytes);
+            let shown = crate::escape::visible_lines(&text).join("\n");
+            out.write_all(shown.as_bytes()).map_err(io)?;
+            if !shown.ends_with('\n') {
+                writeln!(out).map_err(io)?;
+            }
+            Ok(())
+        }
         None => {
             out.write_all(&bytes).map_err(io)?;
             if !binary && !bytes.ends_with(b"\n") {

@@ -3,7 +3,10 @@
 //! says what it is. Images and audio: `[image image/png, 1234 bytes]` (the decoded size);
 //! resource links: `[resource link URI: name, MIME]`; embedded resources: `[resource URI,
 //! MIME]` followed by their text, or `[resource URI: blob MIME, N bytes]`. The server's
-//! strings inside the brackets are cleaned of control characters and line breaks.
+//! strings inside the brackets are one line with control characters shown escaped; a text
+//! keeps its line breaks, every other control, escape sequence and invisible or
+//! direction-changing code point shown escaped ([`crate::escape::visible_lines`]), so a
+//! result cannot drive the terminal.
 
 use base64::Engine as _;
 
@@ -37,11 +40,19 @@ fn mime(mime: Option<&str>) -> String {
     }
 }
 
+/// A server's text, its lines kept, each line escaped.
+fn text(text: &str) -> String {
+    if !crate::escape::has_hidden(text) {
+        return text.to_owned();
+    }
+    crate::escape::visible_lines(text).join("\n")
+}
+
 /// The text form of one content block: its text, or a placeholder line (an embedded text
 /// resource: the placeholder, then its text on the lines after).
 pub(super) fn block(b: &ContentBlock) -> String {
     match b {
-        ContentBlock::Text(t) => t.text.to_string(),
+        ContentBlock::Text(t) => text(&t.text),
         ContentBlock::Image(i) => {
             format!("[image {}, {}]", mime(Some(&i.mime_type)), size(&i.data))
         }
@@ -69,7 +80,7 @@ pub(super) fn block(b: &ContentBlock) -> String {
                 "[resource {}, {}]\n{}",
                 field(&t.uri),
                 mime(t.mime_type.as_deref()),
-                t.text
+                text(&t.text)
             ),
             ResourceContents::Blob(b) => format!(
                 "[resource {}: blob {}, {}]",
@@ -129,6 +140,8 @@ mod tests {
             !shown.contains('\n') && !shown.contains('\u{1b}'),
             "{shown:?}"
         );
+        let t = parse(json!({"type": "text", "text": "line one\r\n\u{1b}[1Aover\u{202e}\nthree"}));
+        assert_eq!(block(&t), "line one\n\\u{1b}[1Aover\\u{202e}\nthree");
         let bad = parse(json!({"type": "image", "data": "not base64!", "mimeType": "image/png"}));
         assert_eq!(
             block(&bad),

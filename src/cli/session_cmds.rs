@@ -36,7 +36,8 @@ pub(super) fn print_result(
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     if json {
-        serde_json::to_writer(&mut *out, &result_json(r))?;
+        let text = serde_json::to_string(&result_json(r))?;
+        out.write_all(crate::escape::json(&text).as_bytes())?;
         writeln!(out)
     } else {
         let text = render::blocks(&r.content);
@@ -57,7 +58,8 @@ pub(super) fn print_status(
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     if json {
-        serde_json::to_writer(&mut *out, st)?;
+        let text = serde_json::to_string(st)?;
+        out.write_all(crate::escape::json(&text).as_bytes())?;
         writeln!(out)
     } else {
         for s in st {
@@ -75,7 +77,7 @@ pub(super) fn print_status(
                 write!(out, "\t{} {noun}", s.consecutive_failures)?;
             }
             if let Some(e) = &s.last_error {
-                write!(out, "\t{}", e.replace('\n', " "))?;
+                write!(out, "\t{}", crate::escape::visible(e))?;
             }
             writeln!(out)?;
             if !s.held.is_empty() {
@@ -86,7 +88,7 @@ pub(super) fn print_status(
                     held.join(", "),
                     s.server
                 );
-                writeln!(out, "{}", super::hints::fix(&line))?;
+                writeln!(out, "{}", super::hints::line(&line))?;
             }
             write_identity(s, out)?;
             if verbose {
@@ -95,7 +97,7 @@ pub(super) fn print_status(
                     .as_ref()
                     .filter(|d| Some(*d) != s.last_error.as_ref())
                 {
-                    writeln!(out, "  detail: {}", d.replace('\n', " "))?;
+                    writeln!(out, "  detail: {}", crate::escape::visible(d))?;
                 }
             }
             if s.calls > 0 || s.restarts > 0 {
@@ -147,12 +149,12 @@ fn write_identity(s: &ServerStatus, out: &mut impl Write) -> std::io::Result<()>
         let shown: Vec<String> = caps
             .iter()
             .map(|(name, v)| {
-                let flags: Vec<&str> = v
+                let flags: Vec<std::borrow::Cow<'_, str>> = v
                     .as_object()
                     .map(|o| {
                         o.iter()
                             .filter(|(_, f)| **f == Value::Bool(true))
-                            .map(|(k, _)| k.as_str())
+                            .map(|(k, _)| crate::escape::visible(k))
                             .collect()
                     })
                     .unwrap_or_default();
@@ -181,6 +183,13 @@ fn write_identity(s: &ServerStatus, out: &mut impl Write) -> std::io::Result<()>
             ""
         };
         writeln!(out, "  instructions: {}{more}", clean(first, 400))?;
+    }
+    if s.instructions_held {
+        let line = format!(
+            "  instructions: the server's changed since mcp.lock and are held (agents see the approved ones); `kaged-mcp lock --check {}` shows them",
+            s.server
+        );
+        writeln!(out, "{}", super::hints::line(&line))?;
     }
     Ok(())
 }

@@ -24,10 +24,10 @@ pub(super) use super::interrupt::runtime;
 /// Prints an error as the operator's line, `error: …`, and with `-v` its whole chain.
 pub(super) fn report(e: &Error, verbose: bool) {
     let reason = e.reason();
-    eprintln!("error: {}", hints::fix(&reason));
+    eprintln!("error: {}", hints::line(&reason));
     let full = e.to_string();
     if verbose && full != reason {
-        eprintln!("  detail: {}", hints::fix(&full));
+        eprintln!("  detail: {}", hints::line(&full));
     }
 }
 
@@ -68,11 +68,11 @@ fn print_pin_event(event: &PinEvent) {
             };
             eprintln!(
                 "warning: {}",
-                hints::fix(&format!(
+                crate::escape::visible(&hints::fix(&format!(
                     "server `{server}`: tool `{tool}` {what}: {}; {}",
                     verdict.reason(server),
                     Verdict::approve_with(server)
-                ))
+                )))
             );
         }
         PinEvent::Server {
@@ -80,7 +80,7 @@ fn print_pin_event(event: &PinEvent) {
             differences,
         } => eprintln!(
             "warning: {}",
-            hints::fix(&format!(
+            hints::line(&format!(
                 "server `{server}`: differs from mcp.lock in {} (its tools are judged one by one); {}",
                 differences.join(", "),
                 Verdict::approve_with(server)
@@ -90,13 +90,23 @@ fn print_pin_event(event: &PinEvent) {
 }
 
 fn options_for(config: &Config, scope: &Scope<'_>, one_shot: bool) -> SessionOptions {
-    // The tool a `call` names: if it is held, the call's own error says so, once.
+    // The tool a `call` names: if it is held, the call's own error says so, once; if it is
+    // registered all the same (`pins = "warn"`), the warning is the only word of it.
     let called = match scope {
         Scope::ToolOf(tool) => Some((*tool).to_owned()),
         _ => None,
     };
     let options = SessionOptions::new().on_pin_event(move |event| {
-        if let (Some(called), PinEvent::Tool { server, tool, .. }) = (&called, event) {
+        if let (
+            Some(called),
+            PinEvent::Tool {
+                server,
+                tool,
+                held: true,
+                ..
+            },
+        ) = (&called, event)
+        {
             if *called == format!("mcp.{server}.{tool}") {
                 return;
             }
@@ -212,9 +222,9 @@ async fn start_session(
             let failed = s.start_failures();
             if announce {
                 for f in &failed {
-                    eprintln!("error: server `{}`: {}", f.server, hints::fix(&f.reason));
+                    eprintln!("error: server `{}`: {}", f.server, hints::line(&f.reason));
                     if verbose && f.detail != f.reason {
-                        eprintln!("  detail: {}", hints::fix(&f.detail));
+                        eprintln!("  detail: {}", hints::line(&f.detail));
                     }
                 }
             }

@@ -11,8 +11,14 @@
 //!   `SKILL.md` refuses the skill and no supporting file is read after it; the file itself is
 //!   checked against its own listed size and digest.
 //! - **A refusal names its check**: [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with a [`SkillCheck`]
-//!   (`size`, `digest`, `frontmatter`, `not_listed`, `unreadable`), and uses none of the
-//!   content.
+//!   (`size`, `digest`, `frontmatter`, `not_listed`, `unreadable`, `ambiguous`), and uses none
+//!   of the content.
+//! - **Named, then resolved against the listing.** A skill is asked for by its listed name or
+//!   its listed `SKILL.md` URI; [`McpClient::resolve_skill`] turns either into the listed entry,
+//!   so the session's filters and grants judge the listed name, whatever string was given.
+//! - **Frontmatter parsed, not scanned.** A bare `---` line opens and closes it; what is
+//!   between is one YAML document read by the project's strict reader, and any difference from
+//!   the listed frontmatter (a field missing, changed or added) refuses the skill.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -110,16 +116,73 @@ impl McpClient {
         Ok(skills)
     }
 
-    /// Loads the skill `name` (its frontmatter's `name`, or its `SKILL.md` URI): reads its
-    /// `SKILL.md` and verifies its size, digest and frontmatter against the listing (size,
-    /// then digest, then frontmatter).
+    /// The listed skill `name` names: the one skill listed under that name (its frontmatter's
+    /// `name`), or else the one whose `SKILL.md` is listed at that URI. Whatever the caller
+    /// gave, what comes back is an entry of the listing, so a filter or a grant is checked
+    /// against the listed name ([`SkillEntry::name`]), never against the string given: a URI is
+    /// accepted only as the listed URI of a skill. Nothing is read but the listing.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotOffered`](crate::client::ErrorKind::NotOffered) for a skill the server
+    /// does not list; [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with
+    /// [`SkillCheck::Ambiguous`] when two listed skills answer to it; the errors of
+    /// [`list_skills`](Self::list_skills).
+    pub async fn resolve_skill(&self, name: &str) -> Result<SkillEntry, ClientError> {
+        let skills = self.list_skills().await?;
+        match resolve(&skills, name) {
+            Ok(entry) => Ok(entry.clone()),
+            Err(Some(first)) => Err(refused(
+                &self.shared.server,
+                first,
+                &first.uri,
+                SkillCheck::Ambiguous,
+                format!(
+                    "more than one listed skill answers to {:?}",
+                    crate::escape::visible(name)
+                ),
+            )),
+            // Where a server that serves unlisted skills (`skills/get`) would be asked.
+            Err(None) => Err(self.not_offered(
+                ListSkills::METHOD,
+                name,
+                "this skill (skills/list does not list it)",
+            )),
+        }
+    }
+
+    /// Loads the skill `name` ([`resolve_skill`](Self::resolve_skill): its listed name, or its
+    /// listed `SKILL.md` URI): reads its `SKILL.md` and verifies its size, digest and
+    /// frontmatter against the listing (size, then digest, then frontmatter).
     ///
     /// # Errors
     /// [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) naming the check that failed (nothing of the content is
     /// returned); [`ErrorKind::NotOffered`](crate::client::ErrorKind::NotOffered) for a skill the server does not list; the errors
-    /// of [`list_skills`](Self::list_skills) and of the read.
+    /// of [`resolve_skill`](Self::resolve_skill) and of the read.
     pub async fn load_skill(&self, name: &str) -> Result<LoadedSkill, ClientError> {
-        let entry = self.skill_entry(name).await?;
+        let entry = self.resolve_skill(name).await?;
+        self.load_entry(entry).await
+    }
+
+    /// Reads the file `file` of the skill `name` (a listed URI, or a path within the skill
+    /// such as `references/FORMS.md`), after loading the skill: a skill whose `SKILL.md` is
+    /// refused has none of its files read. The file is verified against its listed size and
+    /// digest.
+    ///
+    /// # Errors
+    /// As [`load_skill`](Self::load_skill); [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with
+    /// [`SkillCheck::NotListed`] for a file the skill does not list.
+    pub async fn read_skill_file(
+        &self,
+        name: &str,
+        file: &str,
+    ) -> Result<SkillContent, ClientError> {
+        let entry = self.resolve_skill(name).await?;
+        self.read_entry_file(entry, file).await
+    }
+
+    /// Loads the skill `entry` of this server's listing ([`resolve_skill`](Self::resolve_skill)):
+    /// its `SKILL.md` read and verified against it.
+    pub(crate) async fn load_entry(&self, entry: SkillEntry) -> Result<LoadedSkill, ClientError> {
         let skill_md = self.read_verified(&entry, &entry.uri).await?;
         let text = skill_md.text().ok_or_else(|| {
             refused(
@@ -142,20 +205,14 @@ impl McpClient {
         Ok(LoadedSkill { entry, skill_md })
     }
 
-    /// Reads the file `file` of the skill `name` (a listed URI, or a path within the skill
-    /// such as `references/FORMS.md`), after loading the skill: a skill whose `SKILL.md` is
-    /// refused has none of its files read. The file is verified against its listed size and
-    /// digest.
-    ///
-    /// # Errors
-    /// As [`load_skill`](Self::load_skill); [`ErrorKind::SkillRefused`](crate::client::ErrorKind::SkillRefused) with
-    /// [`SkillCheck::NotListed`] for a file the skill does not list.
-    pub async fn read_skill_file(
+    /// The file `file` of the skill `entry` of this server's listing, read and verified after
+    /// the skill was loaded.
+    pub(crate) async fn read_entry_file(
         &self,
-        name: &str,
+        entry: SkillEntry,
         file: &str,
     ) -> Result<SkillContent, ClientError> {
-        let loaded = self.load_skill(name).await?;
+        let loaded = self.load_entry(entry).await?;
         let entry = &loaded.entry;
         let Some(listed) = find_file(entry, file) else {
             return Err(refused(
@@ -171,22 +228,6 @@ impl McpClient {
         }
         let uri = listed.uri.clone();
         self.read_verified(entry, &uri).await
-    }
-
-    /// The listed entry of the skill `name`.
-    async fn skill_entry(&self, name: &str) -> Result<SkillEntry, ClientError> {
-        let skills = self.list_skills().await?;
-        skills
-            .iter()
-            .find(|s| s.name() == name || s.uri == name)
-            .cloned()
-            .ok_or_else(|| {
-                self.not_offered(
-                    ListSkills::METHOD,
-                    name,
-                    "this skill (skills/list does not list it)",
-                )
-            })
     }
 
     /// Reads `uri` of `entry` and checks it against its listed size and digest.
@@ -253,6 +294,26 @@ fn content_uri(c: &ResourceContents) -> &str {
         ResourceContents::Text(t) => &t.uri,
         ResourceContents::Blob(b) => &b.uri,
     }
+}
+
+/// The one listed skill `name` names: by its listed name, else by its listed `SKILL.md` URI.
+/// `Err(Some(first))` when two skills answer to it alike, `Err(None)` when none does.
+fn resolve<'a>(
+    skills: &'a [SkillEntry],
+    name: &str,
+) -> Result<&'a SkillEntry, Option<&'a SkillEntry>> {
+    let by_name = |s: &&SkillEntry| s.name() == name;
+    let by_uri = |s: &&SkillEntry| s.uri == name;
+    for answers in [&by_name as &dyn Fn(&&SkillEntry) -> bool, &by_uri] {
+        let mut found = skills.iter().filter(|s| answers(s));
+        if let Some(first) = found.next() {
+            return match found.next() {
+                None => Ok(first),
+                Some(_) => Err(Some(first)),
+            };
+        }
+    }
+    Err(None)
 }
 
 /// The listed file `file` names: a listed URI, or a path within the skill's directory.
@@ -356,47 +417,84 @@ fn compare_frontmatter(listed: &Map<String, Value>, skill_md: &str) -> Result<()
     }
 }
 
-/// The YAML frontmatter of a `SKILL.md`: the mapping between a first line `---` and the next
-/// `---` line, as JSON.
+/// The YAML frontmatter of a `SKILL.md`, as JSON: the text between a first line that is
+/// exactly `---` and the next line that is exactly `---` (either may end in `\r\n`; the second
+/// may end the file), read as one YAML document with the project's strict reader (a duplicate
+/// key, a second document, an alias bomb are refused). A line that only starts with `---`
+/// (`---evil: 1`, `--- x`) is YAML inside the frontmatter, not its end.
 fn frontmatter(skill_md: &str) -> Result<Map<String, Value>, String> {
     let text = skill_md.strip_prefix('\u{feff}').unwrap_or(skill_md);
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or("it does not start with a `---` frontmatter line")?;
-    let end = rest
-        .match_indices("---")
-        .find(|(at, _)| *at == 0 || rest[..*at].ends_with('\n'))
-        .map(|(at, _)| at)
-        .ok_or("its frontmatter has no closing `---` line")?;
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next().unwrap_or("");
+    if !is_marker(first) || !first.ends_with('\n') {
+        return Err("it does not start with a `---` frontmatter line".into());
+    }
+    let start = first.len();
+    let mut end = start;
+    loop {
+        let Some(line) = lines.next() else {
+            return Err("its frontmatter has no closing `---` line".into());
+        };
+        if is_marker(line) {
+            break;
+        }
+        end += line.len();
+    }
     let key_path: crate::config::yaml::KeyPath =
         |steps| crate::config::yaml::write_path(steps, |_| false);
-    let node = crate::config::yaml::parse(&rest[..end], std::path::Path::new("SKILL.md"), key_path)
-        .map_err(|e| format!("its frontmatter is not valid YAML: {}", e.message))?;
-    match yaml_to_json(&node) {
+    let node = crate::config::yaml::parse(
+        &text[start..end],
+        std::path::Path::new("SKILL.md"),
+        key_path,
+    )
+    .map_err(|e| match e.location {
+        // The frontmatter starts on the file's second line.
+        Some(at) => format!(
+            "its frontmatter is not valid YAML (line {} of SKILL.md): {}",
+            at.line + 1,
+            e.message
+        ),
+        None => format!("its frontmatter is not valid YAML: {}", e.message),
+    })?;
+    match yaml_to_json(&node)? {
         Value::Object(map) => Ok(map),
         Value::Null => Ok(Map::new()),
         _ => Err("its frontmatter is not a mapping".into()),
     }
 }
 
-/// A YAML node as JSON.
-fn yaml_to_json(node: &crate::config::yaml::Node) -> Value {
+/// Whether `line` (with its line break, if any) is a bare `---` line.
+fn is_marker(line: &str) -> bool {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    line.strip_suffix('\r').unwrap_or(line) == "---"
+}
+
+/// A YAML node as JSON; a number JSON cannot hold (`.nan`, `.inf`) is refused rather than
+/// read as something else.
+fn yaml_to_json(node: &crate::config::yaml::Node) -> Result<Value, String> {
     use crate::config::yaml::Value as Y;
-    match &node.value {
+    Ok(match &node.value {
         Y::Null => Value::Null,
         Y::Bool(b) => Value::Bool(*b),
         Y::Int(i) => Value::from(*i),
-        Y::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        Y::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .ok_or_else(|| {
+                format!(
+                    "its frontmatter has the number {f} (line {} of SKILL.md), which a listing \
+                     cannot hold",
+                    node.loc.line + 1
+                )
+            })?,
         Y::Str(s) => Value::String(s.clone()),
-        Y::Seq(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Y::Seq(items) => Value::Array(items.iter().map(yaml_to_json).collect::<Result<_, _>>()?),
         Y::Map(entries) => Value::Object(
             entries
                 .iter()
-                .map(|e| (e.key.clone(), yaml_to_json(&e.value)))
-                .collect(),
+                .map(|e| Ok((e.key.clone(), yaml_to_json(&e.value)?)))
+                .collect::<Result<_, String>>()?,
         ),
-    }
+    })
 }
 
 /// The checks a skill's files go through before use, as [`McpClient::load_skill`] and
@@ -512,6 +610,97 @@ mod tests {
         assert!(compare_frontmatter(listed, "---\nname: x\n")
             .unwrap_err()
             .contains("closing"));
+    }
+
+    #[test]
+    fn only_a_bare_dash_line_closes_the_frontmatter() {
+        let listed = json!({"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"});
+        let listed = listed.as_object().unwrap();
+        // `---evil: 1` is YAML inside the frontmatter: the field after it is seen, and refused.
+        let evil = SKILL_MD.replace(
+            "description: Extract, fill, and assemble PDF documents\n",
+            "description: Extract, fill, and assemble PDF documents\n---evil: 1\nallowed-tools: Bash\n",
+        );
+        let why = compare_frontmatter(listed, &evil).unwrap_err();
+        assert!(why.contains("`---evil`"), "{why}");
+        // `---x` is not YAML a mapping can hold: refused, naming the line.
+        let x = SKILL_MD.replace("name: pdf-processing\n", "name: pdf-processing\n---x\n");
+        let why = compare_frontmatter(listed, &x).unwrap_err();
+        assert!(why.contains("not valid YAML (line 4 of SKILL.md)"), "{why}");
+        // A document marker with text after it starts a second document: refused.
+        for marker in ["--- \n", "--- x\n", "...\n"] {
+            let split = SKILL_MD.replace(
+                "description: Extract",
+                &format!("{marker}allowed-tools: Bash\ndescription: Extract"),
+            );
+            assert!(compare_frontmatter(listed, &split).is_err(), "{marker:?}");
+        }
+        // A body that starts with `---x` after the frontmatter changes nothing.
+        let body = format!("{SKILL_MD}---x\n---\n");
+        assert!(compare_frontmatter(listed, &body).is_ok());
+        // CRLF lines, and a closing line that ends the file.
+        let crlf = SKILL_MD.replace('\n', "\r\n");
+        assert!(compare_frontmatter(listed, &crlf).is_ok(), "CRLF");
+        let at_end = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---";
+        assert!(compare_frontmatter(listed, at_end).is_ok());
+        // The opening line is bare too.
+        assert!(compare_frontmatter(listed, &format!("-{SKILL_MD}")).is_err());
+        assert!(compare_frontmatter(listed, &SKILL_MD.replacen("---", "--- ", 1)).is_err());
+    }
+
+    #[test]
+    fn a_number_json_cannot_hold_does_not_pass_for_another_value() {
+        let listed = json!({"name": "x", "version": null});
+        let listed = listed.as_object().unwrap();
+        assert!(compare_frontmatter(listed, "---\nname: x\nversion: ~\n---\n").is_ok());
+        for nan in [".nan", ".inf", "-.inf"] {
+            let md = format!("---\nname: x\nversion: {nan}\n---\n");
+            let why = compare_frontmatter(listed, &md).unwrap_err();
+            assert!(why.contains("line 3 of SKILL.md"), "{nan}: {why}");
+        }
+    }
+
+    #[test]
+    fn a_duplicate_key_or_a_second_document_is_refused() {
+        let listed = json!({"name": "x", "description": "good"});
+        let listed = listed.as_object().unwrap();
+        let twice = "---\nname: x\ndescription: good\ndescription: evil\n---\n";
+        assert!(compare_frontmatter(listed, twice)
+            .unwrap_err()
+            .contains("duplicate key"));
+    }
+
+    #[test]
+    fn a_skill_resolves_by_its_listed_name_then_its_listed_uri_and_never_two() {
+        let entry = |uri: &str, name: &str| -> SkillEntry {
+            serde_json::from_value(json!({"uri": uri, "frontmatter": {"name": name}})).unwrap()
+        };
+        let skills = [
+            entry("skill://pdf/SKILL.md", "pdf"),
+            entry("skill://secret/SKILL.md", "secret"),
+            // Named like another skill's URI: the name answers first.
+            entry("skill://odd/SKILL.md", "skill://pdf/SKILL.md"),
+            entry("skill://twin-a/SKILL.md", "twin"),
+            entry("skill://twin-b/SKILL.md", "twin"),
+        ];
+        assert_eq!(resolve(&skills, "pdf").unwrap().name(), "pdf");
+        assert_eq!(
+            resolve(&skills, "skill://secret/SKILL.md").unwrap().name(),
+            "secret",
+            "a URI resolves to the listed skill, whose name is then judged"
+        );
+        assert_eq!(
+            resolve(&skills, "skill://pdf/SKILL.md").unwrap().uri,
+            "skill://odd/SKILL.md"
+        );
+        assert_eq!(
+            resolve(&skills, "twin").unwrap_err().unwrap().uri,
+            "skill://twin-a/SKILL.md"
+        );
+        assert!(resolve(&skills, "skill://nope/SKILL.md")
+            .unwrap_err()
+            .is_none());
+        assert!(resolve(&skills, "secret/SKILL.md").unwrap_err().is_none());
     }
 
     #[test]

@@ -59,6 +59,7 @@ pub use daemon::DaemonConfig;
 pub use era::EraPreference;
 pub use error::{ConfigError, ConfigErrors, Location};
 pub use local::{LocalConfig, ServerOverrides};
+pub(crate) use project::auth::may_receive_secrets;
 pub use project::{
     is_valid_server_key, AgentGrants, AuthConfig, AuthKind, ClientAuthMethod, EnvValue,
     GrantPattern, HttpServerConfig, IdentityProvider, McpServerConfig, OAuthConfig, OAuthGrant,

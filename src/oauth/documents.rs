@@ -55,7 +55,7 @@ pub fn resource_metadata(
     else {
         return Ok(None);
     };
-    let named = discovery::resource_document(&json, &metadata_url, &server_url)
+    let named = discovery::resource_document(&json, &metadata_url, &server_url, None)
         .map_err(|e| e.to_string())?;
     Ok(Some(format!("{named:?}")))
 }

@@ -33,6 +33,44 @@ pub(crate) enum DocumentError {
         /// The URL, redacted.
         url: String,
     },
+    /// An endpoint a secret would be sent to that is neither `https` nor `http` to a loopback
+    /// address ([`may_receive_secrets`](crate::config::may_receive_secrets)); nothing was sent.
+    #[error(
+        "{what} is `{url}`, which is neither https nor http to a loopback address (127.0.0.0/8, \
+         ::1, localhost); nothing is sent there: an OAuth endpoint must be served over https"
+    )]
+    Insecure {
+        /// Where the URL was found: the document and its key.
+        what: String,
+        /// The URL, redacted and escaped.
+        url: String,
+    },
+    /// An authorization server other than the one `auth.issuer` names.
+    #[error(
+        "{from} names the authorization server {found}, not `{pinned}` that `auth.issuer` names; \
+         nothing is sent to it (if the server has moved to an authorization server you trust, \
+         change `auth.issuer`)"
+    )]
+    NotPinned {
+        /// Where it was named: the document.
+        from: String,
+        /// What it names, escaped.
+        found: String,
+        /// `auth.issuer`, redacted.
+        pinned: String,
+    },
+    /// 2025-03-26 metadata whose issuer is not the origin it came from, where `auth.issuer`
+    /// must be checked.
+    #[error(
+        "{url}: its issuer `{issuer}` is not the origin it was fetched from, so it cannot be \
+         checked against `auth.issuer`; nothing is sent to its endpoints"
+    )]
+    UnverifiedIssuer {
+        /// Where the metadata was, redacted.
+        url: String,
+        /// The issuer it names, escaped.
+        issuer: String,
+    },
     /// A document answered with a status that is neither a success nor a refusal (4xx).
     #[error("{url}: answered {status}")]
     Status {

@@ -48,6 +48,8 @@ pub(crate) struct Assertion {
     value: String,
     /// SHA-256 of the value: how a refused assertion is recognised without keeping it.
     digest: [u8; 32],
+    /// Its `aud` claim: whom it is for (a string claim is one entry).
+    audience: Vec<String>,
 }
 
 impl fmt::Debug for Assertion {
@@ -60,6 +62,22 @@ impl Assertion {
     /// The digest of the assertion (not the assertion).
     pub(crate) const fn digest(&self) -> [u8; 32] {
         self.digest
+    }
+
+    /// Its `aud` claim, as read without checking the signature: whom it is for.
+    pub(crate) fn audience(&self) -> &[String] {
+        &self.audience
+    }
+
+    /// The assertion `value` (a compact JWT whose claims were read as `claims`).
+    fn new(value: String, claims: JwtClaims) -> Self {
+        let mut digest = [0u8; 32];
+        digest.copy_from_slice(digest::digest(&digest::SHA256, value.as_bytes()).as_ref());
+        Self {
+            value,
+            digest,
+            audience: claims.aud,
+        }
     }
 }
 
@@ -127,6 +145,8 @@ pub struct JwtClaims {
     pub iat: Option<u64>,
     /// `nonce` (a DPoP proof's).
     pub nonce: Option<String>,
+    /// `aud`: a string is one entry, an array its strings; absent or of another type, none.
+    pub aud: Vec<String>,
 }
 
 /// Reads the header and claims of a compact JWS (`header.claims.signature`, base64url without
@@ -181,6 +201,14 @@ pub fn inspect_jwt(text: &str) -> Result<JwtClaims, JwtShapeError> {
         exp: number("exp")?,
         iat: number("iat").unwrap_or(None),
         nonce: string(&claims, "nonce"),
+        aud: match claims.get("aud") {
+            Some(serde_json::Value::String(a)) => vec![a.clone()],
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        },
     })
 }
 
@@ -213,10 +241,7 @@ pub(crate) fn read_assertion(path: &Path, now: u64) -> Result<Assertion, Asserti
             });
         }
     }
-    let value = text.trim().to_owned();
-    let mut d = [0u8; 32];
-    d.copy_from_slice(digest::digest(&digest::SHA256, value.as_bytes()).as_ref());
-    Ok(Assertion { value, digest: d })
+    Ok(Assertion::new(text.trim().to_owned(), claims))
 }
 
 /// Enterprise-managed authorization (SEP-990), its first step: exchanges the ID token
@@ -273,15 +298,8 @@ pub(crate) async fn exchange_for_id_jag(
     let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let issued = json.get("issued_token_type").and_then(|v| v.as_str());
     let jag = json.get("access_token").and_then(|v| v.as_str());
-    match (issued, jag) {
-        (Some(ID_JAG_TYPE), Some(jag)) if inspect_jwt(jag).is_ok() => {
-            let mut d = [0u8; 32];
-            d.copy_from_slice(digest::digest(&digest::SHA256, jag.as_bytes()).as_ref());
-            Ok(Assertion {
-                value: jag.to_owned(),
-                digest: d,
-            })
-        }
+    match (issued, jag.map(|j| (j, inspect_jwt(j)))) {
+        (Some(ID_JAG_TYPE), Some((jag, Ok(claims)))) => Ok(Assertion::new(jag.to_owned(), claims)),
         _ => Err(GrantError::other(format!(
             "the IdP {} answered the token exchange without an ID-JAG (issued_token_type {})",
             redacted(idp_endpoint),
@@ -436,6 +454,18 @@ mod tests {
         assert_eq!(c.exp, Some(1_700_000_300));
         assert_eq!(c.iat, Some(1_700_000_000));
         assert_eq!(c.nonce.as_deref(), Some("n1"));
+    }
+
+    #[test]
+    fn reads_the_audience_as_a_string_or_the_strings_of_an_array() {
+        let aud = |claims: &str| inspect_jwt(&jwt("{}", claims)).unwrap().aud;
+        assert_eq!(aud(r#"{"aud":"https://as.test"}"#), ["https://as.test"]);
+        assert_eq!(
+            aud(r#"{"aud":["https://a.test",7,"https://b.test"]}"#),
+            ["https://a.test", "https://b.test"]
+        );
+        assert!(aud(r#"{"aud":{"x":"https://as.test"}}"#).is_empty());
+        assert!(aud("{}").is_empty());
     }
 
     #[test]

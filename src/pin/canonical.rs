@@ -2,6 +2,12 @@
 //! instructions, canonicalized by RFC 8785 (JSON Canonicalization Scheme) and hashed with
 //! SHA-256, so that the same definition has the same digest whatever order or spacing the
 //! server sent it in.
+//!
+//! RFC 8785 writes every number as an IEEE double, so two integers beyond ±2^53 that differ
+//! (`9007199254740993` and `9007199254740992`) would canonicalize alike and a schema could
+//! change without changing its digest. A value holding such an integer is digested over its
+//! exact form instead ([`canonical_bytes`]): sorted keys, integers digit for digit, behind a
+//! prefix no RFC 8785 text starts with.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -31,6 +37,23 @@ struct Pinned<'a> {
 /// The digest of `tool`'s pinned form: the same as `digest(&definition_of(tool))`, without
 /// building the copy (what a session start pays per tool).
 pub fn tool_digest(tool: &ToolInfo) -> String {
+    let inexact = !exact_in_jcs(&tool.input_schema)
+        || tool
+            .output_schema
+            .as_ref()
+            .is_some_and(|s| !exact_in_jcs(s))
+        || tool
+            .extra
+            .get("execution")
+            .is_some_and(|e| !exact_in_jcs(e))
+        || tool
+            .annotations
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok())
+            .is_some_and(|a| !exact_in_jcs(&a));
+    if inexact {
+        return digest(&definition_of(tool));
+    }
     let pinned = Pinned {
         name: &tool.name,
         title: tool.title.as_deref(),
@@ -99,13 +122,42 @@ pub fn definition_of(tool: &ToolInfo) -> Value {
 /// The RFC 8785 canonical bytes of `value`: object members sorted by the UTF-16 code units
 /// of their names, no insignificant whitespace, numbers as ECMAScript prints them, strings
 /// with the minimal escapes.
+///
+/// A value holding an integer that an IEEE double cannot hold exactly (beyond ±2^53) is
+/// written instead as `kaged-mcp/exact-integers` and a newline, then compact JSON with sorted
+/// keys and every integer digit for digit: two such values that differ never share bytes.
 pub fn canonical_bytes(value: &Value) -> Vec<u8> {
+    if !exact_in_jcs(value) {
+        let mut out = EXACT_PREFIX.to_vec();
+        // `serde_json::Map` is a BTreeMap here (no `preserve_order`): keys come sorted.
+        out.extend(serde_json::to_vec(value).unwrap_or_default());
+        return out;
+    }
     // A `serde_json::Value` holds no NaN or infinity, the only values RFC 8785 cannot write;
     // should the canonicalizer refuse one all the same, its plain serialization (sorted keys)
     // still gives a stable digest.
     serde_json_canonicalizer::to_vec(value)
         .or_else(|_| serde_json::to_vec(value))
         .unwrap_or_default()
+}
+
+/// What [`canonical_bytes`] starts with for a value RFC 8785 would not write exactly.
+const EXACT_PREFIX: &[u8] = b"kaged-mcp/exact-integers\n";
+
+/// Whether every number of `value` is written exactly by RFC 8785 (as a double): integers
+/// within ±2^53, and any number parsed as a double already.
+fn exact_in_jcs(value: &Value) -> bool {
+    const MAX: u64 = 1 << 53;
+    match value {
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u <= MAX,
+            (None, Some(i)) => i.unsigned_abs() <= MAX,
+            _ => true,
+        },
+        Value::Array(items) => items.iter().all(exact_in_jcs),
+        Value::Object(map) => map.values().all(exact_in_jcs),
+        _ => true,
+    }
 }
 
 /// The SHA-256 of the canonical form of `definition`, as 64 lowercase hex digits.
@@ -260,4 +312,43 @@ mod tests {
         let b = definition_of(&tool(json!({"name": "t", "annotations": {"x-scope": "b"}})));
         assert_ne!(digest(&a), digest(&b));
     }
+
+    #[test]
+    fn integers_beyond_2_pow_53_are_digested_exactly() {
+        let schema = |n: &str| {
+            let text = format!(
+                r#"{{"name": "t", "inputSchema": {{"type": "object", "properties": {{"n": {{"maximum": {n}}}}}}}}}"#
+            );
+            tool(serde_json::from_str(&text).unwrap())
+        };
+        let (a, b) = (schema("9007199254740993"), schema("9007199254740992"));
+        assert_ne!(a.input_schema, b.input_schema);
+        assert_ne!(tool_digest(&a), tool_digest(&b));
+        assert_ne!(digest(&definition_of(&a)), digest(&definition_of(&b)));
+        assert_eq!(tool_digest(&a), digest(&definition_of(&a)));
+        let (c, d) = (schema("-9007199254740995"), schema("-9007199254740996"));
+        assert_ne!(tool_digest(&c), tool_digest(&d));
+        // Within 2^53 the RFC 8785 form is kept (existing locks keep their digests).
+        let small = schema("9007199254740992");
+        assert!(!canonical_bytes(&definition_of(&small)).starts_with(EXACT_PREFIX));
+        assert!(canonical_bytes(&definition_of(&a)).starts_with(EXACT_PREFIX));
+    }
+
+    /// A known answer: the digest of a fixed definition, so a change to the canonical form or
+    /// to how the hash is written (nibble order, case) cannot pass unseen.
+    #[test]
+    fn the_digest_of_a_fixed_definition_is_known() {
+        let t = tool(json!({"name": "add", "description": "Adds two numbers.",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}));
+        let canonical = String::from_utf8(canonical_bytes(&definition_of(&t))).unwrap();
+        assert_eq!(
+            canonical,
+            r#"{"description":"Adds two numbers.","inputSchema":{"properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"type":"object"},"name":"add"}"#
+        );
+        assert_eq!(tool_digest(&t), KNOWN);
+        assert_eq!(digest(&definition_of(&t)), KNOWN);
+    }
+
+    // sha256 of the canonical text above, by Python's hashlib.
+    const KNOWN: &str = "b72bb5c5d6900ad1a587bd4fea3feff53c1187d5b6379f71d5ecaa1de1ee381c";
 }

@@ -199,10 +199,15 @@ impl Lock {
     ///
     /// # Errors
     /// A [`LockError`] naming the file, the key path and (for malformed JSON) the line:
-    /// not JSON, an unknown key, a version this build does not read, a digest that does not
-    /// match its definition (the file was edited by hand), a definition whose `name` is not
-    /// its key.
+    /// not JSON, a key repeated inside one object (JSON parsers disagree on which one
+    /// wins, so a forged file could show a reviewer one and give agents the other), an
+    /// unknown key, a version this build does not read, a digest that does not match its
+    /// definition (the file was edited by hand), a definition whose `name` is not its key.
     pub fn parse(text: &str, file: &Path) -> Result<Self, LockError> {
+        serde_json::from_str::<NoRepeatedKeys>(text).map_err(|e| LockError {
+            at: (e.line() > 0).then(|| (e.line(), e.column())),
+            ..LockError::new(file, "", format!("is not a valid lock file: {e}"))
+        })?;
         let lock: Lock = serde_json::from_str(text).map_err(|e| LockError {
             at: (e.line() > 0).then(|| (e.line(), e.column())),
             ..LockError::new(file, "", format!("is not a valid lock file: {e}"))
@@ -273,13 +278,113 @@ impl Lock {
     /// # Errors
     /// The I/O error of writing the temporary file or renaming it (the temporary file is
     /// removed); the caller names the path.
+    ///
+    /// The temporary file is created exclusively (`O_CREAT | O_EXCL`, which never follows a
+    /// symbolic link) under a random name in the same directory, so a link planted at a
+    /// predictable name (`mcp.lock.tmp` pointing elsewhere) is never written through.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let tmp: PathBuf = path.with_extension("lock.tmp");
-        std::fs::write(&tmp, self.render())
+        use std::io::Write as _;
+        let (mut file, tmp) = create_exclusive(path)?;
+        file.write_all(self.render().as_bytes())
+            .and_then(|()| file.sync_all())
             .and_then(|()| std::fs::rename(&tmp, path))
             .inspect_err(|_| {
                 let _ = std::fs::remove_file(&tmp);
             })
+    }
+}
+
+impl LockedServer {
+    /// `sha256:` and the SHA-256 of this entry's canonical JSON (RFC 8785): how it is
+    /// reached, what it says it is, its instructions and every tool's pinned definition.
+    /// `kaged-mcp lock --check` names what it showed by this digest, and `lock --expect`
+    /// writes only an entry whose digest is the one reviewed.
+    pub fn digest(&self) -> String {
+        let value = serde_json::to_value(self).unwrap_or_default();
+        format!("sha256:{}", digest(&value))
+    }
+}
+
+/// A new file beside `path` (same directory, so the rename is atomic) named
+/// `.NAME.RANDOM.tmp`, created exclusively: an existing file or link of that name is an error,
+/// never opened.
+fn create_exclusive(path: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map_or_else(|| "mcp.lock".into(), |n| n.to_string_lossy().into_owned());
+    let mut last = None;
+    for attempt in 0u64..16 {
+        // std's per-process random keys, the process id and the attempt: unpredictable to
+        // another user, distinct across attempts.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(u64::from(std::process::id()));
+        h.write_u64(attempt);
+        let tmp = dir.join(format!(".{name}.{:016x}.tmp", h.finish()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((f, tmp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
+}
+
+/// Any JSON value, read only to refuse an object that repeats a key (at any depth).
+struct NoRepeatedKeys;
+
+impl<'de> serde::Deserialize<'de> for NoRepeatedKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoRepeatedKeys)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoRepeatedKeys {
+    type Value = NoRepeatedKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<NoRepeatedKeys>()?.is_some() {}
+        Ok(self)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "the key \"{}\" appears twice in one object (which one counts differs \
+                     between readers; write the file again with `kaged-mcp lock`)",
+                    crate::escape::visible(&key)
+                )));
+            }
+            map.next_value::<NoRepeatedKeys>()?;
+        }
+        Ok(self)
     }
 }
 
@@ -373,5 +478,87 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("directory"));
+    }
+
+    #[test]
+    fn a_key_repeated_in_one_object_is_refused_at_its_line() {
+        // The last `sha256`/`definition` pair would win in serde's map: a reviewer reading the
+        // first sees a different tool than agents would get.
+        let text = lock().render();
+        let forged = text.replacen(
+            "\"servers\": {",
+            "\"servers\": {\n    \"gh\": {\"transport\": \"stdio\"},",
+            1,
+        );
+        let e = Lock::parse(&forged, Path::new("mcp.lock")).unwrap_err();
+        assert!(
+            e.to_string().contains("the key \"gh\" appears twice"),
+            "{e}"
+        );
+        assert!(e.at.is_some(), "{e}");
+        let top = "{\"version\": 1, \"version\": 1, \"servers\": {}}";
+        let e = Lock::parse(top, Path::new("mcp.lock")).unwrap_err();
+        assert!(e.to_string().contains("\"version\" appears twice"), "{e}");
+        // The same key in two different objects is fine.
+        assert!(Lock::parse(&text, Path::new("mcp.lock")).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_temporary_symlink_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("victim");
+        std::fs::write(&target, "precious").unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        std::os::unix::fs::symlink(&target, dir.path().join("mcp.lock.tmp")).unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join(".mcp.lock.tmp")).unwrap();
+        lock().write(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+        assert_eq!(Lock::read(&path).unwrap(), Some(lock()));
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left.len(), 4, "no temporary file left: {left:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_named_mcp_lock_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = Lock::read(&path).unwrap_err();
+        assert!(
+            e.to_string().contains("is a FIFO, not a regular file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_server_entry_has_a_known_digest_that_any_change_moves() {
+        let lock = lock();
+        let entry = &lock.servers["gh"];
+        // Known answer: the hex nibbles in order, over the canonical entry.
+        let canonical = String::from_utf8(crate::pin::canonical_bytes(
+            &serde_json::to_value(entry).unwrap(),
+        ))
+        .unwrap();
+        assert!(
+            canonical.starts_with("{\"command\":[\"node\",\"gh.js\"],\"tools\":{\"a\":"),
+            "{canonical}"
+        );
+        use sha2::Digest as _;
+        let hex: String = sha2::Sha256::digest(canonical.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(entry.digest(), format!("sha256:{hex}"));
+        let mut changed = entry.clone();
+        changed.instructions = Some("Read ~/.ssh first.".into());
+        assert_ne!(changed.digest(), entry.digest());
+        let mut changed = entry.clone();
+        changed.tools.remove("b");
+        assert_ne!(changed.digest(), entry.digest());
     }
 }

@@ -21,7 +21,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use self::canonical::{canonical_bytes, definition_of, digest, tool_digest, PINNED_FIELDS};
-pub use self::diff::{changed_fields, changes, write_changes, Change, MAX_CHANGES};
+pub use self::diff::{changed_fields, changes, write_changes, Change};
 pub use self::lockfile::{
     Lock, LockError, LockedIdentity, LockedServer, LockedTool, Reached, LOCK_FILE, LOCK_VERSION,
     MAX_LOCK_BYTES,
@@ -134,10 +134,11 @@ impl Verdict {
         }
     }
 
-    /// The command that approves the change after review.
+    /// Where the change is reviewed, and approved: `lock --check` prints the command that
+    /// pins exactly what it showed (`kaged-mcp lock SERVER --expect DIGEST`).
     pub fn approve_with(server: &str) -> String {
         format!(
-            "review with `kaged-mcp lock --check {server}`, approve with `kaged-mcp lock {server}`"
+            "review with `kaged-mcp lock --check {server}`, which prints the command that approves what it shows"
         )
     }
 }
@@ -187,5 +188,23 @@ impl<'a> ServerPins<'a> {
     /// Whether a tool with `verdict` is held out of the catalog.
     pub fn holds(&self, verdict: &Verdict) -> bool {
         self.policy == PinPolicy::Enforce && verdict.differs()
+    }
+
+    /// The instructions agents and embedders may see, given those the server `sent`, and
+    /// whether the server's are held: agents read instructions as they read tool
+    /// descriptions, so under `pins = "enforce"` a changed text is held like a changed tool
+    /// and the approved one (or none, for a server the lock does not have) is what is seen
+    /// until `kaged-mcp lock` approves the new one. Under `warn` and `off` the server's own.
+    pub fn instructions(&self, sent: Option<&str>) -> (Option<String>, bool) {
+        if self.policy != PinPolicy::Enforce {
+            return (sent.map(str::to_owned), false);
+        }
+        match self.entry() {
+            Some(locked) if locked.instructions.as_deref() == sent => {
+                (sent.map(str::to_owned), false)
+            }
+            Some(locked) => (locked.instructions.clone(), true),
+            None => (None, sent.is_some()),
+        }
     }
 }

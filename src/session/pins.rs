@@ -152,11 +152,32 @@ impl super::Session {
                     .find(|f| &f.server == key)
                     .map_or_else(|| "did not start".to_owned(), |f| f.reason)),
                 Some(client) => match client.list_tools().await {
-                    Ok(tools) => Ok(LockedServer::observe(
-                        server.config.reached(),
-                        client.initialize_result().as_deref(),
-                        &tools,
-                    )),
+                    Ok(tools) => match repeated_name(&tools) {
+                        // One name, two definitions: which one the server runs is its choice,
+                        // so neither can be reviewed and pinned.
+                        Some(name) => Err(format!(
+                            "lists the tool `{}` twice in one tools/list, with {}; a tool \
+                             listed twice cannot be pinned",
+                            crate::escape::visible(name),
+                            if tools
+                                .iter()
+                                .filter(|t| t.name == name)
+                                .map(crate::pin::tool_digest)
+                                .collect::<std::collections::BTreeSet<_>>()
+                                .len()
+                                > 1
+                            {
+                                "two different definitions"
+                            } else {
+                                "the same definition"
+                            }
+                        )),
+                        None => Ok(LockedServer::observe(
+                            server.config.reached(),
+                            client.initialize_result().as_deref(),
+                            &tools,
+                        )),
+                    },
                     Err(e) => Err(e.reason()),
                 },
             };
@@ -164,4 +185,13 @@ impl super::Session {
         }
         out
     }
+}
+
+/// The first tool name `tools` lists more than once.
+fn repeated_name(tools: &[crate::protocol::ToolInfo]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .find(|n| !seen.insert(*n))
 }

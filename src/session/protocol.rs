@@ -253,23 +253,23 @@ impl Session {
         Ok(kept.into_iter().cloned().collect())
     }
 
-    /// The skill `name` of `server`, loaded: its `SKILL.md` read and verified (size, digest,
-    /// frontmatter) against the listing ([`McpClient::load_skill`]).
+    /// The skill `name` of `server` (its listed name, or its listed `SKILL.md` URI), loaded:
+    /// resolved against the listing ([`McpClient::resolve_skill`]), judged by its listed name
+    /// against the server's `skills:` filter, then its `SKILL.md` read and verified (size,
+    /// digest, frontmatter) against the listing ([`McpClient::load_skill`]).
     ///
     /// # Errors
-    /// [`Error::SkillNotGranted`] for a skill the server's `skills:` filter keeps out (nothing
-    /// is read); as [`client`](Self::client); [`Error::Request`] whose source is
+    /// [`Error::SkillNotGranted`] for a skill the server's `skills:` filter keeps out, by name
+    /// or by URI (no file is read); as [`client`](Self::client); [`Error::Request`] whose
+    /// source is [`ErrorKind::NotOffered`] for a skill the server does not list, or
     /// [`ErrorKind::SkillRefused`] (naming the check) for a skill that fails verification.
     pub async fn load_skill(&self, server: &str, name: &str) -> Result<LoadedSkill, Error> {
-        self.check_skill(None, server, name)?;
-        self.client(server)?
-            .load_skill(name)
-            .await
-            .map_err(|e| request_error(server, ReadResource::METHOD, e))
+        self.load_skill_for(None, server, name).await
     }
 
     /// The file `file` of the skill `name` of `server`, read and verified after the skill was
-    /// loaded ([`McpClient::read_skill_file`]).
+    /// resolved, judged and loaded as by [`load_skill`](Self::load_skill)
+    /// ([`McpClient::read_skill_file`]).
     ///
     /// # Errors
     /// As [`load_skill`](Self::load_skill).
@@ -279,11 +279,7 @@ impl Session {
         name: &str,
         file: &str,
     ) -> Result<SkillContent, Error> {
-        self.check_skill(None, server, name)?;
-        self.client(server)?
-            .read_skill_file(name, file)
-            .await
-            .map_err(|e| request_error(server, ReadResource::METHOD, e))
+        self.skill_file_for(None, server, name, file).await
     }
 
     /// Sends a request of kind `R` with `params` to `server` and returns its result: the
@@ -323,7 +319,7 @@ impl Session {
 }
 
 /// The session's error for a failed request of `method` to `server`.
-fn request_error(server: &str, method: &'static str, source: ClientError) -> Error {
+pub(super) fn request_error(server: &str, method: &'static str, source: ClientError) -> Error {
     Error::Request {
         server: server.to_owned(),
         method,

@@ -6,8 +6,11 @@
 
 use std::sync::Arc;
 
+use super::protocol::request_error;
 use super::Session;
-use crate::client::{LoadedSkill, SkillContent};
+use crate::client::{LoadedSkill, McpClient, SkillContent};
+use crate::config::GrantPattern;
+use crate::protocol::method::{ListSkills, ReadResource, Request as _};
 use crate::protocol::skills::SkillEntry;
 use crate::registry::grants;
 use crate::Error;
@@ -45,13 +48,33 @@ impl Session {
             return Ok(());
         };
         let full = format!("mcp.{server}.{name}");
-        let granted = self
+        let decided = self
             .config
             .project
             .agents
             .skills_for(agent)
-            .is_some_and(|g| grants::is_granted(g, &full));
-        if granted {
+            .and_then(|g| grants::resolve(g, &full));
+        // A dotted key covers the names below it (`mcp.s.notes` covers `mcp.s.notes.x`): right
+        // for a server's key, wrong inside a skill's name, which is one word. A key that
+        // reaches into the name grants that name only, never a skill named `notes.x`.
+        let server_key = format!("mcp.{server}");
+        if let Some(g) = decided.filter(|g| {
+            g.enabled
+                && matches!(g.kind, GrantPattern::Name)
+                && g.pattern != full
+                && g.pattern.len() > server_key.len()
+        }) {
+            return Err(Error::SkillNotGranted {
+                agent: Some(agent.to_owned()),
+                server: server.to_owned(),
+                skill: name.to_owned(),
+                why: format!(
+                    "its grant key `{}` names another skill: a skill's name is matched whole",
+                    g.pattern
+                ),
+            });
+        }
+        if decided.is_some_and(|g| g.enabled) {
             Ok(())
         } else {
             Err(Error::SkillNotGranted {
@@ -81,8 +104,55 @@ impl Session {
             .collect())
     }
 
-    /// [`load_skill`](Self::load_skill) on behalf of `agent`: refused, reading nothing, unless
-    /// its `skills:` grants enable `mcp.<server>.<name>`.
+    /// The listed skill `name` names on `server`, once the project's filter and the grants of
+    /// `agent` (none for the daemon) allow its listed name; and the client to load it with.
+    async fn granted_skill(
+        &self,
+        agent: Option<&str>,
+        server: &str,
+        name: &str,
+    ) -> Result<(&McpClient, SkillEntry), Error> {
+        let client = self.client(server)?;
+        let entry = client
+            .resolve_skill(name)
+            .await
+            .map_err(|e| request_error(server, ListSkills::METHOD, e))?;
+        self.check_skill(agent, server, entry.name())?;
+        Ok((client, entry))
+    }
+
+    /// [`load_skill`](Self::load_skill) on behalf of `agent` (`None`: the daemon's).
+    pub(super) async fn load_skill_for(
+        &self,
+        agent: Option<&str>,
+        server: &str,
+        name: &str,
+    ) -> Result<LoadedSkill, Error> {
+        let (client, entry) = self.granted_skill(agent, server, name).await?;
+        client
+            .load_entry(entry)
+            .await
+            .map_err(|e| request_error(server, ReadResource::METHOD, e))
+    }
+
+    /// [`skill_file`](Self::skill_file) on behalf of `agent` (`None`: the daemon's).
+    pub(super) async fn skill_file_for(
+        &self,
+        agent: Option<&str>,
+        server: &str,
+        name: &str,
+        file: &str,
+    ) -> Result<SkillContent, Error> {
+        let (client, entry) = self.granted_skill(agent, server, name).await?;
+        client
+            .read_entry_file(entry, file)
+            .await
+            .map_err(|e| request_error(server, ReadResource::METHOD, e))
+    }
+
+    /// [`load_skill`](Self::load_skill) on behalf of `agent`: refused, reading no file, unless
+    /// its `skills:` grants enable `mcp.<server>.<listed name>` (the skill named, or the skill
+    /// whose listed `SKILL.md` URI was given).
     ///
     /// # Errors
     /// [`Error::SkillNotGranted`], or as [`load_skill`](Self::load_skill).
@@ -92,8 +162,7 @@ impl Session {
         server: &str,
         name: &str,
     ) -> Result<LoadedSkill, Error> {
-        self.check_skill(Some(agent), server, name)?;
-        self.load_skill(server, name).await
+        self.load_skill_for(Some(agent), server, name).await
     }
 
     /// [`skill_file`](Self::skill_file) on behalf of `agent`, granted as
@@ -108,7 +177,6 @@ impl Session {
         name: &str,
         file: &str,
     ) -> Result<SkillContent, Error> {
-        self.check_skill(Some(agent), server, name)?;
-        self.skill_file(server, name, file).await
+        self.skill_file_for(Some(agent), server, name, file).await
     }
 }

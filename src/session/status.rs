@@ -58,8 +58,13 @@ pub struct ServerStatus {
     pub server_info: Option<crate::protocol::Implementation>,
     /// The capabilities it announced (`tools`, `resources`, `prompts`, `logging`, …), as sent.
     pub capabilities: Option<serde_json::Value>,
-    /// The instructions it gave its clients, whole.
+    /// The instructions it gave its clients, whole, as pinning allows them: under
+    /// `pins = "enforce"`, changed instructions are held and these are the approved ones (or
+    /// none); see [`ServerPins::instructions`](crate::pin::ServerPins::instructions).
     pub instructions: Option<String>,
+    /// Whether the server's instructions differ from `mcp.lock` and are held (not shown in
+    /// [`instructions`](Self::instructions)) until approved.
+    pub instructions_held: bool,
     /// The era the operator asked for (`auto`, `legacy` or `modern`, from `local.toml`).
     pub era_setting: &'static str,
     /// Median call latency in milliseconds (a histogram estimate, at most ~25 % high); `None`
@@ -163,6 +168,13 @@ impl Session {
                 let stats = s.stats.as_ref().map(|st| st.snapshot()).unwrap_or_default();
                 let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
                 let init = s.client.as_ref().and_then(McpClient::initialize_result);
+                let (instructions, instructions_held) = match &init {
+                    Some(i) => self
+                        .config
+                        .server_pins(&key)
+                        .instructions(i.instructions.as_deref()),
+                    None => (None, false),
+                };
                 let tasks = s
                     .client
                     .as_ref()
@@ -201,7 +213,8 @@ impl Session {
                     protocol_version: s.client.as_ref().and_then(McpClient::protocol_version),
                     server_info: init.as_ref().map(|i| i.server_info.clone()),
                     capabilities: init.as_ref().map(|i| i.capabilities.clone()),
-                    instructions: init.as_ref().and_then(|i| i.instructions.clone()),
+                    instructions,
+                    instructions_held,
                     era_setting: self.config.local.overrides(&s.config.key).era.as_str(),
                     p50_ms: ms(stats.p50),
                     p99_ms: ms(stats.p99),

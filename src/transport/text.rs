@@ -1,34 +1,32 @@
-//! Text from a server made fit for an operator's line: [`clean`] (escape sequences, control
-//! and invisible characters out, one line, bounded) and [`redact_tokens`] (anything shaped like
+//! Text from a server made fit for an operator's line: [`clean`] (one line, bounded, escape
+//! sequences, control and invisible characters shown escaped) and [`redact_tokens`] (anything shaped like
 //! a credential replaced by `***`). Used for refusal bodies, a process's last stderr line and
 //! progress messages alike.
 
-/// `text` fit for one log line: terminal escape sequences and control and invisible
-/// formatting characters removed, every run of white space (line breaks included) one space,
-/// trimmed, and at most `max` bytes, cut on a char boundary and ended with `…` when cut.
+/// `text` fit for one log line: every run of white space (line breaks included) one space,
+/// trimmed, every other control, terminal escape and invisible or direction-changing code
+/// point shown as [`crate::escape::visible`] shows it (`\u{1b}[31m`, `\u{202e}`: what a server
+/// hid is seen, never acted on by the terminal), and at most `max` bytes, cut on a char
+/// boundary and ended with `…` when cut.
 pub fn clean(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max + 8));
-    let mut chars = text.chars().peekable();
     let mut space = false;
-    while let Some(c) = chars.next() {
+    for c in text.chars() {
         if out.len() > max {
             break;
-        }
-        if c == '\u{1b}' {
-            skip_escape(&mut chars);
-            continue;
         }
         if c.is_whitespace() {
             space = !out.is_empty();
             continue;
         }
-        if c.is_control() || is_invisible(c) {
-            continue;
-        }
         if std::mem::take(&mut space) {
             out.push(' ');
         }
-        out.push(c);
+        if crate::escape::is_hidden(c) {
+            out.push_str(&crate::escape::visible(c.encode_utf8(&mut [0; 4])));
+        } else {
+            out.push(c);
+        }
     }
     if out.len() <= max {
         return out;
@@ -42,40 +40,6 @@ pub fn clean(text: &str, max: usize) -> String {
     out.truncate(out.trim_end().len());
     out.push(ellipsis);
     out
-}
-
-/// Skips the rest of an escape sequence after `ESC`: a CSI (`ESC [ … final`), an OSC
-/// (`ESC ] … BEL` or `ESC ] … ESC \`), or the one character of any other.
-fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    match chars.next() {
-        Some('[') => {
-            for c in chars.by_ref() {
-                if ('\u{40}'..='\u{7e}').contains(&c) {
-                    break;
-                }
-            }
-        }
-        Some(']') => {
-            while let Some(c) = chars.next() {
-                if c == '\u{7}' {
-                    break;
-                }
-                if c == '\u{1b}' {
-                    if chars.peek() == Some(&'\\') {
-                        chars.next();
-                    }
-                    break;
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Characters that change how a line reads without showing: bidirectional overrides and
-/// isolates, zero-width characters, the byte order mark.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
 }
 
 /// `text` with every word shaped like a credential replaced by `***`: a run of at least 20
@@ -139,7 +103,14 @@ mod tests {
 
     #[test]
     fn clean_makes_one_bounded_line() {
-        assert_eq!(clean("a\x1b[31mred\x1b[0m\nb\u{202e}c", 100), "ared bc");
+        assert_eq!(
+            clean("a\x1b[31mred\x1b[0m\nb\u{202e}c\r\n\td", 100),
+            r"a\u{1b}[31mred\u{1b}[0m b\u{202e}c d"
+        );
+        assert!(!crate::escape::has_hidden(&clean(
+            "\u{7}\u{9b}x\u{200b}",
+            100
+        )));
         assert_eq!(clean("exactly!", 7), "exac…");
     }
 }

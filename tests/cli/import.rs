@@ -246,6 +246,7 @@ command = "uvx"
 args = ["docs-mcp", "--stdio"]
 env = { DOCS_API_KEY = "docs_codex_secret_2", LOG_LEVEL = "info" }
 startup_timeout_sec = 20
+tool_timeout_sec = 90.0
 
 [mcp_servers.figma]
 url = "https://mcp.figma.com/mcp"
@@ -264,9 +265,11 @@ command = "other-db"
         "{}",
         out.stdout
     );
+    // Issue 49: Codex's startup timeout is carried over, not dropped with a note.
     assert!(
-        out.stdout
-            .contains("note: not carried over: startup_timeout_sec"),
+        out.stdout.contains(
+            "note: `startup_timeout_sec = 20` carried over as `probe_timeout_ms = 20000` under [mcp.docs_search] in local.toml"
+        ),
         "{}",
         out.stdout
     );
@@ -281,6 +284,11 @@ command = "other-db"
         &["docs_codex_secret_2"],
         "import.figma.authorization",
         "secrets.import.figma",
+    );
+    let local = std::fs::read_to_string(d.path().join("local.toml")).unwrap();
+    assert!(
+        local.contains("[mcp.docs_search]\ntimeout_ms = 90000\nprobe_timeout_ms = 20000\n"),
+        "{local}"
     );
 }
 
@@ -372,4 +380,286 @@ fn a_project_is_created_when_there_is_none() {
     let check = run(&["check"], d.path());
     assert_eq!(check.code, Some(0), "{}", check.stderr);
     assert!(check.stdout.contains("demo"), "{}", check.stdout);
+}
+
+/// Imports `file` into `dir`, after a dry run, and asserts that no credential is shown or
+/// left in project.yaml: each of `hidden` appears nowhere in either run's stdout or stderr
+/// nor in project.yaml; each of `moved` is in local.toml; each server of `disabled` is
+/// imported disabled (said in the output, `disabled = true` in local.toml) and the others are
+/// not; `check` passes.
+fn assert_credentials_kept_out(
+    dir: &Path,
+    file: &Path,
+    hidden: &[&str],
+    moved: &[&str],
+    disabled: &[&str],
+) -> (String, String) {
+    let dry = run(&["import", file.to_str().unwrap(), "--dry-run"], dir);
+    assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
+    let out = import(dir, file);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let project = std::fs::read_to_string(dir.join("project.yaml")).unwrap();
+    for s in hidden {
+        for (what, text) in [
+            ("stdout", &out.stdout),
+            ("stderr", &out.stderr),
+            ("dry-run stdout", &dry.stdout),
+            ("dry-run stderr", &dry.stderr),
+            ("project.yaml", &project),
+        ] {
+            assert!(!text.contains(s), "{s} in {what}:\n{text}");
+        }
+    }
+    let local = std::fs::read_to_string(dir.join("local.toml")).unwrap();
+    for s in moved {
+        assert!(local.contains(s), "{s} not in local.toml:\n{local}");
+    }
+    for line in out.stdout.lines().filter(|l| l.starts_with("added ")) {
+        let key = line["added ".len()..].split([' ', ':']).next().unwrap();
+        assert_eq!(
+            line.contains(" (disabled)"),
+            disabled.contains(&key),
+            "{line}"
+        );
+        assert_eq!(
+            local.contains(&format!("[mcp.{key}]\ndisabled = true\n")),
+            disabled.contains(&key),
+            "{key}:\n{local}"
+        );
+    }
+    let check = run(&["check"], dir);
+    assert_eq!(
+        check.code,
+        Some(0),
+        "{}\n{}\n{project}\n{local}",
+        check.stdout,
+        check.stderr
+    );
+    (out.stdout, project)
+}
+
+/// `Basic base64(user:password)`, as the user info of an HTTP URL is sent.
+fn basic(user_password: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(user_password)
+    )
+}
+
+#[test]
+fn a_claude_desktop_config_keeps_credentials_in_arguments_and_urls_out() {
+    let (d, file) = setup(
+        "claude_desktop_config.json",
+        r#"{"mcpServers": {
+  "postgres": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres",
+               "postgresql://app:cd_pg_pw_1@db.example:5432/app"]},
+  "remote": {"command": "npx", "args": ["-y", "mcp-remote", "https://r.example/sse",
+             "--header", "Authorization: Bearer cd_hdr_2"]},
+  "github": {"command": "docker", "args": ["run", "-i", "--rm", "-e", "GITHUB_TOKEN=cd_ghp_3",
+             "ghcr.io/github/github-mcp-server"]},
+  "maps": {"url": "https://maps.example/mcp?api_token=cd_q_4&client_secret=cd_cs_5"},
+  "callback": {"type": "sse", "url": "https://cb.example/sse#access_token=cd_frag_6"},
+  "db": {"command": "other-db"}
+}}"#,
+    );
+    let secrets = [
+        "cd_pg_pw_1",
+        "cd_hdr_2",
+        "cd_ghp_3",
+        "cd_q_4",
+        "cd_cs_5",
+        "cd_frag_6",
+    ];
+    let (stdout, project) = assert_credentials_kept_out(
+        d.path(),
+        &file,
+        &secrets,
+        &secrets,
+        &["callback", "maps", "postgres", "remote"],
+    );
+    assert!(
+        stdout.contains("args[2] has the password of a URL: project.yaml has `<import.postgres.arg2_password>` in its place"),
+        "{stdout}"
+    );
+    assert!(
+        project.contains("\"-e\", \"GITHUB_TOKEN\", \"ghcr.io/github/github-mcp-server\"]"),
+        "{project}"
+    );
+    assert!(
+        project.contains("GITHUB_TOKEN: { secret_ref: \"import.github.GITHUB_TOKEN\" }"),
+        "{project}"
+    );
+}
+
+#[test]
+fn a_claude_code_mcp_json_keeps_credentials_in_arguments_and_urls_out() {
+    let (d, file) = setup(
+        ".mcp.json",
+        r#"{"mcpServers": {
+  "search": {"command": "search-mcp", "args": ["--api-key", "cc_flag_1", "--region", "eu"]},
+  "runner": {"command": "uvx", "args": ["runner", "-e", "API_TOKEN=cc_env_2"]},
+  "basic": {"type": "http", "url": "https://user:cc_basic_3@basic.example/mcp"},
+  "keyed": {"type": "http", "url": "https://keyed.example/mcp?key=cc_key_4",
+            "headers": {"Authorization": "Bearer cc_bearer_5"}},
+  "db": {"command": "other-db"}
+}}"#,
+    );
+    let (stdout, project) = assert_credentials_kept_out(
+        d.path(),
+        &file,
+        &[
+            "cc_flag_1",
+            "cc_env_2",
+            "cc_basic_3",
+            &basic("user:cc_basic_3"),
+            "cc_key_4",
+            "cc_bearer_5",
+        ],
+        &[
+            "cc_flag_1",
+            "cc_env_2",
+            &basic("user:cc_basic_3"),
+            "cc_key_4",
+            "cc_bearer_5",
+        ],
+        &["keyed", "runner", "search"],
+    );
+    assert!(
+        project.contains(
+            "url: \"https://basic.example/mcp\"\n    auth: { type: header, header_name: \"Authorization\", secret_ref: \"import.basic.authorization\" }"
+        ),
+        "{project}"
+    );
+    assert!(
+        stdout.contains("note: the URL's user info became `auth:` header Authorization"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_vscode_mcp_json_keeps_credentials_in_arguments_and_urls_out() {
+    let (d, file) = setup(
+        ".vscode/mcp.json",
+        r#"{
+  // hostile, but a real shape
+  "servers": {
+    "mysql": {"type": "stdio", "command": "npx", "args": ["-y", "mysql-mcp", "mysql://root:vs_pw_1@localhost/db"]},
+    "api": {"type": "http", "url": "https://api.example/mcp?sig=vs_sig_2", "headers": {"X-Api-Key": "vs_key_3"}},
+    "slack": {"type": "stdio", "command": "/usr/bin/podman", "args": ["run", "--env", "SLACK_BOT_TOKEN=vs_slack_4", "slack-mcp"]},
+    "fetch": {"type": "stdio", "command": "fetch-mcp", "args": ["-H", "X-Auth-Token: vs_tok_5", "--password=vs_pass_6"]},
+    "db": {"type": "stdio", "command": "other-db"},
+  }
+}"#,
+    );
+    let secrets = [
+        "vs_pw_1",
+        "vs_sig_2",
+        "vs_key_3",
+        "vs_slack_4",
+        "vs_tok_5",
+        "vs_pass_6",
+    ];
+    let (_, project) = assert_credentials_kept_out(
+        d.path(),
+        &file,
+        &secrets,
+        &secrets,
+        &["api", "fetch", "mysql"],
+    );
+    assert!(
+        project.contains("\"--env\", \"SLACK_BOT_TOKEN\", \"slack-mcp\"]"),
+        "{project}"
+    );
+}
+
+#[test]
+fn a_codex_config_toml_keeps_credentials_in_arguments_and_urls_out() {
+    let (d, file) = setup(
+        "config.toml",
+        r#"model = "o3"
+
+[mcp_servers.pg]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-postgres", "postgresql://app:cx_pw_1@db/app"]
+
+[mcp_servers.github]
+command = "docker"
+args = ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN=cx_ghp_2", "ghcr.io/github/github-mcp-server"]
+
+[mcp_servers.remote]
+command = "npx"
+args = ["mcp-remote", "https://r.example/mcp", "--header", "Authorization:Bearer cx_hdr_3", "--token=cx_flag_4"]
+
+[mcp_servers.maps]
+url = "https://maps.example/mcp?access_token=cx_q_5#id_token=cx_frag_6"
+
+[mcp_servers.db]
+command = "other-db"
+"#,
+    );
+    let secrets = [
+        "cx_pw_1",
+        "cx_ghp_2",
+        "cx_hdr_3",
+        "cx_flag_4",
+        "cx_q_5",
+        "cx_frag_6",
+    ];
+    assert_credentials_kept_out(
+        d.path(),
+        &file,
+        &secrets,
+        &secrets,
+        &["maps", "pg", "remote"],
+    );
+}
+
+#[test]
+fn server_strings_are_printed_escaped() {
+    let (d, file) = setup(
+        ".mcp.json",
+        "{\"mcpServers\": {\"evil\\u001b[2K\\u202e\": {\"command\": \"x\\u200b\", \"args\": [\"a\\rb\"]},\n\
+         \"bad\\u202e\": {\"type\": \"w\\u001bs\", \"url\": \"https://h\"}}}",
+    );
+    let dry = run(&["import", file.to_str().unwrap(), "--dry-run"], d.path());
+    assert_eq!(dry.code, Some(0), "{}\n{}", dry.stdout, dry.stderr);
+    let out = import(d.path(), &file);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let project = std::fs::read_to_string(d.path().join("project.yaml")).unwrap();
+    for text in [&out.stdout, &out.stderr, &dry.stdout, &dry.stderr, &project] {
+        assert!(
+            !text.contains(['\u{1b}', '\r', '\u{202e}', '\u{200b}']),
+            "{text:?}"
+        );
+    }
+    assert!(
+        out.stdout.contains(r#"(from "evil\u{1b}[2K\u{202e}")"#),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains(r#"skipped "bad\u{202e}": unknown type `w\u{1b}s`"#),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_second_credential_header_disables_the_server() {
+    let (d, file) = setup(
+        ".cursor/mcp.json",
+        r#"{"mcpServers": {
+  "api": {"url": "https://api.example/mcp",
+          "headers": {"Authorization": "Bearer cu_bearer_1", "X-Api-Key": "cu_key_2"}},
+  "one": {"url": "https://one.example/mcp", "headers": {"X-Api-Key": "cu_key_3"}}
+}}"#,
+    );
+    let secrets = ["cu_bearer_1", "cu_key_2", "cu_key_3"];
+    let (stdout, _) = assert_credentials_kept_out(d.path(), &file, &secrets, &secrets, &["api"]);
+    assert!(
+        stdout.contains("header `X-Api-Key` is a second credential header"),
+        "{stdout}"
+    );
 }

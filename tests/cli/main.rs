@@ -8,6 +8,7 @@ mod common;
 mod check;
 mod env_secret;
 mod eras;
+mod hostile;
 mod http;
 mod import;
 mod input;

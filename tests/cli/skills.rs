@@ -94,3 +94,181 @@ fn a_tampered_skill_exits_1_naming_the_check() {
         assert!(!o.stdout.contains("Supporting content"), "{check}");
     }
 }
+
+/// A skill the project denies by name is denied by its URI too (issue 48): `skill SERVER URI`
+/// resolves the URI to the listed skill and the project's filter judges its listed name.
+#[test]
+fn a_skill_denied_by_name_is_refused_by_its_uri() {
+    let yaml = format!(
+        "{}    skills:\n      deny: [secret-exfil]\n",
+        skills_yaml("hostile")
+    );
+    let dir = project(&yaml, "");
+    let o = run(&["skills", "skills"], dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(!o.stdout.contains("secret-exfil"), "{}", o.stdout);
+    for args in [
+        &["skill", "skills", "skill://secret-exfil/SKILL.md"][..],
+        &[
+            "skill",
+            "skills",
+            "skill://secret-exfil/SKILL.md",
+            "--file",
+            "SKILL.md",
+        ],
+        &["skill", "skills", "secret-exfil"],
+    ] {
+        let o = run(args, dir.path());
+        assert_eq!(o.code, Some(1), "{args:?}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{args:?}: {}", o.stdout);
+        assert!(
+            o.stderr
+                .contains("skill `mcp.skills.secret-exfil` is not granted")
+                && o.stderr.contains("`skills.deny`"),
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+    // The listed URI of a skill the filter lets through is that skill.
+    let o = run(
+        &["skill", "skills", "skill://pdf-processing/SKILL.md"],
+        dir.path(),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.starts_with("---\nname: pdf-processing\n"));
+}
+
+/// A line that only starts with `---` does not end the frontmatter (issue 48): the field after
+/// it is seen and the skill refused by its frontmatter check.
+#[test]
+fn a_frontmatter_line_starting_with_dashes_is_refused() {
+    for mode in ["dashes", "dashx"] {
+        let dir = project(&skills_yaml(mode), "");
+        let o = run(&["skill", "skills", "pdf-processing"], dir.path());
+        assert_eq!(o.code, Some(1), "{mode}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{mode}: {}", o.stdout);
+        assert!(
+            o.stderr.contains("failed its frontmatter check"),
+            "{mode}: {}",
+            o.stderr
+        );
+    }
+}
+
+/// Whether `s` holds a raw control character other than a line break or `allowed`, or a bidi
+/// or zero-width code point.
+fn raw_hidden(s: &str, allowed: &[char]) -> Option<char> {
+    s.chars()
+        .find(|&c| c != '\n' && !allowed.contains(&c) && kaged_mcp::escape::is_hidden(c))
+}
+
+const EVIL_NAME: &str = "evil\u{1b}[2K\u{202e}-name\u{200b}";
+
+/// `skills` and `skill` print a server's names, descriptions, text and refusals escaped
+/// (issue 48): no raw control, bidi or zero-width code point reaches stdout or stderr.
+#[test]
+fn skills_and_skill_print_no_raw_control_or_bidi_code_point() {
+    let dir = project(&skills_yaml("hostile"), "");
+    let o = run(&["skills", "skills"], dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    // The separators are the only tabs.
+    assert_eq!(raw_hidden(&o.stdout, &['\t']), None, "{:?}", o.stdout);
+    assert!(
+        o.stdout.contains(
+            "skills\tevil\\u{1b}[2K\\u{202e}-name\\u{200b}\tHarmless\\r\\u{1b}[1A\\u{1b}[2Kforged line\\nsecond\\u{2066}\\u{202e}\n"
+        ),
+        "{:?}",
+        o.stdout
+    );
+    assert_eq!(
+        o.stdout.lines().count(),
+        6,
+        "one line a skill: {:?}",
+        o.stdout
+    );
+
+    let o = run(&["skill", "skills", EVIL_NAME], dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(raw_hidden(&o.stdout, &[]), None, "{:?}", o.stdout);
+    assert!(
+        o.stdout
+            .ends_with("Body \\u{1b}[31mred\\u{1b}[0m \\u{202e}evil\\u{202c}\\r\\u{1b}[1Aover\n"),
+        "{:?}",
+        o.stdout
+    );
+    // A refusal's words (the server's name and file among them) are escaped too.
+    for args in [
+        &["skill", "skills", EVIL_NAME, "--file", "no\u{1b}[2Jsuch"][..],
+        &["skill", "skills", "no\u{1b}[2J\u{202e}such"],
+    ] {
+        let o = run(args, dir.path());
+        assert_eq!(o.code, Some(1), "{}", o.stderr);
+        assert_eq!(raw_hidden(&o.stderr, &[]), None, "{:?}", o.stderr);
+        assert!(o.stderr.contains("\\u{1b}[2J"), "{:?}", o.stderr);
+    }
+}
+
+/// The bytes of the hostile server's binary support file (`tests/servers/skills_server.py`).
+const LOGO: &[u8] = b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x1b[2J\x80\xc3 end\x00";
+
+/// A binary support file is written byte for byte (issue 48): to `--out`, to a stdout that is
+/// not a terminal, in base64 with `--json`; never a lossy conversion, and never drawn on a
+/// terminal (the shell's answers are a terminal's).
+#[test]
+fn a_binary_file_is_written_exactly_and_never_to_a_terminal() {
+    let dir = project(&skills_yaml("hostile"), "");
+    let args = ["skill", "skills", "bundle", "--file", "assets/logo.bin"];
+    let raw = common::cli::kaged()
+        .args(&args[..1])
+        .arg("--project")
+        .arg(dir.path())
+        .args(&args[1..])
+        .output()
+        .unwrap();
+    assert_eq!(raw.status.code(), Some(0));
+    assert_eq!(
+        raw.stdout, LOGO,
+        "stdout that is not a terminal: the exact bytes"
+    );
+
+    let file = dir.path().join("logo.bin");
+    let out = file.to_str().unwrap();
+    let o = run(&[&args[..], &["--out", out]].concat(), dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    assert_eq!(std::fs::read(&file).unwrap(), LOGO);
+    // SKILL.md to --out: its exact bytes, not the escaped text stdout shows.
+    let md = dir.path().join("evil.md");
+    let o = run(
+        &["skill", "skills", EVIL_NAME, "--out", md.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .ends_with("Body \u{1b}[31mred\u{1b}[0m \u{202e}evil\u{202c}\r\u{1b}[1Aover\n"));
+
+    let o = run(&[&args[..], &["--json"]].concat(), dir.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let answer: Value = serde_json::from_str(&o.stdout).unwrap();
+    use base64::Engine as _;
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(answer["blob"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(blob, LOGO);
+    assert!(answer.get("text").is_none(), "{answer}");
+
+    let o = common::cli::shell(
+        dir.path(),
+        &[],
+        &["skill skills bundle --file assets/logo.bin"],
+    );
+    assert!(
+        o.stderr.contains(
+            "skill://bundle/assets/logo.bin is binary (22 bytes): write it with --out FILE"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stdout.contains("PNG"), "{:?}", o.stdout);
+}

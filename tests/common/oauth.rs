@@ -39,6 +39,11 @@ impl OAuthPeer {
         Some(OAuthPeer { peer, dir })
     }
 
+    /// `http://127.0.0.1:<port>/as`, the issuer of its authorization server.
+    pub(crate) fn issuer(&self) -> String {
+        format!("http://127.0.0.1:{}/as", self.peer.port())
+    }
+
     /// Where token files go (created on the first save).
     pub(crate) fn tokens(&self) -> PathBuf {
         self.dir.path().join("tokens")

@@ -468,6 +468,26 @@ fn a_workload_block_reads_the_jwt_bearer_grant_its_assertion_file_and_dpop() {
 }
 
 #[test]
+fn an_oauth_block_reads_the_issuer_the_operator_names() {
+    let project = "mcp:\n  remote:\n    transport: streamable-http\n    url: https://mcp.example.com/mcp\n    auth:\n      type: oauth\n      grant: jwt_bearer\n      assertion_file: /run/token\n      issuer: https://sts.example.com/tenant-1\n  local:\n    transport: streamable-http\n    url: http://10.1.2.3:3000/mcp\n    auth:\n      type: oauth\n      issuer: http://127.0.0.1:8080/as\n";
+    let c = Sources::new(project).load().unwrap();
+    let issuer = |server: &str| {
+        let a = c.project.server(server).unwrap().auth.as_ref().unwrap();
+        a.oauth
+            .as_ref()
+            .unwrap()
+            .issuer
+            .as_ref()
+            .map(|u| u.to_string())
+    };
+    assert_eq!(
+        issuer("remote").as_deref(),
+        Some("https://sts.example.com/tenant-1")
+    );
+    assert_eq!(issuer("local").as_deref(), Some("http://127.0.0.1:8080/as"));
+}
+
+#[test]
 fn an_enterprise_block_reads_the_identity_provider() {
     let project = "mcp:\n  remote:\n    transport: streamable-http\n    url: https://mcp.example.com/mcp\n    auth:\n      type: oauth\n      grant: jwt_bearer\n      client_id: agent\n      secret_ref: oauth.agent\n      identity_provider:\n        token_endpoint: https://idp.example.com/oauth2/token\n        id_token_file: /run/kaged/id-token\n        client_id: kaged-at-idp\n        secret_ref: idp.kaged\n";
     let local = "[secrets.oauth]\nagent = \"s1\"\n[secrets.idp]\nkaged = \"s2\"\n";

@@ -427,16 +427,20 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
         "{out:?}"
     );
 
-    // A client-credentials server: login needs no browser.
-    let auth =
-        "      client_id: svc\n      secret_ref: oauth.svc\n      grant: client_credentials\n";
-    std::fs::write(project.join("project.yaml"), server.project(auth)).unwrap();
+    // A client-credentials server at the authorization server the operator names: login
+    // needs no browser.
+    let auth = format!(
+        "      client_id: svc\n      secret_ref: oauth.svc\n      grant: client_credentials\n      issuer: {}\n",
+        server.issuer()
+    );
+    std::fs::write(project.join("project.yaml"), server.project(&auth)).unwrap();
     let out = with(&["check", "-v"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(
-        out.stdout.contains(
-            "auth: oauth, secret_ref oauth.svc (set), grant client_credentials, client_id svc"
-        ),
+        out.stdout.contains(&format!(
+            "auth: oauth, secret_ref oauth.svc (set), grant client_credentials, client_id svc, issuer {}",
+            server.issuer()
+        )),
         "{out:?}"
     );
     assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));

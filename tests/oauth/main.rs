@@ -12,6 +12,8 @@ mod common;
 // Runs the built `kaged-mcp` binary, which exists only with the `cli` feature.
 #[cfg(feature = "cli")]
 mod e2e;
+// Servers sending secrets where they do not belong (issue 48).
+mod hostile;
 mod refresh;
 mod secret_logs;
 // Workload identity and DPoP; its `auth status` test runs the binary too.

@@ -115,9 +115,11 @@ async fn no_token_or_client_secret_appears_in_trace_level_logs() {
     let file = workload.dir.path().join("workload-token");
     let assertion = workload_assertion();
     std::fs::write(&file, &assertion).unwrap();
+    // The assertion has no `aud`: the operator names its authorization server.
     let auth = format!(
-        "      grant: jwt_bearer\n      assertion_file: {}\n      dpop: true\n",
-        file.display()
+        "      grant: jwt_bearer\n      assertion_file: {}\n      dpop: true\n      issuer: {}\n",
+        file.display(),
+        workload.issuer()
     );
     let session = workload.session(&auth, "", false).await;
     assert_eq!(whoami(&session).await.unwrap()["client_id"], "workload:w1");

@@ -24,8 +24,9 @@ fn stat(stats: &Value, path: &str) -> u64 {
         .unwrap_or_else(|| panic!("no counter {path} in {stats}"))
 }
 
-/// An (unsigned: the test server reads, not verifies) identity token for `sub`.
-fn workload_jwt(sub: &str) -> String {
+/// An (unsigned: the test server reads, not verifies) identity token for `sub`, for the
+/// authorization server `aud` (RFC 7523 section 3: an assertion names its audience).
+pub(crate) fn workload_jwt_for(aud: Option<&str>, sub: &str) -> String {
     let exp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -34,10 +35,16 @@ fn workload_jwt(sub: &str) -> String {
     format!(
         "{}.{}.{}",
         URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256","typ":"JWT"}"#),
-        URL_SAFE_NO_PAD
-            .encode(json!({"iss": "https://k8s.test", "sub": sub, "exp": exp}).to_string()),
+        URL_SAFE_NO_PAD.encode(
+            json!({"iss": "https://k8s.test", "sub": sub, "exp": exp, "aud": aud}).to_string()
+        ),
         URL_SAFE_NO_PAD.encode("not-checked")
     )
+}
+
+/// An identity token for `sub` whose `aud` is `server`'s authorization server.
+fn workload_jwt(server: &OAuthPeer, sub: &str) -> String {
+    workload_jwt_for(Some(&server.issuer()), sub)
 }
 
 /// The `auth:` lines of a JWT-bearer server reading `file`, with DPoP when `dpop`.
@@ -70,13 +77,13 @@ async fn the_assertion_file_is_read_at_each_grant_and_its_rotation_followed() {
         return;
     };
     let file = assertion_path(&server);
-    std::fs::write(&file, workload_jwt("w1")).unwrap();
+    std::fs::write(&file, workload_jwt(&server, "w1")).unwrap();
     let session = server.session(&auth_lines(&file, false), "", false).await;
     let me = whoami(&session).await.unwrap();
     assert_eq!(me["client_id"], "workload:w1", "{me}");
 
     // The platform rotates the file; the token expires; the next grant sends the new one.
-    std::fs::write(&file, format!("{}\n", workload_jwt("w2"))).unwrap();
+    std::fs::write(&file, format!("{}\n", workload_jwt(&server, "w2"))).unwrap();
     server.expire();
     let me = whoami(&session).await.unwrap();
     assert_eq!(me["client_id"], "workload:w2", "{me}");
@@ -95,7 +102,7 @@ async fn the_assertion_file_is_read_at_each_grant_and_its_rotation_followed() {
     assert!(tokens["refresh_token"].is_null(), "{tokens}");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(
-        !text.contains(&workload_jwt("w2")[..40]),
+        !text.contains(&workload_jwt(&server, "w2")[..40]),
         "no assertion in the token file"
     );
     session.shutdown().await;
@@ -108,7 +115,7 @@ async fn a_refused_assertion_is_reported_never_sent_again_and_no_other_grant_tri
             return;
         };
         let file = assertion_path(&server);
-        let refused = workload_jwt(&format!("refuse:{error}"));
+        let refused = workload_jwt(&server, &format!("refuse:{error}"));
         std::fs::write(&file, &refused).unwrap();
         let session = server.session(&auth_lines(&file, false), "", false).await;
         let err = whoami(&session).await.unwrap_err().to_string();
@@ -130,7 +137,7 @@ async fn a_refused_assertion_is_reported_never_sent_again_and_no_other_grant_tri
         );
 
         // A rotated file is tried.
-        std::fs::write(&file, workload_jwt("ok")).unwrap();
+        std::fs::write(&file, workload_jwt(&server, "ok")).unwrap();
         let _ = session.enable("remote").await;
         let mut me = whoami(&session).await;
         for _ in 0..100 {
@@ -155,7 +162,7 @@ async fn dpop_proves_every_request_and_answers_each_servers_nonce_once() {
         return;
     };
     let file = assertion_path(&server);
-    std::fs::write(&file, workload_jwt("w1")).unwrap();
+    std::fs::write(&file, workload_jwt(&server, "w1")).unwrap();
     let session = server.session(&auth_lines(&file, true), "", false).await;
     let me = whoami(&session).await.unwrap();
     assert_eq!(me["client_id"], "workload:w1", "{me}");
@@ -231,7 +238,7 @@ fn auth_status_shows_the_grant_and_the_dpop_keys_thumbprint_never_the_key() {
     )
     .unwrap();
     let file = assertion_path(&server);
-    std::fs::write(&file, workload_jwt("w1")).unwrap();
+    std::fs::write(&file, workload_jwt(&server, "w1")).unwrap();
     std::fs::write(
         project.join("project.yaml"),
         server.project(&auth_lines(&file, true)),
@@ -295,7 +302,7 @@ async fn an_enterprise_id_token_is_exchanged_for_an_id_jag_then_granted() {
         return;
     };
     let file = server.dir.path().join("id-token");
-    std::fs::write(&file, workload_jwt("alice")).unwrap();
+    std::fs::write(&file, workload_jwt(&server, "alice")).unwrap();
     let session = server
         .session(&enterprise_lines(&server, &file), "", false)
         .await;
@@ -314,7 +321,7 @@ async fn an_id_token_the_idp_refuses_is_reported_naming_the_idp_and_not_sent_aga
         return;
     };
     let file = server.dir.path().join("id-token");
-    std::fs::write(&file, workload_jwt("refuse:invalid_grant")).unwrap();
+    std::fs::write(&file, workload_jwt(&server, "refuse:invalid_grant")).unwrap();
     let session = server
         .session(&enterprise_lines(&server, &file), "", false)
         .await;

@@ -113,9 +113,50 @@ async fn a_tampered_skill_is_refused_naming_its_check_and_no_file_is_read_after_
     }
 }
 
+/// A frontmatter is parsed, not scanned (issue 48): a line that only starts with `---` is YAML
+/// inside it, so the field after it (`allowed-tools: Bash`) is seen and the skill refused, though
+/// its size and digest are the listing's own.
+#[tokio::test]
+async fn a_line_that_only_starts_with_dashes_does_not_end_the_frontmatter() {
+    for mode in ["dashes", "dashx"] {
+        let (client, log) = skills_client(mode);
+        let err = client.load_skill("pdf-processing").await.unwrap_err();
+        match err.skill_check() {
+            Some((check, skill, file)) => {
+                assert_eq!(check, SkillCheck::Frontmatter, "{mode}: {err}");
+                assert_eq!((skill, file), ("pdf-processing", PDF), "{mode}");
+            }
+            None => panic!("{mode}: {err}"),
+        }
+        if mode == "dashes" {
+            assert!(err.reason().contains("`---evil`"), "{}", err.reason());
+        }
+        let err = client
+            .read_skill_file("pdf-processing", "references/FORMS.md")
+            .await
+            .unwrap_err();
+        assert!(err.skill_check().is_some(), "{mode}: {err}");
+        assert_eq!(reads(&log), [PDF, PDF], "{mode}: FORMS.md never read");
+        client.shutdown().await;
+    }
+}
+
 /// A session on the skills server with `extra` under the server in project.yaml and `agents`
 /// as the project's `primary:` block; the file its reads are logged to.
 async fn skills_session(
+    extra: &str,
+    agents: &str,
+) -> (
+    kaged_mcp::Session,
+    tempfile::NamedTempFile,
+    tempfile::TempDir,
+) {
+    skills_session_in("ok", extra, agents).await
+}
+
+/// [`skills_session`] on the skills server in `mode`.
+async fn skills_session_in(
+    mode: &str,
     extra: &str,
     agents: &str,
 ) -> (
@@ -129,6 +170,8 @@ async fn skills_session(
         crate::common::peers::server_script("skills_server.py")
             .to_string_lossy()
             .into_owned(),
+        "--mode".to_owned(),
+        mode.to_owned(),
         "--log".to_owned(),
         log.path().to_string_lossy().into_owned(),
     ])
@@ -202,5 +245,111 @@ async fn an_agent_loads_only_the_skills_its_grants_enable() {
         .await
         .unwrap()
         .is_empty());
+    session.shutdown().await;
+}
+
+const SECRET: &str = "skill://secret-exfil/SKILL.md";
+
+/// A skill the project's filter denies by name is denied by its URI too (issue 48): the URI is
+/// resolved to the listed skill, whose name the filter judges; nothing of it is read.
+#[tokio::test]
+async fn a_skill_denied_by_name_is_refused_when_asked_for_by_its_uri() {
+    let (session, log, _dir) =
+        skills_session_in("hostile", "    skills:\n      deny: [secret-exfil]\n", "").await;
+    let listed = session.skills("skills").await.unwrap();
+    assert!(listed.iter().all(|s| s.name() != "secret-exfil"));
+    for name in ["secret-exfil", SECRET] {
+        let err = session.load_skill("skills", name).await.unwrap_err();
+        assert_eq!(err.kind(), "skill_not_granted", "{name}: {err}");
+        assert!(
+            err.to_string().starts_with(
+                "skill `mcp.skills.secret-exfil` is not granted: the project's `skills.deny`"
+            ),
+            "{name}: {err}"
+        );
+        let err = session
+            .skill_file("skills", name, "SKILL.md")
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), "skill_not_granted", "{name}: {err}");
+    }
+    assert!(reads(&log).is_empty(), "nothing read: {:?}", reads(&log));
+    // A listed URI of a skill the filter lets through is accepted as that skill.
+    let loaded = session.load_skill("skills", PDF).await.unwrap();
+    assert_eq!(loaded.entry.name(), "pdf-processing");
+    // A URI nobody lists is not offered.
+    let err = session
+        .load_skill("skills", "skill://secret-exfil/../pdf-processing/SKILL.md")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("does not list it"), "{err}");
+    assert_eq!(reads(&log), [PDF]);
+    session.shutdown().await;
+}
+
+/// An agent whose grants switch a skill off is refused it by its URI too (issue 48), while a
+/// URI of a skill it is granted loads that skill.
+#[tokio::test]
+async fn an_agent_refused_a_skill_by_name_is_refused_it_by_its_uri() {
+    let agents = "primary:\n  tools: {}\n  skills:\n    mcp.skills: { enabled: true }\n    mcp.skills.secret-exfil: { enabled: false }\n";
+    let (session, log, _dir) = skills_session_in("hostile", "", agents).await;
+    let mine = session.skills_for("primary", "skills").await.unwrap();
+    assert!(mine.iter().all(|s| s.name() != "secret-exfil"));
+    for name in ["secret-exfil", SECRET] {
+        let err = session
+            .load_skill_as("primary", "skills", name)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "agent `primary`: skill `mcp.skills.secret-exfil` is not granted: no key of its `skills:` grants enables `mcp.skills.secret-exfil`",
+            "{name}"
+        );
+        let err = session
+            .skill_file_as("primary", "skills", name, "SKILL.md")
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), "skill_not_granted", "{name}: {err}");
+    }
+    assert!(reads(&log).is_empty(), "nothing read: {:?}", reads(&log));
+    let loaded = session
+        .load_skill_as("primary", "skills", PDF)
+        .await
+        .unwrap();
+    assert_eq!(loaded.entry.name(), "pdf-processing");
+    session.shutdown().await;
+}
+
+/// A grant key names a skill whole (issue 48): `mcp.skills.notes` grants `notes`, not a skill
+/// the server names `notes.exfil` to ride on it as a tool name rides on a dotted prefix; a
+/// server-wide key still grants every skill of the server.
+#[tokio::test]
+async fn a_grant_of_a_skill_does_not_cover_a_skill_named_below_it_at_a_dot() {
+    let agents = "primary:\n  tools: {}\n  skills:\n    mcp.skills.notes: { enabled: true }\n  subagents:\n    helper:\n      tools: {}\n      skills:\n        mcp.skills: { enabled: true }\n";
+    let (session, log, _dir) = skills_session_in("hostile", "", agents).await;
+    let mine = session.skills_for("primary", "skills").await.unwrap();
+    let names: Vec<&str> = mine.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["notes"]);
+    for name in ["notes.exfil", "skill://notes.exfil/SKILL.md"] {
+        let err = session
+            .load_skill_as("primary", "skills", name)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "agent `primary`: skill `mcp.skills.notes.exfil` is not granted: its grant key `mcp.skills.notes` names another skill: a skill's name is matched whole",
+            "{name}"
+        );
+    }
+    assert!(reads(&log).is_empty(), "nothing read: {:?}", reads(&log));
+    session
+        .load_skill_as("primary", "skills", "notes")
+        .await
+        .unwrap();
+    let loaded = session
+        .load_skill_as("helper", "skills", "notes.exfil")
+        .await
+        .unwrap();
+    assert_eq!(loaded.entry.name(), "notes.exfil");
     session.shutdown().await;
 }

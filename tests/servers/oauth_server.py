@@ -5,6 +5,8 @@ Usage:  python3 oauth_server.py [--port N] [--log FILE] [--client ID[:SECRET[:ME
                                 [--token-ttl SECS] [--no-refresh] [--refresh-delay-ms N] [--no-dcr]
                                 [--resource-override URL] [--always-403] [--pkce-methods LIST]
                                 [--jwt-bearer] [--workload SUB]... [--dpop] [--dpop-nonce] [--idp]
+                                [--authorization-server URL]... [--metadata KEY=VALUE]... [--legacy]
+                                [--idp-any-audience]
 
 Python 3 stdlib only. Listens on 127.0.0.1 (threads, HTTP/1.1 keep-alive, TCP_NODELAY). The first
 line on stdout is always `PORT=<n>` (flushed), so `--port 0` lets the OS pick; one line on stderr on
@@ -51,6 +53,13 @@ Discovery (GET):
       ["mcp:read","mcp:admin","offline_access"], "client_id_metadata_document_supported": false,
       "authorization_response_iss_parameter_supported": true}
   any other /.well-known/... (the root PRM, OpenID configuration, ...) -> 404
+Hostile discovery (a server sending its clients elsewhere); in URL and VALUE a leading "BASE" is
+  replaced by BASE:
+  --authorization-server URL (repeatable): the PRM's "authorization_servers" is these URLs instead.
+  --metadata KEY=VALUE (repeatable): the AS metadata's KEY is VALUE (such as
+      token_endpoint=http://10.255.255.1/token or issuer=https://as.operator.test).
+  --legacy: a 2025-03-26 server: the PRM answers 404 and the AS metadata is (also) served at the
+      root /.well-known/oauth-authorization-server.
 Clients:
   --client ID[:SECRET[:METHOD]] (repeatable) pre-registers a client; METHOD is none,
       client_secret_basic or client_secret_post (default client_secret_basic with a SECRET, none
@@ -135,7 +144,9 @@ Enterprise IdP (--idp, SEP-990; implies --jwt-bearer): POST /idp/token takes an 
   oauth-id-jag+jwt and the ID token's sub, aud BASE/as, resource. A subject "refuse:<error>" is
   refused there with that error. The JWT-bearer grant checks an ID-JAG's aud and resource
   (invalid_grant) and then treats its sub as a workload's. Stats: "idp_exchange"; the log's
-  "subject" is the ID token's sub.
+  "subject" is the ID token's sub and "audience" the audience asked for. With --idp-any-audience
+  the IdP takes any audience and resource and still issues the ID-JAG for aud BASE/as (an IdP
+  whose policy names one authorization server whatever it is asked).
 DPoP (--dpop, RFC 9449; signatures are NOT verified, stdlib Python has no EC: the structure is):
   the metadata gains "dpop_signing_alg_values_supported": ["ES256"]. Every token request must carry
   one `DPoP` header: a JWT whose header has typ dpop+jwt, alg ES256 and a public EC `jwk` (no "d"),
@@ -305,6 +316,18 @@ def resource_url():
 
 def prm_url():
     return f"{BASE}{PRM_PATH}"
+
+
+def based(value):
+    """`value` with a leading "BASE" replaced by BASE."""
+    return BASE + value[len("BASE"):] if value.startswith("BASE") else value
+
+
+def metadata_spec(text):
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--metadata {text}: expected KEY=VALUE")
+    return key, value
 
 
 def challenge_of(verifier):
@@ -491,6 +514,7 @@ class Handler(kit.Handler):
             "/mcp": {"POST": self.mcp_post},
             PRM_PATH: {"GET": self.prm},
             ASM_PATH: {"GET": self.asm},
+            "/.well-known/oauth-authorization-server": {"GET": self.asm},
             "/as/authorize": {"GET": self.authorize},
             "/as/token": {"POST": self.token},
             "/as/register": {"POST": self.register},
@@ -502,6 +526,8 @@ class Handler(kit.Handler):
             "/token-restore": {"POST": lambda: self.outage(False)},
         }
         if path == "/as/register" and ARGS.no_dcr:
+            routes.pop(path)
+        if path == "/.well-known/oauth-authorization-server" and not ARGS.legacy:
             routes.pop(path)
         handlers = routes.get(path)
         if handlers is None:
@@ -521,9 +547,12 @@ class Handler(kit.Handler):
     def prm(self):
         with LOCK:
             STATS["prm"] += 1
+        if ARGS.legacy:
+            self.text(404, "not found", error="not_found")
+            return
         self.reply_json(200, {
             "resource": ARGS.resource_override or resource_url(),
-            "authorization_servers": [f"{BASE}/as"],
+            "authorization_servers": [based(u) for u in ARGS.authorization_server] or [f"{BASE}/as"],
             "scopes_supported": ["mcp:read", "mcp:admin"],
             "bearer_methods_supported": ["header"],
         })
@@ -554,6 +583,8 @@ class Handler(kit.Handler):
             del meta["code_challenge_methods_supported"]
         elif ARGS.pkce_methods is not None:
             meta["code_challenge_methods_supported"] = ARGS.pkce_methods.split(",")
+        for key, value in ARGS.metadata:
+            meta[key] = based(value)
         self.reply_json(200, meta)
 
     # --- test controls ------------------------------------------------------------------------
@@ -815,6 +846,9 @@ class Handler(kit.Handler):
                     "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
                     "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
                     "audience": f"{BASE}/as", "resource": resource_url()}
+            self.entry["audience"] = form.get("audience")
+            if ARGS.idp_any_audience:
+                del want["audience"], want["resource"]
             for k, v in want.items():
                 if form.get(k) != v:
                     raise OAuthError(400, "invalid_request", f"{k} must be {v}")
@@ -1142,6 +1176,14 @@ def main():
                         help="an enterprise IdP at /idp/token (SEP-990); implies --jwt-bearer")
     parser.add_argument("--dpop-nonce", action="store_true",
                         help="with --dpop, both servers demand a DPoP nonce")
+    parser.add_argument("--authorization-server", action="append", default=[], metavar="URL",
+                        help='the PRM\'s "authorization_servers" (repeatable; "BASE" prefix)')
+    parser.add_argument("--metadata", type=metadata_spec, action="append", default=[],
+                        metavar="KEY=VALUE", help="set a member of the AS metadata (repeatable)")
+    parser.add_argument("--idp-any-audience", action="store_true",
+                        help="with --idp, any audience asked; the ID-JAG is for BASE/as anyway")
+    parser.add_argument("--legacy", action="store_true",
+                        help="no PRM; the AS metadata at the root well-known URL (2025-03-26)")
     ARGS = kit.parse(parser, "oauth_server")
     ARGS.jwt_bearer = ARGS.jwt_bearer or ARGS.idp
     for client in ARGS.client:

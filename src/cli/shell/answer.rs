@@ -116,7 +116,8 @@ impl Shell<'_> {
                 .await
                 .map(Done::from),
             ShellVerb::Skill(a) => {
-                skills_cmds::show_on(session, &a, json, out).await?;
+                // One answer per line: a binary file goes to `--out` only.
+                skills_cmds::show_on(session, &a, json, out, true).await?;
                 Ok(Done::default())
             }
             // The caller ends the shell before asking.

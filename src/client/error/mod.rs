@@ -217,10 +217,14 @@ pub enum SkillCheck {
     NotListed,
     /// The read returned nothing usable (no contents, a blob that is not base64).
     Unreadable,
+    /// More than one listed skill answers to the name (or URI) given: which one is meant is
+    /// not the server's to choose.
+    Ambiguous,
 }
 
 impl SkillCheck {
-    /// The check as one word: `size`, `digest`, `frontmatter`, `not_listed`, `unreadable`.
+    /// The check as one word: `size`, `digest`, `frontmatter`, `not_listed`, `unreadable`,
+    /// `ambiguous`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Size => "size",
@@ -228,6 +232,7 @@ impl SkillCheck {
             Self::Frontmatter => "frontmatter",
             Self::NotListed => "not_listed",
             Self::Unreadable => "unreadable",
+            Self::Ambiguous => "ambiguous",
         }
     }
 }

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use base64::Engine as _;
 use http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
 use crate::config::secret::{Secret, SecretRef};
 
+use super::credentials::{self, Found};
 use super::formats::Foreign;
 use super::names::{is_credential_header, is_plain_env, references, secret_segment};
 use super::{MovedSecret, PlannedAuth, PlannedServer, PlannedTransport, PlannedValue};
@@ -21,7 +23,18 @@ const READ_KEYS: &[&str] = &[
     "env",
     "url",
     "headers",
+    "tool_timeout_sec",
+    "startup_timeout_sec",
 ];
+
+/// Codex's timeouts, in seconds, and the `[mcp.<key>]` keys of `local.toml` they become.
+const TIMEOUTS: &[(&str, &str)] = &[
+    ("tool_timeout_sec", "timeout_ms"),
+    ("startup_timeout_sec", "probe_timeout_ms"),
+];
+
+/// The longest timeout carried over, in seconds (a day, as config.toml's own timeouts).
+const MAX_TIMEOUT_SEC: f64 = 24.0 * 3600.0;
 
 /// Headers the transports set themselves (`src/transport/http/config.rs`), left out of an
 /// import; `mcp-param-*` too.
@@ -37,21 +50,6 @@ const TRANSPORT_HEADERS: &[&str] = &[
     "last-event-id",
     "mcp-method",
     "mcp-name",
-];
-
-/// Query parameters that carry a credential in a URL.
-const SECRET_PARAMS: &[&str] = &[
-    "key",
-    "apikey",
-    "api_key",
-    "api-key",
-    "token",
-    "access_token",
-    "auth",
-    "secret",
-    "password",
-    "sig",
-    "signature",
 ];
 
 /// The server `foreign` as `key`, or why it cannot be imported. `inputs` are VS Code's input
@@ -76,6 +74,9 @@ pub(super) fn server(
         },
         secrets: Vec::new(),
         notes: Vec::new(),
+        disabled: Vec::new(),
+        timeout_ms: None,
+        probe_timeout_ms: None,
     };
     let ignored: Vec<&str> = entry
         .keys()
@@ -101,7 +102,7 @@ pub(super) fn server(
         Some(other) => {
             return Err(format!(
                 "unknown type `{}`; expected stdio, http, streamable-http or sse",
-                printable(other)
+                bounded(other)
             ))
         }
     };
@@ -109,7 +110,41 @@ pub(super) fn server(
         None => stdio(entry, key, inputs, &mut out)?,
         Some(sse) => http(entry, sse, key, inputs, &mut out)?,
     };
+    timeouts(entry, &mut out);
     Ok(out)
+}
+
+/// Codex's `tool_timeout_sec` and `startup_timeout_sec` as the server's `timeout_ms` and
+/// `probe_timeout_ms`, each said in a note.
+fn timeouts(entry: &Map<String, Value>, out: &mut PlannedServer) {
+    for &(name, target) in TIMEOUTS {
+        let Some(v) = entry.get(name) else { continue };
+        let seconds = v
+            .as_f64()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s <= MAX_TIMEOUT_SEC);
+        let Some(ms) = seconds.map(|s| ((s * 1000.0).round() as u64).max(1)) else {
+            out.notes.push(format!(
+                "`{name}` not carried over: not a number of seconds above 0 and at most \
+                 {MAX_TIMEOUT_SEC}"
+            ));
+            continue;
+        };
+        let field = if target == "timeout_ms" {
+            &mut out.timeout_ms
+        } else {
+            &mut out.probe_timeout_ms
+        };
+        *field = Some(ms);
+        out.notes.push(format!(
+            "`{name} = {v}` carried over as `{target} = {ms}` under [mcp.{}] in local.toml{}",
+            out.key,
+            if target == "probe_timeout_ms" {
+                " (config.toml's `startup_timeout_ms` still bounds the whole start)"
+            } else {
+                ""
+            }
+        ));
+    }
 }
 
 /// A `url` without a `type`: Streamable HTTP, unless the path ends in `/sse`.
@@ -171,30 +206,27 @@ fn stdio(
                 .join(", ")
         ));
     }
-    if let Some(flag) = secret_flag(&command) {
-        out.notes.push(format!(
-            "the argument after `{flag}` may be a secret, and it is in project.yaml's `command`: \
-             pass it in `env` if the server can read it from there"
-        ));
-    }
     let mut env = Vec::new();
     for (name, value) in string_map(entry.get("env"), "env")? {
         if name.is_empty() || name.contains(['=', '\0']) {
             out.notes.push(format!(
                 "env `{}` left out: not a variable name",
-                printable(&name)
+                bounded(&name)
             ));
             continue;
         }
         if value.contains('\0') {
             out.notes.push(format!(
                 "env `{}` left out: its value has a NUL byte",
-                printable(&name)
+                bounded(&name)
             ));
             continue;
         }
         let refs = references(&value);
-        let plain = is_plain_env(&name) && refs.is_empty() && !value.chars().any(char::is_control);
+        let plain = is_plain_env(&name)
+            && refs.is_empty()
+            && !value.chars().any(char::is_control)
+            && credentials::in_url(&value).is_empty();
         if plain {
             env.push((name, PlannedValue::Plain(value)));
             continue;
@@ -210,7 +242,56 @@ fn stdio(
         ));
         env.push((name, PlannedValue::Secret(secret_ref)));
     }
+    arg_credentials(&mut command, &mut env, key, inputs, out);
     Ok(PlannedTransport::Stdio { command, env })
+}
+
+/// Programs that pass `-e NAME` (without a value) on from their own environment.
+const CONTAINER_RUNNERS: &[&str] = &["docker", "podman", "nerdctl"];
+
+/// Moves the credentials of `command`'s arguments to the server's secrets. The value of
+/// `-e NAME=VALUE` given to a container runner becomes `-e NAME` and an `env` secret, which
+/// the runner passes on; any other is replaced by `<its secret_ref>`, and the server is
+/// imported disabled with what to move.
+fn arg_credentials(
+    command: &mut [String],
+    env: &mut Vec<(String, PlannedValue)>,
+    key: &str,
+    inputs: &BTreeMap<String, String>,
+    out: &mut PlannedServer,
+) {
+    let program = command[0].rsplit('/').next().unwrap_or_default();
+    let runner = CONTAINER_RUNNERS.contains(&program);
+    let mut edits: Vec<(usize, std::ops::Range<usize>, String)> = Vec::new();
+    for (i, f) in credentials::in_args(&command[1..]) {
+        let arg = i + 1;
+        let value = &command[arg][f.span.clone()];
+        let free = |name: &String| !env.iter().any(|(n, _)| n == name);
+        if let Some(name) = f.env.as_ref().filter(|n| runner && free(n)) {
+            let r = secret_ref(key, name, out);
+            let what = format!("`-e {name}` in args[{i}]");
+            out.secrets
+                .push(moved(what, &r, value, Vec::new(), inputs, true));
+            edits.push((arg, f.span.start - 1..f.span.end, String::new()));
+            env.push((name.clone(), PlannedValue::Secret(r)));
+            continue;
+        }
+        let r = secret_ref(key, &format!("arg{i}_{}", f.leaf), out);
+        let what = format!("{} in args[{i}]", f.what);
+        out.secrets
+            .push(moved(what, &r, value, Vec::new(), inputs, false));
+        let marker = format!("<{r}>");
+        out.disabled.push(format!(
+            "args[{i}] has {}: project.yaml has `{marker}` in its place",
+            f.what
+        ));
+        edits.push((arg, f.span, marker));
+    }
+    // Later spans first, so that the earlier ones still point at their bytes.
+    for (arg, span, text) in edits.into_iter().rev() {
+        command[arg].replace_range(span, &text);
+    }
+    env.sort_by(|a, b| a.0.cmp(&b.0));
 }
 
 fn http(
@@ -227,7 +308,7 @@ fn http(
     let mut headers = Vec::new();
     let mut auth = None;
     for (name, value) in string_map(entry.get("headers"), "headers")? {
-        let shown = printable(&name);
+        let shown = bounded(&name);
         if HeaderName::from_bytes(name.as_bytes()).is_err() {
             out.notes.push(format!(
                 "header `{shown}` left out: not a valid header name"
@@ -268,9 +349,13 @@ fn http(
                 secret_ref: secret_ref.clone(),
             });
         } else {
+            // Left out and enabled, the server would start without it and fail its calls.
             out.notes.push(format!(
-                "header `{shown}` left out: a server carries one credential header (`auth:`); \
-                 its value is kept in local.toml as `{secret_ref}` for reference"
+                "header `{shown}` left out: a server carries one credential header (`auth:`)"
+            ));
+            out.disabled.push(format!(
+                "header `{shown}` is a second credential header, which kaged-mcp does not send \
+                 (a server sends one, its `auth:`): its value is in local.toml as `{secret_ref}`"
             ));
         }
         out.secrets.push(moved(
@@ -282,42 +367,117 @@ fn http(
             first,
         ));
     }
+    let url = url_credentials(url, &mut auth, key, inputs, out);
     Ok(PlannedTransport::Http {
         sse,
-        url: url.clone(),
+        url,
         headers,
         auth,
     })
 }
 
-/// A URL kaged-mcp can use and that carries no credential (user info or a key in the query).
+/// `url` with its credentials moved to the server's secrets: its user info becomes the
+/// `auth:` header `Authorization: Basic …` (HTTP's meaning of it) when the server has no other
+/// credential header; a credential among its query or fragment parameters, which kaged-mcp
+/// cannot send from a secret, is replaced by `<its secret_ref>`, and the server is imported
+/// disabled with what to move.
+fn url_credentials(
+    url: &str,
+    auth: &mut Option<PlannedAuth>,
+    key: &str,
+    inputs: &BTreeMap<String, String>,
+    out: &mut PlannedServer,
+) -> String {
+    let mut url = url.to_owned();
+    let user = credentials::user_info(&url);
+    let params: Vec<Found> = credentials::in_url(&url)
+        .into_iter()
+        .filter(|f| user.as_ref().is_none_or(|u| f.span.start > u.end))
+        .collect();
+    let mut edits = Vec::new();
+    for f in params {
+        let r = secret_ref(key, &format!("url_{}", f.leaf), out);
+        let what = format!("{} of the URL", f.what);
+        let value = &url[f.span.clone()];
+        out.secrets
+            .push(moved(what, &r, value, Vec::new(), inputs, false));
+        let marker = format!("<{r}>");
+        out.disabled.push(format!(
+            "the URL has {}: project.yaml has `{marker}` in its place",
+            f.what
+        ));
+        edits.push((f.span, marker));
+    }
+    for (span, text) in edits.into_iter().rev() {
+        url.replace_range(span, &text);
+    }
+    let Some(user) = user else {
+        return url;
+    };
+    let info = url[user.clone()].to_owned();
+    url.replace_range(user.start..=user.end, "");
+    let (name, password) = info.split_once(':').unwrap_or((&info, ""));
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!(
+            "{}:{}",
+            credentials::percent_decoded(name),
+            credentials::percent_decoded(password)
+        ))
+    );
+    let r = secret_ref(key, "authorization", out);
+    let first = auth.is_none();
+    if first {
+        *auth = Some(PlannedAuth {
+            header_name: Some("Authorization".to_owned()),
+            secret_ref: r.clone(),
+        });
+        out.notes.push(format!(
+            "the URL's user info became `auth:` header Authorization (HTTP Basic), its value in \
+             local.toml as `{r}`"
+        ));
+    } else {
+        out.disabled.push(format!(
+            "the URL's user info (an HTTP Basic credential) is left out of project.yaml, its \
+             value kept in local.toml as `{r}`: the server's `auth:` already sends another \
+             credential header"
+        ));
+    }
+    out.secrets.push(moved(
+        "the user info of the URL".to_owned(),
+        &r,
+        &basic,
+        Vec::new(),
+        inputs,
+        first,
+    ));
+    url
+}
+
+/// A URL kaged-mcp can use: absolute, `http` or `https`, with a host, and no `${…}`.
 fn check_url(url: &str) -> Result<(), String> {
-    let shown = crate::protocol::uri::redact_uri(url);
+    let shown = shown_url(url);
     if !references(url).is_empty() {
         return Err(format!(
-            "the URL `{}` has a `${{…}}` reference, which kaged-mcp does not expand",
-            printable(&shown)
+            "the URL `{shown}` has a `${{…}}` reference, which kaged-mcp does not expand"
         ));
     }
-    let parsed = url::Url::parse(url)
-        .map_err(|e| format!("`{}` is not an absolute URL: {e}", printable(&shown)))?;
+    let parsed =
+        url::Url::parse(url).map_err(|e| format!("`{shown}` is not an absolute URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-        return Err(format!(
-            "`{}` is not an http or https URL with a host",
-            printable(&shown)
-        ));
-    }
-    let secret_param = parsed
-        .query_pairs()
-        .any(|(k, _)| SECRET_PARAMS.contains(&k.to_ascii_lowercase().as_str()));
-    if parsed.password().is_some() || secret_param {
-        return Err(format!(
-            "the URL `{}` carries a credential (user info or a key in the query), which would \
-             land in project.yaml: declare this server by hand with an `auth:` block",
-            printable(&shown)
-        ));
+        return Err(format!("`{shown}` is not an http or https URL with a host"));
     }
     Ok(())
+}
+
+/// `url` for a message: without its user info, query and fragment, which may hold a
+/// credential ([`redact_uri`](crate::protocol::uri::redact_uri), then `#…`), bounded.
+fn shown_url(url: &str) -> String {
+    let redacted = crate::protocol::uri::redact_uri(url);
+    match redacted.split_once('#') {
+        Some((head, _)) => bounded(&format!("{head}#…")),
+        None => bounded(&redacted),
+    }
 }
 
 /// `import.<key>.<name>`, made unique among the server's secrets.
@@ -350,13 +510,13 @@ fn moved(
         .into_iter()
         .map(
             |r| match r.strip_prefix("input:").and_then(|id| inputs.get(id)) {
-                Some(desc) if !desc.is_empty() => format!("${{{r}}} ({})", printable(desc)),
+                Some(desc) if !desc.is_empty() => format!("${{{r}}} ({})", bounded(desc)),
                 _ => format!("${{{r}}}"),
             },
         )
         .collect();
     MovedSecret {
-        what: printable(&what),
+        what: bounded(&what),
         secret_ref: secret_ref.clone(),
         value: references.is_empty().then(|| Secret::new(value)),
         references,
@@ -373,7 +533,7 @@ fn string_map(v: Option<&Value>, key: &str) -> Result<Vec<(String, String)>, Str
             .map(|(k, v)| {
                 scalar(v)
                     .map(|s| (k.clone(), s))
-                    .ok_or_else(|| format!("`{key}.{}` is not a string", printable(k)))
+                    .ok_or_else(|| format!("`{key}.{}` is not a string", bounded(k)))
             })
             .collect(),
         Some(_) => Err(format!("`{key}` is not an object")),
@@ -389,32 +549,15 @@ fn scalar(v: &Value) -> Option<String> {
     }
 }
 
-/// The first flag of `command` that names a secret (`--api-key`, `--token=…`) and is
-/// followed by, or holds, a value.
-fn secret_flag(command: &[String]) -> Option<String> {
-    command.iter().enumerate().skip(1).find_map(|(i, a)| {
-        let flag = a.strip_prefix('-')?;
-        let (name, inline) = match flag.split_once('=') {
-            Some((n, _)) => (n, true),
-            None => (flag, false),
-        };
-        let lower = name.to_ascii_lowercase();
-        let secretish = ["key", "token", "secret", "password"]
-            .iter()
-            .any(|w| lower.contains(w))
-            || lower.split(['-', '_']).any(|p| p == "pat");
-        (secretish && (inline || i + 1 < command.len())).then(|| printable(&format!("-{name}")))
-    })
-}
+/// The most of a file's string a message shows, in characters.
+const SHOWN_CHARS: usize = 200;
 
-/// `s` for a message: control characters as `?`, at most 200 characters.
-pub(super) fn printable(s: &str) -> String {
-    let mut out: String = s
-        .chars()
-        .take(200)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if s.chars().count() > 200 {
+/// `s` for a message: at most [`SHOWN_CHARS`] characters (then `…`), with every control,
+/// invisible and direction-changing code point shown escaped ([`crate::escape::visible`]).
+pub(super) fn bounded(s: &str) -> String {
+    let cut = s.char_indices().nth(SHOWN_CHARS).map(|(i, _)| i);
+    let mut out = crate::escape::visible(&s[..cut.unwrap_or(s.len())]).into_owned();
+    if cut.is_some() {
         out.push('…');
     }
     out

@@ -8,15 +8,31 @@
 //!
 //! No secret goes into `project.yaml`: every `env` value becomes a `{ secret_ref }` except for
 //! a few names that never hold one (`PATH`, `NODE_ENV`, `LOG_LEVEL`, …: see
-//! [`is_plain_env`]), since a file gives no way to tell a token from a setting, and a setting in
-//! `local.toml` costs a line where a token in `project.yaml` is a leak. A credential header
-//! (`Authorization`, names with `key`, `token`, `secret`, `auth`, …, or any value with a `${…}`
-//! reference) becomes the server's `auth:` block (`bearer` for `Authorization: Bearer …`,
-//! `header` otherwise); a server has one `auth:` header, so a second credential header is left
-//! out and said so. The secrets are named `import.<server>.<NAME>` and their values are
-//! returned for `local.toml`. A value with a `${VAR}`, `${env:VAR}` or `${input:id}` reference
-//! is not resolved: its `secret_ref` is written without a value, so `kaged-mcp check` names it
-//! until the operator adds it, and the plan says which reference it stood for.
+//! [`is_plain_env`]) and whose value is no URL with a credential, since a file gives no way to
+//! tell a token from a setting, and a setting in `local.toml` costs a line where a token in
+//! `project.yaml` is a leak. A credential header (`Authorization`, names with `key`, `token`,
+//! `secret`, `auth`, …, or any value with a `${…}` reference) becomes the server's `auth:`
+//! block (`bearer` for `Authorization: Bearer …`, `header` otherwise), and so does the user
+//! info of an HTTP server's URL (`Authorization: Basic …`). The secrets are named
+//! `import.<server>.<NAME>` and their values are returned for `local.toml`. A value with a
+//! `${VAR}`, `${env:VAR}` or `${input:id}` reference is not resolved: its `secret_ref` is
+//! written without a value, so `kaged-mcp check` names it until the operator adds it, and the
+//! plan says which reference it stood for.
+//!
+//! A credential inside a command argument or a URL is found too: a URL's password
+//! (`postgresql://user:pw@host/db`), its query or fragment parameters named for a secret
+//! (`?api_key=`, `#access_token=`), the value after `--header`/`-H` of a credential header,
+//! after a flag named for a secret (`--api-key`, `--token=`), and of `-e`/`--env NAME=VALUE`
+//! when `NAME` is a secret's. Given to a container runner (`docker`, `podman`, `nerdctl`), such
+//! an `-e NAME=VALUE` becomes `-e NAME` with `NAME` an `env` secret, which the runner passes
+//! on. kaged-mcp has no way to put a secret in an argument or a URL, so any other is moved to
+//! `local.toml` all the same, `<import.<server>.<name>>` stands in its place in
+//! `project.yaml`, and the server is imported disabled ([`PlannedServer::disabled`]) until the
+//! operator gives it that credential another way; so is a server with a second credential
+//! header (`X-Api-Key` beside `Authorization`), since a server sends one, its `auth:`.
+//!
+//! Codex's `tool_timeout_sec` and `startup_timeout_sec` are carried over to `local.toml` as
+//! the server's `timeout_ms` and `probe_timeout_ms`.
 //!
 //! Server names become valid keys (lower case, other characters as `-`, `mcp-` in front of a
 //! name that does not start with a letter, at most 32 characters, `-2`, `-3` for repeats); a
@@ -41,6 +57,7 @@
 //! ```
 
 mod convert;
+mod credentials;
 mod formats;
 mod names;
 pub mod write;
@@ -154,6 +171,32 @@ pub struct PlannedServer {
     pub secrets: Vec<MovedSecret>,
     /// What was not carried over or needs a look (ignored keys, `${…}` in arguments, …).
     pub notes: Vec<String>,
+    /// Why the server is imported disabled (`disabled = true` under `[mcp.<key>]` in
+    /// `local.toml`): one line per credential the file passed in a way kaged-mcp cannot pass
+    /// from a secret (in a command argument, in a URL's query or fragment, as a second
+    /// credential header). Each one's value is among [`secrets`](Self::secrets), unused, and
+    /// `project.yaml` has `<its secret_ref>` in its place (or, for a header, nothing). Empty:
+    /// the server is enabled.
+    pub disabled: Vec<String>,
+    /// `timeout_ms` under `[mcp.<key>]` in `local.toml`: Codex's `tool_timeout_sec`.
+    pub timeout_ms: Option<u64>,
+    /// `probe_timeout_ms` under `[mcp.<key>]` in `local.toml`: Codex's `startup_timeout_sec`,
+    /// the time a server has to start and answer (the daemon's `startup_timeout_ms` still
+    /// bounds the whole start).
+    pub probe_timeout_ms: Option<u64>,
+}
+
+impl PlannedServer {
+    /// Whether the server is imported disabled (see [`disabled`](Self::disabled)).
+    pub fn is_disabled(&self) -> bool {
+        !self.disabled.is_empty()
+    }
+
+    /// Whether the server gets an `[mcp.<key>]` table in `local.toml`: it is disabled, or
+    /// has a timeout carried over.
+    pub fn has_overrides(&self) -> bool {
+        self.is_disabled() || self.timeout_ms.is_some() || self.probe_timeout_ms.is_some()
+    }
 }
 
 /// How a planned server is reached.

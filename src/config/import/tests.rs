@@ -156,28 +156,231 @@ fn a_second_credential_header_is_left_out_but_kept_in_local_toml() {
     assert!(project.contains("type: header, header_name: \"Authorization\""));
     let local = local_toml(None, &plan).unwrap().unwrap();
     load(&project, Some(&local)).unwrap();
+    // Enabled, the server would be called without its `X-Api-Key`: it is imported disabled.
+    assert!(api.is_disabled());
+    assert!(
+        api.disabled[0].contains("`X-Api-Key`"),
+        "{:?}",
+        api.disabled
+    );
+    assert!(local.contains("[mcp.api]\ndisabled = true\n"), "{local}");
+    assert!(
+        load(&project, Some(&local))
+            .unwrap()
+            .local
+            .overrides("api")
+            .disabled
+    );
 }
 
 #[test]
-fn urls_with_credentials_and_unreadable_entries_are_skipped() {
+fn unreadable_entries_are_skipped_without_showing_a_credential() {
     let text = r#"{"mcpServers": {
-        "a": {"url": "https://u:p@a.example/mcp"},
-        "b": {"url": "https://b.example/mcp?api_key=x"},
-        "c": {"type": "ws", "url": "wss://c"},
+        "c": {"type": "ws", "url": "wss://u:c_pw@c?token=c_tok#access_token=c_frag"},
         "d": {"command": ""},
         "e": 3,
-        "f": {"url": "https://${HOST}/mcp"}
+        "f": {"url": "https://${HOST}/mcp?api_key=f_key#access_token=f_frag"},
+        "g": {"url": "not a url#access_token=g_frag"}
     }}"#;
     let plan = plan(text, "mcp.json", &[]).unwrap();
     assert!(plan.servers.is_empty());
-    assert_eq!(plan.skipped.len(), 6);
+    assert_eq!(plan.skipped.len(), 5);
     for s in &plan.skipped {
+        for secret in ["c_pw", "c_tok", "c_frag", "f_key", "f_frag", "g_frag"] {
+            assert!(!s.reason.contains(secret), "{}", s.reason);
+        }
+    }
+}
+
+/// Asserts that none of `secrets` is in `project` and each is in `local`.
+fn assert_moved(project: &str, local: &str, secrets: &[&str]) {
+    for secret in secrets {
         assert!(
-            !s.reason.contains(":p@") && !s.reason.contains("api_key=x"),
-            "{}",
-            s.reason
+            !project.contains(secret),
+            "{secret} in project.yaml:\n{project}"
+        );
+        assert!(
+            local.contains(secret),
+            "{secret} not in local.toml:\n{local}"
         );
     }
+}
+
+#[test]
+fn credentials_in_an_http_url_are_moved_and_what_cannot_be_sent_disables_the_server() {
+    let text = r#"{"mcpServers": {
+        "basic": {"url": "https://u%40x:p%40ss_1@a.example/mcp"},
+        "query": {"type": "http", "url": "https://b.example/mcp?page=2&api_token=q_tok_2&client_secret=cs_3"},
+        "fragment": {"type": "sse", "url": "https://c.example/sse#access_token=frag_tok_4&state=s"},
+        "both": {"url": "https://v:pw_5@d.example/mcp", "headers": {"Authorization": "Bearer hdr_6"}}
+    }}"#;
+    let plan = plan(text, "mcp.json", &[]).unwrap();
+    let keys: Vec<&str> = plan.servers.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(keys, ["basic", "both", "fragment", "query"]);
+    assert!(plan.skipped.is_empty(), "{:?}", plan.skipped);
+    let enabled: Vec<&str> = plan
+        .servers
+        .iter()
+        .filter(|s| !s.is_disabled())
+        .map(|s| s.key.as_str())
+        .collect();
+    assert_eq!(enabled, ["basic"]);
+    for s in &plan.servers {
+        for line in s.notes.iter().chain(&s.disabled) {
+            for secret in ["p%40ss_1", "q_tok_2", "cs_3", "frag_tok_4", "pw_5", "hdr_6"] {
+                assert!(!line.contains(secret), "{line}");
+            }
+        }
+    }
+    let project = project_yaml(None, &plan).unwrap();
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    // The user info is HTTP Basic, decoded: base64("u@x:p@ss_1").
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "u@x:p@ss_1")
+    );
+    assert_moved(
+        &project,
+        &local,
+        &[&basic, "q_tok_2", "cs_3", "frag_tok_4", "hdr_6"],
+    );
+    for secret in ["p%40ss_1", "pw_5", "u%40x:"] {
+        assert!(!project.contains(secret), "{secret}:\n{project}");
+    }
+    assert!(
+        project.contains("url: \"https://a.example/mcp\""),
+        "{project}"
+    );
+    assert!(
+        project.contains(
+            "url: \"https://b.example/mcp?page=2&api_token=<import.query.url_api_token>&client_secret=<import.query.url_client_secret>\""
+        ),
+        "{project}"
+    );
+    assert!(
+        project.contains("#access_token=<import.fragment.url_access_token>&state=s\""),
+        "{project}"
+    );
+    for key in ["both", "fragment", "query"] {
+        assert!(
+            local.contains(&format!("[mcp.{key}]\ndisabled = true\n")),
+            "{local}"
+        );
+    }
+    let config = load(&project, Some(&local)).unwrap();
+    let basic_server = config.project.server("basic").unwrap();
+    let auth = basic_server.auth.as_ref().unwrap();
+    assert_eq!(auth.kind, crate::config::AuthKind::Header);
+    assert_eq!(auth.header_name.as_str(), "authorization");
+    let secrets = config.resolve_secrets().unwrap();
+    assert_eq!(secrets["basic"].expose(), basic);
+    assert!(config.local.overrides("query").disabled);
+    assert!(!config.local.overrides("basic").disabled);
+}
+
+#[test]
+fn credentials_in_arguments_are_moved_and_the_server_imported_disabled() {
+    let text = r#"{"mcpServers": {
+        "postgres": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres",
+                     "postgresql://app:pg_pw_1@db.example:5432/app?sslmode=require"]},
+        "remote": {"command": "npx", "args": ["mcp-remote", "https://r.example/sse",
+                   "--header", "Authorization: Bearer hdr_tok_2", "-H", "X-Region: eu"]},
+        "github": {"command": "docker", "args": ["run", "-i", "--rm", "-e",
+                   "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_dock_3", "-e", "LOG_LEVEL=debug",
+                   "ghcr.io/github/github-mcp-server"], "env": {"NODE_ENV": "production"}},
+        "search": {"command": "search-mcp", "args": ["--api-key", "sk_flag_4",
+                   "--endpoint=https://s.example/v1?access_token=q_tok_5", "--api-key-file", "/etc/k"]},
+        "runner": {"command": "uvx", "args": ["runner", "-e", "SERVICE_TOKEN=env_tok_6"]},
+        "plain": {"command": "x", "args": ["--port", "8080", "--token", "${TOKEN}"]}
+    }}"#;
+    let plan = plan(text, "claude_desktop_config.json", &[]).unwrap();
+    assert_eq!(plan.format, Format::ClaudeDesktop);
+    let disabled: Vec<&str> = plan
+        .servers
+        .iter()
+        .filter(|s| s.is_disabled())
+        .map(|s| s.key.as_str())
+        .collect();
+    assert_eq!(disabled, ["postgres", "remote", "runner", "search"]);
+    let project = project_yaml(None, &plan).unwrap();
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    let secrets = [
+        "pg_pw_1",
+        "hdr_tok_2",
+        "ghp_dock_3",
+        "sk_flag_4",
+        "q_tok_5",
+        "env_tok_6",
+    ];
+    assert_moved(&project, &local, &secrets);
+    for s in &plan.servers {
+        let PlannedTransport::Stdio { command, .. } = &s.transport else {
+            panic!("stdio")
+        };
+        for line in s.notes.iter().chain(&s.disabled).chain(command) {
+            for secret in secrets {
+                assert!(!line.contains(secret), "{line}");
+            }
+        }
+    }
+    for expected in [
+        "\"postgresql://app:<import.postgres.arg2_password>@db.example:5432/app?sslmode=require\"",
+        "\"--header\", \"Authorization: <import.remote.arg3_authorization>\", \"-H\", \"X-Region: eu\"",
+        "\"--api-key\", \"<import.search.arg1_api-key>\"",
+        "\"--endpoint=https://s.example/v1?access_token=<import.search.arg2_access_token>\"",
+        "\"--api-key-file\", \"/etc/k\"",
+        "\"-e\", \"SERVICE_TOKEN=<import.runner.arg2_SERVICE_TOKEN>\"",
+        "\"-e\", \"GITHUB_PERSONAL_ACCESS_TOKEN\", \"-e\", \"LOG_LEVEL=debug\"",
+        "GITHUB_PERSONAL_ACCESS_TOKEN: { secret_ref: \"import.github.GITHUB_PERSONAL_ACCESS_TOKEN\" }",
+        "\"--token\", \"${TOKEN}\"",
+    ] {
+        assert!(project.contains(expected), "{expected}:\n{project}");
+    }
+    let postgres = plan.servers.iter().find(|s| s.key == "postgres").unwrap();
+    assert!(
+        postgres.disabled[0].contains("args[2] has the password of a URL"),
+        "{:?}",
+        postgres.disabled
+    );
+    let config = load(&project, Some(&local)).unwrap();
+    for key in disabled {
+        assert!(config.local.overrides(key).disabled, "{key}");
+    }
+    let github = config.project.server("github").unwrap();
+    assert!(!config.local.overrides("github").disabled);
+    let TransportConfig::Stdio(stdio) = &github.transport else {
+        panic!("stdio")
+    };
+    assert_eq!(
+        stdio.env["GITHUB_PERSONAL_ACCESS_TOKEN"].expose(),
+        Some("ghp_dock_3")
+    );
+    assert_eq!(stdio.env["NODE_ENV"], EnvValue::Plain("production".into()));
+    assert!(!config.local.overrides("plain").disabled);
+}
+
+#[test]
+fn a_plain_env_name_holding_a_url_with_a_password_becomes_a_secret() {
+    let text = r#"{"mcpServers": {"db": {"command": "db-mcp",
+        "env": {"HOST": "postgres://u:env_pw_1@h/db", "PORT": "5432"}}}}"#;
+    let plan = plan(text, "mcp.json", &[]).unwrap();
+    let project = project_yaml(None, &plan).unwrap();
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    assert_moved(&project, &local, &["env_pw_1"]);
+    assert!(project.contains("PORT: \"5432\""), "{project}");
+    assert!(!plan.servers[0].is_disabled());
+}
+
+#[test]
+fn a_disabled_server_with_an_mcp_table_in_local_toml_is_refused() {
+    let plan = plan(
+        r#"{"mcpServers": {"pg": {"command": "pg", "args": ["postgres://u:pw@h/d"]}}}"#,
+        "a.json",
+        &[],
+    )
+    .unwrap();
+    let e = local_toml(Some("[mcp.pg]\ntimeout_ms = 5\n"), &plan).unwrap_err();
+    assert!(e.contains("[mcp.pg]") && !e.contains("pw@"), "{e}");
 }
 
 #[test]
@@ -326,4 +529,70 @@ fn names_too_long_for_a_yaml_key_line_are_written_as_explicit_keys() {
         .headers
         .iter()
         .any(|(n, v)| n.as_str() == header.to_ascii_lowercase() && v == "v"));
+}
+
+#[test]
+fn codex_timeouts_are_carried_over_to_local_toml() {
+    let codex = r#"
+[mcp_servers.slow]
+command = "npx"
+args = ["-y", "slow-mcp"]
+tool_timeout_sec = 45.5
+startup_timeout_sec = 60
+
+[mcp_servers.odd]
+command = "odd"
+tool_timeout_sec = -1
+startup_timeout_sec = "soon"
+"#;
+    let plan = plan(codex, "config.toml", &[]).unwrap();
+    let odd = &plan.servers[0];
+    assert_eq!((odd.timeout_ms, odd.probe_timeout_ms), (None, None));
+    assert_eq!(
+        odd.notes
+            .iter()
+            .filter(|n| n.contains("not carried over: not a number"))
+            .count(),
+        2,
+        "{:?}",
+        odd.notes
+    );
+    let slow = &plan.servers[1];
+    assert_eq!(
+        (slow.timeout_ms, slow.probe_timeout_ms),
+        (Some(45_500), Some(60_000))
+    );
+    assert!(!slow.notes.iter().any(|n| n.contains("not carried over")));
+    let project = project_yaml(None, &plan).unwrap();
+    let local = local_toml(None, &plan).unwrap().unwrap();
+    assert!(
+        local.contains("[mcp.slow]\ntimeout_ms = 45500\nprobe_timeout_ms = 60000\n"),
+        "{local}"
+    );
+    let config = load(&project, Some(&local)).unwrap();
+    let o = config.local.overrides("slow");
+    assert_eq!(o.timeout, Some(std::time::Duration::from_millis(45_500)));
+    assert_eq!(o.probe_timeout, Some(std::time::Duration::from_secs(60)));
+    assert!(!o.disabled);
+    assert_eq!(config.timeout_for("slow").as_millis(), 45_500);
+}
+
+#[test]
+fn invisible_and_bidi_code_points_are_written_escaped_and_read_back() {
+    let text = r#"{"mcpServers": {"odd": {"command": "x\u202etxt.exe", "args": ["a\u200bb", "\udb40\udc68i"]}}}"#;
+    let plan = plan(text, "a.json", &[]).unwrap();
+    let project = project_yaml(None, &plan).unwrap();
+    assert!(
+        !project.lines().any(crate::escape::has_hidden),
+        "{project:?}"
+    );
+    assert!(
+        project.contains(r#"["x\u202Etxt.exe", "a\u200Bb", "\U000E0068i"]"#),
+        "{project}"
+    );
+    let config = load(&project, None).unwrap();
+    let TransportConfig::Stdio(s) = &config.project.servers[0].transport else {
+        panic!("stdio")
+    };
+    assert_eq!(s.command, ["x\u{202e}txt.exe", "a\u{200b}b", "\u{e0068}i"]);
 }

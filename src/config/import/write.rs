@@ -5,7 +5,9 @@
 //! block `mcp:` mapping (with its indentation), in place of an empty `mcp:` / `mcp: {}`, or
 //! in a new `mcp:` block at the end; the secrets go in new `[secrets.import.<key>]` tables at
 //! the end of `local.toml`. A secret the file had as a `${…}` reference is a commented line
-//! there, naming the reference, for the operator to fill in.
+//! there, naming the reference, for the operator to fill in. A server imported disabled gets
+//! `[mcp.<key>] disabled = true` there, after comments saying what to move; Codex's timeouts
+//! go in that table too.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -182,6 +184,14 @@ pub fn servers_yaml(plan: &Plan, indent: usize) -> String {
 }
 
 fn server_yaml(out: &mut String, s: &PlannedServer, pad: &str) {
+    if s.is_disabled() {
+        let _ = writeln!(
+            out,
+            "{pad}# disabled in local.toml: a credential of the imported file that kaged-mcp \
+             cannot pass from a secret is in local.toml ([secrets.import.{}]), not here",
+            s.key
+        );
+    }
     let _ = writeln!(out, "{pad}{}:", s.key);
     let _ = writeln!(out, "{pad}  transport: {}", s.transport.name());
     match &s.transport {
@@ -256,7 +266,9 @@ fn key(k: &str) -> String {
     }
 }
 
-/// A YAML double-quoted scalar: `\`, `"` and every character YAML does not print escaped.
+/// A YAML double-quoted scalar: `\`, `"`, every character YAML does not print and every
+/// control, invisible or direction-changing one ([`crate::escape::is_hidden`]) escaped, so that
+/// whoever reviews `project.yaml` sees it.
 pub(super) fn quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -264,13 +276,11 @@ pub(super) fn quoted(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if c.is_control()
-                || matches!(
-                    c,
-                    '\u{feff}' | '\u{fffe}' | '\u{ffff}' | '\u{2028}' | '\u{2029}'
-                ) =>
-            {
-                let _ = write!(out, "\\u{:04X}", c as u32);
+            c if crate::escape::is_hidden(c) || matches!(c, '\u{fffe}' | '\u{ffff}') => {
+                let _ = match u32::from(c) {
+                    n @ ..=0xFFFF => write!(out, "\\u{n:04X}"),
+                    n => write!(out, "\\U{n:08X}"),
+                };
             }
             c => out.push(c),
         }
@@ -279,14 +289,17 @@ pub(super) fn quoted(s: &str) -> String {
     out
 }
 
-/// `local.toml` with the plan's secrets appended to `existing` (`None`: no file yet), or
-/// `None` when the plan has no secret.
+/// `local.toml` with the plan's secrets, and an `[mcp.<key>]` table for each server imported
+/// disabled (`disabled = true`) or with a timeout carried over, appended to `existing` (`None`: no file yet), or `None` when the plan
+/// has neither.
 ///
 /// # Errors
-/// When `existing` is not TOML, already has a `[secrets.import.<key>]` table of a planned
-/// server, or the result does not read back with every value.
+/// When `existing` is not TOML, already has a `[secrets.import.<key>]` or `[mcp.<key>]` table
+/// of a planned server, or the result does not read back with every value.
 pub fn local_toml(existing: Option<&str>, plan: &Plan) -> Result<Option<String>, String> {
-    if plan.secrets().next().is_none() {
+    let overridden: Vec<&PlannedServer> =
+        plan.servers.iter().filter(|s| s.has_overrides()).collect();
+    if plan.secrets().next().is_none() && overridden.is_empty() {
         return Ok(None);
     }
     let text = existing.unwrap_or("");
@@ -341,6 +354,38 @@ pub fn local_toml(existing: Option<&str>, plan: &Plan) -> Result<Option<String>,
             }
         }
     }
+    let overrides = before.get("mcp").and_then(toml::Value::as_table);
+    for s in &overridden {
+        if overrides.is_some_and(|t| t.contains_key(&s.key)) {
+            return Err(format!(
+                "local.toml already has [mcp.{}], and the import must add to it: remove that \
+                 table (or declare the server by hand) and import again",
+                s.key
+            ));
+        }
+        out.push('\n');
+        if s.is_disabled() {
+            let _ = writeln!(
+                out,
+                "# Imported disabled: kaged-mcp cannot pass these credentials as the imported \
+                 file did.\n# Give the server each one another way (an `env` or `auth:` \
+                 secret_ref), then remove `disabled = true`."
+            );
+            for reason in &s.disabled {
+                let _ = writeln!(out, "# - {}", crate::escape::visible(reason));
+            }
+        }
+        let _ = writeln!(out, "[mcp.{}]", s.key);
+        if s.is_disabled() {
+            let _ = writeln!(out, "disabled = true");
+        }
+        if let Some(ms) = s.timeout_ms {
+            let _ = writeln!(out, "timeout_ms = {ms}");
+        }
+        if let Some(ms) = s.probe_timeout_ms {
+            let _ = writeln!(out, "probe_timeout_ms = {ms}");
+        }
+    }
     let after = out.parse::<toml::Table>().map_err(|e| {
         format!(
             "the secrets could not be added to local.toml ({})",
@@ -358,6 +403,30 @@ pub fn local_toml(existing: Option<&str>, plan: &Plan) -> Result<Option<String>,
             return Err(format!(
                 "the secret `{}` of `{}` did not read back from local.toml",
                 m.secret_ref, s.key
+            ));
+        }
+    }
+    for s in &overridden {
+        let table = after.get("mcp").and_then(|m| m.get(&s.key));
+        let read = |k: &str| table.and_then(|t| t.get(k)).cloned();
+        let wanted = [
+            (
+                "disabled",
+                s.is_disabled().then_some(toml::Value::Boolean(true)),
+            ),
+            (
+                "timeout_ms",
+                s.timeout_ms.map(|ms| toml::Value::Integer(ms as i64)),
+            ),
+            (
+                "probe_timeout_ms",
+                s.probe_timeout_ms.map(|ms| toml::Value::Integer(ms as i64)),
+            ),
+        ];
+        if let Some((k, _)) = wanted.iter().find(|(k, v)| read(k) != *v) {
+            return Err(format!(
+                "`{k}` of [mcp.{}] did not read back from local.toml",
+                s.key
             ));
         }
     }

@@ -27,6 +27,7 @@ pub const OAUTH_KEYS: &[&str] = &[
     "assertion_file",
     "identity_provider",
     "dpop",
+    "issuer",
 ];
 /// The keys of an `identity_provider` block (SEP-990).
 pub const IDP_KEYS: &[&str] = &["token_endpoint", "id_token_file", "client_id", "secret_ref"];
@@ -182,6 +183,14 @@ fn oauth_block(
         .get("dpop")
         .and_then(|n| w.boolean(n, &format!("{path}.dpop")))
         .unwrap_or(false);
+    let issuer = node.get("issuer").and_then(|n| {
+        endpoint(
+            w,
+            n,
+            &format!("{path}.issuer"),
+            "the authorization server's issuer",
+        )
+    });
     let config = OAuthConfig {
         client_id,
         token_endpoint_auth_method: method,
@@ -192,6 +201,7 @@ fn oauth_block(
         assertion_file,
         identity_provider,
         dpop,
+        issuer,
     };
     check_needs(w, server, node, path, has_secret, &config);
     if w.errors.len() != before {
@@ -304,7 +314,12 @@ fn identity_provider(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<IdentityProv
             );
             None
         }
-        Some(t) => endpoint(w, t, &format!("{p}.token_endpoint")),
+        Some(t) => endpoint(
+            w,
+            t,
+            &format!("{p}.token_endpoint"),
+            "the IdP's token endpoint",
+        ),
     };
     let id_token_file = match n.get("id_token_file") {
         None => {
@@ -341,22 +356,16 @@ fn identity_provider(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<IdentityProv
     })
 }
 
-/// An endpoint URL at `p`: https, or http on a loopback host (a test IdP).
-fn endpoint(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<Url> {
+/// An endpoint URL at `p`, `what` it is for: one that [`may_receive_secrets`].
+fn endpoint(w: &mut Walk<'_>, n: &Node, p: &str, what: &str) -> Option<Url> {
     let s = w.string(n, p)?;
     match Url::parse(&s) {
-        Ok(u) if u.scheme() == "https" => Some(u),
-        Ok(u)
-            if u.scheme() == "http"
-                && matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")) =>
-        {
-            Some(u)
-        }
+        Ok(u) if may_receive_secrets(&u) => Some(u),
         Ok(_) => {
             w.err(
                 n,
                 p,
-                "the IdP's token endpoint must be https (http only on a loopback address)",
+                format!("{what} must be https (http only on a loopback address: 127.0.0.0/8, ::1, localhost)"),
             );
             None
         }
@@ -364,6 +373,23 @@ fn endpoint(w: &mut Walk<'_>, n: &Node, p: &str) -> Option<Url> {
             w.err(n, p, format!("not a URL: {e}"));
             None
         }
+    }
+}
+
+/// Whether `url` may receive a secret (a client secret, an assertion, a code, a token): it is
+/// `https`, or `http` to a loopback address (`127.0.0.0/8`, `::1`, `localhost`), where nothing
+/// crosses a network. The one rule for every OAuth endpoint, configured (the IdP's token
+/// endpoint, `auth.issuer`) or discovered (authorization servers and their endpoints).
+pub(crate) fn may_receive_secrets(url: &Url) -> bool {
+    match url.scheme() {
+        "https" => url.host().is_some(),
+        "http" => match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            None => false,
+        },
+        _ => false,
     }
 }
 
@@ -477,6 +503,48 @@ fn check_jwt_bearer(w: &mut Walk<'_>, server: &str, node: &Node, path: &str, con
                     format!("server `{server}`: `{key}` is only read by `grant: jwt_bearer` (this block's grant is `{}`)", config.grant.as_str()),
                 );
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_or_http_to_a_loopback_address_may_receive_secrets() {
+        for ok in [
+            "https://as.example.com/token",
+            "https://10.0.0.1/token",
+            "http://127.0.0.1:8080/as/token",
+            "http://127.1.2.3/token",
+            "http://[::1]:9000/token",
+            "http://localhost/token",
+            "http://LOCALHOST:1/token",
+        ] {
+            assert!(may_receive_secrets(&Url::parse(ok).unwrap()), "{ok}");
+        }
+        for refused in [
+            "http://127.0.0.1.evil.com/token",
+            "http://localhost.evil/token",
+            "http://localhost.evil.com/token",
+            "http://evil.localhost.com/token",
+            "http://10.0.0.1/token",
+            "http://10.255.255.1/as",
+            "http://example.invalid/token",
+            "http://[::2]/token",
+            "http://[::ffff:10.0.0.1]/token",
+            "http://0.0.0.0/token",
+            "ftp://127.0.0.1/token",
+            "ftp://as.example.com/token",
+            "file:///etc/passwd",
+            "ws://127.0.0.1/token",
+            "data:text/plain,x",
+        ] {
+            assert!(
+                !may_receive_secrets(&Url::parse(refused).unwrap()),
+                "{refused}"
+            );
         }
     }
 }

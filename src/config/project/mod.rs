@@ -305,6 +305,11 @@ pub struct OAuthConfig {
     /// `dpop`: bind the tokens to a per-server P-256 key (RFC 9449): a DPoP proof on every
     /// token request and every MCP request, and the `DPoP` authorization scheme.
     pub dpop: bool,
+    /// `issuer`: the authorization server the operator names (its issuer identifier, https or
+    /// http on a loopback address). When set, the server's metadata must name this one, or
+    /// nothing is sent; without it, a JWT-bearer assertion goes only to the authorization
+    /// server its `aud` names.
+    pub issuer: Option<url::Url>,
 }
 
 /// `auth.identity_provider`: the enterprise IdP of SEP-990, where an ID token is exchanged for

@@ -1,12 +1,18 @@
 //! The source's JWT-bearer grant: workload identity federation (SEP-1933), whose assertion is
 //! read from a file, and enterprise-managed authorization (SEP-990), whose assertion is an
 //! ID-JAG the enterprise IdP issues in exchange for the ID token read from a file.
+//!
+//! An assertion goes only to an authorization server the operator named: the one `auth.issuer`
+//! names (discovery refuses any other), or, without it, the one the assertion's own `aud`
+//! names, whose metadata proves its issuer. Otherwise it is refused before it is sent: a
+//! server's metadata cannot send a workload's identity to an authorization server of its own.
 
 use kaged_mcp_layers::auth::{AuthHeader, TokenError};
 
 use super::{now, OAuthSource, Origin, State};
 use crate::config::{ClientAuthMethod, IdentityProvider};
-use crate::oauth::discovery::AsMetadata;
+use crate::escape::visible;
+use crate::oauth::discovery::{same_issuer, AsMetadata};
 use crate::oauth::grant::Client;
 use crate::oauth::http::OAuthHttp;
 use crate::oauth::workload::{self, Assertion};
@@ -26,6 +32,16 @@ impl OAuthSource {
         resource: Option<String>,
     ) -> Result<AuthHeader, TokenError> {
         let config = &self.settings.config;
+        if config.issuer.is_none() && !meta.issuer_verified {
+            return Err(self.failed(
+                WHAT,
+                format!(
+                    "the 2025-03-26 metadata names the issuer `{}`, which is not the origin it came \
+                     from, so no assertion's `aud` can be checked against it; nothing is sent",
+                    visible(&meta.issuer)
+                ),
+            ));
+        }
         let idp = config.identity_provider.as_ref();
         let path = idp
             .map(|i| i.id_token_file.as_path())
@@ -59,6 +75,10 @@ impl OAuthSource {
             },
             None => input,
         };
+        self.check_audience(meta, &assertion, || match idp {
+            Some(i) => format!("the ID-JAG the IdP {} issued", redacted(&i.token_endpoint)),
+            None => format!("the assertion in {}", path.display()),
+        })?;
         let client = match self.settings.config.client_id {
             Some(_) => self.configured_client(meta)?,
             None => no_client(),
@@ -87,6 +107,40 @@ impl OAuthSource {
         };
         self.keep(st, &client, g, scopes, Origin::of(meta, resource))?;
         Self::current(st).ok_or_else(|| self.failed(WHAT, "the token expired at once"))
+    }
+
+    /// Refuses to send `assertion` (described by `what`) to `meta`'s token endpoint unless the
+    /// operator named that authorization server: `auth.issuer` (which discovery held it to),
+    /// else the assertion's `aud`.
+    fn check_audience(
+        &self,
+        meta: &AsMetadata,
+        assertion: &Assertion,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), TokenError> {
+        if self.settings.config.issuer.is_some() {
+            return Ok(());
+        }
+        let aud = assertion.audience();
+        if aud.iter().any(|a| same_issuer(a, &meta.issuer)) {
+            return Ok(());
+        }
+        let whom = if aud.is_empty() {
+            "has no `aud` naming".to_owned()
+        } else {
+            let list: Vec<String> = aud.iter().map(|a| format!("`{}`", visible(a))).collect();
+            format!("is for {} (its `aud`), not for", list.join(", "))
+        };
+        Err(self.failed(
+            WHAT,
+            format!(
+                "{} {whom} the authorization server `{}` the server's metadata names; \
+                 it is not sent there. An assertion goes only to the authorization server it is \
+                 for, or to the one `auth.issuer` names: set `auth.issuer` if you trust this one",
+                what(),
+                visible(&meta.issuer)
+            ),
+        ))
     }
 
     /// SEP-990's token exchange at the IdP: the ID-JAG for `meta`'s issuer and `resource`.

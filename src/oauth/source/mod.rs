@@ -368,6 +368,17 @@ impl OAuthSource {
             return Ok(None);
         };
         let endpoint = Url::parse(endpoint).map_err(|e| self.failed("refresh", e.to_string()))?;
+        if !crate::config::may_receive_secrets(&endpoint) {
+            return Err(self.failed(
+                "refresh",
+                format!(
+                    "the stored token endpoint {} is neither https nor http to a loopback address; \
+                     the refresh token is not sent there (run `kaged-mcp auth login {}`)",
+                    redacted(&endpoint),
+                    self.settings.server
+                ),
+            ));
+        }
         let client = self.client_of(&t);
         let issuer = t.issuer.clone().unwrap_or_default();
         match grant::refresh(
@@ -458,7 +469,8 @@ impl OAuthSource {
             return Ok(false);
         }
         let before = st.discovered.as_ref().map(|d| d.server.issuer.clone());
-        let d = discover(&self.http, &self.settings.url, metadata_url.clone())
+        let pinned = self.settings.config.issuer.as_ref();
+        let d = discover(&self.http, &self.settings.url, metadata_url.clone(), pinned)
             .await
             .map_err(|e| self.failed("discovery", e))?;
         let changed = before.is_some_and(|b| b != d.server.issuer);

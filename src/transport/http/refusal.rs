@@ -245,12 +245,15 @@ mod tests {
     }
 
     #[test]
-    fn control_characters_and_escapes_are_removed() {
+    fn control_characters_and_escapes_are_shown_never_acted_on() {
         let noisy = "\u{1b}[31mred\u{1b}[0m\r\nFAKE LOG LINE\u{0}\u{7}\ttab \u{1b}]0;title\u{7}\
                      after\u{202e}rev\u{85}nel";
         let clean = clean(noisy, MAX_WORDS);
-        assert_eq!(clean, "red FAKE LOG LINE tab afterrev nel");
-        assert!(!clean.chars().any(char::is_control), "{clean:?}");
+        assert_eq!(
+            clean,
+            r"\u{1b}[31mred\u{1b}[0m FAKE LOG LINE\0\u{7} tab \u{1b}]0;title\u{7}after\u{202e}rev nel"
+        );
+        assert!(!crate::escape::has_hidden(&clean), "{clean:?}");
         assert_eq!(super::clean("  \n\t ", MAX_WORDS), "");
     }
 
