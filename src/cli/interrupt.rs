@@ -183,17 +183,15 @@ pub(super) fn remember(session: &Session) {
 
 /// The runtime every command runs its session on. The command line is a child subreaper
 /// on it ([`become_subreaper`](crate::transport::stdio::become_subreaper)): a stdio server's
-/// `setsid` descendants whose parent exits become its children, and end with that server.
+/// `setsid` descendants whose parent exits become its children, and end with that server
+/// (the reaper runs on a thread of its own, not on this runtime).
 pub(super) fn runtime() -> tokio::runtime::Runtime {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a current-thread runtime can always be built");
-    {
-        let _entered = runtime.enter();
-        if let Err(e) = crate::transport::stdio::become_subreaper() {
-            tracing::debug!(error = %e, "not a child subreaper");
-        }
+    if let Err(e) = crate::transport::stdio::become_subreaper() {
+        tracing::debug!(error = %e, "not a child subreaper");
     }
     runtime
 }

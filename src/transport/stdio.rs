@@ -396,8 +396,7 @@ async fn spawn(
     ctx: ConnectContext,
 ) -> Result<StdioConnection, TransportError> {
     let tag = leftovers::new_tag();
-    let (mut child, pid) = start_child(config, &tag)?;
-    leftovers::started(pid);
+    let (mut child, pid) = leftovers::starting(|| start_child(config, &tag))?;
     let mut guard = SpawnGuard(Some(pid));
     let (stdin, stdout, stderr) = pipes(&mut child).await?;
     let outbound = Arc::new(StdioOutbound::new(stdin, DEFAULT_MAX_QUEUED));

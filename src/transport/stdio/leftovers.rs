@@ -16,8 +16,13 @@
 //! children are reaped. A process is identified by its pid and its start time, so a pid reused
 //! in between is never signalled.
 //!
-//! A subreaper must reap what it adopts: [`become_subreaper`] starts a task that, at each
-//! SIGCHLD, reaps the zombie children this process did not start itself (see its docs).
+//! # Reaping
+//!
+//! A subreaper must reap what it adopts, and must never reap a child it started itself.
+//! [`become_subreaper`] says which zombies its reaper thread takes, and why that never
+//! includes a child `tokio::process` is waiting for. The transport reaps the leftovers it ends
+//! itself.
+//!
 //! What SIGKILL of the client leaves: nothing runs in the client to end anything, so a
 //! server's process group gets no signal (it sees end of file on stdin when the client's
 //! pipes close, and a well-behaved server exits), and whatever left the group (a `setsid`
@@ -26,7 +31,7 @@
 use std::collections::HashSet;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -40,10 +45,26 @@ pub(super) const TAG_VAR: &str = "KAGED_MCP_STDIO_TAG";
 /// How often the end of the leftovers is checked while waiting for it.
 const POLL: Duration = Duration::from_millis(20);
 
-/// The process groups of the servers this process started (their leaders' pids): a zombie
-/// child in one of them that is not its leader was adopted and is reaped here; the leader is
-/// tokio's to reap.
-static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// How often the reaper looks for adopted children while a server runs (besides each SIGCHLD).
+const SCAN: Duration = Duration::from_secs(1);
+
+/// What the reaper knows (see [`become_subreaper`]).
+#[derive(Debug, Default)]
+struct State {
+    /// The process groups of the servers this process started (their leaders' pids, which
+    /// tokio reaps).
+    groups: Vec<i32>,
+    /// Children seen alive carrying one of this process's server tags, not a server: adopted.
+    adopted: HashSet<Leftover>,
+}
+
+fn state() -> MutexGuard<'static, State> {
+    static STATE: OnceLock<Mutex<State>> = OnceLock::new();
+    STATE
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A tag for the next server this process starts.
 pub(super) fn new_tag() -> String {
@@ -55,12 +76,14 @@ pub(super) fn new_tag() -> String {
     )
 }
 
-/// Notes the process group of a server just started.
-pub(super) fn started(pgid: i32) {
-    GROUPS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(pgid);
+/// Starts a server with `start` (which returns it and its pid, the leader of its process
+/// group) and notes its group, with the reaper held off meanwhile: a tagged child the reaper
+/// sees is a registered server or adopted, never a server not registered yet.
+pub(super) fn starting<T, E>(start: impl FnOnce() -> Result<(T, i32), E>) -> Result<(T, i32), E> {
+    let mut state = state();
+    let (server, pid) = start()?;
+    state.groups.push(pid);
+    Ok((server, pid))
 }
 
 /// One process, as `/proc/<pid>/stat` shows it.
@@ -223,67 +246,156 @@ pub(super) fn kill_now(leftovers: &[Leftover]) {
 /// a process it started (a stdio server's `setsid` grandchild whose parent exited) becomes its
 /// child instead of init's, so the stdio transport finds and ends it at that server's
 /// shutdown. The command line turns it on at start; a daemon embedding the library opts in
-/// here, once, from inside a Tokio runtime.
+/// here. Calling it again does nothing more; it needs no Tokio runtime.
 ///
 /// It is process-wide and lasts for the process's life: orphans of *everything* the process
-/// started are adopted, and a subreaper must reap them. So this also starts a task, on the
-/// current runtime, that at each SIGCHLD reaps the zombie children this process did not start
-/// itself: those in a session other than this process's (a process that called `setsid`; the
-/// transport and `std::process::Command` never start one so) and those in a stdio server's
-/// process group other than its leader (which its exit watcher reaps). A child the embedder
-/// starts in a session of its own (`setsid` in `pre_exec`) would be reaped by it too, so such
-/// an embedder must not call this. An adopted orphan of something else that dies while still
-/// in this process's session stays a zombie until the process exits.
+/// started are adopted, and a subreaper must reap them. So this also starts a thread of its
+/// own (`kaged-mcp-reaper`, with a small runtime of its own, so it outlives every runtime of
+/// the caller's), woken by each SIGCHLD and, while a stdio server runs, every second.
+///
+/// # What the reaper reaps
+///
+/// It must never reap a child this process started itself: `tokio::process` and
+/// `std::process` reap their own children by pid, and a wait status taken from under them
+/// makes their `wait` fail. So a zombie child is reaped there only when no `Command` of this
+/// process can have started it:
+///
+/// - it is in a session other than this process's: it, or an ancestor that is gone, called
+///   `setsid` (neither the transport nor `Command` starts a process so, unless `setsid` is
+///   called in `pre_exec`: an embedder that starts children so must not call this);
+/// - it is in a stdio server's process group but not its leader (the leader is the one
+///   child the transport started; tokio reaps it);
+/// - or it was seen alive as this process's child carrying a tag of this process's servers
+///   while not one of them (a server is registered before the reaper can see it: it is
+///   spawned with the reaper held off).
+///
+/// What stays a zombie until this process exits: an adopted orphan in this process's
+/// session, in a group other than a server's (job control), that died before the reaper saw
+/// it alive (within a second of its adoption, or after its server ended), or that had
+/// cleared its environment.
 ///
 /// Not calling it leaves the stdio transport as before, plus ending the descendants it still
 /// finds under the server at shutdown.
 ///
 /// # Errors
-/// The `prctl` failed (not Linux), or there is no Tokio runtime to run the reaper on (nothing
-/// was changed then).
+/// The `prctl` failed (not Linux), or the reaper thread could not be started (nothing was
+/// changed then).
 pub fn become_subreaper() -> io::Result<()> {
-    let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
-        io::Error::other(format!("becoming a subreaper needs a Tokio runtime: {e}"))
-    })?;
-    let mut sigchld = {
-        let _entered = runtime.enter();
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())?
-    };
-    nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)?;
-    runtime.spawn(async move {
-        reap_adopted();
-        while sigchld.recv().await.is_some() {
-            reap_adopted();
-        }
-    });
+    static ON: Mutex<bool> = Mutex::new(false);
+    let mut on = ON.lock().unwrap_or_else(PoisonError::into_inner);
+    if *on {
+        return Ok(());
+    }
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("kaged-mcp-reaper".to_owned())
+        .spawn(move || reaper(&ready_tx))?;
+    ready_rx
+        .recv()
+        .map_err(|_| io::Error::other("the reaper thread ended before it started"))??;
+    *on = true;
     Ok(())
 }
 
-/// Reaps the zombie children this process did not start itself (see [`become_subreaper`]);
+/// The reaper thread: registers for SIGCHLD on a runtime of its own, becomes a subreaper, says
+/// so on `ready`, then reaps at each SIGCHLD (and every [`SCAN`] while a server runs).
+fn reaper(ready: &std::sync::mpsc::Sender<io::Result<()>>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    runtime.block_on(async {
+        let sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
+            .and_then(|s| {
+                nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)?;
+                Ok(s)
+            });
+        let mut sigchld = match sigchld {
+            Ok(s) => {
+                let _ = ready.send(Ok(()));
+                s
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        loop {
+            reap_adopted();
+            let servers = !state().groups.is_empty();
+            if servers {
+                let _ = tokio::time::timeout(SCAN, sigchld.recv()).await;
+            } else if sigchld.recv().await.is_none() {
+                return;
+            }
+        }
+    });
+}
+
+/// One pass of the reaper (see [`become_subreaper`]): notes the live adopted children
+/// carrying a tag of this process's servers, reaps the zombie children it did not start,
 /// forgets the process groups of servers that are gone.
 fn reap_adopted() {
     let me = std::process::id() as i32;
     let Some(own) = stat(me) else {
         return;
     };
+    // Locked before /proc is read: a server started meanwhile is either registered or not
+    // yet listed, never a tagged child of unknown origin.
+    let mut state = state();
     let procs = all();
-    let mut groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
-    for p in procs.iter().filter(|p| p.ppid == me && p.zombie) {
-        let in_server_group = groups.contains(&p.pgrp) && p.pid != p.pgrp;
-        if p.session != own.session || in_server_group {
-            let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+    let mine = format!("{TAG_VAR}={me}-");
+    for p in procs.iter().filter(|p| p.ppid == me) {
+        let id = Leftover {
+            pid: p.pid,
+            start: p.start,
+        };
+        let leader = state.groups.contains(&p.pid);
+        if p.zombie {
+            let seen = state.adopted.remove(&id);
+            let in_server_group = state.groups.contains(&p.pgrp) && !leader;
+            if seen || in_server_group || p.session != own.session {
+                while let Err(Errno::EINTR) =
+                    waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG))
+                {}
+            }
+        } else if !leader && !state.adopted.contains(&id) && tagged(p.pid, &mine) {
+            state.adopted.insert(id);
         }
     }
-    // A group is forgotten once nothing is left in it but the zombies just reaped.
-    groups.retain(|&g| {
+    // An adopted child reaped elsewhere (by `end`) is forgotten, and so is a group once
+    // nothing is left in it but the zombies just reaped.
+    state.adopted.retain(|a| {
+        procs
+            .iter()
+            .any(|p| p.pid == a.pid && p.start == a.start && p.ppid == me && !p.zombie)
+    });
+    state.groups.retain(|&g| {
         procs
             .iter()
             .any(|p| p.pgrp == g && !(p.zombie && p.ppid == me && p.pid != g))
     });
 }
 
+/// Whether `pid`'s environment holds a variable starting with `prefix` (`NAME=value-start`).
+fn tagged(pid: i32, prefix: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+        environ
+            .split(|b| *b == 0)
+            .any(|v| v.starts_with(prefix.as_bytes()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    use std::process::Stdio;
+
     use super::*;
 
     #[test]
@@ -328,5 +440,124 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         kill_now(&found);
         child.wait().unwrap();
+    }
+
+    /// Waits up to ten seconds for `done`.
+    fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        for _ in 0..1000 {
+            if done() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("not in time: {what}");
+    }
+
+    /// Runs `script` under `sh`, which starts the process it describes in the background and
+    /// writes its pid to the file named by `$1`, then exits; the process's pid once this
+    /// process adopted it.
+    fn adopt(script: &str, env: &[(&str, &str)]) -> i32 {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pid");
+        let status = std::process::Command::new("sh")
+            .args(["-c", script, "sh"])
+            .arg(&file)
+            .envs(env.iter().copied())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let pid = std::fs::read_to_string(&file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let me = std::process::id() as i32;
+        wait_for("adopted", || stat(pid).is_some_and(|s| s.ppid == me));
+        pid
+    }
+
+    fn gone(pid: i32) -> bool {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn the_reaper_outlives_the_runtime_it_was_turned_on_from() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async { become_subreaper().unwrap() });
+        drop(runtime);
+        // A setsid grandchild whose parent (the shell) exited: adopted, then it ends.
+        let pid = adopt(
+            "setsid sh -c 'echo $$ > \"$0\"; sleep 0.3' \"$1\" </dev/null & wait_for_file=$1; \
+             while [ ! -s \"$wait_for_file\" ]; do sleep 0.01; done",
+            &[],
+        );
+        // (A zombie keeps its /proc entry: gone means reaped.)
+        wait_for("the adopted setsid grandchild reaped", || gone(pid));
+    }
+
+    #[test]
+    fn an_adopted_orphan_in_this_session_outside_a_server_group_is_reaped() {
+        become_subreaper().unwrap();
+        let tag = format!("{}-orphan", std::process::id());
+        // In this process's session, the leader of a process group of its own.
+        let pid = adopt(
+            "python3 -c 'import os, time; os.setpgid(0, 0); time.sleep(60)' </dev/null & \
+             echo $! > \"$1\"",
+            &[(TAG_VAR, &tag)],
+        );
+        wait_for("in a group of its own", || {
+            stat(pid).is_some_and(|s| s.pgrp == pid)
+        });
+        let own = stat(std::process::id() as i32).unwrap();
+        assert_eq!(stat(pid).unwrap().session, own.session);
+        reap_adopted(); // as the reaper's next pass would: it is seen alive, tagged
+        kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+        wait_for("the adopted orphan reaped", || gone(pid));
+    }
+
+    #[tokio::test]
+    async fn the_reaper_leaves_the_children_tokio_waits_for() {
+        become_subreaper().unwrap();
+        let tag = format!("{}-server", std::process::id());
+        let command = |code: i32, group: bool, tag: Option<&str>| {
+            let mut cmd = tokio::process::Command::new("sh");
+            cmd.args(["-c", &format!("read _; exit {code}")])
+                .stdin(Stdio::piped());
+            if group {
+                cmd.process_group(0);
+            }
+            if let Some(tag) = tag {
+                cmd.env(TAG_VAR, tag);
+            }
+            cmd
+        };
+        // In this process's group, in a group of its own, and a tagged server (registered).
+        let plain = command(3, false, None).spawn().unwrap();
+        let leader = command(4, true, None).spawn().unwrap();
+        let (server, _) = starting(|| {
+            let child = command(5, true, Some(&tag)).spawn()?;
+            let pid = child.id().unwrap() as i32;
+            Ok::<_, io::Error>((child, pid))
+        })
+        .unwrap();
+        let mut children = [(plain, 3), (leader, 4), (server, 5)];
+        for (child, _) in &mut children {
+            let pid = child.id().unwrap() as i32;
+            wait_for("running", || stat(pid).is_some_and(|s| s.start > 0));
+        }
+        reap_adopted(); // alive: none is taken for adopted
+        for (child, _) in &mut children {
+            let pid = child.id().unwrap() as i32;
+            drop(child.stdin.take());
+            wait_for("a zombie", || stat(pid).is_some_and(|s| s.zombie));
+        }
+        reap_adopted(); // a zombie each: none is reaped here
+        for (child, code) in &mut children {
+            let status = child.wait().await.expect("the child's own wait status");
+            assert_eq!(status.code(), Some(*code));
+        }
     }
 }
