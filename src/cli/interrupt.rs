@@ -181,12 +181,19 @@ pub(super) fn remember(session: &Session) {
     *started().lock().unwrap_or_else(PoisonError::into_inner) = Some(session.closer());
 }
 
-/// The runtime every command runs its session on.
+/// The runtime every command runs its session on. The command line is a child subreaper
+/// on it ([`become_subreaper`](crate::transport::stdio::become_subreaper)): a stdio server's
+/// `setsid` descendants whose parent exits become its children, and end with that server
+/// (the reaper runs on a thread of its own, not on this runtime).
 pub(super) fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("a current-thread runtime can always be built")
+        .expect("a current-thread runtime can always be built");
+    if let Err(e) = crate::transport::stdio::become_subreaper() {
+        tracing::debug!(error = %e, "not a child subreaper");
+    }
+    runtime
 }
 
 /// Ends a one-shot command's session: within [`ONE_SHOT_SHUTDOWN`].

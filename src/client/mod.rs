@@ -118,7 +118,7 @@ pub use self::error::{ClientError, ErrorClass, ErrorKind, RequestRef, SkillCheck
 pub use self::future::ResponseFuture;
 pub use self::listen::{LISTEN_FIRST_PAUSE, LISTEN_MAX_PAUSE, LISTEN_STEADY};
 pub use self::mrtr::MAX_INPUT_ROUNDS;
-pub use self::options::ClientOptions;
+pub use self::options::{ClientOptions, DEFAULT_NOISE_GRACE};
 pub use self::pages::{MAX_ITEMS, MAX_PAGES};
 pub use self::resources::{ServerChange, CHANGES_CAPACITY};
 pub use self::roots::Root;

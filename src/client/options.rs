@@ -15,6 +15,9 @@ use super::era_memory::EraMemory;
 use super::roots::Root;
 use super::server_requests::ServerRequestService;
 
+/// The default [`ClientOptions::noise_grace`]: 5 s.
+pub const DEFAULT_NOISE_GRACE: Duration = Duration::from_secs(5);
+
 /// How a [`McpClient`](super::McpClient) runs and supervises its server.
 ///
 /// Build with the setters, `ClientOptions::default().frame_limit(1 << 20)`, or set a field
@@ -83,6 +86,11 @@ pub struct ClientOptions {
     /// so it is not short; real legacy servers answer the probe with an error at once, and the
     /// outcome is kept for the client's life.
     pub probe_timeout: Duration,
+    /// How long a start waits, after the server wrote a line that is not a JSON-RPC message
+    /// before any that is, for one that is (default 5 s): a banner followed by JSON-RPC is
+    /// tolerated, a program that printed text and then nothing MCP fails its start then,
+    /// naming what it printed, instead of at the end of the startup timeout.
+    pub noise_grace: Duration,
     /// Where the era the probe found is remembered between runs (default none: every start
     /// of a legacy server probes first). With [`EraPreference::Auto`], a memory that says
     /// `legacy` skips the probe; see [`era_memory`](super::era_memory).
@@ -126,6 +134,7 @@ impl Default for ClientOptions {
             wait_for_restart: Duration::ZERO,
             era: EraPreference::Auto,
             probe_timeout: Duration::from_secs(10),
+            noise_grace: DEFAULT_NOISE_GRACE,
             era_memory: None,
             tasks: TaskMode::Required,
             task_ttl: Duration::from_secs(600),
@@ -261,6 +270,13 @@ impl ClientOptions {
         self
     }
 
+    /// Sets [`noise_grace`](Self::noise_grace).
+    #[must_use]
+    pub fn noise_grace(mut self, grace: Duration) -> Self {
+        self.noise_grace = grace;
+        self
+    }
+
     /// Sets [`probe_timeout`](Self::probe_timeout).
     #[must_use]
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
@@ -341,6 +357,7 @@ impl fmt::Debug for ClientOptions {
             .field("era", &self.era)
             .field("era_memory", &self.era_memory)
             .field("probe_timeout", &self.probe_timeout)
+            .field("noise_grace", &self.noise_grace)
             .field("tasks", &self.tasks)
             .field("task_ttl", &self.task_ttl)
             .field("log_level", &self.log_level)

@@ -157,6 +157,11 @@ struct Seen {
     /// Well-formed answers received on this connection, to any request: a request that
     /// could not connect proves the server unreachable only if no answer came after it.
     answers: AtomicU64,
+    /// Lines that were JSON-RPC messages (answers, requests, notifications).
+    messages: AtomicU64,
+    /// The first line that was not a JSON-RPC message (cleaned as [`SessionEvent::Noise`]),
+    /// once one came.
+    noise: tokio::sync::watch::Sender<Option<Arc<str>>>,
 }
 
 /// What a session's `tools/call`s need of tasks.
@@ -653,6 +658,25 @@ impl RpcSession {
     /// How many well-formed answers the server sent on this connection so far.
     pub(crate) fn answers(&self) -> u64 {
         self.seen.answers.load(Ordering::Relaxed)
+    }
+
+    /// Resolves with the first line this session read that was not a JSON-RPC message when
+    /// `grace` has passed since it and no JSON-RPC message came, before it or since: what a
+    /// program that is not an MCP server printed. Pending for ever otherwise.
+    pub(crate) async fn not_mcp(&self, grace: std::time::Duration) -> Arc<str> {
+        let mut noise = self.seen.noise.subscribe();
+        let line = noise
+            .wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|l| l.clone());
+        if let Some(line) = line {
+            tokio::time::sleep(grace).await;
+            if self.seen.messages.load(Ordering::Acquire) == 0 {
+                return line;
+            }
+        }
+        std::future::pending().await
     }
 
     /// Whether the server answered a `tools/call` on this connection.

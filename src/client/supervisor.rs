@@ -429,7 +429,8 @@ impl Shared {
         let mut session = self.connect(generation).await?;
         if let Some(meta) = probe_with {
             let started = std::time::Instant::now();
-            match era::probe(&session, meta, self.options.probe_timeout).await {
+            let probe = era::probe(&session, meta, self.options.probe_timeout);
+            match self.unless_not_mcp(&session, probe).await? {
                 era::Probe::Modern(init) => {
                     tracing::info!(
                         server = &*self.server,
@@ -477,9 +478,44 @@ impl Shared {
                 }
             }
         }
-        let init = self.initialize(&session).await?;
+        let init = self
+            .unless_not_mcp(&session, self.initialize(&session))
+            .await??;
         self.prepare(&session, &init.capabilities).await;
         Ok((session, init, Era::Legacy))
+    }
+
+    /// `handshake`, unless the server (a process) shows first that it is no MCP server: a line
+    /// on stdout that is not JSON-RPC, then none that is within [`ClientOptions::noise_grace`]. The error names the
+    /// command and that line (escaped, token-shaped runs hidden).
+    async fn unless_not_mcp<T>(
+        &self,
+        session: &Arc<RpcSession>,
+        handshake: impl std::future::Future<Output = T>,
+    ) -> Result<T, ClientError> {
+        if !matches!(self.transport.peer(), crate::transport::Peer::Pipe) {
+            // Only a process's stdout carries what a program prints.
+            return Ok(handshake.await);
+        }
+        let grace = self.options.noise_grace;
+        tokio::select! {
+            done = handshake => Ok(done),
+            line = session.not_mcp(grace) => {
+                let line = crate::transport::redact_tokens(&line);
+                Err(ClientError::of(
+                    &self.server,
+                    Kind::ProtocolViolation {
+                        detail: format!(
+                            "`{}` wrote `{line}` on stdout and no JSON-RPC message within {} \
+                             ms after it: it is not an MCP server, or it logs to stdout (an MCP \
+                             server must log to stderr)",
+                            crate::escape::visible(&self.transport.describe()),
+                            grace.as_millis()
+                        ),
+                    },
+                ))
+            }
+        }
     }
 
     /// The legacy handshake: `initialize`, `notifications/initialized`.

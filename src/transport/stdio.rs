@@ -25,6 +25,15 @@
 //! Dropping the connection sends SIGKILL to the group at once; outside a runtime it also reaps
 //! the child synchronously. No orphans, no zombies.
 //!
+//! A descendant that left the group (`setsid`) is ended too, after the group, with the same
+//! SIGTERM and SIGKILL: the server's descendants as `/proc` shows them when the shutdown
+//! starts, and, when the process is a child subreaper ([`become_subreaper`]: the command line
+//! is, a daemon opts in), the orphans of the server it adopted, found by the tag every server
+//! gets in its environment (`KAGED_MCP_STDIO_TAG`). When the server exits on its own, the
+//! orphans adopted so far are ended likewise. SIGKILL of the client itself ends nothing: the
+//! server sees end of file on stdin, and a descendant outside its group runs on under init
+//! (or the next subreaper).
+//!
 //! # Example
 //! ```no_run
 //! use kaged_mcp::client::{ClientOptions, McpClient};
@@ -39,9 +48,12 @@
 //! # Ok(()) }
 //! ```
 
+mod leftovers;
 mod reader;
 mod stderr;
 mod writer;
+
+pub use self::leftovers::become_subreaper;
 
 /// The line reader, for the fuzz targets in `fuzz/` and their regression tests only: not part
 /// of the API, no stability promise.
@@ -258,6 +270,8 @@ enum ExitState {
 struct Proc {
     server: Arc<str>,
     pid: i32,
+    /// The tag in the server's environment (see the `leftovers` module).
+    tag: String,
     grace: Duration,
     exit: watch::Sender<ExitState>,
     stderr_tail: Arc<Mutex<StderrTail>>,
@@ -301,6 +315,9 @@ impl Proc {
     /// The graceful end (see [`Connection::close`]), each wait bounded by `grace`.
     async fn close(self: Arc<Self>, grace: Duration) {
         self.requested.store(true, Ordering::Release);
+        // The server's descendants while it still holds them: the ones outside its process
+        // group are ended after it.
+        let descendants = leftovers::descendants(self.pid);
         // Closing stdin is the polite way to ask an MCP stdio server to leave; what is
         // queued (cancellations of calls that just gave up) goes out first, within the
         // same grace period as the wait for the exit.
@@ -310,6 +327,9 @@ impl Proc {
         if !self.wait_exit(left).await {
             self.terminate(grace).await;
         }
+        let mut left = descendants;
+        left.extend(leftovers::adopted(&self.tag, self.pid));
+        leftovers::end(&self.server, left, grace).await;
         let mut done = self.reader_done.subscribe();
         let _ = tokio::time::timeout(grace, done.wait_for(|d| *d)).await;
         self.finish("shut down by the client");
@@ -375,11 +395,12 @@ async fn spawn(
     config: &StdioConfig,
     ctx: ConnectContext,
 ) -> Result<StdioConnection, TransportError> {
-    let (mut child, pid) = start_child(config)?;
+    let tag = leftovers::new_tag();
+    let (mut child, pid) = leftovers::starting(|| start_child(config, &tag))?;
     let mut guard = SpawnGuard(Some(pid));
     let (stdin, stdout, stderr) = pipes(&mut child).await?;
     let outbound = Arc::new(StdioOutbound::new(stdin, DEFAULT_MAX_QUEUED));
-    let proc = Proc::new(config, &ctx, pid, Arc::clone(&outbound));
+    let proc = Proc::new(config, &ctx, pid, tag, Arc::clone(&outbound));
 
     ctx.handler.on_open(Arc::clone(&outbound) as _);
 
@@ -396,10 +417,11 @@ async fn spawn(
 
 /// Spawns the configured command in its own process group with piped stdin, stdout and
 /// stderr; the child and its pid.
-fn start_child(config: &StdioConfig) -> Result<(Child, i32), TransportError> {
+fn start_child(config: &StdioConfig, tag: &str) -> Result<(Child, i32), TransportError> {
     let mut cmd = Command::new(&config.program);
     cmd.args(&config.args)
         .envs(config.env.iter().map(|(k, v)| (k, v)))
+        .env(leftovers::TAG_VAR, tag)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -468,6 +490,7 @@ impl Proc {
         config: &StdioConfig,
         ctx: &ConnectContext,
         pid: i32,
+        tag: String,
         outbound: Arc<StdioOutbound>,
     ) -> Arc<Self> {
         let (exit, _) = watch::channel(ExitState::Running);
@@ -476,6 +499,7 @@ impl Proc {
         Arc::new(Proc {
             server: Arc::clone(&ctx.server),
             pid,
+            tag,
             grace: config.shutdown_grace,
             exit,
             stderr_tail: Arc::new(Mutex::new(StderrTail::new(config.stderr_tail_bytes))),
@@ -531,8 +555,14 @@ impl Proc {
             Err(e) => ExitState::Unknown(e.to_string()),
         };
         self.exit.send_replace(state);
-        // Whatever is left of the group (a grandchild holding stdout) goes with the leader.
+        // Whatever is left of the group (a grandchild holding stdout) goes with the leader,
+        // and so do the orphans of the server this process adopted (as a subreaper).
         kill_group(self.pid, Signal::SIGKILL);
+        let adopted = leftovers::adopted(&self.tag, self.pid);
+        if !adopted.is_empty() {
+            let (server, grace) = (Arc::clone(&self.server), self.grace);
+            tokio::spawn(async move { leftovers::end(&server, adopted, grace).await });
+        }
         let mut done = self.reader_done.subscribe();
         if tokio::time::timeout(self.grace, done.wait_for(|d| *d))
             .await
@@ -591,7 +621,10 @@ impl Drop for StdioConnection {
         }
         self.proc.requested.store(true, Ordering::Release);
         self.proc.outbound.close();
+        let mut left = leftovers::descendants(self.proc.pid);
+        left.extend(leftovers::adopted(&self.proc.tag, self.proc.pid));
         kill_group(self.proc.pid, Signal::SIGKILL);
+        leftovers::kill_now(&left);
         if tokio::runtime::Handle::try_current().is_err() {
             // No runtime, so no exit watcher will ever reap the child: do it here.
             reap_blocking(self.proc.pid);

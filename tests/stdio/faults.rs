@@ -186,6 +186,53 @@ async fn garbage_on_stdout_is_skipped_and_answers_still_arrive() {
     assert_group_gone(pid).await;
 }
 
+/// A program that prints text and then nothing MCP (issue 49, point 8) fails its start once
+/// the noise grace has passed after that text, not at the end of the probe and initialize
+/// timeouts, naming the command and the line, escaped; its process is ended.
+#[tokio::test]
+async fn a_program_that_prints_text_and_no_json_rpc_fails_its_start_naming_the_line() {
+    let config = StdioConfig::new("sh").args([
+        "-c",
+        "printf 'hello \\033[31mred\\033[0m\\n'; exec sleep 61",
+    ]);
+    let options = ClientOptions::default()
+        .noise_grace(Duration::from_millis(300))
+        .probe_timeout(Duration::from_secs(30))
+        .initialize_timeout(Duration::from_secs(30));
+    let client = McpClient::new("notmcp", StdioTransport::new(config), options);
+    // A bound on a hang, not a timing assertion: without the grace the start would wait out
+    // the 30 s probe timeout, then initialize's.
+    let err = tokio::time::timeout(Duration::from_secs(15), client.start())
+        .await
+        .expect("the start failed before the probe timeout")
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ProtocolViolation, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("MCP server `notmcp`")
+            && text.contains("`stdio: sh -c printf 'hello \\033[31mred")
+            && text.contains("wrote `hello \\u{1b}[31mred\\u{1b}[0m` on stdout")
+            && text.contains("no JSON-RPC message within 300 ms")
+            && !text.contains('\x1b'),
+        "{text}"
+    );
+    client.shutdown().await;
+    assert_no_child_matching("sleep 61").await;
+}
+
+/// A banner before the JSON-RPC stays tolerated, with a short grace: the answers follow it.
+#[tokio::test]
+async fn text_followed_by_json_rpc_within_the_grace_starts() {
+    let options = ClientOptions::default().noise_grace(Duration::from_millis(300));
+    let client = faulty_with(Fault::Garbage, &[], options);
+    client.start().await.unwrap();
+    // The grace passes: the session stays.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(client.list_tools().await.unwrap()[0].name, "echo");
+    assert_eq!(client.state(), ServerState::Ready);
+    client.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_grandchild_holding_stdout_does_not_keep_the_call_or_any_process_alive() {
     let client = faulty(Fault::Grandchild);

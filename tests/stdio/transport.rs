@@ -175,3 +175,67 @@ async fn a_closed_stderr_tail_is_attached_to_the_close_reason() {
         closed[0]
     );
 }
+
+/// The pid a shell wrote to `path`, once it is there.
+async fn pid_in(path: &std::path::Path) -> i32 {
+    let mut text = String::new();
+    wait_until(|| {
+        text = std::fs::read_to_string(path).unwrap_or_default();
+        text.ends_with('\n')
+    })
+    .await;
+    text.trim().parse().unwrap()
+}
+
+/// A server's `setsid` descendants end with it, none left running or as a zombie: one it
+/// still holds at shutdown (its own child, in a session of its own), and one orphaned long
+/// before (its parent, a shell, exited at once), which this process adopted as a child
+/// subreaper. Each is outside the server's process group, so ending the group alone left
+/// both running.
+///
+/// The server keeps its stdout (`exec cat`): a server that closes stdout is done for the
+/// transport, which closes stdin and ends it, and with it the orphans already adopted, before
+/// the test's shutdown (`exec cat >/dev/null` made this test see them gone early).
+#[tokio::test]
+async fn a_servers_setsid_descendants_end_with_it() {
+    kaged_mcp::transport::stdio::become_subreaper().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (held, orphan) = (dir.path().join("held"), dir.path().join("orphan"));
+    // The grandchild calls setsid(2) itself and sleeps: its pid is the one the shell gives.
+    let grandchild = "python3 -c 'import os, time; os.setsid(); time.sleep(120)' \
+                      </dev/null >/dev/null 2>&1";
+    let script = format!(
+        "{grandchild} & echo $! > '{}'; \
+         sh -c \"{grandchild} & echo \\$! > '{}'\"; \
+         echo '{{\"ready\":true}}'; exec cat",
+        held.display(),
+        orphan.display()
+    );
+    let config = StdioConfig::new("sh")
+        .args(["-c", &script])
+        .shutdown_grace(Duration::from_millis(300));
+    let handler = Arc::new(Record::default());
+    let connection = StdioTransport::new(config)
+        .connect(context(&handler, 1 << 20))
+        .await
+        .unwrap();
+    wait_until(|| handler.frames.lock().unwrap().len() == 1).await;
+    let pids = [pid_in(&held).await, pid_in(&orphan).await];
+    let proc_of = |pid: i32| std::path::PathBuf::from(format!("/proc/{pid}"));
+    // Each runs, in a session of its own.
+    let sid = |pid: i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
+        after
+            .split_whitespace()
+            .nth(3)
+            .and_then(|s| s.parse::<i32>().ok())
+    };
+    wait_until(|| pids.iter().all(|&pid| sid(pid) == Some(pid))).await;
+    // The server still runs: nothing has ended it, or them, before the shutdown.
+    assert!(handler.closed.lock().unwrap().is_empty());
+    connection.close().await;
+    // (A zombie keeps its /proc entry: gone means ended and reaped.)
+    wait_until(|| pids.iter().all(|&pid| !proc_of(pid).exists())).await;
+    assert_eq!(handler.closed.lock().unwrap().len(), 1);
+}

@@ -45,6 +45,9 @@ impl RpcSession {
                 return;
             }
         };
+        if !matches!(frame, Frame::Invalid(_)) {
+            self.seen.messages.fetch_add(1, Ordering::Release);
+        }
         match frame {
             Frame::Done => {}
             Frame::Request { id, method, params } => self.handle_server_request(id, method, params),
@@ -71,6 +74,7 @@ impl RpcSession {
         if total == 1 {
             let line = crate::transport::text::clean(&String::from_utf8_lossy(bytes), 200);
             (self.events)(self, SessionEvent::Noise(&line));
+            self.seen.noise.send_replace(Some(line.into()));
         }
         (total <= 10 || total.is_power_of_two()).then_some(total)
     }
