@@ -16,6 +16,7 @@ mod import;
 mod interrupt;
 mod lock;
 mod output;
+mod pin_notes;
 mod ping;
 mod protocol_cmds;
 mod render;
