@@ -298,6 +298,10 @@ pub(crate) enum Command {
         /// Which server, how often.
         #[command(flatten)]
         args: PingArgs,
+        /// Print one JSON object: `{"server", "method", "sent", "answered", "lost_percent",
+        /// "rtt_ms", "min_ms", "avg_ms", "max_ms", "pings"}` (a failure: the error object).
+        #[arg(long)]
+        json: bool,
     },
     /// Add the servers of another client's file to project.yaml: Claude Code's `.mcp.json`,
     /// Claude Desktop's `claude_desktop_config.json`, Cursor's and VS Code's `mcp.json`, Codex's
@@ -656,7 +660,11 @@ fn dispatch(command: Command, verbose: bool) -> u8 {
             },
             verbose,
         ),
-        Command::Ping { project, args } => ping::run(&project, &args, verbose),
+        Command::Ping {
+            project,
+            args,
+            json,
+        } => ping::run(&project, &args, json, verbose),
         Command::Import(args) => import::run(&args),
     }
 }

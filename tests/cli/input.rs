@@ -361,7 +361,14 @@ fn ping_prints_each_round_trip_and_a_summary() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     let lines: Vec<&str> = o.stdout.lines().collect();
     assert_eq!(lines.len(), 6, "{}", o.stdout);
-    assert!(lines[0].starts_with("PING demo (MCP ping"), "{}", o.stdout);
+    // The demo server speaks 2026-07-28, whose protocol has no ping.
+    assert!(
+        lines[0].starts_with(
+            "PING demo (server/discover round trip: its protocol, 2026-07-28, has no ping"
+        ),
+        "{}",
+        o.stdout
+    );
     assert!(
         lines[1].starts_with("answer from demo: seq=1 time="),
         "{}",
@@ -392,6 +399,76 @@ fn ping_prints_each_round_trip_and_a_summary() {
 }
 
 #[test]
+fn ping_of_a_2026_server_measures_server_discover_and_says_so() {
+    let script = peers::server_script("era_server.py");
+    let command = serde_json::to_string(&["python3", script.to_str().unwrap(), "stdio"]).unwrap();
+    let d = project(
+        &format!("mcp:\n  modern:\n    transport: stdio\n    command: {command}\n"),
+        "",
+    );
+    let o = run(&["ping", "modern", "-c", "2", "-i", "0"], d.path());
+    assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            "PING modern (server/discover round trip: its protocol, 2026-07-28, has no ping; up to "
+        ),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        lines[1].starts_with("answer from modern: seq=1 time="),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        lines[4], "2 pings sent, 2 answered, 0% lost",
+        "{}",
+        o.stdout
+    );
+    // For machines: one object, the method measured named.
+    let o = run(&["ping", "modern", "-c", "1", "--json"], d.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let v: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["server"], "modern");
+    assert_eq!(v["method"], "server/discover");
+    assert_eq!(
+        (v["sent"].as_u64(), v["answered"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(v["lost_percent"], 0);
+    assert_eq!(v["pings"][0]["seq"], 1);
+    assert!(v["pings"][0]["rtt_ms"].as_f64().is_some(), "{v}");
+    assert_eq!(v["rtt_ms"].as_array().map(Vec::len), Some(1), "{v}");
+}
+
+#[test]
+fn ping_json_of_a_legacy_server_names_ping_and_a_failure_is_the_error_object() {
+    let Some(cmd) = peers::require(
+        peers::python_server(peers::PyMcp::V1, peers::PyMode::Stdio),
+        "python mcp 1.30.0",
+    ) else {
+        return;
+    };
+    let d = project(
+        &format!(
+            "mcp:\n  py:\n    transport: stdio\n    command: {}\n",
+            serde_json::to_string(&cmd).unwrap()
+        ),
+        "[mcp.py]\nera = \"legacy\"\n",
+    );
+    let o = run(&["ping", "py", "-c", "1", "--json"], d.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let v: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["method"], "ping", "{v}");
+    assert_eq!(v["answered"], 1, "{v}");
+    let o = run(&["ping", "--json"], d.path());
+    assert_eq!(o.code, Some(2));
+    let v: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["error"]["kind"], "usage", "{v}");
+}
+
+#[test]
 fn ping_exits_1_when_nothing_answers_and_2_without_a_server() {
     let broken = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
     let d = project(
@@ -401,6 +478,11 @@ fn ping_exits_1_when_nothing_answers_and_2_without_a_server() {
     let o = run(&["ping", "broken", "-c", "1"], d.path());
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("error: server `broken`"), "{}", o.stderr);
+    let o = run(&["ping", "broken", "-c", "1", "--json"], d.path());
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    let v: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["error"]["kind"], "server_not_ready", "{v}");
+    assert_eq!(v["error"]["server"], "broken", "{v}");
     let o = run(&["ping"], d.path());
     assert_eq!(o.code, Some(2));
     let o = run(&["ping", "nope"], d.path());
