@@ -446,7 +446,11 @@ impl ProjectArgs {
                 })?
             }
         };
-        hints::set_project(&project_dir);
+        hints::set_context(hints::Context::project(
+            &project_dir,
+            self.local.as_deref(),
+            self.config.as_deref(),
+        ));
         Ok(ConfigPaths {
             project_dir,
             local: self.local.clone(),

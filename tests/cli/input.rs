@@ -490,6 +490,56 @@ fn ping_exits_1_when_nothing_answers_and_2_without_a_server() {
 }
 
 #[test]
+fn hints_for_an_adhoc_server_or_given_files_paste_as_they_are() {
+    // An ad-hoc stdio server: the hint ends with its command, and pasted, it works.
+    let tmp = tempfile::tempdir().unwrap();
+    let [k, serve] = demo();
+    let o = run_in(tmp.path(), &["describe", "mcp.adhoc.nope", "--", k, serve]);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    let hint = format!("`kaged-mcp tools adhoc -- {k} {serve}`");
+    assert!(
+        o.stderr
+            .contains(&format!("{hint} lists the tools of `adhoc`")),
+        "{}",
+        o.stderr
+    );
+    let pasted: Vec<String> = shlex::split(hint.trim_matches('`')).unwrap();
+    let o = run_in(
+        tmp.path(),
+        &pasted[1..].iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.contains("mcp.adhoc.echo"), "{}", o.stdout);
+    // A project given with --local and --config: the hint carries both.
+    let d = demo_project();
+    let config = d.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let local = d.path().join("local.toml");
+    let o = run(
+        &[
+            "describe",
+            "mcp.demo.nope",
+            "--local",
+            local.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        d.path(),
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "`kaged-mcp tools --project {} --local {} --config {} demo` lists the tools",
+            d.path().display(),
+            local.display(),
+            config.display()
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
 fn hints_carry_the_project_that_was_used_and_name_the_shells_verbs() {
     let d = demo_project();
     let dir = d.path().display().to_string();
