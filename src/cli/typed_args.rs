@@ -149,7 +149,8 @@ fn schema_at<'a>(root: &'a Value, parts: &[&str]) -> Option<&'a Value> {
 }
 
 /// The value of `--arg key=text` under `schema` (the tool's input schema).
-pub(super) fn typed(schema: &Value, key: &str, text: &str) -> Result<Value, String> {
+#[cfg(test)]
+fn typed(schema: &Value, key: &str, text: &str) -> Result<Value, String> {
     let parts = path(schema, key)?;
     typed_at(schema, &parts, key, text)
 }

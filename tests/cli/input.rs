@@ -578,3 +578,44 @@ fn hints_carry_the_project_that_was_used_and_name_the_shells_verbs() {
         o.stderr
     );
 }
+
+#[test]
+fn help_lists_each_command_in_one_line_and_help_cmd_gives_its_paragraph() {
+    let o: Out = kaged().arg("--help").output().unwrap().into();
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let commands: Vec<&str> = o
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(commands.len() >= 18, "{}", o.stdout);
+    for line in &commands {
+        assert!(
+            line.chars().count() <= 90,
+            "a summary, not a paragraph: {line}"
+        );
+    }
+    assert!(
+        commands.contains(&"  tools        List the servers' tools, one line each"),
+        "{}",
+        o.stdout
+    );
+    let o: Out = kaged().args(["help", "tools"]).output().unwrap().into();
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(
+        o.stdout.starts_with(
+            "List the servers' tools, one line each.\n\nStart the servers (all, or those named) and print their tools"
+        ),
+        "{}",
+        o.stdout
+    );
+    let o: Out = kaged().args(["auth", "--help"]).output().unwrap().into();
+    assert!(
+        o.stdout
+            .contains("  login   Log in to an OAuth server and store its tokens\n"),
+        "{}",
+        o.stdout
+    );
+}
