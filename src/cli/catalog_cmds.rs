@@ -235,8 +235,8 @@ fn hints(a: Option<&ToolAnnotations>) -> Vec<&'static str> {
 /// `kaged-mcp tools [SERVER…]`: the catalog of the servers that started (only those named,
 /// when any are); exit 1 when any of them did not (its `error:` line says why), when pinning
 /// holds every tool of a server named (the last `error:` line says which and why), or when
-/// no tool is left because pinning holds them all; 0 otherwise. With `json`, a failure is the
-/// one error object on stdout instead of the array.
+/// no tool is left because pinning holds them all; 0 otherwise. With `json`, a failure that
+/// leaves nothing listed is the one error object on stdout instead of an empty array.
 pub(super) fn tools(
     args: &ServerArgs,
     who: Who<'_>,
@@ -253,8 +253,11 @@ pub(super) fn tools(
             Ok(tools) => {
                 let failure = tools_failure(&session, servers, &tools);
                 match (&failure, json) {
-                    // The start failures were told on stderr as they were found.
-                    (Some(f), true) => println!("{}", crate::escape::json(&f.json().to_string())),
+                    // Nothing listed and a failure: the failure, not `[]` (the start failures
+                    // were told on stderr as they were found). Some listed: the array.
+                    (Some(f), true) if tools.is_empty() => {
+                        println!("{}", crate::escape::json(&f.json().to_string()));
+                    }
                     _ => {
                         let _ =
                             print_catalog(&session, &tools, json, &mut std::io::stdout().lock());
