@@ -192,7 +192,12 @@ impl ServerArgs {
     /// server asked for that level. Its warnings are `warning:` lines on stderr.
     pub(super) fn load(&self) -> Result<Config, Failure> {
         let mut config = if self.adhoc.any() {
-            adhoc_config(&self.adhoc, &self.project)?
+            let config = adhoc_config(&self.adhoc, &self.project)?;
+            super::hints::set_context(super::hints::Context::adhoc(
+                &self.adhoc,
+                self.project.config.as_deref(),
+            ));
+            config
         } else {
             load_config(&self.project)?
         };

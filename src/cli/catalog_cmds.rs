@@ -17,7 +17,8 @@ use crate::transport::text::clean;
 use crate::Error;
 
 use super::output::Failure;
-use super::start::{start, Scope, Who};
+use super::pin_notes::{all_held, all_held_line};
+use super::start::{start, start_tools, Scope, Who};
 use super::{ServerArgs, EXIT_FAILED, EXIT_OK};
 
 /// How deep a schema is followed to name a parameter's type.
@@ -232,8 +233,10 @@ fn hints(a: Option<&ToolAnnotations>) -> Vec<&'static str> {
 }
 
 /// `kaged-mcp tools [SERVER…]`: the catalog of the servers that started (only those named,
-/// when any are); exit 1 when any of them did not (its `error:` line says why), 0 when all
-/// did.
+/// when any are); exit 1 when any of them did not (its `error:` line says why), when pinning
+/// holds every tool of a server named (the last `error:` line says which and why), or when
+/// no tool is left because pinning holds them all; 0 otherwise. With `json`, a failure that
+/// leaves nothing listed is the one error object on stdout instead of an empty array.
 pub(super) fn tools(
     args: &ServerArgs,
     who: Who<'_>,
@@ -242,24 +245,106 @@ pub(super) fn tools(
     verbose: bool,
 ) -> u8 {
     super::interrupt::block_on(async {
-        let (session, failed) = match start(args, Scope::Servers(servers), true, verbose).await {
+        let (session, _) = match start_tools(args, servers, verbose).await {
             Ok(s) => s,
             Err(f) => return f.exit(json, verbose),
         };
         let code = match catalog(&session, &who) {
             Ok(tools) => {
-                let _ = print_catalog(&session, &tools, json, &mut std::io::stdout().lock());
+                let failure = tools_failure(&session, servers, &tools);
+                match (&failure, json) {
+                    // Nothing listed and a failure: the failure, not `[]` (the start failures
+                    // were told on stderr as they were found). Some listed: the array.
+                    (Some(f), true) if tools.is_empty() => {
+                        println!("{}", crate::escape::json(&f.json().to_string()));
+                    }
+                    _ => {
+                        let _ =
+                            print_catalog(&session, &tools, json, &mut std::io::stdout().lock());
+                    }
+                }
                 notes(&session, &tools);
-                if failed > 0 {
-                    EXIT_FAILED
-                } else {
-                    EXIT_OK
+                match failure {
+                    Some(f) => {
+                        for line in f.lines.iter().skip(f.told) {
+                            eprintln!("error: {}", super::hints::line(line));
+                        }
+                        f.failure.code
+                    }
+                    None => EXIT_OK,
                 }
             }
             Err(e) => Failure::of(&e).exit(json, verbose),
         };
         super::interrupt::end(session).await;
         code
+    })
+}
+
+/// Why `tools` fails: its servers that did not start (already told), then those named whose
+/// tools pinning holds, every one, or the catalog pinning left empty.
+struct ToolsFailure {
+    failure: Failure,
+    /// The operator's lines, the start failures' first.
+    lines: Vec<String>,
+    /// How many of `lines` were told already (the start failures).
+    told: usize,
+}
+
+impl ToolsFailure {
+    fn json(&self) -> Value {
+        self.failure.json()
+    }
+}
+
+/// The failure of `tools` on a started session, if it fails.
+fn tools_failure(
+    session: &Session,
+    named: &[String],
+    tools: &[ToolDefinition],
+) -> Option<ToolsFailure> {
+    let mut lines = Vec::new();
+    let mut servers = Vec::new();
+    let mut kind = None;
+    for f in session.start_failures() {
+        lines.push(format!("server `{}`: {}", f.server, f.reason));
+        servers.push(f.server);
+        kind.get_or_insert("server_not_ready");
+    }
+    let told = lines.len();
+    let catalogs: Vec<(String, Arc<crate::registry::ServerCatalog>)> = session
+        .config()
+        .project
+        .servers
+        .iter()
+        .filter_map(|s| Some((s.key.clone(), session.registry().server_catalog(&s.key)?)))
+        .collect();
+    for (server, catalog) in &catalogs {
+        if named.contains(server) && all_held(catalog) {
+            lines.push(all_held_line(server, catalog));
+            servers.push(server.clone());
+            kind.get_or_insert("tools_held");
+        }
+    }
+    if named.is_empty() && tools.is_empty() && catalogs.iter().any(|(_, c)| !c.held.is_empty()) {
+        lines.push(
+            "no tool is registered: pinning holds every tool the servers list (the warnings \
+             above say which and why)"
+                .to_owned(),
+        );
+        kind.get_or_insert("tools_held");
+    }
+    let kind = kind?;
+    let mut failure = Failure::config(lines.clone()).code(EXIT_FAILED);
+    failure.kind = kind;
+    failure = match servers.as_slice() {
+        [one] => failure.with("server", one.as_str()),
+        _ => failure.with("servers", servers.clone()),
+    };
+    Some(ToolsFailure {
+        failure,
+        lines,
+        told,
     })
 }
 
@@ -321,7 +406,7 @@ pub(super) fn describe_on(
 ) -> Result<(), Failure> {
     let tools = catalog(session, who).map_err(|e| Failure::of(&e))?;
     let Some(def) = tools.iter().find(|t| t.name == tool) else {
-        return Err(unknown(tool, &tools));
+        return Err(held(session, tool).unwrap_or_else(|| unknown(tool, &tools)));
     };
     let listed = listed(session, std::slice::from_ref(def));
     let info = listed.get(&def.name).map(|t| &**t);
@@ -335,6 +420,20 @@ pub(super) fn describe_on(
         write_description(def, info, out)
     };
     Ok(())
+}
+
+/// The failure of `describe` for a tool its server lists but pinning holds: held, and why.
+fn held(session: &Session, tool: &str) -> Option<Failure> {
+    let server = super::start::server_of(tool)?;
+    let name = tool.strip_prefix(&format!("mcp.{server}."))?;
+    let catalog = session.registry().server_catalog(server)?;
+    let verdict = catalog.held.get(name)?;
+    let e = Error::ToolHeld {
+        server: server.to_owned(),
+        tool: name.to_owned(),
+        reason: verdict.reason(server),
+    };
+    Some(Failure::of(&e).with("tool", tool))
 }
 
 /// The failure of `describe` for a tool that is not registered.

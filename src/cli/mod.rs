@@ -16,6 +16,7 @@ mod import;
 mod interrupt;
 mod lock;
 mod output;
+mod pin_notes;
 mod ping;
 mod protocol_cmds;
 mod render;
@@ -56,9 +57,13 @@ pub(crate) struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Validate the configuration and list the resolved servers.
+    ///
     /// Validate the configuration and print the resolved servers, one line each (name,
     /// transport, command or URL, state); `-v` prints each server's whole settings.
     Check(ProjectArgs),
+    /// List the servers' tools, one line each.
+    ///
     /// Start the servers (all, or those named) and print their tools: one line each,
     /// `name(param: type, optional?: type)`, the hints the server declares (read-only,
     /// destructive, idempotent, open-world) and the first line of the description.
@@ -80,6 +85,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Describe one tool: parameters, output schema, annotations.
+    ///
     /// Start one tool's server and describe the tool: title, description, a table of its
     /// parameters (name, type, required, default, allowed values, description), its output
     /// schema and its annotations.
@@ -98,6 +105,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Call one tool and print its result.
+    ///
     /// Start a session and call one tool through the full stack. Every content block is
     /// shown: text as it is, images and audio as `[image MIME, N bytes]`, resource links as
     /// `[resource link URI name (MIME)]`, embedded resources as their URI and text.
@@ -117,6 +126,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show each server's state, identity and capabilities.
+    ///
     /// Start the servers (all, or those named) and print who each is and how it is: state,
     /// tool count, protocol era and version, last error; then the server's name, version,
     /// title and website, its capabilities and the first line of its instructions.
@@ -132,6 +143,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Answer commands read from stdin on one session.
+    ///
     /// Start a session once, then answer commands read from stdin, one per line: the verbs
     /// `tools`, `describe`, `call`, `status`, `ping`, `resources`, `read`, `prompts`, `prompt`,
     /// `complete`, `skills`, `skill` with the arguments of the commands of those names, and
@@ -150,6 +163,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the servers' resources and resource templates.
+    ///
     /// Start the servers and print their resources and resource templates: server, URI (or
     /// URI template), name, MIME type, size.
     #[command(after_help = JSON_EXIT_CODES)]
@@ -164,6 +179,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Read one resource.
+    ///
     /// Start one server and read one of its resources: text to stdout, binary contents with
     /// `--out FILE` (or to a redirected stdout).
     #[command(after_help = JSON_EXIT_CODES)]
@@ -178,6 +195,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the servers' prompts.
+    ///
     /// Start the servers and print their prompts: name, description, arguments (which are
     /// required).
     #[command(after_help = JSON_EXIT_CODES)]
@@ -192,6 +211,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Get one prompt with arguments and print its messages.
+    ///
     /// Start one server and get one of its prompts with arguments: its messages, each content
     /// block shown as `call` shows it.
     #[command(after_help = JSON_EXIT_CODES)]
@@ -206,6 +227,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Complete a prompt's argument or a resource template's variable.
+    ///
     /// Start one server and complete a prompt's argument or a resource template's variable:
     /// the values, one a line.
     #[command(after_help = JSON_EXIT_CODES)]
@@ -220,6 +243,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the skills the servers serve (SEP-2640).
+    ///
     /// List the skills servers serve (SEP-2640): server, name and description, one a line.
     /// No skill file is read.
     #[command(after_help = JSON_EXIT_CODES)]
@@ -234,6 +259,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Load one skill, check it against the server's listing, print it.
+    ///
     /// Load one skill, verify its SKILL.md (size, SHA-256 digest, frontmatter) against the
     /// server's listing, and print it (or, with --file, one of its listed files). A refusal
     /// exits 1 naming the check.
@@ -249,6 +276,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Pin the servers' tool definitions in mcp.lock, or compare with it.
+    ///
     /// Pin the servers' tool definitions: write `mcp.lock` beside project.yaml from what each
     /// server lists now (the servers named, or all), or with --check compare them with it and
     /// show each difference.
@@ -285,8 +314,12 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Measure a server's round trip, as ping(8).
+    ///
     /// Start one server and send it N MCP pings, as ping(8): one line per ping with its
-    /// round-trip time, then a summary (sent, answered, lost, min/avg/max).
+    /// round-trip time, then a summary (sent, answered, lost, min/avg/max). The 2026-07-28
+    /// protocol has no ping: a server spoken to in that era is sent `server/discover` instead,
+    /// and the first line says so.
     ///
     /// Exit codes: 0 a ping was answered; 1 none was, or the server did not start; 2 a usage or
     /// configuration error.
@@ -297,7 +330,13 @@ pub(crate) enum Command {
         /// Which server, how often.
         #[command(flatten)]
         args: PingArgs,
+        /// Print one JSON object: `{"server", "method", "sent", "answered", "lost_percent",
+        /// "rtt_ms", "min_ms", "avg_ms", "max_ms", "pings"}` (a failure: the error object).
+        #[arg(long)]
+        json: bool,
     },
+    /// Add the servers of another client's file to project.yaml.
+    ///
     /// Add the servers of another client's file to project.yaml: Claude Code's `.mcp.json`,
     /// Claude Desktop's `claude_desktop_config.json`, Cursor's and VS Code's `mcp.json`, Codex's
     /// `config.toml`. Secrets (`env` values, credential headers) go to local.toml as
@@ -357,6 +396,8 @@ impl Command {
 /// `kaged-mcp auth …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum AuthCommand {
+    /// Log in to an OAuth server and store its tokens.
+    ///
     /// Log in to an OAuth server: print the authorization URL (and open a browser), wait for
     /// the redirect on 127.0.0.1, store the tokens. A `client_credentials` server needs no
     /// browser.
@@ -367,6 +408,8 @@ pub(crate) enum AuthCommand {
         #[command(flatten)]
         project: ProjectArgs,
     },
+    /// Show each OAuth server's login state.
+    ///
     /// Show, per OAuth server, whether it is logged in, the expiry and the scopes (never a
     /// token).
     #[command(after_help = JSON_EXIT_CODES)]
@@ -441,7 +484,11 @@ impl ProjectArgs {
                 })?
             }
         };
-        hints::set_project(&project_dir);
+        hints::set_context(hints::Context::project(
+            &project_dir,
+            self.local.as_deref(),
+            self.config.as_deref(),
+        ));
         Ok(ConfigPaths {
             project_dir,
             local: self.local.clone(),
@@ -656,7 +703,11 @@ fn dispatch(command: Command, verbose: bool) -> u8 {
             },
             verbose,
         ),
-        Command::Ping { project, args } => ping::run(&project, &args, verbose),
+        Command::Ping {
+            project,
+            args,
+            json,
+        } => ping::run(&project, &args, json, verbose),
         Command::Import(args) => import::run(&args),
     }
 }

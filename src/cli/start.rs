@@ -2,14 +2,16 @@
 //! ([`Scope`]), starting the session, the operator's error line, and the arguments a verb
 //! takes as JSON. Both the session commands and the protocol verbs stand on it.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::config::Config;
-use crate::pin::Verdict;
 use crate::session::{PinEvent, Session, SessionOptions};
 use crate::Error;
 
 use super::output::Failure;
+use super::pin_notes::{self, PinNotes};
 use super::{hints, ServerArgs, EXIT_FAILED};
 
 /// What `tools`, `call` and `shell` act as: the daemon itself, or one agent.
@@ -52,67 +54,60 @@ pub(super) fn server_of(tool: &str) -> Option<&str> {
         .map(|rest| rest.split_once('.').map_or(rest, |(server, _)| server))
 }
 
-/// What pinning found, as one `warning:` line on stderr each ([`crate::pin`]).
-fn print_pin_event(event: &PinEvent) {
-    match event {
-        PinEvent::Tool {
-            server,
-            tool,
-            verdict,
-            held,
-        } => {
-            let what = if *held {
-                "is held"
-            } else {
-                "is registered (pins = \"warn\") although"
-            };
-            eprintln!(
-                "warning: {}",
-                crate::escape::visible(&hints::fix(&format!(
-                    "server `{server}`: tool `{tool}` {what}: {}; {}",
-                    verdict.reason(server),
-                    Verdict::approve_with(server)
-                )))
-            );
-        }
-        PinEvent::Server {
-            server,
-            differences,
-        } => eprintln!(
+/// What pinning found while the session started, one `warning:` line per server
+/// ([`pin_notes`]), leaving out what the command tells itself, last and alone: the tool a
+/// `call` or `describe` names (held, its error says so; registered all the same under
+/// `pins = "warn"`, its own warning follows the servers' lines), and with `claim_all_held` a
+/// server `tools` names whose tools are all held (`tools` fails naming it).
+fn tell_pins(session: &Session, notes: &PinNotes, scope: &Scope<'_>, claim_all_held: bool) {
+    let mut events = notes.told();
+    let mut own = None;
+    if let Scope::ToolOf(name) = scope {
+        events.retain(|e| match e {
+            PinEvent::Tool { server, tool, .. } if *name == format!("mcp.{server}.{tool}") => {
+                own = Some(e.clone());
+                false
+            }
+            _ => true,
+        });
+    }
+    if let (true, Scope::Servers(names)) = (claim_all_held, scope) {
+        let claimed = |server: &str| {
+            names.iter().any(|n| n == server)
+                && session
+                    .registry()
+                    .server_catalog(server)
+                    .is_some_and(|c| pin_notes::all_held(&c))
+        };
+        events.retain(|e| match e {
+            PinEvent::Tool { server, .. } | PinEvent::Server { server, .. } => !claimed(server),
+        });
+    }
+    for line in pin_notes::lines(&events) {
+        eprintln!("warning: {}", hints::line(&line));
+    }
+    if let Some(PinEvent::Tool {
+        server,
+        tool,
+        verdict,
+        held: false,
+    }) = own
+    {
+        eprintln!(
             "warning: {}",
-            hints::line(&format!(
-                "server `{server}`: differs from mcp.lock in {} (its tools are judged one by one); {}",
-                differences.join(", "),
-                Verdict::approve_with(server)
-            ))
-        ),
+            hints::line(&pin_notes::registered_line(&server, &tool, &verdict))
+        );
     }
 }
 
-fn options_for(config: &Config, scope: &Scope<'_>, one_shot: bool) -> SessionOptions {
-    // The tool a `call` names: if it is held, the call's own error says so, once; if it is
-    // registered all the same (`pins = "warn"`), the warning is the only word of it.
-    let called = match scope {
-        Scope::ToolOf(tool) => Some((*tool).to_owned()),
-        _ => None,
-    };
-    let options = SessionOptions::new().on_pin_event(move |event| {
-        if let (
-            Some(called),
-            PinEvent::Tool {
-                server,
-                tool,
-                held: true,
-                ..
-            },
-        ) = (&called, event)
-        {
-            if *called == format!("mcp.{server}.{tool}") {
-                return;
-            }
-        }
-        print_pin_event(event);
-    });
+fn options_for(
+    config: &Config,
+    scope: &Scope<'_>,
+    one_shot: bool,
+    notes: &Arc<PinNotes>,
+) -> SessionOptions {
+    let notes = Arc::clone(notes);
+    let options = SessionOptions::new().on_pin_event(move |event| notes.hear(event));
     let options = if one_shot {
         options.one_shot()
     } else {
@@ -184,7 +179,26 @@ pub(super) async fn start(
     announce: bool,
     verbose: bool,
 ) -> Result<(Session, usize), Failure> {
-    start_session(args, scope, announce, verbose, true, None).await
+    start_session(args, scope, announce, verbose, true, None, false).await
+}
+
+/// [`start`] for `tools SERVER…`: a server named whose tools pinning holds, every one, gets no
+/// warning line; `tools` fails naming it, last.
+pub(super) async fn start_tools(
+    args: &ServerArgs,
+    servers: &[String],
+    verbose: bool,
+) -> Result<(Session, usize), Failure> {
+    start_session(
+        args,
+        Scope::Servers(servers),
+        true,
+        verbose,
+        true,
+        None,
+        true,
+    )
+    .await
 }
 
 /// [`start`] for a session that lasts (the shell): a server that failed restarts on a later
@@ -197,7 +211,7 @@ pub(super) async fn start_lasting(
     verbose: bool,
     elicitation: Option<crate::client::elicitation::ElicitationService>,
 ) -> Result<(Session, usize), Failure> {
-    start_session(args, scope, announce, verbose, false, elicitation).await
+    start_session(args, scope, announce, verbose, false, elicitation, false).await
 }
 
 async fn start_session(
@@ -207,18 +221,21 @@ async fn start_session(
     verbose: bool,
     one_shot: bool,
     elicitation: Option<crate::client::elicitation::ElicitationService>,
+    claim_all_held: bool,
 ) -> Result<(Session, usize), Failure> {
     let config = args.load()?;
     if let Some(f) = undeclared(&config, &scope) {
         return Err(f);
     }
-    let mut options = options_for(&config, &scope, one_shot);
+    let notes = PinNotes::new();
+    let mut options = options_for(&config, &scope, one_shot, &notes);
     if let Some(handler) = elicitation {
         options = options.elicitation_handler(handler);
     }
     match Session::start_with(config, options).await {
         Ok(s) => {
             super::interrupt::remember(&s);
+            tell_pins(&s, &notes, &scope, claim_all_held);
             let failed = s.start_failures();
             if announce {
                 for f in &failed {

@@ -32,7 +32,8 @@ pub(crate) struct CallArgs {
     pub(crate) args: Option<String>,
     /// One argument, `key=value` (repeatable): typed by the tool's input schema (a
     /// number, boolean, array, object or null parsed as JSON where the property's type
-    /// says so; a string as it is). Merged over `--args`, `--arg` winning.
+    /// says so; a string as it is). `a.b=1` sets `b` in the object `a`, typed by its nested
+    /// schema; a `$ref` property is typed by its target. Merged over `--args`, `--arg` winning.
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub(crate) arg: Vec<String>,
     /// Show no progress on stderr while the call runs.

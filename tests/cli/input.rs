@@ -361,7 +361,14 @@ fn ping_prints_each_round_trip_and_a_summary() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     let lines: Vec<&str> = o.stdout.lines().collect();
     assert_eq!(lines.len(), 6, "{}", o.stdout);
-    assert!(lines[0].starts_with("PING demo (MCP ping"), "{}", o.stdout);
+    // The demo server speaks 2026-07-28, whose protocol has no ping.
+    assert!(
+        lines[0].starts_with(
+            "PING demo (server/discover round trip: its protocol, 2026-07-28, has no ping"
+        ),
+        "{}",
+        o.stdout
+    );
     assert!(
         lines[1].starts_with("answer from demo: seq=1 time="),
         "{}",
@@ -392,6 +399,76 @@ fn ping_prints_each_round_trip_and_a_summary() {
 }
 
 #[test]
+fn ping_of_a_2026_server_measures_server_discover_and_says_so() {
+    let script = peers::server_script("era_server.py");
+    let command = serde_json::to_string(&["python3", script.to_str().unwrap(), "stdio"]).unwrap();
+    let d = project(
+        &format!("mcp:\n  modern:\n    transport: stdio\n    command: {command}\n"),
+        "",
+    );
+    let o = run(&["ping", "modern", "-c", "2", "-i", "0"], d.path());
+    assert_eq!(o.code, Some(0), "{}\n{}", o.stdout, o.stderr);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            "PING modern (server/discover round trip: its protocol, 2026-07-28, has no ping; up to "
+        ),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        lines[1].starts_with("answer from modern: seq=1 time="),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        lines[4], "2 pings sent, 2 answered, 0% lost",
+        "{}",
+        o.stdout
+    );
+    // For machines: one object, the method measured named.
+    let o = run(&["ping", "modern", "-c", "1", "--json"], d.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let v: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["server"], "modern");
+    assert_eq!(v["method"], "server/discover");
+    assert_eq!(
+        (v["sent"].as_u64(), v["answered"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(v["lost_percent"], 0);
+    assert_eq!(v["pings"][0]["seq"], 1);
+    assert!(v["pings"][0]["rtt_ms"].as_f64().is_some(), "{v}");
+    assert_eq!(v["rtt_ms"].as_array().map(Vec::len), Some(1), "{v}");
+}
+
+#[test]
+fn ping_json_of_a_legacy_server_names_ping_and_a_failure_is_the_error_object() {
+    let Some(cmd) = peers::require(
+        peers::python_server(peers::PyMcp::V1, peers::PyMode::Stdio),
+        "python mcp 1.30.0",
+    ) else {
+        return;
+    };
+    let d = project(
+        &format!(
+            "mcp:\n  py:\n    transport: stdio\n    command: {}\n",
+            serde_json::to_string(&cmd).unwrap()
+        ),
+        "[mcp.py]\nera = \"legacy\"\n",
+    );
+    let o = run(&["ping", "py", "-c", "1", "--json"], d.path());
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let v: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["method"], "ping", "{v}");
+    assert_eq!(v["answered"], 1, "{v}");
+    let o = run(&["ping", "--json"], d.path());
+    assert_eq!(o.code, Some(2));
+    let v: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["error"]["kind"], "usage", "{v}");
+}
+
+#[test]
 fn ping_exits_1_when_nothing_answers_and_2_without_a_server() {
     let broken = serde_json::to_string(&peers::faulty(Fault::ExitBeforeInit)).unwrap();
     let d = project(
@@ -401,10 +478,65 @@ fn ping_exits_1_when_nothing_answers_and_2_without_a_server() {
     let o = run(&["ping", "broken", "-c", "1"], d.path());
     assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("error: server `broken`"), "{}", o.stderr);
+    let o = run(&["ping", "broken", "-c", "1", "--json"], d.path());
+    assert_eq!(o.code, Some(1), "{}\n{}", o.stdout, o.stderr);
+    let v: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON object");
+    assert_eq!(v["error"]["kind"], "server_not_ready", "{v}");
+    assert_eq!(v["error"]["server"], "broken", "{v}");
     let o = run(&["ping"], d.path());
     assert_eq!(o.code, Some(2));
     let o = run(&["ping", "nope"], d.path());
     assert_eq!(o.code, Some(2));
+}
+
+#[test]
+fn hints_for_an_adhoc_server_or_given_files_paste_as_they_are() {
+    // An ad-hoc stdio server: the hint ends with its command, and pasted, it works.
+    let tmp = tempfile::tempdir().unwrap();
+    let [k, serve] = demo();
+    let o = run_in(tmp.path(), &["describe", "mcp.adhoc.nope", "--", k, serve]);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    let hint = format!("`kaged-mcp tools adhoc -- {k} {serve}`");
+    assert!(
+        o.stderr
+            .contains(&format!("{hint} lists the tools of `adhoc`")),
+        "{}",
+        o.stderr
+    );
+    let pasted: Vec<String> = shlex::split(hint.trim_matches('`')).unwrap();
+    let o = run_in(
+        tmp.path(),
+        &pasted[1..].iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.stdout.contains("mcp.adhoc.echo"), "{}", o.stdout);
+    // A project given with --local and --config: the hint carries both.
+    let d = demo_project();
+    let config = d.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let local = d.path().join("local.toml");
+    let o = run(
+        &[
+            "describe",
+            "mcp.demo.nope",
+            "--local",
+            local.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        d.path(),
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "`kaged-mcp tools --project {} --local {} --config {} demo` lists the tools",
+            d.path().display(),
+            local.display(),
+            config.display()
+        )),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
@@ -444,5 +576,46 @@ fn hints_carry_the_project_that_was_used_and_name_the_shells_verbs() {
         o.stderr.contains("(`tools` lists the catalog)"),
         "{}",
         o.stderr
+    );
+}
+
+#[test]
+fn help_lists_each_command_in_one_line_and_help_cmd_gives_its_paragraph() {
+    let o: Out = kaged().arg("--help").output().unwrap().into();
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let commands: Vec<&str> = o
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(commands.len() >= 18, "{}", o.stdout);
+    for line in &commands {
+        assert!(
+            line.chars().count() <= 90,
+            "a summary, not a paragraph: {line}"
+        );
+    }
+    assert!(
+        commands.contains(&"  tools        List the servers' tools, one line each"),
+        "{}",
+        o.stdout
+    );
+    let o: Out = kaged().args(["help", "tools"]).output().unwrap().into();
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(
+        o.stdout.starts_with(
+            "List the servers' tools, one line each.\n\nStart the servers (all, or those named) and print their tools"
+        ),
+        "{}",
+        o.stdout
+    );
+    let o: Out = kaged().args(["auth", "--help"]).output().unwrap().into();
+    assert!(
+        o.stdout
+            .contains("  login   Log in to an OAuth server and store its tokens\n"),
+        "{}",
+        o.stdout
     );
 }

@@ -192,8 +192,8 @@ impl Shell<'_> {
         })
     }
 
-    /// `ping`: the lines as they come in text mode; with `--json` one object, `{"server",
-    /// "sent", "answered", "rtt_ms"}`.
+    /// `ping`: the lines as they come in text mode; with `--json` one object, as `kaged-mcp
+    /// ping --json` prints it (`{"server", "method", "sent", "answered", "rtt_ms", …}`).
     async fn ping(&self, p: &PingArgs, out: &mut Vec<u8>) -> Result<Done, Failure> {
         ping::check(p)?;
         let server = match &p.server {
@@ -213,21 +213,16 @@ impl Shell<'_> {
         };
         self.known(std::slice::from_ref(&server))?;
         let json = self.json;
-        let rtts = ping::pings(self.session, &server, p, &mut |line| {
+        let measured = ping::pings(self.session, &server, p, &mut |line| {
             if !json {
                 println!("{line}");
             }
         })
         .await;
         let _ = if json {
-            let ms: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
-            writeln!(
-                out,
-                "{}",
-                json!({"server": server, "sent": p.count, "answered": rtts.len(), "rtt_ms": ms})
-            )
+            writeln!(out, "{}", measured.json(&server, p.count))
         } else {
-            writeln!(out, "{}", ping::summary(&server, p.count, &rtts))
+            writeln!(out, "{}", ping::summary(&server, p.count, &measured.rtts))
         };
         Ok(Done::default())
     }
