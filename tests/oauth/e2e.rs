@@ -420,10 +420,12 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
     std::fs::write(project.join("project.yaml"), server.project("")).unwrap();
     let out = with(&["call", "mcp.remote.whoami"]);
     assert_eq!(out.code, Some(2), "{out:?}");
-    // The hint is a command that works when pasted: it carries the project used.
+    // The hint is a command that works when pasted: it carries the project and the
+    // config.toml used (issue 49 point 9).
     assert!(
-        out.stderr
-            .contains(&format!("kaged-mcp auth login --project {p} remote")),
+        out.stderr.contains(&format!(
+            "kaged-mcp auth login --project {p} --config {c} remote"
+        )),
         "{out:?}"
     );
 
@@ -498,7 +500,7 @@ fn the_auth_commands_log_in_show_and_forget_without_printing_a_secret() {
     let out = with(&["auth", "status"]);
     assert!(
         out.stdout.contains(&format!(
-            "remote: not logged in (run `kaged-mcp auth login --project {p} remote`)"
+            "remote: not logged in (run `kaged-mcp auth login --project {p} --config {c} remote`)"
         )),
         "{out:?}"
     );
