@@ -16,7 +16,6 @@
 //! request (which this client does not advertise) is declined.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use kaged_mcp_layers::timeout::ProgressHandle;
 use serde_json::{Map, Number, Value};
@@ -335,23 +334,18 @@ impl Current {
     }
 }
 
-/// Holds a call's idle limit while a person fills a form (a person's hold, which a task's
-/// poll does not end); progress when it ends, so the limit starts again from there.
-struct PersonWait(Option<kaged_mcp_layers::timeout::PersonHold>);
-
-impl PersonWait {
-    fn new(progress: Option<&ProgressHandle>) -> Self {
-        Self(progress.map(ProgressHandle::hold_for_person))
-    }
-}
-
 /// Asks the operator through `asker` (the shell's line reader, on the terminal), for the
 /// command running now (`current`): see the [module docs](self).
 pub(super) async fn ask(asker: &Asker, current: &Current, req: ElicitRequest) -> ElicitResult {
     let Some(running) = current.running() else {
         return ask_form(asker, req).await;
     };
-    let _wait = PersonWait::new(running.progress.as_ref());
+    // The call's idle limit is held while the person fills the form (a person's hold, which a
+    // task's poll does not end); it starts again from the form's end.
+    let _hold = running
+        .progress
+        .as_ref()
+        .map(ProgressHandle::hold_for_person);
     tokio::select! {
         r = ask_form(asker, req) => r,
         () = running.ended.cancelled() => {
@@ -429,6 +423,7 @@ async fn ask_form(asker: &Asker, req: ElicitRequest) -> ElicitResult {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::Duration;
 
     fn schema() -> Map<String, Value> {
         json!({"type": "object", "required": ["name", "age"], "properties": {
