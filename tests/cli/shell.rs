@@ -404,10 +404,10 @@ fn ctrl_c_on_a_terminal_ends_the_call_and_the_shell_goes_on() {
     term.type_(b"call mcp.srv.never_ends --quiet\r");
     // The call is under way once the server polled its task.
     let deadline = std::time::Instant::now() + PATIENCE;
-    while !std::fs::read_to_string(&stats)
+    while std::fs::read_to_string(&stats)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .is_some_and(|s| s["tasks_get"].as_u64().unwrap_or(0) > 0)
+        .is_none_or(|s| s["tasks_get"].as_u64().unwrap_or(0) == 0)
     {
         assert!(std::time::Instant::now() < deadline, "{}", term.seen());
         std::thread::sleep(std::time::Duration::from_millis(20));
