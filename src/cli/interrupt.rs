@@ -14,6 +14,11 @@
 //! One line on stderr says which signal interrupted the command, and it exits with
 //! 128 + the signal's number: 130 (SIGINT) or 143 (SIGTERM).
 //!
+//! A command that gave up on a task (interrupted, timed out) first waits, at most
+//! [`CANCEL_GRACE`], for its `tasks/cancel` to be answered while the session is still open,
+//! and once the servers are shut down prints one line per cancel no server confirmed
+//! ([`tell_unconfirmed`]): `could not cancel task …`, naming the server, the task and why.
+//!
 //! A one-shot command that ran to its end shuts its session down within
 //! [`ONE_SHOT_SHUTDOWN`]: a server that stays after stdin closes (one whose timers keep it
 //! alive) is terminated rather than waited for.
@@ -25,10 +30,19 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use crate::escape::visible;
 use crate::session::{Session, SessionCloser};
 
 /// How long an interrupted command gives its servers to leave.
 pub(super) const INTERRUPT_SHUTDOWN: Duration = Duration::from_millis(1500);
+
+/// How long a command that gave up on a task waits for the server to answer its
+/// `tasks/cancel` before it shuts the session down (with [`INTERRUPT_SHUTDOWN`], the 2 s an
+/// interrupted command allows itself).
+pub(super) const CANCEL_GRACE: Duration = Duration::from_millis(500);
+
+/// After the shutdown, how long the cancels still awaited get to see their session's end.
+const CANCEL_AFTER_CLOSE: Duration = Duration::from_millis(50);
 
 /// How long a one-shot command (not `shell`) gives its servers to leave once it has its
 /// answer: a third to exit after stdin closes, a third after SIGTERM, then SIGKILL.
@@ -119,17 +133,43 @@ impl Signals {
     /// Shuts `session` down after `signal` (within [`INTERRUPT_SHUTDOWN`], or at once on a
     /// second signal) and returns the exit code.
     pub(super) async fn interrupted(&mut self, session: Session, signal: Interrupt) -> u8 {
+        let code = self.shut_down(session.closer(), signal).await;
+        drop(session);
+        code
+    }
+
+    /// What [`interrupted`](Self::interrupted) and [`block_on`] do after `signal`: the line,
+    /// the cancels given [`CANCEL_GRACE`], the servers [`INTERRUPT_SHUTDOWN`] (a second signal
+    /// ends both waits), then the cancels not confirmed.
+    async fn shut_down(&mut self, closer: SessionCloser, signal: Interrupt) -> u8 {
         signal.announce("cancelled what was in flight; the servers are shut down");
-        if let Err(again) = self
-            .until(session.shutdown_within(INTERRUPT_SHUTDOWN))
-            .await
-        {
+        let polite = async {
+            closer.settle_cancels(CANCEL_GRACE).await;
+            closer.clone().shutdown_within(INTERRUPT_SHUTDOWN).await;
+        };
+        if let Err(again) = self.until(polite).await {
             tracing::debug!(
                 signal = again.name(),
                 "a second signal: the servers are killed"
             );
+        } else {
+            closer.settle_cancels(CANCEL_AFTER_CLOSE).await;
         }
+        tell_unconfirmed(&closer);
         signal.exit_code()
+    }
+}
+
+/// Prints one line on stderr per `tasks/cancel` no server confirmed (refused, not sent, not
+/// answered): that task may still run. Server-supplied text is escaped.
+pub(super) fn tell_unconfirmed(closer: &SessionCloser) {
+    for c in closer.unconfirmed_cancels() {
+        eprintln!(
+            "could not cancel task `{}` on `{}`: {}; it may still run",
+            visible(&c.task_id),
+            c.server,
+            visible(&c.reason.to_string())
+        );
     }
 }
 
@@ -148,19 +188,7 @@ pub(super) fn block_on(body: impl Future<Output = u8>) -> u8 {
             .take();
         match (out, closer) {
             (Ok(code), _) => code,
-            (Err(signal), Some(closer)) => {
-                signal.announce("cancelled what was in flight; the servers are shut down");
-                if let Err(again) = signals
-                    .until(closer.shutdown_within(INTERRUPT_SHUTDOWN))
-                    .await
-                {
-                    tracing::debug!(
-                        signal = again.name(),
-                        "a second signal: the servers are killed"
-                    );
-                }
-                signal.exit_code()
-            }
+            (Err(signal), Some(closer)) => signals.shut_down(closer, signal).await,
             (Err(signal), None) => {
                 signal.announce("stopped before any server started");
                 signal.exit_code()
@@ -196,11 +224,17 @@ pub(super) fn runtime() -> tokio::runtime::Runtime {
     runtime
 }
 
-/// Ends a one-shot command's session: within [`ONE_SHOT_SHUTDOWN`].
+/// Ends a one-shot command's session: the `tasks/cancel` of a call it gave up on (timed out)
+/// get [`CANCEL_GRACE`] to be answered, the servers [`ONE_SHOT_SHUTDOWN`]; then a line for
+/// each cancel not confirmed.
 pub(super) async fn end(session: Session) {
     started()
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take();
+    let closer = session.closer();
+    closer.settle_cancels(CANCEL_GRACE).await;
     session.shutdown_within(ONE_SHOT_SHUTDOWN).await;
+    closer.settle_cancels(CANCEL_AFTER_CLOSE).await;
+    tell_unconfirmed(&closer);
 }

@@ -127,7 +127,7 @@ pub use self::skills::checks as skill_checks;
 pub use self::skills::{LoadedSkill, SkillContent};
 pub use self::state::ServerState;
 use self::supervisor::{session_close_requested, Acquire, Supervisor};
-pub use self::tasks::TaskCounts;
+pub use self::tasks::{TaskCounts, Unconfirmed, UnconfirmedCancel};
 
 use self::rpc::RpcSession;
 use self::server_requests::ServerRequestService;
@@ -423,6 +423,22 @@ impl McpClient {
     /// (see [`tasks`]).
     pub fn task_counts(&self) -> TaskCounts {
         self.shared.tasks.counts()
+    }
+
+    /// Waits at most `limit` until every `tasks/cancel` this client sent (for a call dropped
+    /// before its task ended: interrupted, timed out) got its answer or failed; `true` when
+    /// none is awaited any more. A command that gave up on a task waits here before it shuts
+    /// the server down, so the cancel is answered on a session still open.
+    pub async fn settle_cancels(&self, limit: Duration) -> bool {
+        self.shared.tasks.settle_cancels(limit).await
+    }
+
+    /// Takes the `tasks/cancel` requests this client sent that the server did not confirm:
+    /// refused, not sent, or not answered (one still awaited counts as not answered: call
+    /// [`settle_cancels`](Self::settle_cancels) first). Each is told once. Those tasks may
+    /// still run on the server.
+    pub fn unconfirmed_cancels(&self) -> Vec<UnconfirmedCancel> {
+        self.shared.tasks.unconfirmed_cancels(&self.shared.server)
     }
 
     /// Whether the server, as last started, runs `tools/call` as a task for this client: its

@@ -667,4 +667,22 @@ impl SessionCloser {
     pub async fn shutdown_within(self, deadline: std::time::Duration) {
         join_all(self.clients.iter().map(|c| c.shutdown_within(deadline))).await;
     }
+
+    /// Waits at most `limit` until every `tasks/cancel` a server was sent got its answer or
+    /// failed (see [`McpClient::settle_cancels`]); `true` when none is awaited any more.
+    pub async fn settle_cancels(&self, limit: std::time::Duration) -> bool {
+        join_all(self.clients.iter().map(|c| c.settle_cancels(limit)))
+            .await
+            .into_iter()
+            .all(|settled| settled)
+    }
+
+    /// Takes the `tasks/cancel` requests no server confirmed, server by server (see
+    /// [`McpClient::unconfirmed_cancels`]).
+    pub fn unconfirmed_cancels(&self) -> Vec<crate::client::UnconfirmedCancel> {
+        self.clients
+            .iter()
+            .flat_map(McpClient::unconfirmed_cancels)
+            .collect()
+    }
 }

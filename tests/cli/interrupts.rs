@@ -301,14 +301,24 @@ fn wait_bounded(mut child: Child) -> std::process::Output {
 /// `tests/servers/tasks_server.py` over Streamable HTTP, and a project whose server `srv` is it,
 /// in `era` with `timeout_ms`.
 fn http_task_server(era: &str, timeout_ms: u64) -> (peers::SsePeer, tempfile::TempDir) {
+    http_task_server_with(era, timeout_ms, &[])
+}
+
+/// [`http_task_server`] with `extra` flags for the server.
+fn http_task_server_with(
+    era: &str,
+    timeout_ms: u64,
+    extra: &[&str],
+) -> (peers::SsePeer, tempfile::TempDir) {
     let script = peers::server_script("tasks_server.py");
-    let cmd: Vec<String> = vec![
+    let mut cmd: Vec<String> = vec![
         "python3".into(),
         script.to_string_lossy().into_owned(),
         "http".into(),
         "--port".into(),
         "0".into(),
     ];
+    cmd.extend(extra.iter().map(|s| (*s).to_owned()));
     let peer = peers::SsePeer::start_reporting_port(&cmd).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -407,6 +417,10 @@ fn a_timed_out_task_is_cancelled_over_http(era: &str) {
         stderr.contains("tool `never_ends` timed out after 1500 ms"),
         "{stderr}"
     );
+    assert!(
+        !stderr.contains("could not cancel"),
+        "the server answered the cancel: {stderr}"
+    );
     assert_cancel_then_delete(&peer, era);
 }
 
@@ -418,4 +432,173 @@ fn a_timed_out_legacy_task_is_cancelled_over_streamable_http() {
 #[test]
 fn a_timed_out_modern_task_is_cancelled_over_streamable_http() {
     a_timed_out_task_is_cancelled_over_http("modern");
+}
+
+// ---- what could not be cancelled (issue 49 point 3) --------------------------------------------
+
+/// The task ids the server received a `tasks/cancel` for (its stats file, `--stats-file`).
+fn cancelled_task_ids(stats_file: &Path) -> Vec<String> {
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stats_file).unwrap()).unwrap();
+    stats["tasks_cancel"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{stats}"))
+        .iter()
+        .map(|id| id.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The lines of `stderr` that say a cancel was not confirmed: exactly one, for `task_id` on
+/// `srv`, saying the `tasks/cancel` got no answer; and it is not an `interrupted` line.
+fn assert_one_unconfirmed(stderr: &str, task_id: &str) {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("could not cancel"))
+        .collect();
+    assert_eq!(
+        lines,
+        [format!(
+            "could not cancel task `{task_id}` on `srv`: tasks/cancel got no answer; it may still run"
+        )],
+        "{stderr}"
+    );
+}
+
+/// A project whose stdio server `srv` is `tasks_server.py --ignore-cancel`, its stats in
+/// `stats.json` of the project directory.
+fn stdio_task_server_ignoring_cancel(timeout_ms: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let script = peers::server_script("tasks_server.py");
+    std::fs::write(
+        dir.path().join("project.yaml"),
+        format!(
+            "mcp:\n  srv:\n    transport: stdio\n    command: [python3, {}, stdio, --ignore-cancel, --stats-file, {}]\n",
+            serde_json::to_string(&script).unwrap(),
+            serde_json::to_string(&dir.path().join("stats.json")).unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("local.toml"),
+        format!("[mcp.srv]\ntimeout_ms = {timeout_ms}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+/// SIGINT while `call` follows a task whose server never answers `tasks/cancel`, over
+/// Streamable HTTP in `era`: exit 130, the one `interrupted` line, then one line naming the
+/// server, the task and why (before issue 49 nothing said the task was left running).
+fn sigint_says_what_it_could_not_cancel_over_http(era: &str) {
+    let stats = tempfile::tempdir().unwrap();
+    let stats_file = stats.path().join("stats.json");
+    let (peer, dir) = http_task_server_with(
+        era,
+        60_000,
+        &[
+            "--ignore-cancel",
+            "--stats-file",
+            stats_file.to_str().unwrap(),
+        ],
+    );
+    let child = spawn(&["call", "mcp.srv.never_ends"], dir.path());
+    wait_until("the task being polled", || {
+        server_lines(&peer).iter().any(|l| l.contains("tasks/get"))
+    });
+    kill(
+        Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        Signal::SIGINT,
+    )
+    .unwrap();
+    let out = wait_bounded(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let interrupted: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("interrupted"))
+        .collect();
+    assert_eq!(interrupted.len(), 1, "one line says so: {stderr}");
+    let cancelled = cancelled_task_ids(&stats_file);
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}: {stderr}");
+    assert_one_unconfirmed(&stderr, &cancelled[0]);
+}
+
+#[test]
+fn sigint_says_which_legacy_task_it_could_not_cancel_over_streamable_http() {
+    sigint_says_what_it_could_not_cancel_over_http("legacy");
+}
+
+#[test]
+fn sigint_says_which_modern_task_it_could_not_cancel_over_streamable_http() {
+    sigint_says_what_it_could_not_cancel_over_http("modern");
+}
+
+/// The same over stdio: the server reads `tasks/cancel` and never answers it.
+#[test]
+fn sigint_says_which_task_it_could_not_cancel_over_stdio() {
+    let dir = stdio_task_server_ignoring_cancel(60_000);
+    let stats_file = dir.path().join("stats.json");
+    let child = spawn(&["call", "mcp.srv.never_ends"], dir.path());
+    wait_until("the task being created", || {
+        std::fs::read_to_string(&stats_file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|s| s["tasks_get"].as_u64().unwrap_or(0) > 0)
+    });
+    kill(
+        Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        Signal::SIGINT,
+    )
+    .unwrap();
+    let out = wait_bounded(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let interrupted: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("interrupted"))
+        .collect();
+    assert_eq!(interrupted.len(), 1, "one line says so: {stderr}");
+    let cancelled = cancelled_task_ids(&stats_file);
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}: {stderr}");
+    assert_one_unconfirmed(&stderr, &cancelled[0]);
+}
+
+/// A timeout: the one-shot `call` fails (exit 1), and says which task it could not cancel;
+/// over stdio and over Streamable HTTP (modern).
+#[test]
+fn a_timed_out_call_says_which_task_it_could_not_cancel_over_stdio() {
+    let dir = stdio_task_server_ignoring_cancel(1_500);
+    let child = spawn(&["call", "mcp.srv.never_ends", "--quiet"], dir.path());
+    let out = wait_bounded(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("tool `never_ends` timed out after 1500 ms"),
+        "{stderr}"
+    );
+    let cancelled = cancelled_task_ids(&dir.path().join("stats.json"));
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}: {stderr}");
+    assert_one_unconfirmed(&stderr, &cancelled[0]);
+}
+
+#[test]
+fn a_timed_out_call_says_which_task_it_could_not_cancel_over_streamable_http() {
+    let stats = tempfile::tempdir().unwrap();
+    let stats_file = stats.path().join("stats.json");
+    let (_peer, dir) = http_task_server_with(
+        "modern",
+        1_500,
+        &[
+            "--ignore-cancel",
+            "--stats-file",
+            stats_file.to_str().unwrap(),
+        ],
+    );
+    let child = spawn(&["call", "mcp.srv.never_ends", "--quiet"], dir.path());
+    let out = wait_bounded(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let cancelled = cancelled_task_ids(&stats_file);
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}: {stderr}");
+    assert_one_unconfirmed(&stderr, &cancelled[0]);
 }

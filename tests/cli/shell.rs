@@ -285,3 +285,143 @@ fn call_shows_the_servers_progress_on_stderr_unless_quiet() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert!(!o.stderr.contains(&format!("{tool}: ")), "{}", o.stderr);
 }
+
+// ---- the shell on a real terminal (issue 49 point 4) -------------------------------------------
+
+/// `kaged-mcp shell` on a pseudo-terminal (util-linux `script`), what it writes gathered as it
+/// comes; every wait bounded, the child killed if it outlives the test.
+struct OnTerminal {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    seen: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+/// How long a wait for the terminal lasts before the test fails (a hang guard, not a timing
+/// check).
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl OnTerminal {
+    /// `None` (the test is skipped, saying so) where `script` is missing.
+    fn start(dir: &std::path::Path) -> Option<Self> {
+        use std::io::Read;
+        use std::process::{Command, Stdio};
+        if Command::new("script").arg("--version").output().is_err() {
+            eprintln!("skipped: util-linux `script` is not installed");
+            return None;
+        }
+        let exe = env!("CARGO_BIN_EXE_kaged-mcp");
+        let line = format!(
+            "exec '{exe}' shell --project '{}'",
+            dir.display().to_string().replace('\'', "'\\''")
+        );
+        let mut child = Command::new("script")
+            .current_dir(dir)
+            .args(["-qfec", &line, "/dev/null"])
+            .env("XDG_STATE_HOME", common::cli::NO_STATE)
+            .env("TERM", "dumb")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = std::sync::Arc::clone(&seen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Some(Self { child, stdin, seen })
+    }
+
+    fn seen(&self) -> String {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Waits until the terminal shows `text` `times` times in all.
+    fn wait_for(&mut self, text: &str, times: usize) {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        while self.seen().matches(text).count() < times {
+            if std::time::Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "gave up waiting for {text:?}; the terminal showed:\n{}",
+                    self.seen()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn type_(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Waits for the shell's end (bounded): its exit code.
+    fn exit(mut self) -> Option<i32> {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("the shell still ran; the terminal showed:\n{}", self.seen());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// Ctrl-C typed on the terminal during a call ends that call, not the shell: the shell says
+/// so, prompts again, and `quit` ends it with 0 (a task the server runs is cancelled).
+#[test]
+fn ctrl_c_on_a_terminal_ends_the_call_and_the_shell_goes_on() {
+    let script = peers::server_script("tasks_server.py");
+    let d = project(
+        &format!(
+            "mcp:\n  srv:\n    transport: stdio\n    command: [python3, {}, stdio, --stats-file, stats.json]\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+        "",
+    );
+    let stats = d.path().join("stats.json");
+    let Some(mut term) = OnTerminal::start(d.path()) else {
+        return;
+    };
+    term.wait_for("kaged-mcp> ", 1);
+    term.type_(b"call mcp.srv.never_ends --quiet\r");
+    // The call is under way once the server polled its task.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while std::fs::read_to_string(&stats)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_none_or(|s| s["tasks_get"].as_u64().unwrap_or(0) == 0)
+    {
+        assert!(std::time::Instant::now() < deadline, "{}", term.seen());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    term.type_(b"\x03");
+    term.wait_for("the command was cancelled; the shell goes on", 1);
+    term.wait_for("kaged-mcp> ", 2);
+    term.type_(b"quit\r");
+    let seen = term.seen();
+    assert_eq!(term.exit(), Some(0), "{seen}");
+    let stats: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(
+        stats["tasks_cancel"].as_array().map(Vec::len),
+        Some(1),
+        "{stats}"
+    );
+}

@@ -308,8 +308,9 @@ class Handler(kit.Handler):
             self.log(status, **fields)
             self.plain(status, "refused by the test server")
             return
-        self.plain(202, "Accepted")
+        # Logged before answering (as above), so a client that closes after its 202 finds it.
         self.log(202, **fields)
+        self.plain(202, "Accepted")
         handle_message(session, msg)
 
 

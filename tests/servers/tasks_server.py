@@ -6,7 +6,7 @@ extension `io.modelcontextprotocol/tasks` (SEP-2663), with fault modes.
 Usage:  python3 tasks_server.py stdio [options]
         python3 tasks_server.py http [--port N] [options]
 Options: [--poll-interval-ms N] [--ttl-ms N] [--lose-tasks] [--cut-get N]
-         [--expire-session-on-get N] [--no-task-capability] [--stats-file PATH]
+         [--expire-session-on-get N] [--no-task-capability] [--ignore-cancel] [--stats-file PATH]
 
 Python 3 stdlib only. JSON-RPC 2.0. Logs only on stderr: one line per message received
 (`tasks_server: <era> <method> id=<id>`; an answer from the client `answer id=<id>`), so a test can
@@ -177,6 +177,10 @@ Faults:
                         carries: answered 404 (-32001), that id is 404 from then on and its GET
                         streams end; a new initialize gets a new session (tasks live on).
   --no-task-capability  as described above for each era.
+  --ignore-cancel       tasks/cancel (both eras) is counted (stats tasks_cancel) and logged, and
+                        never answered; the task runs on. stdio: no line is written for it; HTTP:
+                        its POST is held open, without a byte of answer, until the client leaves
+                        (or 60 s, then the connection is closed).
 
 Stats (--stats-file PATH rewritten atomically after every change; HTTP also GET /stats):
 {"tool_runs": {tool: job bodies started (inline or task)}, "tasks_created": n, "tasks_get": n,
@@ -918,6 +922,10 @@ def stdio_request(msg):
         os._exit(3)
     if msg["method"] in ("tasks/result", "tasks/update"):
         count_request(msg["method"])
+    if msg["method"] == "tasks/cancel" and ARGS.ignore_cancel:
+        note_cancel(kit.params_of(msg))
+        eprint("--ignore-cancel: tasks/cancel not answered")
+        return
 
     def deliver(request):
         if request is not None:
@@ -1067,6 +1075,14 @@ class Handler(kit.Handler):
             eprint(f"--cut-get {ARGS.cut_get}: closing the connection without an answer")
             self.drop()
             return
+        if kind == "request" and msg["method"] == "tasks/cancel" and ARGS.ignore_cancel:
+            note_cancel(kit.params_of(msg))
+            eprint("--ignore-cancel: tasks/cancel not answered")
+            deadline = time.monotonic() + 60
+            while not self.client_gone() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.drop()
+            return
         if modern_msg:
             status, answer = safe_serve(msg, "http", headers=self.headers)
             self.reply_json(status, answer)
@@ -1160,6 +1176,7 @@ def main():
     parser.add_argument("--cut-get", type=int, default=None, metavar="N")
     parser.add_argument("--expire-session-on-get", type=int, default=None, metavar="N")
     parser.add_argument("--no-task-capability", action="store_true")
+    parser.add_argument("--ignore-cancel", action="store_true")
     ARGS = kit.parse(parser, "tasks_server", STATS)
     if ARGS.poll_interval_ms < 0 or ARGS.ttl_ms < 0:
         parser.error("--poll-interval-ms and --ttl-ms must be >= 0")

@@ -347,6 +347,35 @@ async fn close_reports_closed_once_as_requested() {
     assert_eq!(recorder.close_calls(), (1, false));
 }
 
+/// What was sent before `close` reaches the server before the stream ends: a cancelled
+/// call's `notifications/cancelled` (and an interrupted task's `tasks/cancel`) queued just
+/// before the client closes is POSTed, not dropped with the queue (issue 49 point 3; before,
+/// close cleared the queue and aborted the writer, and the server never heard of them).
+#[tokio::test]
+async fn close_delivers_what_was_queued_before_it() {
+    let log = log_file();
+    let peer = fault(SseFault::Ok, &["--log", log.to_str().unwrap()]);
+    let session = Session::connect(&transport(config(&peer.sse_url())), "x", LIMIT)
+        .await
+        .unwrap();
+    session.initialize().await;
+    for id in 100..105 {
+        session
+            .send(
+                &json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": { "requestId": id, "reason": "interrupted" } }),
+            )
+            .unwrap();
+    }
+    let recorder = session.close().await;
+    assert_eq!(recorder.close_calls(), (1, false));
+    let cancelled = read_log(&log)
+        .into_iter()
+        .filter(|e| e["method"] == "notifications/cancelled")
+        .count();
+    assert_eq!(cancelled, 5, "{:#?}", read_log(&log));
+}
+
 #[tokio::test]
 async fn dropping_the_connection_reports_closed_once() {
     let peer = fault(SseFault::Ok, &[]);

@@ -64,8 +64,11 @@ impl<F> ResponseFuture<F> {
 }
 
 /// When the idle limit ends the call now: `idle` after the last progress (or the start),
-/// not before a hold ends, never after the cap.
+/// not before a hold ends (not at all while a person holds it), never after the cap.
 fn idle_end(p: &ProgressHandle, start: Instant, idle: Duration, cap: Instant) -> Instant {
+    if p.held_for_person() {
+        return cap;
+    }
     let base = deadline(p.last_progress().unwrap_or(start), idle);
     p.held_until().map_or(base, |h| base.max(h)).min(cap)
 }
@@ -92,7 +95,7 @@ where
         // While a hold is on (and once as it ends), the timer follows it: a hold that ends
         // early wakes this future, which then arms the timer where the idle limit now falls.
         if let Some(p) = this.progress.as_ref() {
-            let holding = p.held_until().is_some();
+            let holding = p.held_until().is_some() || p.held_for_person();
             if holding || *this.held {
                 p.register(cx.waker());
                 let target = idle_end(p, *this.start, *this.idle, *this.cap);

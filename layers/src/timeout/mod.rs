@@ -69,7 +69,7 @@ use tower::{BoxError, Service};
 
 pub use self::error::{Elapsed, ElapsedKind};
 pub use self::layer::ProgressTimeoutLayer;
-pub use self::progress::{Progress, ProgressHandle, ProgressObserver};
+pub use self::progress::{PersonHold, Progress, ProgressHandle, ProgressObserver};
 
 /// A request that may carry a [`ProgressHandle`].
 pub trait ProgressAware {
@@ -279,6 +279,45 @@ mod tests {
         );
         let err = svc.oneshot(Call(None)).await.unwrap_err();
         assert!(err.is::<std::io::Error>());
+    }
+
+    /// A task's poll holds and releases the idle limit while a person fills the form the task
+    /// asked for: the poll's release must not end the person's hold (issue 49 point 4: the
+    /// call timed out while the person was still typing), and the limit runs again, from the
+    /// form's end, once the person is done.
+    #[tokio::test(start_paused = true)]
+    async fn a_polls_release_does_not_end_a_persons_hold() {
+        let progress = ProgressHandle::new();
+        let mut call = tokio_test::task::spawn(hanging().oneshot(Call(Some(progress.clone()))));
+        assert_pending!(call.poll());
+        let person = progress.hold_for_person();
+        assert!(progress.held_for_person());
+        // A poll while the person types: held for its interval, then answered.
+        progress.hold_until(tokio::time::Instant::now() + secs(2), secs(2));
+        tokio::time::advance(secs(1)).await;
+        progress.release();
+        assert_pending!(call.poll());
+        // Past the idle limit (t = 6 s, the limit is 5 s): the person still holds it.
+        tokio::time::advance(secs(5)).await;
+        assert_pending!(call.poll());
+        assert!(progress.held_for_person());
+        drop(person);
+        assert!(!progress.held_for_person());
+        assert_pending!(call.poll());
+        tokio::time::advance(IDLE - Duration::from_millis(1)).await;
+        assert_pending!(call.poll());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(kind(&assert_ready_err!(call.poll())), ElapsedKind::Idle);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_persons_hold_does_not_pass_the_total_cap() {
+        let progress = ProgressHandle::new();
+        let mut call = tokio_test::task::spawn(hanging().oneshot(Call(Some(progress.clone()))));
+        assert_pending!(call.poll());
+        let _person = progress.hold_for_person();
+        tokio::time::advance(TOTAL).await;
+        assert_eq!(kind(&assert_ready_err!(call.poll())), ElapsedKind::Total);
     }
 
     #[test]

@@ -81,6 +81,9 @@ struct Shared {
     /// The idle limit the call is measured against, in nanoseconds plus one (set by the
     /// timeout when the call starts); 0 when no timeout watches the handle.
     idle: AtomicU64,
+    /// How many people the call waits for now ([`ProgressHandle::hold_for_person`]); the
+    /// idle limit is off while it is not 0.
+    people: AtomicU64,
     /// The timeout's waker while a hold is on, so that a hold that ends early wakes it.
     waker: Mutex<Option<Waker>>,
 }
@@ -95,6 +98,7 @@ impl Shared {
             hold: AtomicU64::new(0),
             asked_ms: AtomicU64::new(0),
             idle: AtomicU64::new(0),
+            people: AtomicU64::new(0),
             waker: Mutex::new(None),
         }
     }
@@ -198,6 +202,24 @@ impl ProgressHandle {
             .instant(self.shared.hold.load(Ordering::Acquire))
     }
 
+    /// The call waits for a person (a form the server asked the client to fill): the idle
+    /// limit does not run until the returned guard drops (the total cap still does). Apart
+    /// from [`hold_until`](Self::hold_until): a poll answered while the person types
+    /// ([`release`](Self::release)) does not end this hold, and a timeout after it does not
+    /// blame the server's interval. When the last person's guard drops, progress is recorded
+    /// ([`notify`](Self::notify)): the idle limit starts again from there.
+    #[must_use = "the hold ends when the guard drops"]
+    pub fn hold_for_person(&self) -> PersonHold {
+        self.shared.people.fetch_add(1, Ordering::AcqRel);
+        self.wake();
+        PersonHold(self.clone())
+    }
+
+    /// Whether a person holds the idle limit now ([`hold_for_person`](Self::hold_for_person)).
+    pub fn held_for_person(&self) -> bool {
+        self.shared.people.load(Ordering::Acquire) != 0
+    }
+
     /// The server's asked wait that a hold last covered, `None` if the handle was never held.
     pub fn asked_interval(&self) -> Option<Duration> {
         match self.shared.asked_ms.load(Ordering::Relaxed) {
@@ -245,6 +267,20 @@ impl ProgressHandle {
         if let Some(w) = waker {
             w.wake();
         }
+    }
+}
+
+/// A person's hold on a call's idle limit ([`ProgressHandle::hold_for_person`]): it ends, and
+/// the idle limit starts again, when this drops.
+#[derive(Debug)]
+pub struct PersonHold(ProgressHandle);
+
+impl Drop for PersonHold {
+    fn drop(&mut self) {
+        let handle = &self.0;
+        handle.notify();
+        handle.shared.people.fetch_sub(1, Ordering::AcqRel);
+        handle.wake();
     }
 }
 

@@ -5,8 +5,9 @@
 //! the end of input cancels.
 //!
 //! A form belongs to the shell's command it came during ([`Current`]): the wait for the person
-//! does not count against the call's timeout (its progress handle is held while the form is
-//! open, as a task's poll interval is, and the idle limit starts again when the form ends), and
+//! does not count against the call's timeout (a person's hold on its progress handle,
+//! [`ProgressHandle::hold_for_person`], which a task's poll holding and releasing the same
+//! handle does not end; the idle limit starts again when the form ends), and
 //! when the command ends (its timeout, Ctrl-C) the form ends with it: it says so, answers
 //! `cancel`, and the line typed at its prompt goes to the shell.
 //!
@@ -15,7 +16,6 @@
 //! request (which this client does not advertise) is declined.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use kaged_mcp_layers::timeout::ProgressHandle;
 use serde_json::{Map, Number, Value};
@@ -334,38 +334,18 @@ impl Current {
     }
 }
 
-/// Holds a call's idle limit while a person fills a form; progress when it ends, so the limit
-/// starts again from there.
-struct PersonWait(Option<ProgressHandle>);
-
-impl PersonWait {
-    /// Far enough for a person; the call's total cap still applies.
-    const FOR: Duration = Duration::from_secs(365 * 86_400);
-
-    fn new(progress: Option<ProgressHandle>) -> Self {
-        if let Some(p) = &progress {
-            p.hold_until(tokio::time::Instant::now() + Self::FOR, Duration::ZERO);
-        }
-        Self(progress)
-    }
-}
-
-impl Drop for PersonWait {
-    fn drop(&mut self) {
-        if let Some(p) = &self.0 {
-            p.notify();
-            p.release();
-        }
-    }
-}
-
 /// Asks the operator through `asker` (the shell's line reader, on the terminal), for the
 /// command running now (`current`): see the [module docs](self).
 pub(super) async fn ask(asker: &Asker, current: &Current, req: ElicitRequest) -> ElicitResult {
     let Some(running) = current.running() else {
         return ask_form(asker, req).await;
     };
-    let _wait = PersonWait::new(running.progress.clone());
+    // The call's idle limit is held while the person fills the form (a person's hold, which a
+    // task's poll does not end); it starts again from the form's end.
+    let _hold = running
+        .progress
+        .as_ref()
+        .map(ProgressHandle::hold_for_person);
     tokio::select! {
         r = ask_form(asker, req) => r,
         () = running.ended.cancelled() => {
@@ -443,6 +423,7 @@ async fn ask_form(asker: &Asker, req: ElicitRequest) -> ElicitResult {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::Duration;
 
     fn schema() -> Map<String, Value> {
         json!({"type": "object", "required": ["name", "age"], "properties": {
@@ -605,8 +586,77 @@ mod tests {
             answer,
             ElicitResult::Accept(json!({"name": "Ada"}).as_object().cloned().unwrap())
         );
-        assert_eq!(progress.held_until(), None, "the hold ends with the form");
+        assert!(!progress.held_for_person(), "the hold ends with the form");
         assert!(progress.notifications() >= 1, "the idle limit starts again");
+        drop(begun);
+    }
+
+    /// A task asked for the form, and its follower goes on polling while the person types:
+    /// each poll holds the idle limit for its interval and releases it when answered. That
+    /// release must not end the person's hold (before, it did: the call timed out while the
+    /// person was still typing). The outcome is asserted: without a hold of its own the call
+    /// ends at the idle limit, long before the person answers.
+    #[tokio::test]
+    async fn a_task_poll_does_not_end_the_wait_for_a_person() {
+        use kaged_mcp_layers::timeout::{ProgressAware, ProgressTimeoutLayer};
+        use tower::{ServiceBuilder, ServiceExt};
+
+        struct Call(ProgressHandle);
+        impl ProgressAware for Call {
+            fn progress(&self) -> Option<&ProgressHandle> {
+                Some(&self.0)
+            }
+        }
+        let asker = Asker::with_reader(|prompt| {
+            // Slow typing: each line takes four times the idle limit.
+            std::thread::sleep(Duration::from_millis(400));
+            Read::Line(
+                if prompt.starts_with("accept") {
+                    "a"
+                } else {
+                    "Ada"
+                }
+                .into(),
+            )
+        });
+        let current = Current::default();
+        let begun = current.begin();
+        let progress = ProgressHandle::new();
+        current.call_progress(&progress);
+        let poller = tokio::spawn({
+            let progress = progress.clone();
+            async move {
+                loop {
+                    let wait = Duration::from_millis(30);
+                    progress.hold_until(tokio::time::Instant::now() + wait, wait);
+                    tokio::time::sleep(wait).await;
+                    // The poll's answer: nothing new.
+                    progress.release();
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        });
+        let form = {
+            let (asker, current) = (asker.clone(), current.clone());
+            tower::service_fn(move |_: Call| {
+                let (asker, current) = (asker.clone(), current.clone());
+                async move { Ok::<_, tower::BoxError>(ask(&asker, &current, request()).await) }
+            })
+        };
+        let svc = ServiceBuilder::new()
+            .layer(ProgressTimeoutLayer::new(
+                Duration::from_millis(100),
+                Duration::from_secs(3600),
+            ))
+            .service(form);
+        let answer = svc.oneshot(Call(progress.clone())).await;
+        poller.abort();
+        assert_eq!(
+            answer.map_err(|e| e.to_string()),
+            Ok(ElicitResult::Accept(
+                json!({"name": "Ada"}).as_object().cloned().unwrap()
+            ))
+        );
         drop(begun);
     }
 
@@ -627,19 +677,19 @@ mod tests {
         });
         // The form is open (the person has not typed yet): the limit is held.
         for _ in 0..200 {
-            if progress.held_until().is_some() {
+            if progress.held_for_person() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        assert!(progress.held_until().is_some());
+        assert!(progress.held_for_person());
         drop(begun);
         let answer = tokio::time::timeout(Duration::from_secs(10), form)
             .await
             .expect("the form ended with its command")
             .unwrap();
         assert_eq!(answer, ElicitResult::Cancel);
-        assert_eq!(progress.held_until(), None);
+        assert!(!progress.held_for_person());
         // What the person types next is the shell's line, not the form's.
         typed.send("quit".into()).unwrap();
         let next = tokio::time::timeout(Duration::from_secs(10), asker.line("kaged-mcp> ", true))

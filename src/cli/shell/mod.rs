@@ -30,7 +30,7 @@ use tower::BoxError;
 use crate::client::elicitation::{ElicitRequest, ElicitationService};
 use crate::session::Session;
 
-use super::interrupt::{Interrupt, Signals};
+use super::interrupt::{tell_unconfirmed, Interrupt, Signals, CANCEL_GRACE};
 use super::output::Failure;
 use super::start::{runtime, start_lasting, Scope, Who};
 use super::{ServerArgs, EXIT_OK};
@@ -164,8 +164,19 @@ pub(super) fn run(args: &ServerArgs, who: Who<'_>, json: bool, verbose: bool) ->
                 }
                 Err(signal) => return signals.interrupted(session, signal).await,
             }
+            // A task the command gave up on (timed out, Ctrl-C): its cancel is answered, or
+            // the shell says so before the next prompt.
+            let closer = session.closer();
+            match signals.until(closer.settle_cancels(CANCEL_GRACE)).await {
+                // A person's Ctrl-C only ends the wait.
+                Ok(_) | Err(Interrupt::Int) if input.is_terminal() => tell_unconfirmed(&closer),
+                Ok(_) => tell_unconfirmed(&closer),
+                Err(signal) => return signals.interrupted(session, signal).await,
+            }
         }
+        let closer = session.closer();
         session.shutdown().await;
+        tell_unconfirmed(&closer);
         EXIT_OK
     })
 }

@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use super::super::error::ClientError;
 use super::super::rpc::RpcSession;
 use super::super::Shared;
+use super::ledger::{Ledger, UnconfirmedCancel};
 use crate::client::Kind;
 use crate::protocol::tasks::{TaskState, TaskStatus};
 
@@ -46,6 +47,8 @@ pub(crate) struct TaskBoard {
     client: OnceLock<Weak<Shared>>,
     /// Bound on each request of a task and on the `tasks/cancel` acknowledgement.
     pub(super) request_timeout: Duration,
+    /// The `tasks/cancel` requests sent and not confirmed yet.
+    pub(super) cancels: Ledger,
 }
 
 impl std::fmt::Debug for TaskBoard {
@@ -136,6 +139,7 @@ impl TaskBoard {
             cancelled: AtomicU64::new(0),
             client: OnceLock::new(),
             request_timeout,
+            cancels: Ledger::default(),
         }
     }
 
@@ -152,6 +156,18 @@ impl TaskBoard {
             failed: self.failed.load(Ordering::Relaxed),
             cancelled: self.cancelled.load(Ordering::Relaxed),
         }
+    }
+
+    /// Waits at most `limit` until every `tasks/cancel` sent got its answer or failed; `true`
+    /// when none is awaited any more.
+    pub(crate) async fn settle_cancels(&self, limit: Duration) -> bool {
+        self.cancels.wait(limit).await
+    }
+
+    /// Takes the `tasks/cancel` requests of `server` not confirmed (see
+    /// [`McpClient::unconfirmed_cancels`](crate::client::McpClient::unconfirmed_cancels)).
+    pub(crate) fn unconfirmed_cancels(&self, server: &str) -> Vec<UnconfirmedCancel> {
+        self.cancels.take(server)
     }
 
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Watch>>> {

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::super::error::ClientError;
 use super::super::rpc::{CallGuard, RpcSession};
 use super::board::{TaskBoard, Watch};
+use super::ledger::Unconfirmed;
 use crate::client::ErrorKind;
 use crate::protocol::method::CancelTask;
 use crate::protocol::tasks::TaskIdParams;
@@ -96,15 +97,23 @@ impl Drop for Ticket {
 }
 
 /// Sends `tasks/cancel` for `task_id`: on `session`, or on the client's next one if it ended;
-/// the acknowledgement is awaited in the background (bounded) and logged at DEBUG.
+/// the acknowledgement is awaited in the background (bounded) and logged at DEBUG, and the
+/// board's ledger keeps the cancel until it is confirmed (see [`super::ledger`]).
 fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
     tracing::debug!(server = &*session.server, task_id = %task_id, "the call was dropped; cancelling its task");
+    let seq = board.cancels.open(&task_id);
     // Queued at once when the session is open (a process that exits right after still writes
     // it: stdio's shutdown flushes what is queued); only the acknowledgement is awaited.
     let queued = if session.is_closed() {
         None
     } else {
-        send_cancel(&session, &task_id).ok()
+        match send_cancel(&session, &task_id) {
+            Ok(queued) => Some(queued),
+            Err(e) => {
+                board.cancels.settle(seq, Err(Unconfirmed::of(&e, false)));
+                return;
+            }
+        }
     };
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         // No runtime to wait on: forget it (its guard, dropped armed, would send
@@ -113,26 +122,41 @@ fn cancel(board: Arc<TaskBoard>, session: Arc<RpcSession>, task_id: Arc<str>) {
             guard.disarm();
             session.forget(guard.id());
         }
+        board.cancels.settle(
+            seq,
+            Err(Unconfirmed::NotSent {
+                detail: "no runtime to await its answer on".into(),
+            }),
+        );
         return;
     };
     runtime.spawn(async move {
         let limit = board.request_timeout;
-        let sent = async {
-            let (rx, guard) = match queued {
-                Some(queued) => queued,
-                None => {
+        let (rx, guard) = match queued {
+            Some(queued) => queued,
+            None => {
+                let next = async {
                     let session = board.next_session(&session).await?;
-                    send_cancel(&session, &task_id)?
+                    send_cancel(&session, &task_id)
+                };
+                match next.await {
+                    Ok(queued) => queued,
+                    Err(e) => {
+                        tracing::debug!(server = &*session.server, task_id = %task_id, error = %e, "tasks/cancel not sent");
+                        board.cancels.settle(seq, Err(Unconfirmed::of(&e, false)));
+                        return;
+                    }
                 }
-            };
-            guard.answer_within(rx, limit).await
+            }
         };
-        match sent.await {
+        match guard.answer_within(rx, limit).await {
             Ok(_) => {
                 tracing::debug!(server = &*session.server, task_id = %task_id, "task cancelled");
+                board.cancels.settle(seq, Ok(()));
             }
             Err(e) => {
                 tracing::debug!(server = &*session.server, task_id = %task_id, error = %e, "tasks/cancel failed");
+                board.cancels.settle(seq, Err(Unconfirmed::of(&e, true)));
             }
         }
     });

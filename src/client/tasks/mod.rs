@@ -62,6 +62,7 @@
 
 mod board;
 mod cancel;
+mod ledger;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,6 +76,7 @@ pub use self::board::TaskCounts;
 use self::board::Watch;
 use self::cancel::Ticket;
 use self::cancel::{cancel_orphan, late_task_id};
+pub use self::ledger::{Unconfirmed, UnconfirmedCancel};
 use super::call::ToolCall;
 use super::error::{ClientError, RequestRef};
 use super::router::Router;

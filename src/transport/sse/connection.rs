@@ -471,6 +471,9 @@ impl Writer {
     }
 }
 
+/// How long a close waits for what was queued before it to be POSTed.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// An open SSE connection. Dropping it ends the stream and the writer at once.
 pub(super) struct SseConnection {
     server: Arc<str>,
@@ -489,12 +492,30 @@ impl fmt::Debug for SseConnection {
 }
 
 impl Connection for SseConnection {
-    fn close(mut self: Box<Self>) -> crate::transport::BoxFuture<'static, ()> {
+    fn close(self: Box<Self>) -> crate::transport::BoxFuture<'static, ()> {
+        self.close_within(FLUSH_TIMEOUT)
+    }
+
+    /// POSTs what was queued before (a cancelled call's `notifications/cancelled`, an
+    /// interrupted task's `tasks/cancel`), at most `grace` (and [`FLUSH_TIMEOUT`]), then ends
+    /// the stream and the writer. (Before issue 49 the queue was dropped at once: the server
+    /// never heard of those cancellations.)
+    fn close_within(
+        mut self: Box<Self>,
+        grace: Duration,
+    ) -> crate::transport::BoxFuture<'static, ()> {
         let stop = self.stop.take();
         let reader = self.reader.take();
         let writer = self.writer.take();
         let shared = Arc::clone(&self.shared);
+        let server = Arc::clone(&self.server);
+        let conn = self;
         Box::pin(async move {
+            let last = shared.last_queued();
+            let flushed = tokio::time::timeout(grace.min(FLUSH_TIMEOUT), shared.wait_sent(last));
+            if flushed.await.is_err() {
+                tracing::debug!(server = %server, "closing with messages not yet POSTed");
+            }
             if let Some(stop) = stop {
                 let _ = stop.send(());
             }
@@ -505,6 +526,8 @@ impl Connection for SseConnection {
             if let Some(writer) = writer {
                 writer.abort();
             }
+            // Dropped only now: its drop closes the queue, which must wait for the flush.
+            drop(conn);
         })
     }
 }
