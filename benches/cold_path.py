@@ -3,7 +3,7 @@
 
 Usage:  python3 benches/cold_path.py [--kaged target/release/kaged-mcp] [--runs 10]
 
-Needs the peers of `.ci/install-peers` ($KAGED_PEERS_DIR, default <repo>/.peers): server-everything,
+Needs the peers of `.ci/install-peers --bench` ($KAGED_PEERS_DIR, default <repo>/.peers): server-everything,
 the PyPI `mcp` 1.30.0 venv and `@modelcontextprotocol/inspector-cli` 1.0.3. Python 3 stdlib only.
 
 Three rows, each `echo {message: hi}`: server-everything over stdio, server-everything over
@@ -69,7 +69,7 @@ def main() -> None:
     args = ap.parse_args()
     for need in (EVERYTHING, PYTHON1, INSPECTOR / "index.js", Path(args.kaged)):
         if not need.exists():
-            sys.exit(f"missing: {need} (run .ci/install-peers; cargo build --release)")
+            sys.exit(f"missing: {need} (run .ci/install-peers --bench; cargo build --release)")
 
     work = Path(tempfile.mkdtemp(prefix="kaged-cold-"))
     port = free_port()

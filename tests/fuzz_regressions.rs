@@ -51,17 +51,61 @@ use std::path::Path;
 
 /// Feeds every file of `fuzz/seeds/<target>` to `check`.
 fn replay_seeds(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/seeds")
-        .join(target);
+    let n = replay_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/seeds")
+            .join(target),
+        check,
+    );
+    assert!(n > 0, "no seeds for {target}");
+}
+
+/// Feeds every file of `dir` to `check`; how many there were.
+fn replay_dir(dir: &Path, check: fn(&[u8])) -> usize {
     let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.expect("a directory entry").path();
         let bytes = std::fs::read(&path).expect("a seed file");
         check(&bytes);
         n += 1;
     }
-    assert!(n > 0, "no seeds in {}", dir.display());
+    n
+}
+
+/// The kept corpus (`fuzz/kept/<target>`: what the fuzzer found worth keeping, fuzz/keep.sh),
+/// each input through its target's own function, as libFuzzer runs it: what the CI smoke run
+/// starts from is replayed in every `cargo test`, so a target's smoke time stays short without
+/// losing what its corpus covers (issue 49, CI time). Every target has a kept corpus.
+#[test]
+fn the_kept_corpus_passes_the_fuzz_checks() {
+    let targets: [(&str, fn(&[u8])); 15] = [
+        ("config_project", config::config_project),
+        ("config_toml", config::config_toml),
+        ("dpop_jwt", dpop::dpop_jwt),
+        ("http_answers", |d| {
+            answers::http_answers(d, None);
+        }),
+        ("import_formats", import::import_formats),
+        ("jsonrpc_decode", |d| {
+            session::jsonrpc_decode(d);
+        }),
+        ("lock_file", pin::lock_file),
+        ("modern_shapes", modern::modern_shapes),
+        ("oauth_documents", oauth::oauth_documents),
+        ("protocol_types", protocol::protocol_types),
+        ("skills", skills::skills),
+        ("sse_events", sse::sse_events),
+        ("stdio_frames", stdio::stdio_frames),
+        ("truncate", truncate::truncate),
+        ("www_authenticate", challenge::www_authenticate),
+    ];
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/kept");
+    for (target, check) in targets {
+        let n = replay_dir(&kept.join(target), check);
+        assert!(n > 0, "no kept corpus for {target}");
+    }
+    let dirs = std::fs::read_dir(&kept).unwrap().count();
+    assert_eq!(dirs, targets.len(), "a kept corpus without its target here");
 }
 
 #[test]
