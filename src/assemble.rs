@@ -275,11 +275,7 @@ pub fn client_options(config: &Config, server: &McpServerConfig) -> ClientOption
         .tasks(overrides.tasks)
         // A task the client asks for outlives the longest call: the stack's progress cap, or
         // the call timeout when that is longer (the stack's rule too).
-        .task_ttl(
-            StackSettings::new(server.key.as_str())
-                .progress_cap
-                .max(timeout),
-        );
+        .task_ttl(config.daemon.progress_cap.max(timeout));
     options.max_in_flight = options
         .max_in_flight
         .max(config.daemon.max_in_flight.saturating_add(64));
@@ -402,12 +398,13 @@ pub fn roots(
 }
 
 /// The settings of `server`'s stack: the result cap, its call timeout (`timeout_ms`, else
-/// `default_timeout_ms`), the limit on its calls running at once and what its validation
-/// layer checks (`validate`).
+/// `default_timeout_ms`), the total cap of a call that reports progress (`progress_cap_ms`),
+/// the limit on its calls running at once and what its validation layer checks (`validate`).
 pub fn stack_settings(config: &Config, server: &str) -> StackSettings {
     StackSettings::new(server)
         .result_max_bytes(config.daemon.result_max_bytes)
         .timeout(config.timeout_for(server))
+        .progress_cap(config.daemon.progress_cap)
         .max_in_flight(config.daemon.max_in_flight)
         .validate(config.local.overrides(server).validate)
 }

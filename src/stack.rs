@@ -90,7 +90,8 @@ pub struct StackSettings {
     pub result_max_bytes: usize,
     /// The per-call timeout (`timeout_ms`, else `default_timeout_ms`).
     pub timeout: Duration,
-    /// The total cap of a call that opts into "reset on progress" (default 10 minutes).
+    /// The total cap of a call that opts into "reset on progress" (`config.toml`
+    /// `progress_cap_ms`, default 10 minutes).
     pub progress_cap: Duration,
     /// The most calls of the server running at once; the rest wait (`config.toml`
     /// `max_in_flight`, default 64). The client below has its own fail-fast bound

@@ -19,6 +19,10 @@ pub struct DaemonConfig {
     /// `startup_timeout_ms`: how long session start waits for one server to spawn, initialize
     /// and list its tools (default 30000).
     pub startup_timeout: Duration,
+    /// `progress_cap_ms`: the total cap of a call that reports progress or runs as a task,
+    /// however often it reports (default 600000, 10 minutes; a server's `timeout_ms` above it
+    /// is the cap instead). A person filling a form holds the call's `timeout_ms` but not this.
+    pub progress_cap: Duration,
     /// `frame_limit_bytes`: the largest single message accepted from a server, a stdio line or
     /// an SSE event (default 16 MiB). Longer ones fail the affected call; memory stays bounded.
     pub frame_limit_bytes: usize,
@@ -39,6 +43,7 @@ impl Default for DaemonConfig {
             result_max_bytes: 65_536,
             default_timeout: Duration::from_millis(30_000),
             startup_timeout: Duration::from_millis(30_000),
+            progress_cap: Duration::from_millis(600_000),
             frame_limit_bytes: 16 * 1024 * 1024,
             max_in_flight: 64,
             oauth_token_dir: None,
@@ -52,6 +57,7 @@ pub const KEYS: &[&str] = &[
     "result_max_bytes",
     "default_timeout_ms",
     "startup_timeout_ms",
+    "progress_cap_ms",
     "frame_limit_bytes",
     "max_in_flight",
     "oauth_token_dir",
@@ -135,7 +141,9 @@ pub(crate) fn parse(
         }
         let (min, max): (i64, i64) = match key {
             "result_max_bytes" => (1, 1 << 30),
-            "default_timeout_ms" | "startup_timeout_ms" => (1, 24 * 3600 * 1000),
+            "default_timeout_ms" | "startup_timeout_ms" | "progress_cap_ms" => {
+                (1, 24 * 3600 * 1000)
+            }
             "frame_limit_bytes" => (1024, 1 << 32),
             "max_in_flight" => (1, 65_536),
             other => {
@@ -167,6 +175,7 @@ pub(crate) fn parse(
             "result_max_bytes" => out.result_max_bytes = n as usize,
             "default_timeout_ms" => out.default_timeout = Duration::from_millis(n),
             "startup_timeout_ms" => out.startup_timeout = Duration::from_millis(n),
+            "progress_cap_ms" => out.progress_cap = Duration::from_millis(n),
             "frame_limit_bytes" => out.frame_limit_bytes = n as usize,
             _ => out.max_in_flight = n as usize,
         }

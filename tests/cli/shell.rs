@@ -303,6 +303,11 @@ const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 impl OnTerminal {
     /// `None` (the test is skipped, saying so) where `script` is missing.
     fn start(dir: &std::path::Path) -> Option<Self> {
+        Self::start_with(dir, &[])
+    }
+
+    /// [`start`](Self::start) with `extra` arguments after the project (no quotes in them).
+    fn start_with(dir: &std::path::Path, extra: &[&str]) -> Option<Self> {
         use std::io::Read;
         use std::process::{Command, Stdio};
         if Command::new("script").arg("--version").output().is_err() {
@@ -310,10 +315,13 @@ impl OnTerminal {
             return None;
         }
         let exe = env!("CARGO_BIN_EXE_kaged-mcp");
-        let line = format!(
+        let mut line = format!(
             "exec '{exe}' shell --project '{}'",
             dir.display().to_string().replace('\'', "'\\''")
         );
+        for arg in extra {
+            line.push_str(&format!(" '{arg}'"));
+        }
         let mut child = Command::new("script")
             .current_dir(dir)
             .args(["-qfec", &line, "/dev/null"])
@@ -424,4 +432,98 @@ fn ctrl_c_on_a_terminal_ends_the_call_and_the_shell_goes_on() {
         Some(1),
         "{stats}"
     );
+}
+
+/// A tasks_server.py project on stdio (`confirm_delete` asks a form) with `local` as its
+/// local.toml and `config` as config.toml; the server's stats in `stats.json`.
+fn form_project(local: &str, config: &str) -> tempfile::TempDir {
+    let script = peers::server_script("tasks_server.py");
+    let d = project(
+        &format!(
+            "mcp:\n  srv:\n    transport: stdio\n    command: [python3, {}, stdio, --stats-file, stats.json]\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+        local,
+    );
+    std::fs::write(d.path().join("config.toml"), config).unwrap();
+    d
+}
+
+/// The form's first question (src/cli/shell/form.rs).
+const ASK_ACTION: &str = "accept, decline or cancel? [a/d/c] ";
+
+/// The call of a form nobody answers times out (its total cap, `progress_cap_ms`: a person's
+/// wait holds only `timeout_ms`): the form says it ended, the shell says why the call failed
+/// and prompts again, and the `quit` typed next is the shell's (before issue 49 the form kept
+/// asking and took it as its answer; the shell then never ended); the task is cancelled.
+#[test]
+fn a_form_whose_call_times_out_ends_with_it_and_quit_ends_the_shell() {
+    let d = form_project(
+        "[mcp.srv]\ntimeout_ms = 1000\n",
+        "[mcp]\nprogress_cap_ms = 1500\n",
+    );
+    let config = d.path().join("config.toml").display().to_string();
+    let Some(mut term) = OnTerminal::start_with(d.path(), &["--config", &config]) else {
+        return;
+    };
+    term.wait_for("kaged-mcp> ", 1);
+    term.type_(b"call mcp.srv.confirm_delete --arg filename=a.txt --quiet\r");
+    term.wait_for("server `srv` asks: Delete a.txt?", 1);
+    term.wait_for(ASK_ACTION, 1);
+    // Nobody answers. The call's end closes the form (before, the form went on asking).
+    term.wait_for(
+        "the command ended; its form is closed (cancelled); the next line is the shell's",
+        1,
+    );
+    term.wait_for("tool `confirm_delete` timed out after 1500 ms", 1);
+    term.type_(b"quit\r");
+    let seen = term.seen();
+    assert_eq!(term.exit(), Some(0), "{seen}");
+    // The form asked once and took no line of the shell's.
+    assert_eq!(seen.matches(ASK_ACTION).count(), 1, "{seen}");
+    assert!(!seen.contains("type a, d or c"), "{seen}");
+    let stats: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("stats.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        stats["tasks_cancel"].as_array().map(Vec::len),
+        Some(1),
+        "{stats}"
+    );
+}
+
+/// A slow typist with a short `timeout_ms`: each answer takes at least twice the call's
+/// timeout to type, and the call still succeeds (the wait for a person does not count against it;
+/// before issue 49 the call timed out while the person typed).
+#[test]
+fn a_slow_typist_with_a_short_timeout_still_gets_the_calls_answer() {
+    let d = form_project("[mcp.srv]\ntimeout_ms = 500\n", "");
+    let config = d.path().join("config.toml").display().to_string();
+    let Some(mut term) = OnTerminal::start_with(d.path(), &["--config", &config]) else {
+        return;
+    };
+    let slowly = |term: &mut OnTerminal, text: &[u8]| {
+        for b in text {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            term.type_(&[*b]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        term.type_(b"\r");
+    };
+    term.wait_for("kaged-mcp> ", 1);
+    term.type_(b"call mcp.srv.confirm_delete --arg filename=a.txt --quiet\r");
+    term.wait_for(ASK_ACTION, 1);
+    slowly(&mut term, b"ac");
+    term.wait_for("type a, d or c", 1);
+    term.wait_for(ASK_ACTION, 2);
+    slowly(&mut term, b"a");
+    term.wait_for("  confirm (y/n, required): ", 1);
+    slowly(&mut term, b"y");
+    term.wait_for("deleted a.txt", 1);
+    term.wait_for("kaged-mcp> ", 2);
+    term.type_(b"quit\r");
+    let seen = term.seen();
+    assert_eq!(term.exit(), Some(0), "{seen}");
+    assert!(!seen.contains("no answer within"), "{seen}");
+    assert!(!seen.contains("its form is closed"), "{seen}");
 }

@@ -184,6 +184,35 @@ fn config_toml_sets_the_daemon_knobs() {
     assert_eq!(c.daemon.max_in_flight, 8);
 }
 
+/// `progress_cap_ms` is the total cap of a call that reports progress (before, 10 minutes
+/// always) and the TTL the client asks for its tasks; out of range is an error naming it.
+#[test]
+fn config_toml_sets_the_progress_cap() {
+    let project = "mcp:\n  srv:\n    transport: stdio\n    command: [x]\n";
+    let c = Sources::new(project)
+        .config("[mcp]\nprogress_cap_ms = 2000\n")
+        .load()
+        .unwrap();
+    assert_eq!(c.daemon.progress_cap, Duration::from_secs(2));
+    assert_eq!(
+        kaged_mcp::assemble::stack_settings(&c, "srv").progress_cap,
+        Duration::from_secs(2)
+    );
+    // The call's timeout (30 s by default) is above the cap, so it is the TTL.
+    assert_eq!(
+        kaged_mcp::assemble::client_options(&c, &c.project.servers[0]).task_ttl,
+        Duration::from_secs(30)
+    );
+    let default = Sources::new(project).load().unwrap();
+    assert_eq!(default.daemon.progress_cap, Duration::from_secs(600));
+    let err = Sources::new(project)
+        .config("[mcp]\nprogress_cap_ms = 0\n")
+        .load()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("mcp.progress_cap_ms"), "{err}");
+}
+
 /// An `[mcp]` key written at the top level of `config.toml` is not read (the file is the
 /// daemon's; only `[mcp]` is ours), which is a warning naming the key and its line; other
 /// top-level keys belong to the rest of the daemon and pass silently.

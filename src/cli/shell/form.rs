@@ -346,11 +346,29 @@ pub(super) async fn ask(asker: &Asker, current: &Current, req: ElicitRequest) ->
         .progress
         .as_ref()
         .map(ProgressHandle::hold_for_person);
+    // Said when the form ends unanswered with its command: the command's end seen here, or
+    // this future dropped with the call (a timeout drops the call, and the form with it).
+    let mut closing = Closing(true);
     tokio::select! {
-        r = ask_form(asker, req) => r,
-        () = running.ended.cancelled() => {
-            eprintln!("\nthe command ended; its form is closed (cancelled)");
-            ElicitResult::Cancel
+        r = ask_form(asker, req) => {
+            closing.0 = false;
+            r
+        }
+        () = running.ended.cancelled() => ElicitResult::Cancel,
+    }
+}
+
+/// Tells the person, when it drops still set, that the form ended with its command and that
+/// the line typed at its prompt goes to the shell (the terminal still shows the form's prompt:
+/// its reader cannot be stopped mid-line).
+struct Closing(bool);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        if self.0 {
+            eprintln!(
+                "\nthe command ended; its form is closed (cancelled); the next line is the shell's"
+            );
         }
     }
 }
