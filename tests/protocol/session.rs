@@ -481,7 +481,7 @@ async fn python_reads_at_and_over_the_cap() {
     // base64) is refused at 23.
     for cap in [15, 23] {
         let config = Sources::new(yaml.clone())
-            .config(&format!("[mcp]\nresult_max_bytes = {cap}\n"))
+            .config(format!("[mcp]\nresult_max_bytes = {cap}\n"))
             .load()
             .unwrap();
         let session = Session::start(config).await.unwrap();
