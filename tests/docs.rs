@@ -8,6 +8,10 @@ use std::process::Command;
 
 use kaged_mcp::config::keys;
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::OutputBounded;
+
 const CLI_DOC: &str = include_str!("../docs/cli.md");
 const CONFIG_DOC: &str = include_str!("../docs/configuration.md");
 
@@ -16,8 +20,7 @@ fn help(path: &[String]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
         .args(path)
         .arg("--help")
-        .output()
-        .expect("run kaged-mcp --help");
+        .output_bounded();
     assert!(out.status.success(), "kaged-mcp {path:?} --help: {out:?}");
     String::from_utf8(out.stdout).expect("help is UTF-8")
 }

@@ -76,6 +76,28 @@ fn violations_are_bounded_and_the_rest_counted() {
     assert_eq!((found.len(), more), (MAX_VIOLATIONS, 20 - MAX_VIOLATIONS));
 }
 
+/// The bound itself: exactly [`MAX_VIOLATIONS`] failures are all kept with none counted over,
+/// one more is counted.
+#[test]
+fn violations_at_and_one_past_the_bound() {
+    for (count, over) in [(MAX_VIOLATIONS, 0), (MAX_VIOLATIONS + 1, 1)] {
+        let names: Vec<String> = (0..count).map(|i| format!("p{i}")).collect();
+        let props: Map<String, Value> = names
+            .iter()
+            .map(|n| (n.clone(), json!({"type": "string"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": props});
+        let s = ToolSchemas::compile("srv", &tool(schema, None), Validation::Both);
+        let bad: Map<String, Value> = names.iter().map(|n| (n.clone(), json!(1))).collect();
+        let (found, more) = check_args(&s, Value::Object(bad)).unwrap_err();
+        assert_eq!(
+            (found.len(), more),
+            (MAX_VIOLATIONS, over),
+            "{count} failures"
+        );
+    }
+}
+
 #[test]
 fn the_arguments_are_checked_in_place_not_copied() {
     let s = ToolSchemas::compile("srv", &tool(sum_schema(), None), Validation::Both);
@@ -219,6 +241,25 @@ fn a_long_message_is_cut_at_a_char_boundary_on_one_line() {
     assert!(!c.contains('\n'));
     assert!(c.ends_with('…'));
     assert_eq!(cut("short"), "short");
+    // 150 two-byte characters: the bound falls between two of them.
+    assert_eq!(c, format!("{}…", "é".repeat(MAX_MESSAGE / 2)));
+}
+
+/// The cut's boundaries: a message of exactly the bound is whole, one byte more is cut, and a
+/// bound inside a character goes back to the boundary before it; controls become spaces.
+#[test]
+fn a_message_is_cut_exactly_past_its_bound_and_back_to_a_char_boundary() {
+    let at = "x".repeat(MAX_MESSAGE);
+    assert_eq!(cut(&at), at);
+    let over = "x".repeat(MAX_MESSAGE + 1);
+    assert_eq!(cut(&over), format!("{at}…"));
+    // One byte then two-byte characters: byte MAX_MESSAGE is inside one of them.
+    let odd = format!("x{}", "é".repeat(MAX_MESSAGE));
+    assert_eq!(
+        cut(&odd),
+        format!("x{}…", "é".repeat((MAX_MESSAGE - 1) / 2))
+    );
+    assert_eq!(cut("a\nb\tc\u{7f}"), "a b c ");
 }
 
 async fn through(

@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use crate::common::cli::OutputBounded;
+
 fn kaged() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kaged-mcp"))
 }
@@ -11,8 +13,7 @@ fn check_accepts_the_bundled_demo_project() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo");
     let out = kaged()
         .args(["check", "-v", "--project", dir])
-        .output()
-        .unwrap();
+        .output_bounded();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -50,8 +51,7 @@ fn check_exits_2_naming_file_key_and_line_on_a_broken_copy() {
     let out = kaged()
         .args(["check", "-v", "--project"])
         .arg(d.path())
-        .output()
-        .unwrap();
+        .output_bounded();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let want =
@@ -76,8 +76,7 @@ fn check_exits_2_on_a_missing_secret_and_never_prints_secrets() {
     let out = kaged()
         .args(["check", "-v", "--project"])
         .arg(d.path())
-        .output()
-        .unwrap();
+        .output_bounded();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
@@ -112,8 +111,7 @@ fn check_honours_local_and_config_flags() {
         .arg(&local)
         .arg("--config")
         .arg(&cfg)
-        .output()
-        .unwrap();
+        .output_bounded();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout.contains("disabled: yes"), "{stdout}");
@@ -140,8 +138,7 @@ fn usage_errors_exit_2() {
     let out = kaged()
         .args(["check"])
         .current_dir(empty.path())
-        .output()
-        .unwrap();
+        .output_bounded();
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
@@ -151,8 +148,7 @@ fn usage_errors_exit_2() {
     );
     let out = kaged()
         .args(["check", "--project", "/nonexistent/dir"])
-        .output()
-        .unwrap();
+        .output_bounded();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("error: /nonexistent/dir/project.yaml"));
 }
@@ -174,8 +170,7 @@ fn check_prints_an_env_secret_as_stars_and_plain_values_as_written() {
         .args(["check", "-v", "--project"])
         .arg(d.path())
         .env("RUST_LOG", "kaged_mcp=trace")
-        .output()
-        .unwrap();
+        .output_bounded();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -205,8 +200,7 @@ fn check_exits_2_on_a_missing_env_secret_naming_file_key_line_and_ref() {
     let out = kaged()
         .args(["check", "-v", "--project"])
         .arg(d.path())
-        .output()
-        .unwrap();
+        .output_bounded();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
@@ -231,8 +225,7 @@ fn era_line(dir: &std::path::Path) -> String {
     let out = kaged()
         .args(["check", "-v", "--project"])
         .arg(dir)
-        .output()
-        .unwrap();
+        .output_bounded();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     let line = stdout.lines().find(|l| l.starts_with("  era: "));
@@ -260,8 +253,7 @@ fn check_on_an_sse_server_names_exactly_the_era_values_it_accepts() {
         let accepted = kaged()
             .args(["check", "-v", "--project"])
             .arg(d.path())
-            .output()
-            .unwrap()
+            .output_bounded()
             .status
             .success();
         let named = line.contains(&format!("\"{era}\""));

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use common::cli::{kaged, project, run, shell, Out};
+use common::cli::{kaged, project, run, shell, wait_bounded, Out, OutputBounded};
 use common::peers::{self, Fault, SseFault, SsePeer};
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ fn demo() -> [&'static str; 2] {
 
 /// `kaged-mcp <args…>` run in `cwd` (a directory with no project.yaml above it, usually).
 fn run_in(cwd: &Path, args: &[&str]) -> Out {
-    kaged().current_dir(cwd).args(args).output().unwrap().into()
+    kaged().current_dir(cwd).args(args).output_bounded().into()
 }
 
 /// A project with the demo server (`demo`) and the identity server (`ident`).
@@ -211,7 +211,7 @@ fn an_adhoc_stdio_server_needs_no_project() {
         .unwrap()
         .write_all(format!("{}\n", lines.join("\n")).as_bytes())
         .unwrap();
-    let o: Out = child.wait_with_output().unwrap().into();
+    let o: Out = wait_bounded(child).into();
     assert_eq!(
         (o.code, o.stdout.as_str()),
         (Some(0), "Echo: yo\n"),
@@ -581,7 +581,7 @@ fn hints_carry_the_project_that_was_used_and_name_the_shells_verbs() {
 
 #[test]
 fn help_lists_each_command_in_one_line_and_help_cmd_gives_its_paragraph() {
-    let o: Out = kaged().arg("--help").output().unwrap().into();
+    let o: Out = kaged().arg("--help").output_bounded().into();
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     let commands: Vec<&str> = o
         .stdout
@@ -602,7 +602,7 @@ fn help_lists_each_command_in_one_line_and_help_cmd_gives_its_paragraph() {
         "{}",
         o.stdout
     );
-    let o: Out = kaged().args(["help", "tools"]).output().unwrap().into();
+    let o: Out = kaged().args(["help", "tools"]).output_bounded().into();
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert!(
         o.stdout.starts_with(
@@ -611,7 +611,7 @@ fn help_lists_each_command_in_one_line_and_help_cmd_gives_its_paragraph() {
         "{}",
         o.stdout
     );
-    let o: Out = kaged().args(["auth", "--help"]).output().unwrap().into();
+    let o: Out = kaged().args(["auth", "--help"]).output_bounded().into();
     assert!(
         o.stdout
             .contains("  login   Log in to an OAuth server and store its tokens\n"),

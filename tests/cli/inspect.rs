@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use common::cli::{kaged, project, run, Out};
+use common::cli::{kaged, project, run, Out, OutputBounded};
 use common::peers::{self, Fault};
 use serde_json::Value;
 
@@ -254,7 +254,7 @@ fn status_says_who_each_server_is_and_documents_every_json_key() {
     assert_eq!(s["era"], "legacy");
     assert!(s["protocol_version"].is_string(), "{v}");
 
-    let help = kaged().args(["status", "--help"]).output().unwrap();
+    let help = kaged().args(["status", "--help"]).output_bounded();
     let help = String::from_utf8_lossy(&help.stdout);
     for key in s.as_object().unwrap().keys() {
         assert!(
@@ -302,7 +302,7 @@ fn tools_and_status_start_only_the_servers_named() {
 
 /// `kaged-mcp <args>` run in `cwd`, without `--project`.
 fn run_in(cwd: &Path, args: &[&str]) -> Out {
-    kaged().args(args).current_dir(cwd).output().unwrap().into()
+    kaged().args(args).current_dir(cwd).output_bounded().into()
 }
 
 #[test]
@@ -409,7 +409,7 @@ fn every_json_failure_is_one_error_object_on_stdout() {
         &["skill"],
         &["auth", "status"],
     ] {
-        let o: Out = kaged().args(cmd).arg("--help").output().unwrap().into();
+        let o: Out = kaged().args(cmd).arg("--help").output_bounded().into();
         assert!(
             o.stdout.contains("Exit codes: 0") && o.stdout.contains("{\"error\": {\"kind\""),
             "{cmd:?} --help:\n{}",

@@ -97,7 +97,7 @@ fn interrupt_a_call(
     });
     let pid = server_pid(dir);
     kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), signal).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = wait_bounded(child);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (
         out.status.code(),
@@ -256,7 +256,7 @@ fn sigint_during_any_command_cancels_its_request_on_the_wire() {
         Signal::SIGINT,
     )
     .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = wait_bounded(child);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     let lines: Vec<&str> = stderr
@@ -282,20 +282,8 @@ fn sigint_during_any_command_cancels_its_request_on_the_wire() {
 
 /// Waits for `child` at most [`PATIENCE`]; a CLI still running then is killed and the test
 /// fails (a hung CLI must not stall the suite).
-fn wait_bounded(mut child: Child) -> std::process::Output {
-    let deadline = Instant::now() + PATIENCE;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "kaged-mcp still ran after {PATIENCE:?}; stderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+fn wait_bounded(child: Child) -> std::process::Output {
+    common::cli::wait_within(child, PATIENCE)
 }
 
 /// `tests/servers/tasks_server.py` over Streamable HTTP, and a project whose server `srv` is it,

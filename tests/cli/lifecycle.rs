@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+use common::cli::OutputBounded;
 use common::peers::{self, Fault};
 
 use crate::common;
@@ -83,8 +84,7 @@ fn the_quickstart_example_runs_its_demo_server_without_a_nested_cargo() {
     let out = Command::new(exe)
         // A PATH without cargo: the example must not need it.
         .env("PATH", "/nonexistent")
-        .output()
-        .unwrap();
+        .output_bounded();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

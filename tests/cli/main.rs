@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bounded;
 mod check;
 mod env_secret;
 mod eras;

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
-use common::cli::{kaged, Out};
+use common::cli::{kaged, wait_bounded, Out};
 use common::peers::{self, Fault, SsePeer};
 use serde_json::Value;
 
@@ -248,7 +248,7 @@ fn the_shell_says_a_killed_http_server_is_not_ready_once_a_call_could_not_reach_
         "{st}"
     );
     drop(stdin);
-    let _ = child.wait();
+    let _ = wait_bounded(child);
 }
 
 #[test]
@@ -386,7 +386,7 @@ fn args_come_from_a_file_or_stdin() {
         .unwrap()
         .write_all(br#"{"message": "from stdin"}"#)
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = wait_bounded(child);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Echo: from stdin\n");
 

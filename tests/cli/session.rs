@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
-use common::cli::{kaged, Out};
+use common::cli::{kaged, wait_bounded, Out, OutputBounded};
 use common::peers::{self, Fault};
 use serde_json::Value;
 
@@ -180,7 +180,7 @@ fn call_prints_text_or_json_and_uses_the_exit_codes() {
         "{}",
         o.stderr
     );
-    let out = kaged().args(["call"]).output().unwrap();
+    let out = kaged().args(["call"]).output_bounded();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -302,7 +302,7 @@ fn shell_answers_each_command_and_shows_a_crash_and_restart() {
 
     writeln!(stdin, "quit").unwrap();
     drop(stdin);
-    let status = child.wait().unwrap();
+    let status = wait_bounded(child).status;
     assert_eq!(status.code(), Some(0));
 }
 
@@ -328,7 +328,7 @@ fn shell_for_an_agent_lists_only_its_tools_and_ends_at_eof() {
         .unwrap()
         .contains("not granted"));
     drop(stdin);
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(wait_bounded(child).status.code(), Some(0));
 }
 
 #[test]

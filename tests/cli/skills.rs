@@ -2,7 +2,7 @@
 //! listing, a verified SKILL.md and a supporting file on stdout, and a tampered skill refused
 //! with exit 1, naming its check in text and in JSON.
 
-use common::cli::{project, run};
+use common::cli::{project, run, OutputBounded};
 use serde_json::Value;
 
 use crate::common;
@@ -223,8 +223,7 @@ fn a_binary_file_is_written_exactly_and_never_to_a_terminal() {
         .arg("--project")
         .arg(dir.path())
         .args(&args[1..])
-        .output()
-        .unwrap();
+        .output_bounded();
     assert_eq!(raw.status.code(), Some(0));
     assert_eq!(
         raw.stdout, LOGO,

@@ -15,7 +15,7 @@ use kaged_mcp::Error;
 use oauth::{mode, token_file, token_files, whoami, OAuthPeer};
 use serde_json::Value;
 
-use crate::common::cli;
+use crate::common::cli::{self, OutputBounded};
 use crate::common::oauth;
 
 /// The stats counter at `path` (`"authorize"`, `"token.refresh_token"`).
@@ -375,8 +375,7 @@ pub(super) fn kaged(args: &[&str], state: &Path) -> cli::Out {
     let out = cli::kaged()
         .args(args)
         .env("XDG_STATE_HOME", state)
-        .output()
-        .unwrap();
+        .output_bounded();
     cli::Out {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -408,8 +408,9 @@ async fn everything_reads_are_capped_at_result_max_bytes() {
 }
 
 /// The cap's edges, on sizes the Python server makes exact: a 16-byte text and a 16-byte blob
-/// fit a 16-byte cap untouched; 200 000 bytes of text are cut to 16 and marked; a 15-byte cap
-/// refuses the 16-byte blob and names both numbers.
+/// fit a 16-byte cap untouched; 200 000 bytes of text are cut to 16 and marked; a 16-byte cap
+/// refuses the blob (24 bytes as base64) and names both numbers; one byte under each size (15
+/// for the text, 23 for the blob) cuts and refuses.
 #[tokio::test]
 async fn python_reads_at_and_over_the_cap() {
     let Some(cmd) = peers::require(
@@ -461,7 +462,7 @@ async fn python_reads_at_and_over_the_cap() {
     session.shutdown().await;
 
     // At exactly its base64 size, the blob is untouched.
-    let config = Sources::new(yaml)
+    let config = Sources::new(yaml.clone())
         .config("[mcp]\nresult_max_bytes = 24\n")
         .load()
         .unwrap();
@@ -475,6 +476,43 @@ async fn python_reads_at_and_over_the_cap() {
         matches!(&pixel.contents[..], [ResourceContents::Blob(b)] if b.blob == "iVBORw0KGgoAAQIDBAUGBw==")
     );
     session.shutdown().await;
+
+    // One byte under each size: the 16-byte text is cut to 15 and marked, the blob (24 bytes as
+    // base64) is refused at 23.
+    for cap in [15, 23] {
+        let config = Sources::new(yaml.clone())
+            .config(format!("[mcp]\nresult_max_bytes = {cap}\n"))
+            .load()
+            .unwrap();
+        let session = Session::start(config).await.unwrap();
+        let readme = session
+            .read_resource("py", "file:///notes/readme.txt")
+            .await
+            .unwrap();
+        if cap == 15 {
+            assert!(readme.truncated, "16 bytes at a 15-byte cap are cut");
+            assert_eq!(
+                readme.joined_text(),
+                format!("hello from mcp {}", marker(15))
+            );
+        } else {
+            assert!(!readme.truncated);
+            assert_eq!(readme.joined_text(), "hello from mcp 2");
+        }
+        let err = session
+            .read_resource("py", "data://pixel.png")
+            .await
+            .unwrap_err();
+        match &err {
+            Error::ReadTooLarge { source, .. } => assert_eq!(
+                (source.size, source.decoded, source.cap),
+                (24, 16, cap),
+                "{err}"
+            ),
+            other => panic!("cap {cap}: {other:?}"),
+        }
+        session.shutdown().await;
+    }
 }
 
 // --- configuration: roots and log levels ----------------------------------------------------------

@@ -3,6 +3,7 @@
 
 use std::process::Command;
 
+use common::cli::OutputBounded;
 use common::peers::{self, Fault, SseFault, SsePeer};
 
 use crate::common;
@@ -57,26 +58,37 @@ fn no_secret_in_any_output_at_trace_level() {
         let out = kaged(cmd[0], &d)
             .args(&cmd[1..])
             .env("RUST_LOG", "trace")
-            .output()
-            .unwrap();
+            .output_bounded();
         let text = all_output(&out);
-        assert!(
-            text.len() > 100 || cmd[0] == "check",
-            "{cmd:?} printed almost nothing: {text}"
-        );
+        assert!(text.len() > 100, "{cmd:?} printed almost nothing: {text}");
         assert!(
             !text.contains("TOPSECRET"),
             "{cmd:?} leaked the secret:\n{text}"
         );
+        if cmd[0] == "check" {
+            // `check` reads the configuration and connects nothing: each server's line is `ok`.
+            assert_eq!(out.status.code(), Some(0), "{text}");
+            for name in ["good", "custom", "wrong"] {
+                let line = format!("{name}\tsse\t{}\tok\n", peer.sse_url());
+                assert!(text.contains(&line), "no {line:?} in: {text}");
+            }
+        }
         if cmd.get(1) == Some(&"mcp.good.echo") {
             assert_eq!(out.status.code(), Some(0), "{text}");
-            assert!(text.contains("Echo: m") || text.contains("\"m\""), "{text}");
+            let result: serde_json::Value =
+                serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert_eq!(
+                result["content"],
+                serde_json::json!([{"type": "text", "text": "Echo: m"}]),
+                "{text}"
+            );
+            assert_eq!(result["isError"], false, "{text}");
         }
         if cmd.get(1) == Some(&"mcp.wrong.echo") {
             assert_eq!(out.status.code(), Some(1), "{text}");
         }
     }
-    let st = kaged("status", &d).output().unwrap();
+    let st = kaged("status", &d).output_bounded();
     let text = all_output(&st);
     assert!(
         text.contains("wrong\tfailed"),
@@ -93,7 +105,7 @@ fn a_header_value_with_cr_or_lf_is_refused() {
             ),
             "",
         );
-        let out = kaged("check", &d).output().unwrap();
+        let out = kaged("check", &d).output_bounded();
         assert_eq!(out.status.code(), Some(2));
         assert!(all_output(&out).contains("mcp.s1.headers.X-Flag: the value contains CR or LF"));
     }
@@ -102,7 +114,7 @@ fn a_header_value_with_cr_or_lf_is_refused() {
         "mcp:\n  s1:\n    transport: sse\n    url: http://127.0.0.1:9/sse\n    auth: { type: bearer, secret_ref: k.s }\n",
         &format!("[secrets.k]\ns = \"{SECRET}\\r\\nX-Evil: 1\"\n"),
     );
-    let out = kaged("status", &d).output().unwrap();
+    let out = kaged("status", &d).output_bounded();
     let text = all_output(&out);
     assert!(text.contains("s1\tfailed"), "{text}");
     assert!(!text.contains("TOPSECRET"), "{text}");
@@ -123,7 +135,7 @@ fn a_foreign_origin_endpoint_is_refused_and_nothing_is_posted_there() {
         ),
         &format!("[secrets.k]\ns = \"{SECRET}\"\n"),
     );
-    let out = kaged("status", &d).output().unwrap();
+    let out = kaged("status", &d).output_bounded();
     let text = all_output(&out);
     assert!(text.contains("another origin"), "{text}");
     let logged = std::fs::read_to_string(log.path()).unwrap_or_default();
@@ -140,7 +152,7 @@ fn a_cwd_escaping_through_dotdot_or_a_symlink_is_refused() {
         "mcp:\n  s1:\n    transport: stdio\n    command: [\"true\"]\n    cwd: ../x\n",
         "",
     );
-    let out = kaged("check", &d).output().unwrap();
+    let out = kaged("check", &d).output_bounded();
     assert_eq!(out.status.code(), Some(2));
     assert!(all_output(&out).contains("mcp.s1.cwd: `../x` escapes the project root"));
 
@@ -149,7 +161,7 @@ fn a_cwd_escaping_through_dotdot_or_a_symlink_is_refused() {
         "",
     );
     std::os::unix::fs::symlink(outside.path(), d.path().join("link")).unwrap();
-    let out = kaged("status", &d).output().unwrap();
+    let out = kaged("status", &d).output_bounded();
     let text = all_output(&out);
     assert!(text.contains("s1\tfailed"), "{text}");
     assert!(text.contains("outside the project root"), "{text}");
@@ -167,16 +179,20 @@ fn sampling_is_never_advertised_and_always_refused() {
     let out = kaged("call", &d)
         .args(["mcp.s1.echo", "--args", "{}"])
         .env("RUST_LOG", "kaged_mcp=warn")
-        .output()
-        .unwrap();
+        .output_bounded();
     let text = all_output(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    // The server reports what its ping and sampling requests got back.
-    assert!(
-        text.contains(r#""ping": {"jsonrpc": "2.0", "id": "p1", "result": {}}"#)
-            || text.contains(r#""result": {}"#),
+    // The server reports what its ping and sampling requests got back (each answer without
+    // its "jsonrpc" member): the ping answered with an empty result, sampling refused.
+    let answers: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(
+        answers["ping"],
+        serde_json::json!({"id": "p1", "result": {}}),
         "{text}"
     );
+    assert_eq!(answers["sampling"]["id"], 7, "{text}");
+    assert_eq!(answers["sampling"]["error"]["code"], -32601, "{text}");
     assert!(
         text.contains("-32601"),
         "sampling refused with method not found: {text}"
@@ -202,8 +218,7 @@ fn a_stdio_server_gets_the_daemons_environment_plus_the_declared_env() {
     let out = kaged("call", &d)
         .args(["mcp.ev.get-env", "--args", "{}"])
         .env("DAEMON_ONLY_VAR", "from-daemon")
-        .output()
-        .unwrap();
+        .output_bounded();
     let text = all_output(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(

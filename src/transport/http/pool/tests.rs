@@ -125,6 +125,34 @@ async fn text(pool: &PlainPool, request: Request<Full<Bytes>>) -> String {
     String::from_utf8(body.to_vec()).unwrap()
 }
 
+/// How many connections the pool keeps idle, over all its origins.
+fn idle(pool: &PlainPool) -> usize {
+    let origins = pool.inner.origins.lock().unwrap();
+    origins.iter().map(|o| o.idle.len()).sum()
+}
+
+/// Waits (an event, not a time) until none of the pool's idle connections is open: the
+/// connection's task saw the server's close.
+async fn idle_ones_closed(pool: &PlainPool) {
+    let open = || {
+        let origins = pool.inner.origins.lock().unwrap();
+        origins
+            .iter()
+            .flat_map(|o| &o.idle)
+            .any(|i| !i.sender.is_closed())
+    };
+    while open() {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Waits until `server` has seen `n` connections end.
+async fn ended(server: &Server, n: usize) {
+    while server.ended.load(Ordering::SeqCst) < n {
+        tokio::task::yield_now().await;
+    }
+}
+
 #[tokio::test]
 async fn one_connection_carries_sequential_requests_with_host_and_origin_form() {
     let server = serve(After::KeepAlive, b"ok").await;
@@ -192,7 +220,7 @@ async fn a_connection_the_server_closes_is_not_used_again() {
             assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
             // Let the connection's task see the close (a request sent before that is
             // sent again on a new connection: the next test).
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            idle_ones_closed(&pool).await;
         }
         assert_eq!(server.connections.load(Ordering::SeqCst), 4);
     }
@@ -237,6 +265,10 @@ async fn a_body_dropped_before_its_end_closes_its_connection() {
     let first = body.frame().await.unwrap().unwrap();
     assert!(first.data_ref().is_some_and(|d| d.len() < LONG.len()));
     drop(body);
+    // Not given back (a connection count alone holds either way: one given back is found
+    // unready and replaced), and closed: the server sees it end.
+    assert_eq!(idle(&pool), 0);
+    ended(&server, 1).await;
     assert_eq!(
         text(&pool, post(server.port, "/mcp")).await.len(),
         LONG.len()
@@ -251,13 +283,7 @@ async fn dropping_the_pool_closes_its_idle_connections() {
     assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
     assert_eq!(server.ended.load(Ordering::SeqCst), 0);
     drop(pool);
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while server.ended.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the idle connection was closed");
+    ended(&server, 1).await;
 }
 
 #[tokio::test]
@@ -276,4 +302,141 @@ async fn a_refused_connect_reads_as_hyper_util_s_and_is_a_connect_error() {
     );
     let boxed: BoxError = error.into();
     assert!(crate::transport::http::never_connected(boxed.as_ref()));
+}
+
+/// A server that accepts, reads one request's head, tells the test, and then does what `then`
+/// says with the stream (`None`: keeps it open, saying nothing).
+async fn raw_server(
+    then: Option<&'static [u8]>,
+) -> (
+    u16,
+    tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+    tokio::task::JoinHandle<()>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await.unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let _ = tx.send("request");
+        if let Some(answer) = then {
+            stream.write_all(answer).await.unwrap();
+            return; // closes the stream
+        }
+        let mut chunk = [0u8; 4096];
+        while !matches!(stream.read(&mut chunk).await, Ok(0) | Err(_)) {}
+        let _ = tx.send("closed");
+    });
+    (port, rx, task)
+}
+
+/// A server that promises 1 000 bytes and closes after 10: the body ends in an error (never a
+/// short body read as whole), and the connection is not given back.
+#[tokio::test]
+async fn a_server_closing_mid_body_fails_the_body_and_the_connection_is_not_kept() {
+    let (port, _seen, _task) = raw_server(Some(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789",
+    ))
+    .await;
+    let pool = pool();
+    let response = pool.send(post(port, "/mcp")).await.unwrap();
+    let error = response.into_body().collect().await.unwrap_err();
+    let io = std::error::Error::source(&error).and_then(|e| e.downcast_ref::<std::io::Error>());
+    assert_eq!(
+        io.map(std::io::Error::kind),
+        Some(std::io::ErrorKind::UnexpectedEof),
+        "{error:?}"
+    );
+    assert_eq!(idle(&pool), 0);
+}
+
+/// A request whose caller gives up before the answer: its connection is closed (the server
+/// sees its end) and not kept; the pool goes on serving on a new one.
+#[tokio::test]
+async fn a_cancelled_request_closes_its_connection() {
+    let (port, mut seen, _task) = raw_server(None).await;
+    let pool = pool();
+    let sending = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.send(post(port, "/mcp")).await.map(|_| ()) }
+    });
+    assert_eq!(seen.recv().await, Some("request"));
+    sending.abort();
+    assert!(sending.await.unwrap_err().is_cancelled());
+    assert_eq!(seen.recv().await, Some("closed"));
+    assert_eq!(idle(&pool), 0);
+    let server = serve(After::KeepAlive, b"ok").await;
+    assert_eq!(text(&pool, post(server.port, "/mcp")).await, "ok");
+}
+
+/// Several origins, requests interleaved: each origin keeps its own connection, with its own
+/// `Host`; the same port under another host name is another origin.
+#[tokio::test]
+async fn several_origins_each_keep_their_own_connection_and_host() {
+    let (a, b) = (
+        serve(After::KeepAlive, b"a").await,
+        serve(After::KeepAlive, b"b").await,
+    );
+    let pool = pool();
+    let by_name = |port: u16| {
+        let mut request = post(port, "/mcp");
+        *request.uri_mut() = format!("http://localhost:{port}/mcp").parse().unwrap();
+        request
+    };
+    for _ in 0..3 {
+        assert_eq!(text(&pool, post(a.port, "/mcp")).await, "a");
+        assert_eq!(text(&pool, post(b.port, "/mcp")).await, "b");
+        assert_eq!(text(&pool, by_name(a.port)).await, "a");
+    }
+    assert_eq!(a.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(b.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(idle(&pool), 3);
+    assert_eq!(pool.inner.origins.lock().unwrap().len(), 3);
+    let hosts = |server: &Server| -> Vec<String> {
+        let heads = server.heads.lock().unwrap();
+        heads
+            .iter()
+            .map(|h| {
+                h.lines()
+                    .find(|l| l.starts_with("host: "))
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let (ip_a, name_a) = (
+        format!("host: 127.0.0.1:{}", a.port),
+        format!("host: localhost:{}", a.port),
+    );
+    assert_eq!(
+        hosts(&a),
+        [&ip_a, &name_a, &ip_a, &name_a, &ip_a, &name_a].map(String::clone)
+    );
+    assert_eq!(hosts(&b), vec![format!("host: 127.0.0.1:{}", b.port); 3]);
+}
+
+/// The pool dropped while an answer's body is being read: the body still reads to its end,
+/// and its connection, with no pool to go back to, is closed.
+#[tokio::test]
+async fn a_body_outlives_its_dropped_pool_and_then_closes_its_connection() {
+    static LONG: [u8; 256 * 1024] = [b'y'; 256 * 1024];
+    let server = serve(After::KeepAlive, &LONG).await;
+    let pool = pool();
+    let mut body = pool
+        .send(post(server.port, "/mcp"))
+        .await
+        .unwrap()
+        .into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert!(first.len() < LONG.len());
+    drop(pool);
+    let rest = body.collect().await.unwrap().to_bytes();
+    assert_eq!(first.len() + rest.len(), LONG.len());
+    ended(&server, 1).await;
 }
