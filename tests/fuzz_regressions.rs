@@ -78,7 +78,8 @@ fn replay_dir(dir: &Path, check: fn(&[u8])) -> usize {
 /// losing what its corpus covers (issue 49, CI time). Every target has a kept corpus.
 #[test]
 fn the_kept_corpus_passes_the_fuzz_checks() {
-    let targets: [(&str, fn(&[u8])); 15] = [
+    type Check = fn(&[u8]);
+    let targets: [(&str, Check); 15] = [
         ("config_project", config::config_project),
         ("config_toml", config::config_toml),
         ("dpop_jwt", dpop::dpop_jwt),
