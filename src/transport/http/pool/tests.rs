@@ -277,3 +277,58 @@ async fn a_refused_connect_reads_as_hyper_util_s_and_is_a_connect_error() {
     let boxed: BoxError = error.into();
     assert!(crate::transport::http::never_connected(boxed.as_ref()));
 }
+
+/// A request put on a reused connection that the server closed while it idled, before the
+/// connection's task saw the close: hyper hands the request back unwritten, and the pool sends
+/// it on a new connection instead of failing it.
+///
+/// Made deterministic on the current-thread runtime: the server (a thread, not a task) closes
+/// the idle connection and says so before the client does anything; `yield_now` lets the
+/// runtime's I/O driver see the close (which readies the connection's socket and wakes its
+/// task) and resumes this test before that task runs; the request is then queued on the
+/// reused connection, whose task, run next, reads the end before it takes the request.
+#[tokio::test]
+async fn a_request_on_a_reused_connection_found_closed_is_sent_on_a_new_one() {
+    use std::io::{Read as _, Write as _};
+    use std::sync::mpsc;
+
+    /// Reads one request (head and its two-byte `{}` body) and answers it `200 ok`.
+    fn answer_one(stream: &mut std::net::TcpStream) {
+        let mut buf = Vec::new();
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") || !buf.ends_with(b"{}") {
+            let mut chunk = [0u8; 1024];
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(n > 0, "the client closed before its request");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            .unwrap();
+    }
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (close, closing) = mpsc::channel::<()>();
+    let (closed, has_closed) = mpsc::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let (mut first, _) = listener.accept().unwrap();
+        answer_one(&mut first);
+        closing.recv().unwrap();
+        first.shutdown(std::net::Shutdown::Both).unwrap();
+        drop(first);
+        closed.send(()).unwrap();
+        let (mut second, _) = listener.accept().unwrap();
+        answer_one(&mut second);
+        // No third connection: the server ends with the test's pool.
+    });
+
+    let pool = pool();
+    assert_eq!(text(&pool, post(port, "/mcp")).await, "ok");
+    // The connection is idle in the pool; the server closes it, and this thread blocks (no
+    // task runs) until it has.
+    close.send(()).unwrap();
+    has_closed.recv().unwrap();
+    tokio::task::yield_now().await;
+    assert_eq!(text(&pool, post(port, "/mcp")).await, "ok");
+    server.join().unwrap();
+}
