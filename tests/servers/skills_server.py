@@ -3,6 +3,7 @@
 honest or tampered, and records every file the client reads.
 
 Usage:  python3 skills_server.py --mode ok|digest|size|frontmatter|dashes|dashx|hostile [--log FILE]
+            [--list-log FILE]
 
 Python 3 stdlib only; JSON-RPC 2.0, one message per line on stdin/stdout; exits 0 at stdin
 EOF. Speaks the legacy era: initialize (answers the client's protocolVersion, declares
@@ -10,7 +11,8 @@ EOF. Speaks the legacy era: initialize (answers the client's protocolVersion, de
 - skills/list -> {resultType: "complete", ttlMs: 60000, cacheScope: "private", skills: [
     {uri: "skill://pdf-processing/SKILL.md", frontmatter: {name, description},
      resources: [{uri, digest: "sha256:<hex of the UTF-8 bytes>", size: <bytes>}, ...]},
-    {uri: "skill://notes/SKILL.md", ...}]}
+    {uri: "skill://notes/SKILL.md", ...}]}; each skills/list appends a line `skills/list` to
+  --list-log before the answer is written (so a test sees whether the client's cache answered)
   pdf-processing lists SKILL.md and references/FORMS.md; notes lists SKILL.md only (its
   frontmatter has a list and a number, compared as values).
 - resources/read {uri} -> {contents: [{uri, mimeType: "text/markdown", text}]} (a binary file:
@@ -56,6 +58,7 @@ parser.add_argument(
     choices=["ok", "digest", "size", "frontmatter", "dashes", "dashx", "hostile"],
 )
 parser.add_argument("--log")
+parser.add_argument("--list-log")
 args = parser.parse_args()
 
 EXTENSION = "io.modelcontextprotocol/skills"
@@ -185,6 +188,9 @@ def answer(msg):
     if method == "tools/list":
         return {"tools": []}
     if method == "skills/list":
+        if args.list_log:
+            with open(args.list_log, "a", encoding="utf-8") as f:
+                f.write("skills/list\n")
         return listing()
     if method == "resources/read":
         uri = params.get("uri", "")
