@@ -346,6 +346,14 @@ mod tests {
             let text = format!(r#"{{"name": "t", "{field}": {value}}}"#);
             tool(serde_json::from_str(&text).unwrap())
         };
+        // Inside an array too.
+        let listed = |n: &str| {
+            let text = format!(r#"{{"name": "t", "inputSchema": {{"enum": [1, {n}]}}}}"#);
+            tool(serde_json::from_str(&text).unwrap())
+        };
+        let (a, b) = (listed("9007199254740993"), listed("9007199254740992"));
+        assert_ne!(tool_digest(&a), tool_digest(&b));
+        assert_ne!(digest(&definition_of(&a)), digest(&definition_of(&b)));
         for field in ["outputSchema", "execution", "annotations"] {
             let (a, b) = (
                 with(field, "9007199254740993"),
