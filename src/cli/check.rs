@@ -117,6 +117,18 @@ pub(crate) fn summary(config: &Config) -> String {
     out
 }
 
+/// The refs of a stdio server's `env` secrets that `local.toml` does not hold.
+fn env_secrets_missing(s: &McpServerConfig) -> impl Iterator<Item = &str> {
+    let env = match &s.transport {
+        TransportConfig::Stdio(st) => Some(&st.env),
+        _ => None,
+    };
+    env.into_iter()
+        .flat_map(|env| env.values())
+        .filter(|v| v.expose().is_none())
+        .filter_map(|v| v.secret_ref().map(|r| r.as_str()))
+}
+
 /// A server's state as the configuration decides it: `disabled (local.toml)`, `secret
 /// MISSING: <refs>` when a secret it names is not set, `no tools (tools.enabled: false)`, or
 /// `ok`.
@@ -136,6 +148,7 @@ fn state(config: &Config, s: &McpServerConfig) -> String {
         .flatten()
         .filter(|r| config.local.secret(r).is_none())
         .map(|r| r.as_str())
+        .chain(env_secrets_missing(s))
         .collect();
     if !missing.is_empty() {
         return format!("secret MISSING: {}", missing.join(", "));

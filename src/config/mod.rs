@@ -202,13 +202,22 @@ impl Sources {
             Some((file, text)) => local::parse(text, file, &mut errors),
             None => LocalConfig::default(),
         };
-        // A local.toml with errors may have lost secrets: reporting them missing would mislead.
+        // A local.toml with errors may have lost secrets: reporting them missing would mislead
+        // (and the load fails on those errors anyway). A missing one is not a load error: it is
+        // its server's, reported by `resolve_secrets` for a session that starts that server.
+        let mut env_secrets_missing = Vec::new();
         if let (Some(tree), true) = (&tree, errors.len() == before_local) {
             let local_file = match &self.local {
                 Some((file, _)) => file.clone(),
                 None => self.project_root.join("local.toml"),
             };
-            project::resolve_env_secrets(tree, &mut project, &local, &local_file, &mut errors);
+            project::resolve_env_secrets(
+                tree,
+                &mut project,
+                &local,
+                &local_file,
+                &mut env_secrets_missing,
+            );
         }
         if let Some((file, _)) = &self.local {
             for (key, o) in &local.servers {
@@ -272,6 +281,7 @@ impl Sources {
             lock,
             warnings,
             local_file: self.local.as_ref().map(|(f, _)| f.clone()),
+            env_secrets_missing,
         })
     }
 }
@@ -294,6 +304,9 @@ pub struct Config {
     /// Things worth telling the operator that do not stop the session.
     pub warnings: Vec<ConfigError>,
     local_file: Option<PathBuf>,
+    /// The `env` secrets `local.toml` lacks, each with its server's key: errors of that server
+    /// alone, which [`Config::resolve_secrets`] reports.
+    env_secrets_missing: Vec<(String, ConfigError)>,
 }
 
 impl Config {
@@ -329,11 +342,15 @@ impl Config {
             .unwrap_or(self.daemon.default_timeout)
     }
 
-    /// Resolves the `auth` `secret_ref` of every server that is not disabled.
+    /// Resolves the `auth` `secret_ref` of every server that is not disabled, and checks that
+    /// `local.toml` held each `{ secret_ref }` of their `env` (those values are filled in when
+    /// the configuration loads, [`EnvValue::Secret`]).
     ///
-    /// A missing secret is an error naming the server and the ref, as ADR-0043 §4 says the
-    /// session must refuse to start. The `{ secret_ref }` values of a stdio server's `env` are
-    /// resolved earlier, when the configuration loads ([`EnvValue::Secret`]).
+    /// A missing secret, of either kind, is an error naming the server and the ref (an `env`
+    /// one also its variable and the line it is written on), as ADR-0043 §4 says the session
+    /// must refuse to start; a session that starts some servers only
+    /// ([`SessionOptions::only_servers`](crate::SessionOptions::only_servers)) resolves theirs
+    /// only, so one server's missing secret stops that server alone.
     pub fn resolve_secrets(&self) -> Result<BTreeMap<String, Secret>, ConfigErrors> {
         let mut out = BTreeMap::new();
         let mut errors = Vec::new();
@@ -345,6 +362,12 @@ impl Config {
             if self.local.overrides(&s.key).disabled {
                 continue;
             }
+            errors.extend(
+                self.env_secrets_missing
+                    .iter()
+                    .filter(|(server, _)| *server == s.key)
+                    .map(|(_, e)| e.clone()),
+            );
             let Some(auth) = &s.auth else { continue };
             let key_ref = auth.oauth.as_ref().and_then(|o| o.private_key_ref.as_ref());
             let refs = [

@@ -334,6 +334,37 @@ mod tests {
         assert!(canonical_bytes(&definition_of(&a)).starts_with(EXACT_PREFIX));
     }
 
+    /// An integer beyond 2^53 in any pinned field (not only `inputSchema`) is digested
+    /// exactly by [`tool_digest`] as by [`digest`]: two tools that differ only there differ.
+    #[test]
+    fn integers_beyond_2_pow_53_are_digested_exactly_in_every_pinned_field() {
+        let with = |field: &str, n: &str| {
+            let value = match field {
+                "annotations" => format!(r#"{{"x-limit": {n}}}"#),
+                _ => format!(r#"{{"type": "object", "maximum": {n}}}"#),
+            };
+            let text = format!(r#"{{"name": "t", "{field}": {value}}}"#);
+            tool(serde_json::from_str(&text).unwrap())
+        };
+        // Inside an array too.
+        let listed = |n: &str| {
+            let text = format!(r#"{{"name": "t", "inputSchema": {{"enum": [1, {n}]}}}}"#);
+            tool(serde_json::from_str(&text).unwrap())
+        };
+        let (a, b) = (listed("9007199254740993"), listed("9007199254740992"));
+        assert_ne!(tool_digest(&a), tool_digest(&b));
+        assert_ne!(digest(&definition_of(&a)), digest(&definition_of(&b)));
+        for field in ["outputSchema", "execution", "annotations"] {
+            let (a, b) = (
+                with(field, "9007199254740993"),
+                with(field, "9007199254740992"),
+            );
+            assert_ne!(tool_digest(&a), tool_digest(&b), "{field}");
+            assert_eq!(tool_digest(&a), digest(&definition_of(&a)), "{field}");
+            assert_eq!(tool_digest(&b), digest(&definition_of(&b)), "{field}");
+        }
+    }
+
     /// A known answer: the digest of a fixed definition, so a change to the canonical form or
     /// to how the hash is written (nibble order, case) cannot pass unseen.
     #[test]

@@ -456,6 +456,10 @@ mod tests {
             let e = Lock::parse(text, Path::new("mcp.lock")).unwrap_err();
             assert!(e.to_string().contains(want), "{text:?}: {e}");
         }
+        // Well-formed JSON of the wrong shape is located too.
+        let e =
+            Lock::parse("{\"version\": 1,\n \"servers\": 3}", Path::new("mcp.lock")).unwrap_err();
+        assert_eq!(e.at.map(|(line, _)| line), Some(2), "{e}");
         let renamed = lock()
             .render()
             .replacen("\"name\": \"a\"", "\"name\": \"z\"", 1);

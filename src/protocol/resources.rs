@@ -324,6 +324,29 @@ mod tests {
         assert_eq!(r.joined_text(), "abc\ndé\n[... truncated at 6 bytes]");
     }
 
+    /// A cap that falls inside a character (here inside each of "é", "€" and "😀" in turn) cuts
+    /// before that character, never through it (`String::truncate` would panic there).
+    #[test]
+    fn a_cap_inside_a_multibyte_character_cuts_before_it() {
+        let whole = "aé€😀z";
+        for cap in 0..whole.len() {
+            let mut r = ReadResourceResult {
+                contents: vec![text("a://t", whole)],
+                ..Default::default()
+            };
+            let kept = (0..=cap)
+                .rev()
+                .find(|&i| whole.is_char_boundary(i))
+                .unwrap();
+            assert_eq!(r.cap(cap), Ok(whole.len() - kept), "cap {cap}");
+            assert_eq!(
+                r.joined_text(),
+                format!("{}\n[... truncated at {cap} bytes]", &whole[..kept]),
+                "cap {cap}"
+            );
+        }
+    }
+
     #[test]
     fn a_blob_over_the_cap_is_refused_whole_never_cut() {
         let mut r = ReadResourceResult {

@@ -236,6 +236,31 @@ mod tests {
         assert!(!t.is_retry_safe());
     }
 
+    /// `idempotentHint` alone makes a tool retry-safe, as `readOnlyHint` alone does; a hint
+    /// that is `false` (or absent) does not.
+    #[test]
+    fn either_hint_alone_makes_a_tool_retry_safe() {
+        let safe = |annotations: serde_json::Value| {
+            serde_json::from_value::<ToolInfo>(
+                serde_json::json!({"name": "t", "annotations": annotations}),
+            )
+            .unwrap()
+            .is_retry_safe()
+        };
+        assert!(safe(serde_json::json!({"idempotentHint": true})));
+        assert!(safe(
+            serde_json::json!({"readOnlyHint": false, "idempotentHint": true})
+        ));
+        assert!(safe(serde_json::json!({"readOnlyHint": true})));
+        assert!(safe(
+            serde_json::json!({"readOnlyHint": true, "idempotentHint": false})
+        ));
+        assert!(!safe(
+            serde_json::json!({"readOnlyHint": false, "idempotentHint": false})
+        ));
+        assert!(!safe(serde_json::json!({"destructiveHint": false})));
+    }
+
     #[test]
     fn annotation_defaults_follow_the_spec() {
         let a = ToolAnnotations::default();

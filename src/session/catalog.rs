@@ -250,6 +250,11 @@ mod tests {
         );
         assert!(c.tools["mcp.gh.repo.list"].retry_safe);
         assert!(!c.tools["mcp.gh.repo.push"].retry_safe);
+        // A tool that writes, but idempotently, is retried too.
+        let mut upsert = tool("repo.upsert", false);
+        upsert.annotations.as_mut().unwrap().idempotent_hint = Some(true);
+        let c = build_catalog(&trusted, server, vec![upsert], false);
+        assert!(c.tools["mcp.gh.repo.upsert"].retry_safe);
     }
 
     fn task_tool(name: &str, support: &str) -> ToolInfo {

@@ -139,11 +139,10 @@ impl SessionOptions {
     }
 
     /// Starts only these declared servers (what `kaged-mcp call` does: one tool needs one
-    /// server). The others are neither spawned nor contacted, their `auth` secrets are not
-    /// resolved (a missing one does not stop the session), and [`Session::status`] does not
-    /// list them; the configuration still declares them, so an unknown tool's hint knows
-    /// every server. (`env` secrets are resolved when the configuration loads, for every
-    /// server: a missing one is a configuration error whatever is started.)
+    /// server). The others are neither spawned nor contacted, their secrets (`auth` and
+    /// `env`) are not required (a missing one does not stop the session), and
+    /// [`Session::status`] does not list them; the configuration still declares them, so an
+    /// unknown tool's hint knows every server.
     pub fn only_servers(mut self, servers: impl IntoIterator<Item = String>) -> Self {
         self.only = Some(servers.into_iter().collect());
         self

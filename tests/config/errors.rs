@@ -13,6 +13,9 @@ struct Case {
     key: &'static str,
     line: Option<usize>,
     says: &'static str,
+    /// The configuration loads, and the error is its server's, reported by
+    /// `Config::resolve_secrets` (which a session starting that server calls): a missing secret.
+    at_start: bool,
 }
 
 const fn p(
@@ -32,6 +35,21 @@ const fn p(
         key,
         line: Some(line),
         says,
+        at_start: false,
+    }
+}
+
+/// [`p`] for an error of one server, at its start (see [`Case::at_start`]).
+const fn at_start(
+    name: &'static str,
+    project: &'static str,
+    key: &'static str,
+    line: usize,
+    says: &'static str,
+) -> Case {
+    Case {
+        at_start: true,
+        ..p(name, project, key, line, says)
     }
 }
 
@@ -95,15 +113,15 @@ fn cases() -> Vec<Case> {
         p("env value a mapping of another key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {other: x}\n", "mcp.db.env.TOKEN.other", 6, "unknown key `other`; a value is a string or `{ secret_ref: a.b }`"),
         p("env value a secret_ref and another key", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN:\n        secret_ref: s.token\n        value: x\n", "mcp.db.env.TOKEN.value", 8, "unknown key `value`"),
         p("env value an empty mapping", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {}\n", "mcp.db.env.TOKEN", 6, "missing `secret_ref`"),
-        p("env secret without local.toml", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {secret_ref: s.token}\n", "mcp.db.env.TOKEN", 6, "server `db` needs secret `s.token` for its environment variable `TOKEN`, which is not set in ./local.toml: add `token = \"…\"` under [secrets.s]"),
+        at_start("env secret without local.toml", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {secret_ref: s.token}\n", "mcp.db.env.TOKEN", 6, "server `db` needs secret `s.token` for its environment variable `TOKEN`, which is not set in ./local.toml: add `token = \"…\"` under [secrets.s]"),
         Case {
             local: Some("[secrets.s]\nother = \"x\"\n"),
-            ..p("env secret missing from local.toml", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      PLAIN: a\n      TOKEN:\n        secret_ref: s.token\n", "mcp.db.env.TOKEN", 8, "needs secret `s.token` for its environment variable `TOKEN`, which is not set in local.toml")
+            ..at_start("env secret missing from local.toml", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      PLAIN: a\n      TOKEN:\n        secret_ref: s.token\n", "mcp.db.env.TOKEN", 8, "needs secret `s.token` for its environment variable `TOKEN`, which is not set in local.toml")
         },
         Case {
             overlay: Some("mcp:\n  db:\n    env:\n      TOKEN: {secret_ref: ops.token}\n"),
             file: "project.local.yaml",
-            ..p("env secret of the overlay missing", STDIO, "mcp.db.env.TOKEN", 4, "needs secret `ops.token`")
+            ..at_start("env secret of the overlay missing", STDIO, "mcp.db.env.TOKEN", 4, "needs secret `ops.token`")
         },
         p("url on a stdio server", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    url: http://x\n", "mcp.db.url", 5, "belongs to `transport: sse`"),
         p("headers on a stdio server", "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    headers: {A: b}\n", "mcp.db.headers", 5, "belongs to `transport: sse`"),
@@ -385,12 +403,26 @@ fn every_bad_configuration_names_file_key_and_line() {
     assert!(cases.len() >= 50, "only {} cases", cases.len());
     let mut failures = Vec::new();
     for c in &cases {
-        let errs = match load(c) {
-            Ok(_) => {
+        let errs = match (load(c), c.at_start) {
+            (Ok(config), true) => match config.resolve_secrets() {
+                Ok(_) => {
+                    failures.push(format!("{}: its secrets resolved without error", c.name));
+                    continue;
+                }
+                Err(e) => e,
+            },
+            (Err(e), true) => {
+                failures.push(format!(
+                    "{}: not its server's error but the load's: {e}",
+                    c.name
+                ));
+                continue;
+            }
+            (Ok(_), false) => {
                 failures.push(format!("{}: loaded without error", c.name));
                 continue;
             }
-            Err(e) => e,
+            (Err(e), false) => e,
         };
         let hit = errs.iter().any(|e: &ConfigError| {
             e.file.to_str() == Some(c.file)
@@ -455,6 +487,45 @@ fn a_missing_secret_names_the_server_and_the_ref() {
     assert_eq!(e.key_path, "secrets.api_keys.github");
     assert!(e.message.contains("server `gh`"), "{e}");
     assert!(e.message.contains("api_keys.github"), "{e}");
+}
+
+/// One server's missing `env` secret is that server's error alone (issue 49 point 6): the
+/// configuration loads, the other server's secret is filled in, and the secrets of a session
+/// that starts the other server only resolve; a session starting both is refused naming the
+/// one server, as for a missing `auth` secret.
+#[test]
+fn a_missing_env_secret_is_its_servers_error_alone() {
+    let c = Sources::new(
+        "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {secret_ref: s.db}\n  notes:\n    transport: stdio\n    command: [y]\n    env:\n      TOKEN: {secret_ref: s.notes}\n",
+    )
+    .local("[secrets.s]\nnotes = \"n-1\"\n")
+    .load()
+    .unwrap();
+    let env = |key: &str| match &c.project.server(key).unwrap().transport {
+        kaged_mcp::config::TransportConfig::Stdio(s) => s.env["TOKEN"].expose().map(str::to_owned),
+        _ => unreachable!(),
+    };
+    assert_eq!(env("notes").as_deref(), Some("n-1"));
+    assert_eq!(env("db"), None);
+    let errs = c.resolve_secrets().unwrap_err();
+    let shown: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0]
+            .starts_with("project.yaml:6:27: mcp.db.env.TOKEN: server `db` needs secret `s.db`"),
+        "{shown:?}"
+    );
+    let mut notes_only = c.clone();
+    notes_only.project.servers.retain(|s| s.key == "notes");
+    notes_only.resolve_secrets().unwrap();
+    // Disabled, the server needs none.
+    let disabled = Sources::new(
+        "mcp:\n  db:\n    transport: stdio\n    command: [x]\n    env:\n      TOKEN: {secret_ref: s.db}\n",
+    )
+    .local("[mcp.db]\ndisabled = true\n")
+    .load()
+    .unwrap();
+    disabled.resolve_secrets().unwrap();
 }
 
 #[test]

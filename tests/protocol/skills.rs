@@ -88,6 +88,35 @@ async fn skills_are_listed_without_reading_a_file_and_loaded_verified_on_demand(
     client.shutdown().await;
 }
 
+/// The listing is kept per session for its `ttlMs` (60 s here): listing, resolving and loading
+/// again within it send no second `skills/list`.
+#[tokio::test]
+async fn a_listing_is_read_once_within_its_ttl() {
+    let lists = tempfile::NamedTempFile::new().unwrap();
+    let command = vec![
+        "python3".to_owned(),
+        crate::common::peers::server_script("skills_server.py")
+            .to_string_lossy()
+            .into_owned(),
+        "--list-log".to_owned(),
+        lists.path().to_string_lossy().into_owned(),
+    ];
+    let client = crate::stdio_client("skills", &command, ClientOptions::default());
+    let sent = || {
+        std::fs::read_to_string(lists.path())
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(client.list_skills().await.unwrap().len(), 2);
+    assert_eq!(sent(), 1);
+    assert_eq!(client.list_skills().await.unwrap().len(), 2);
+    client.load_skill("pdf-processing").await.unwrap();
+    client.resolve_skill("notes").await.unwrap();
+    assert_eq!(sent(), 1, "answered from the session's cache");
+    client.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_tampered_skill_is_refused_naming_its_check_and_no_file_is_read_after_it() {
     for (mode, check) in [

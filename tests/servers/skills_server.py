@@ -4,7 +4,7 @@ honest or tampered, and records every file the client reads.
 
 Usage:  python3 skills_server.py --mode ok|digest|size|frontmatter|dashes|dashx|hostile|partial|getswap
             [--caps all|no-tools|none] [--era legacy|modern] [--require-client-extension]
-            [--log FILE]
+            [--log FILE] [--list-log FILE]
 
 Python 3 stdlib only; JSON-RPC 2.0, one message per line on stdin/stdout; exits 0 at stdin
 EOF. Speaks the legacy era: initialize (answers the client's protocolVersion, declares
@@ -12,7 +12,8 @@ EOF. Speaks the legacy era: initialize (answers the client's protocolVersion, de
 - skills/list -> {resultType: "complete", ttlMs: 60000, cacheScope: "private", skills: [
     {uri: "skill://pdf-processing/SKILL.md", frontmatter: {name, description},
      resources: [{uri, digest: "sha256:<hex of the UTF-8 bytes>", size: <bytes>}, ...]},
-    {uri: "skill://notes/SKILL.md", ...}]}
+    {uri: "skill://notes/SKILL.md", ...}]}; each skills/list appends a line `skills/list` to
+  --list-log before the answer is written (so a test sees whether the client's cache answered)
   pdf-processing lists SKILL.md and references/FORMS.md; notes lists SKILL.md only (its
   frontmatter has a list and a number, compared as values).
 - resources/read {uri} -> {contents: [{uri, mimeType: "text/markdown", text}]} (a binary file:
@@ -86,6 +87,7 @@ parser.add_argument("--caps", default="all", choices=["all", "no-tools", "none"]
 parser.add_argument("--era", default="legacy", choices=["legacy", "modern"])
 parser.add_argument("--require-client-extension", action="store_true")
 parser.add_argument("--log")
+parser.add_argument("--list-log")
 args = parser.parse_args()
 PARTIAL = args.mode in ("partial", "getswap")
 MODERN_VERSION = "2026-07-28"
@@ -276,6 +278,9 @@ def answer_request(method, params):
     if "extensions" not in declared:
         return None
     if method == "skills/list":
+        if args.list_log:
+            with open(args.list_log, "a", encoding="utf-8") as f:
+                f.write("skills/list\n")
         return listing()
     if method == "skills/get":
         return get_skill(params.get("uri", ""))

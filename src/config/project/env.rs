@@ -1,6 +1,6 @@
 //! A stdio server's `env:`: each variable a plain string or `{ secret_ref: a.b }`, a token the
 //! server reads from its environment, and [`resolve_env_secrets`], which fills those secrets
-//! in from `local.toml` once it is read.
+//! in from `local.toml` once it is read (a missing one is its server's error, at its start).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -103,16 +103,18 @@ fn secret(w: &mut Walk<'_>, node: &Node, entries: &[Entry], path: &str) -> Optio
 
 /// Fills in the `{ secret_ref }` values of every stdio server's `env` from `local`.
 ///
-/// A missing secret is an error at the variable in the project tree `root` (its file, its key
+/// A missing secret stays `None` and is an error of its server alone, pushed to `missing` with
+/// that server's key: an error at the variable in the project tree `root` (its file, its key
 /// path and the line of its `secret_ref`), naming the ref and where it goes in `local_file`.
-/// A server that `local` disables needs none: its missing secrets stay `None`, as
-/// [`Config::resolve_secrets`](crate::config::Config::resolve_secrets) skips its `auth`.
+/// [`Config::resolve_secrets`](crate::config::Config::resolve_secrets) reports it with the
+/// server's `auth` secrets, so it stops a session that starts that server and no other (as a
+/// missing `auth` secret does). A server that `local` disables needs none.
 pub(crate) fn resolve_env_secrets(
     root: &Node,
     project: &mut ProjectConfig,
     local: &LocalConfig,
     local_file: &Path,
-    errors: &mut Vec<ConfigError>,
+    missing: &mut Vec<(String, ConfigError)>,
 ) {
     for server in &mut project.servers {
         let TransportConfig::Stdio(stdio) = &mut server.transport else {
@@ -134,7 +136,7 @@ pub(crate) fn resolve_env_secrets(
                         .and_then(|e| e.get(name))
                         .map_or(root, |v| v.get("secret_ref").unwrap_or(v));
                     let (table, leaf) = secret_ref.table_and_key();
-                    errors.push(ConfigError::new(
+                    let error = ConfigError::new(
                         written.file.to_path_buf(),
                         format!("mcp.{}.env.{name}", server.key),
                         Some(written.loc),
@@ -143,7 +145,8 @@ pub(crate) fn resolve_env_secrets(
                             server.key,
                             local_file.display()
                         ),
-                    ));
+                    );
+                    missing.push((server.key.clone(), error));
                 }
             }
         }

@@ -153,8 +153,10 @@ pub enum EnvValue {
     /// A value written in the project (bare numbers and booleans read as their text).
     Plain(String),
     /// `{ secret_ref: a.b }`: the secret `[secrets.a] b` of `local.toml`, resolved when the
-    /// configuration loads; a missing one refuses the configuration, except for a server that
-    /// `local.toml` disables, whose `value` is then `None`.
+    /// configuration loads. A missing one leaves `value` `None` and is an error of its server
+    /// alone: [`Config::resolve_secrets`](crate::config::Config::resolve_secrets) reports it,
+    /// so a session that starts the server refuses to start (one that starts other servers
+    /// only does not), and `kaged-mcp check` names it.
     Secret {
         /// Where the secret lives in `local.toml` `[secrets]`.
         secret_ref: SecretRef,

@@ -440,3 +440,153 @@ async fn a_body_outlives_its_dropped_pool_and_then_closes_its_connection() {
     assert_eq!(first.len() + rest.len(), LONG.len());
     ended(&server, 1).await;
 }
+
+/// A request put on a reused connection that the server closed while it idled, before the
+/// connection's task saw the close: hyper hands the request back unwritten, and the pool sends
+/// it on a new connection instead of failing it.
+///
+/// Made deterministic on the current-thread runtime: the server (a thread, not a task) closes
+/// the idle connection and says so before the client does anything; `yield_now` lets the
+/// runtime's I/O driver see the close (which readies the connection's socket and wakes its
+/// task) and resumes this test before that task runs; the request is then queued on the
+/// reused connection, whose task, run next, reads the end before it takes the request.
+#[tokio::test]
+async fn a_request_on_a_reused_connection_found_closed_is_sent_on_a_new_one() {
+    use std::io::{Read as _, Write as _};
+    use std::sync::mpsc;
+
+    /// Reads one request (head and its two-byte `{}` body) and answers it `200 ok`.
+    fn answer_one(stream: &mut std::net::TcpStream) {
+        let mut buf = Vec::new();
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") || !buf.ends_with(b"{}") {
+            let mut chunk = [0u8; 1024];
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(n > 0, "the client closed before its request");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            .unwrap();
+    }
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (close, closing) = mpsc::channel::<()>();
+    let (closed, has_closed) = mpsc::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let (mut first, _) = listener.accept().unwrap();
+        answer_one(&mut first);
+        closing.recv().unwrap();
+        first.shutdown(std::net::Shutdown::Both).unwrap();
+        drop(first);
+        closed.send(()).unwrap();
+        let (mut second, _) = listener.accept().unwrap();
+        answer_one(&mut second);
+        // No third connection: the server ends with the test's pool.
+    });
+
+    let pool = pool();
+    assert_eq!(text(&pool, post(port, "/mcp")).await, "ok");
+    // The connection is idle in the pool; the server closes it, and this thread blocks (no
+    // task runs) until it has.
+    close.send(()).unwrap();
+    has_closed.recv().unwrap();
+    tokio::task::yield_now().await;
+    assert_eq!(text(&pool, post(port, "/mcp")).await, "ok");
+    server.join().unwrap();
+}
+
+/// Each origin has its own connections: a request to a second server never goes on the
+/// first one's idle connection.
+#[tokio::test]
+async fn each_origin_gets_its_own_connections() {
+    let a = serve(After::KeepAlive, b"a").await;
+    let b = serve(After::KeepAlive, b"b").await;
+    let pool = pool();
+    for _ in 0..2 {
+        assert_eq!(text(&pool, post(a.port, "/mcp")).await, "a");
+        assert_eq!(text(&pool, post(b.port, "/mcp")).await, "b");
+    }
+    assert_eq!(a.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(b.connections.load(Ordering::SeqCst), 1);
+}
+
+/// A body read frame by frame says what hyper's says (its size, whether it ended, its
+/// `Debug`), and its connection goes back only at its end: a request sent while it is being
+/// read gets a connection of its own, and the next one after it reuses one.
+#[tokio::test]
+async fn a_body_being_read_keeps_its_connection_until_its_end() {
+    static LONG: [u8; 256 * 1024] = [b'x'; 256 * 1024];
+    let server = serve(After::KeepAlive, &LONG).await;
+    let pool = pool();
+    let mut body = pool
+        .send(post(server.port, "/mcp"))
+        .await
+        .unwrap()
+        .into_body();
+    assert_eq!(body.size_hint().exact(), Some(LONG.len() as u64));
+    assert!(!body.is_end_stream());
+    assert_eq!(
+        format!("{body:?}"),
+        "PooledBody { end_stream: false, pooled: true }"
+    );
+    let first = body.frame().await.unwrap().unwrap();
+    let mut read = first.data_ref().unwrap().len();
+    assert!(read < LONG.len());
+    let meanwhile = {
+        let pool = pool.clone();
+        tokio::spawn(async move { text(&pool, post(server.port, "/mcp")).await.len() })
+    };
+    while let Some(frame) = body.frame().await {
+        read += frame.unwrap().data_ref().map_or(0, |d| d.len());
+    }
+    assert_eq!(read, LONG.len());
+    assert!(body.is_end_stream());
+    assert_eq!(meanwhile.await.unwrap(), LONG.len());
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        text(&pool, post(server.port, "/mcp")).await.len(),
+        LONG.len()
+    );
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+}
+
+/// An empty answer has ended before any frame is read: dropping it unread gives its
+/// connection back.
+#[tokio::test]
+async fn an_empty_body_dropped_unread_gives_its_connection_back() {
+    let server = serve(After::KeepAlive, b"").await;
+    let pool = pool();
+    for _ in 0..3 {
+        let response = pool.send(post(server.port, "/mcp")).await.unwrap();
+        assert!(response.body().is_end_stream());
+        drop(response);
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+}
+
+/// A server that takes the request and closes without an answer is a failure of the
+/// exchange, not of the connect (a caller must not take the request as never sent).
+#[tokio::test]
+async fn a_server_closing_without_an_answer_is_not_a_connect_error() {
+    use std::io::Read as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut buf = Vec::new();
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut chunk = [0u8; 1024];
+            let n = stream.read(&mut chunk).unwrap();
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    });
+    let error = pool().send(post(port, "/mcp")).await.unwrap_err();
+    server.join().unwrap();
+    assert!(!error.is_connect(), "{error:?}");
+    let chain = crate::transport::http::chain(&error);
+    assert!(chain.starts_with("client error (SendRequest)"), "{chain}");
+}
