@@ -335,3 +335,57 @@ async fn an_id_token_the_idp_refuses_is_reported_naming_the_idp_and_not_sent_aga
     assert_eq!(stat(&stats, "token.jwt_bearer"), 0, "{stats}");
     session.shutdown().await;
 }
+
+/// A DPoP key file that is not a usable key (here: a PEM whose body is no PKCS#8 key) is never
+/// replaced behind the operator's back (tokens are bound to it): the server fails naming the
+/// file and what to do, without any of the file's bytes; no proof of another key reaches
+/// either server. Removed, a new key is made and the next start works.
+#[tokio::test]
+async fn an_unusable_dpop_key_file_fails_naming_the_file_and_is_not_replaced() {
+    let Some(server) = OAuthPeer::start(&["--jwt-bearer", "--workload", "w1", "--dpop"]) else {
+        return;
+    };
+    let file = assertion_path(&server);
+    std::fs::write(&file, workload_jwt(&server, "w1")).unwrap();
+    let session = server.session(&auth_lines(&file, true), "", false).await;
+    whoami(&session).await.unwrap();
+    session.shutdown().await;
+    let (path, _) = token_file(&server.tokens());
+    let key = path.with_extension("dpop-key");
+    let garbage =
+        "-----BEGIN PRIVATE KEY-----\nR0FSQkFHRS1LRVktQllURVM=\n-----END PRIVATE KEY-----\n";
+    std::fs::write(&key, garbage).unwrap();
+    server.expire();
+    let before = server.log().len();
+
+    let session = server.session(&auth_lines(&file, true), "", false).await;
+    let err = whoami(&session).await.unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("the DPoP key file {} is unusable", key.display()))
+            && err.contains("remove it to make a new key")
+            && err.contains("`remote`"),
+        "{err}"
+    );
+    assert!(!err.contains("R0FSQkFHRS1LRVktQllURVM"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&key).unwrap(),
+        garbage,
+        "kept as it was"
+    );
+    let proofs: Vec<Value> = server.log()[before..]
+        .iter()
+        .filter(|e| !e["dpop"].is_null())
+        .cloned()
+        .collect();
+    assert!(proofs.is_empty(), "{proofs:?}");
+    session.shutdown().await;
+
+    std::fs::remove_file(&key).unwrap();
+    let session = server.session(&auth_lines(&file, true), "", false).await;
+    assert_eq!(whoami(&session).await.unwrap()["client_id"], "workload:w1");
+    assert!(std::fs::read_to_string(&key)
+        .unwrap()
+        .starts_with("-----BEGIN PRIVATE KEY-----"));
+    assert_ne!(std::fs::read_to_string(&key).unwrap(), garbage);
+    session.shutdown().await;
+}
