@@ -389,3 +389,38 @@ async fn an_unusable_dpop_key_file_fails_naming_the_file_and_is_not_replaced() {
     assert_ne!(std::fs::read_to_string(&key).unwrap(), garbage);
     session.shutdown().await;
 }
+
+/// An identity provider that cannot be reached (nothing listens at its token endpoint): the
+/// start fails naming the server, the IdP's endpoint and that it could not be reached, never
+/// the ID token; no grant is tried at the authorization server without an ID-JAG.
+#[tokio::test]
+async fn an_unreachable_identity_provider_is_named_and_no_grant_is_tried() {
+    let Some(server) = OAuthPeer::start(&["--idp", "--workload", "alice"]) else {
+        return;
+    };
+    let file = server.dir.path().join("id-token");
+    let id_token = workload_jwt(&server, "alice");
+    std::fs::write(&file, &id_token).unwrap();
+    let idp = format!(
+        "http://127.0.0.1:{}/idp/token",
+        crate::common::peers::free_port()
+    );
+    let lines = format!(
+        "      grant: jwt_bearer\n      identity_provider:\n        token_endpoint: {idp}\n        id_token_file: {}\n        client_id: kaged-at-idp\n",
+        file.display()
+    );
+    let session = server.session(&lines, "", false).await;
+    let err = whoami(&session).await.unwrap_err().to_string();
+    assert!(
+        err.contains("server `remote`")
+            && err.contains(&format!("the token exchange at the IdP {idp}: POST {idp}"))
+            && err.contains("Connection refused"),
+        "{err}"
+    );
+    assert!(!err.contains(&id_token[..30]), "the ID token in {err}");
+    let stats = server.stats();
+    assert_eq!(stat(&stats, "idp_exchange"), 0, "{stats}");
+    assert_eq!(stat(&stats, "token.jwt_bearer"), 0, "{stats}");
+    assert_ne!(session.status()[0].state, "ready");
+    session.shutdown().await;
+}
