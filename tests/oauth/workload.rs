@@ -47,6 +47,18 @@ fn workload_jwt(server: &OAuthPeer, sub: &str) -> String {
     workload_jwt_for(Some(&server.issuer()), sub)
 }
 
+/// Waits (at most 30 s) until `remote` failed a second start in a row: the supervisor's
+/// restart after the first failure has run, so whatever it would have sent was sent.
+async fn restarted_and_failed_again(session: &kaged_mcp::Session) {
+    let wait = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while session.status()[0].consecutive_failures < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+    wait.await
+        .unwrap_or_else(|_| panic!("never restarted: {:?}", session.status()[0]));
+}
+
 /// The `auth:` lines of a JWT-bearer server reading `file`, with DPoP when `dpop`.
 fn auth_lines(file: &Path, dpop: bool) -> String {
     format!(
@@ -124,7 +136,7 @@ async fn a_refused_assertion_is_reported_never_sent_again_and_no_other_grant_tri
         }
         assert!(!err.contains(&refused[..30]), "the assertion in {err}");
         // The supervisor restarts the server meanwhile: the same file is not sent again.
-        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        restarted_and_failed_again(&session).await;
         let stats = server.stats();
         assert_eq!(stat(&stats, "token.jwt_bearer"), 1, "{error}: {stats}");
         for other in ["authorization_code", "client_credentials", "refresh_token"] {
@@ -329,7 +341,7 @@ async fn an_id_token_the_idp_refuses_is_reported_naming_the_idp_and_not_sent_aga
     for part in ["`remote`", "/idp/token", "invalid_grant", "token exchange"] {
         assert!(err.contains(part), "{part} not in {err}");
     }
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    restarted_and_failed_again(&session).await;
     let stats = server.stats();
     assert_eq!(stat(&stats, "idp_exchange"), 1, "{stats}");
     assert_eq!(stat(&stats, "token.jwt_bearer"), 0, "{stats}");
