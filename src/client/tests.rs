@@ -1513,3 +1513,138 @@ async fn a_slow_poll_interval_never_times_out_between_polls_and_says_so_when_it_
         .count();
     assert_eq!(gets, 1);
 }
+
+// --- timeouts of the client's own requests ---------------------------------------------------
+
+/// A 2025-11-25 server offering resources (with subscribe), prompts and the skills extension,
+/// that answers `initialize` and the tools but never `ping`, a list, `resources/subscribe` or
+/// `skills/list`.
+fn deaf_to_all_but_tools(msg: &Value) -> Vec<Act> {
+    match method(msg) {
+        "initialize" => vec![Act::Reply(json!({"jsonrpc":"2.0","id":msg["id"],"result":{
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "resources": {"subscribe": true}, "prompts": {},
+                "extensions": {crate::protocol::skills::SKILLS_EXTENSION: {}}},
+            "serverInfo": {"name": "mock", "version": "1.0"}}}))],
+        "tools/list" | "tools/call" => well_behaved(msg),
+        _ => vec![],
+    }
+}
+
+/// Asserts that `result` failed as a `RequestTimeout` of `method` after `after`, naming the
+/// server, the method and the bound.
+fn timed_out<T: std::fmt::Debug>(
+    result: Result<T, ClientError>,
+    method: &str,
+    after: Duration,
+) -> ClientError {
+    let err = result.expect_err(method);
+    assert_eq!(err.kind(), ErrorKind::RequestTimeout, "{method}: {err}");
+    assert_eq!(err.request().map(|r| r.method), Some(method), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("`mock`")
+            && text.contains(&format!("({method})"))
+            && text.contains(&format!("within {} ms", after.as_millis())),
+        "{method}: {text}"
+    );
+    err
+}
+
+/// Each request the client sends on its own (`resources/list`, `resources/templates/list`,
+/// `prompts/list`, `resources/subscribe`, `skills/list`, `ping`) fails at the request timeout
+/// as a `RequestTimeout` naming its method (and is cancelled), and the session goes on.
+#[tokio::test(start_paused = true)]
+async fn each_unanswered_request_of_the_client_times_out_naming_its_method() {
+    let limit = Duration::from_secs(5);
+    let t = MockTransport::new(deaf_to_all_but_tools);
+    let c = McpClient::new("mock", t.clone(), exact().request_timeout(limit));
+    c.start().await.unwrap();
+    let began = tokio::time::Instant::now();
+    timed_out(c.list_resources().await, "resources/list", limit);
+    timed_out(
+        c.list_resource_templates().await,
+        "resources/templates/list",
+        limit,
+    );
+    timed_out(c.list_prompts().await, "prompts/list", limit);
+    timed_out(
+        c.subscribe_resource("file:///a").await,
+        "resources/subscribe",
+        limit,
+    );
+    // Kept (as documented), to be sent again at the next start.
+    assert_eq!(c.subscribed_resources(), ["file:///a"]);
+    timed_out(c.list_skills().await, "skills/list", limit);
+    timed_out(
+        c.request::<crate::protocol::method::Ping>(()).await,
+        "ping",
+        limit,
+    );
+    // Each waited its bound, not more (paused time: exact).
+    assert_eq!(tokio::time::Instant::now() - began, limit * 6);
+    let cancelled = t
+        .seen()
+        .iter()
+        .filter(|m| method(m) == "notifications/cancelled")
+        .count();
+    assert_eq!(cancelled, 6, "{:?}", t.seen_methods());
+    assert_eq!(
+        call(&c, echo("after")).await.unwrap().joined_text(),
+        "Echo: after"
+    );
+    assert_eq!(c.state(), ServerState::Ready);
+}
+
+/// A completed task whose `tasks/result` is never answered: each `tasks/result` is bounded by
+/// the request timeout and cancelled (it waited forever: `legacy_result` had no bound), asked
+/// again up to the poll-failure limit, and the call then fails as `TaskLost` naming the task
+/// and `tasks/result`; the tool was called once.
+#[tokio::test(start_paused = true)]
+async fn a_task_whose_result_is_never_answered_fails_naming_tasks_result() {
+    let gets = Arc::new(Mutex::new(Vec::new()));
+    let tasks = task_server(250, 1, gets);
+    let t = MockTransport::new(move |msg| match method(msg) {
+        "tasks/result" => vec![],
+        _ => tasks(msg),
+    });
+    let limit = Duration::from_secs(5);
+    let c = McpClient::new(
+        "mock",
+        t.clone(),
+        exact().era(EraPreference::Legacy).request_timeout(limit),
+    );
+    let err = tokio::time::timeout(
+        Duration::from_secs(3600),
+        call(&c, ToolCall::new("research").with_task(true)),
+    )
+    .await
+    .expect("the call ends")
+    .unwrap_err();
+    assert_eq!(client_error(&err).kind(), ErrorKind::TaskLost, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("MCP server `mock`: task t1 of request ")
+            && text.contains(&format!(
+                "{} requests for it failed in a row",
+                tasks::MAX_POLL_FAILURES
+            ))
+            && text.contains("(tasks/result) within 5000 ms"),
+        "{text}"
+    );
+    let methods = t.seen_methods();
+    let count = |m: &str| methods.iter().filter(|x| *x == m).count();
+    assert_eq!(
+        (
+            count("tools/call"),
+            count("tasks/result"),
+            count("notifications/cancelled")
+        ),
+        (
+            1,
+            tasks::MAX_POLL_FAILURES as usize,
+            tasks::MAX_POLL_FAILURES as usize
+        ),
+        "{methods:?}"
+    );
+}

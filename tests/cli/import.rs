@@ -663,3 +663,81 @@ fn a_second_credential_header_disables_the_server() {
         "{stdout}"
     );
 }
+
+/// Each refusal of `import` is one exact `error:` line on stderr, exit 2, nothing on stdout
+/// and nothing written: an input that is not UTF-8 or not valid JSON (naming the formats it
+/// knows), a project.yaml that is not YAML (where, and to fix it first) or not UTF-8.
+#[test]
+fn imports_refusals_are_exact_operator_lines_and_write_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let at = |name: &str| d.path().join(name);
+    std::fs::write(at("bin.json"), b"\xff\xfe{}").unwrap();
+    std::fs::write(at("trunc.json"), r#"{"mcpServers": "#).unwrap();
+    std::fs::write(
+        at("good.json"),
+        r#"{"mcpServers":{"x":{"command":"echo"}}}"#,
+    )
+    .unwrap();
+    for dir in ["empty", "badyaml", "binyaml"] {
+        std::fs::create_dir(at(dir)).unwrap();
+    }
+    std::fs::write(at("badyaml/project.yaml"), "mcp: [unclosed\n").unwrap();
+    std::fs::write(at("binyaml/project.yaml"), b"mcp:\n\xff\n").unwrap();
+    let shown = |name: &str| at(name).display().to_string();
+    let known = "expected a JSON object with `mcpServers` (Claude Code's .mcp.json, Claude \
+                 Desktop's claude_desktop_config.json, Cursor's mcp.json) or `servers` (VS \
+                 Code's mcp.json), or a TOML file with [mcp_servers.NAME] tables (Codex's \
+                 config.toml)";
+    let cases: [(&str, Vec<String>, String); 4] = [
+        (
+            "empty",
+            vec![shown("bin.json")],
+            format!("cannot read {}: not UTF-8 text", shown("bin.json")),
+        ),
+        (
+            "empty",
+            vec![shown("trunc.json")],
+            format!(
+                "{}: not valid JSON: EOF while parsing a value at line 1 column 15; {known}",
+                shown("trunc.json")
+            ),
+        ),
+        (
+            "badyaml",
+            vec![shown("good.json")],
+            "project.yaml:2:1: invalid YAML: while parsing a flow sequence, expected ',' or ']'; \
+             fix it first"
+                .into(),
+        ),
+        (
+            "binyaml",
+            vec![shown("good.json")],
+            format!("{}: not UTF-8 text", shown("binyaml/project.yaml")),
+        ),
+    ];
+    for (dir, args, line) in &cases {
+        let before: Vec<_> = std::fs::read_dir(at(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        let mut all = vec!["import"];
+        all.extend(args.iter().map(String::as_str));
+        let out = run(&all, &at(dir));
+        assert_eq!(
+            (out.code, out.stdout.as_str(), out.stderr.as_str()),
+            (Some(2), "", format!("error: {line}\n").as_str()),
+            "{all:?}"
+        );
+        let after: Vec<_> = std::fs::read_dir(at(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(before, after, "{all:?}: nothing written");
+    }
+    assert_eq!(
+        std::fs::read(at("badyaml/project.yaml")).unwrap(),
+        b"mcp: [unclosed\n"
+    );
+}

@@ -619,3 +619,75 @@ fn help_lists_each_command_in_one_line_and_help_cmd_gives_its_paragraph() {
         o.stdout
     );
 }
+
+/// Each usage error of an ad-hoc server is one exact `error:` line on stderr, exit 2, nothing
+/// on stdout and nothing started: the name and a header's name shown escaped, a header's value
+/// (a secret) never shown.
+#[test]
+fn an_adhoc_servers_usage_errors_are_exact_operator_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = "http://127.0.0.1:9/mcp";
+    let name_esc = "Bad\u{1b}[31m";
+    let header_esc = "X\u{1b}K: v";
+    let secret_header = "X-Key: s3cr3t\u{1}v";
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &["tools", "--url", url, "--", "true"],
+            "give one ad-hoc server: `--url URL` or `-- COMMAND ARGS…`, not both",
+        ),
+        (
+            &["tools", "--header", "X: 1", "--", "true"],
+            "--header and --transport are for an ad-hoc remote server: add --url URL",
+        ),
+        (
+            &["tools", "--transport", "sse", "--", "true"],
+            "--header and --transport are for an ad-hoc remote server: add --url URL",
+        ),
+        (
+            &["tools", "--name", "foo"],
+            "--name names an ad-hoc server: add `--url URL` or `-- COMMAND ARGS…`",
+        ),
+        (
+            &["tools", "--name", name_esc, "--", "true"],
+            "--name `Bad\\u{1b}[31m` is not a server key: lowercase letters, digits, `-` and `_`, \
+             starting with a letter, 2 to 32 characters",
+        ),
+        (
+            &["tools", "--url", url, "--header", "nocolon-s3cr3t"],
+            "--header ``: no `:`; give `--header 'Name: value'`",
+        ),
+        (
+            &["tools", "--url", url, "--header", header_esc],
+            "--header `X\\u{1b}K`: not a header name; give `--header 'Name: value'`",
+        ),
+        (
+            &["tools", "--url", url, "--header", secret_header],
+            "--header `X-Key`: the value has a character a header cannot carry; give \
+             `--header 'Name: value'`",
+        ),
+        (
+            &["tools", "--project", ".", "--", "true"],
+            "an ad-hoc server (`-- COMMAND` or `--url`) is used without a project: drop \
+             --project, or declare the server in project.yaml",
+        ),
+        (
+            &["lock", "--", "true"],
+            "`lock` needs a project directory (it writes or reads its mcp.lock); an ad-hoc \
+             server (`-- COMMAND`, `--url`) has none: declare it in project.yaml",
+        ),
+    ];
+    for (args, line) in cases {
+        let o = run_in(tmp.path(), args);
+        assert_eq!(
+            (o.code, o.stdout.as_str(), o.stderr.as_str()),
+            (Some(2), "", format!("error: {line}\n").as_str()),
+            "{args:?}"
+        );
+        assert!(!o.stderr.contains("s3cr3t"), "{args:?}: {}", o.stderr);
+    }
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}

@@ -1,7 +1,8 @@
 //! The Streamable HTTP transport's failures after the handshake, against
 //! `tests/servers/http_fault_server.py`: a redirect on a later POST, on the GET stream and on
 //! the DELETE; a 401/403 on an established session; a POST on a connection the server closed;
-//! a message over the frame limit on the GET stream.
+//! a message over the frame limit on the GET stream; a `429` (with `Retry-After`) or a `5xx` to a
+//! call, and which of them the stack sends again.
 
 use kaged_mcp::client::ClientError;
 use kaged_mcp::Session;
@@ -231,4 +232,139 @@ async fn a_get_stream_event_over_the_frame_limit_is_discarded_and_the_stream_goe
     session.shutdown().await;
     let log = log(dir.path());
     assert_eq!(statuses(&log, "GET"), [Value::from(200)], "{log:#?}");
+}
+
+/// A client of the `remote` server at `peer`, driven directly (the `http_NNN` tools are not
+/// listed, so a session would not call them), its handshake done by one echo.
+async fn direct_client(peer: &SsePeer) -> kaged_mcp::client::McpClient {
+    use kaged_mcp::client::{ClientOptions, McpClient, ToolCall};
+    use tower::ServiceExt;
+    let project = format!(
+        "mcp:\n  remote:\n    transport: streamable-http\n    url: {}\n",
+        peer.mcp_url()
+    );
+    let config = kaged_mcp::config::Sources::new(project).load().unwrap();
+    let transport =
+        kaged_mcp::assemble::transport(&config, &config.project.servers[0], None, None).unwrap();
+    let client = McpClient::new("remote", transport, ClientOptions::default());
+    let echo = ToolCall::new("echo").with_json_arguments(serde_json::json!({"message": "up"}));
+    let answer = client.clone().oneshot(echo).await.unwrap();
+    assert_eq!(answer.joined_text(), "Echo: up");
+    client
+}
+
+/// A `429` (with `Retry-After` and a body) or a `5xx` to a call's POST after the handshake:
+/// the call fails at once as `SendFailed`, its message naming the server, the request, the
+/// status, the URL, the server's words and its `Retry-After`; a `429` was not processed (not
+/// delivered, retryable, `NotSent`), after a `5xx` nobody knows. The session survives: the
+/// next call is answered on the same session (one `initialize` in all, no restart).
+#[tokio::test]
+async fn a_429_or_5xx_after_the_handshake_fails_the_call_naming_status_and_retry_after() {
+    use kaged_mcp::client::{ErrorKind, ServerState, ToolCall};
+    use kaged_mcp_layers::retry::NotSent;
+    use tower::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("ok", &[], dir.path());
+    let client = direct_client(&peer).await;
+    let url = peer.mcp_url();
+    for (tool, reason, not_delivered) in [
+        ("http_429", "429 Too Many Requests", true),
+        ("http_500", "500 Internal Server Error", false),
+        ("http_503", "503 Service Unavailable", false),
+    ] {
+        let call = ToolCall::new(tool)
+            .with_json_arguments(serde_json::json!({"retry_after": "7", "body": "slow down"}));
+        let err = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            client.clone().oneshot(call),
+        )
+        .await
+        .expect("fails at once, not at a timeout")
+        .unwrap_err();
+        let failed = ClientError::find(&*err).unwrap_or_else(|| panic!("{tool}: {err:?}"));
+        assert_eq!(failed.kind(), ErrorKind::SendFailed, "{tool}: {failed:?}");
+        assert_eq!(failed.server(), "remote");
+        assert_eq!(failed.request().map(|r| r.method), Some("tools/call"));
+        let failure = failed.send_failure().unwrap();
+        assert_eq!(
+            (
+                failure.http_status(),
+                failure.not_delivered(),
+                failure.is_retryable()
+            ),
+            (
+                Some(reason[..3].parse().unwrap()),
+                not_delivered,
+                not_delivered
+            ),
+            "{tool}: {failure:?}"
+        );
+        assert_eq!(NotSent::in_chain(&*err), not_delivered, "{tool}: {err}");
+        let text = failed.to_string();
+        let refused = format!("{reason} at {url}: \"slow down\"");
+        assert!(
+            text.starts_with("MCP server `remote`: sending request ")
+                && text.contains("(tools/call) failed")
+                && text.contains(&refused)
+                && text.contains("Retry-After: 7")
+                && text.contains("not delivered") == not_delivered,
+            "{tool}: {text}"
+        );
+    }
+    let echo = ToolCall::new("echo").with_json_arguments(serde_json::json!({"message": "after"}));
+    assert_eq!(
+        client.clone().oneshot(echo).await.unwrap().joined_text(),
+        "Echo: after"
+    );
+    assert_eq!(client.state(), ServerState::Ready);
+    client.shutdown().await;
+    let log = log(dir.path());
+    assert_eq!(posts_of(&log, "initialize").len(), 1, "{log:#?}");
+    assert_eq!(calls(dir.path()), ["\"up\"", "\"after\""]);
+}
+
+/// Through the standard stack, a refused call is sent again only where that is safe: a `429`
+/// (not processed) up to the retry policy's three attempts whatever the tool; a `500` once
+/// for a tool that is not retry-safe (it may have run), three times for one that is; a
+/// `400` (refused, but sending it again would be refused again) once. The session survives.
+#[tokio::test]
+async fn the_stack_resends_a_429_always_and_a_5xx_only_when_retry_safe() {
+    use kaged_mcp::client::ToolCall;
+    use kaged_mcp::stack::{StackBuilder, StackSettings};
+    use tower::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let peer = start("ok", &[], dir.path());
+    let client = direct_client(&peer).await;
+    let stack = StackBuilder::new(StackSettings::new("remote")).build(client.clone());
+    let posts = |tool: &str| {
+        log(dir.path())
+            .iter()
+            .filter(|e| e["verb"] == "POST" && e["tool"] == tool)
+            .count()
+    };
+    for (tool, safe, sent) in [
+        ("http_429", false, 3),
+        ("http_500", false, 1),
+        ("http_500", true, 3),
+        ("http_503", false, 1),
+        ("http_400", false, 1),
+    ] {
+        let before = posts(tool);
+        let call = ToolCall::new(tool).with_retry_safe(safe);
+        let result = stack.clone().oneshot(call).await;
+        assert!(result.is_err(), "{tool}");
+        assert_eq!(
+            posts(tool) - before,
+            sent,
+            "{tool} (retry-safe {safe}): {:#?}",
+            log(dir.path())
+        );
+    }
+    let echo = ToolCall::new("echo").with_json_arguments(serde_json::json!({"message": "after"}));
+    assert_eq!(
+        stack.clone().oneshot(echo).await.unwrap().joined_text(),
+        "Echo: after"
+    );
+    client.shutdown().await;
+    assert_eq!(posts_of(&log(dir.path()), "initialize").len(), 1);
 }

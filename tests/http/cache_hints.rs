@@ -90,6 +90,7 @@ async fn ttl_case(http: bool) {
         http,
         &["--ttl-ms", "3000", "--stats-file", stats.to_str().unwrap()],
     );
+    let began = std::time::Instant::now();
     let session = start(project).await;
     assert!(names(&session).iter().any(|n| n == "mcp.srv.gen_1"));
     // Fresh: reading the catalog does not read the list again.
@@ -101,9 +102,15 @@ async fn ttl_case(http: bool) {
         1,
         "read again before its ttl"
     );
-    tokio::time::sleep(Duration::from_millis(3200)).await;
-    // Stale: the next read of the catalog has it read again, once.
+    // Read until the ttl passed (the event: the catalog names the list read again), every
+    // read before it from the kept list; stale, the next read has it read again, once.
     until_listed(&session, "mcp.srv.gen_2").await;
+    // Not before its ttl (a lower bound only: the list was read after `began`).
+    assert!(
+        began.elapsed() >= Duration::from_millis(3000),
+        "{:?}",
+        began.elapsed()
+    );
     assert!(!names(&session).iter().any(|n| n == "mcp.srv.gen_1"));
     for _ in 0..20 {
         let _ = names(&session);

@@ -47,6 +47,18 @@ fn workload_jwt(server: &OAuthPeer, sub: &str) -> String {
     workload_jwt_for(Some(&server.issuer()), sub)
 }
 
+/// Waits (at most 30 s) until `remote` failed a second start in a row: the supervisor's
+/// restart after the first failure has run, so whatever it would have sent was sent.
+async fn restarted_and_failed_again(session: &kaged_mcp::Session) {
+    let wait = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while session.status()[0].consecutive_failures < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+    wait.await
+        .unwrap_or_else(|_| panic!("never restarted: {:?}", session.status()[0]));
+}
+
 /// The `auth:` lines of a JWT-bearer server reading `file`, with DPoP when `dpop`.
 fn auth_lines(file: &Path, dpop: bool) -> String {
     format!(
@@ -124,7 +136,7 @@ async fn a_refused_assertion_is_reported_never_sent_again_and_no_other_grant_tri
         }
         assert!(!err.contains(&refused[..30]), "the assertion in {err}");
         // The supervisor restarts the server meanwhile: the same file is not sent again.
-        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        restarted_and_failed_again(&session).await;
         let stats = server.stats();
         assert_eq!(stat(&stats, "token.jwt_bearer"), 1, "{error}: {stats}");
         for other in ["authorization_code", "client_credentials", "refresh_token"] {
@@ -329,9 +341,98 @@ async fn an_id_token_the_idp_refuses_is_reported_naming_the_idp_and_not_sent_aga
     for part in ["`remote`", "/idp/token", "invalid_grant", "token exchange"] {
         assert!(err.contains(part), "{part} not in {err}");
     }
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    restarted_and_failed_again(&session).await;
     let stats = server.stats();
     assert_eq!(stat(&stats, "idp_exchange"), 1, "{stats}");
     assert_eq!(stat(&stats, "token.jwt_bearer"), 0, "{stats}");
+    session.shutdown().await;
+}
+
+/// A DPoP key file that is not a usable key (here: a PEM whose body is no PKCS#8 key) is never
+/// replaced behind the operator's back (tokens are bound to it): the server fails naming the
+/// file and what to do, without any of the file's bytes; no proof of another key reaches
+/// either server. Removed, a new key is made and the next start works.
+#[tokio::test]
+async fn an_unusable_dpop_key_file_fails_naming_the_file_and_is_not_replaced() {
+    let Some(server) = OAuthPeer::start(&["--jwt-bearer", "--workload", "w1", "--dpop"]) else {
+        return;
+    };
+    let file = assertion_path(&server);
+    std::fs::write(&file, workload_jwt(&server, "w1")).unwrap();
+    let session = server.session(&auth_lines(&file, true), "", false).await;
+    whoami(&session).await.unwrap();
+    session.shutdown().await;
+    let (path, _) = token_file(&server.tokens());
+    let key = path.with_extension("dpop-key");
+    let garbage =
+        "-----BEGIN PRIVATE KEY-----\nR0FSQkFHRS1LRVktQllURVM=\n-----END PRIVATE KEY-----\n";
+    std::fs::write(&key, garbage).unwrap();
+    server.expire();
+    let before = server.log().len();
+
+    let session = server.session(&auth_lines(&file, true), "", false).await;
+    let err = whoami(&session).await.unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("the DPoP key file {} is unusable", key.display()))
+            && err.contains("remove it to make a new key")
+            && err.contains("`remote`"),
+        "{err}"
+    );
+    assert!(!err.contains("R0FSQkFHRS1LRVktQllURVM"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&key).unwrap(),
+        garbage,
+        "kept as it was"
+    );
+    let proofs: Vec<Value> = server.log()[before..]
+        .iter()
+        .filter(|e| !e["dpop"].is_null())
+        .cloned()
+        .collect();
+    assert!(proofs.is_empty(), "{proofs:?}");
+    session.shutdown().await;
+
+    std::fs::remove_file(&key).unwrap();
+    let session = server.session(&auth_lines(&file, true), "", false).await;
+    assert_eq!(whoami(&session).await.unwrap()["client_id"], "workload:w1");
+    assert!(std::fs::read_to_string(&key)
+        .unwrap()
+        .starts_with("-----BEGIN PRIVATE KEY-----"));
+    assert_ne!(std::fs::read_to_string(&key).unwrap(), garbage);
+    session.shutdown().await;
+}
+
+/// An identity provider that cannot be reached (nothing listens at its token endpoint): the
+/// start fails naming the server, the IdP's endpoint and that it could not be reached, never
+/// the ID token; no grant is tried at the authorization server without an ID-JAG.
+#[tokio::test]
+async fn an_unreachable_identity_provider_is_named_and_no_grant_is_tried() {
+    let Some(server) = OAuthPeer::start(&["--idp", "--workload", "alice"]) else {
+        return;
+    };
+    let file = server.dir.path().join("id-token");
+    let id_token = workload_jwt(&server, "alice");
+    std::fs::write(&file, &id_token).unwrap();
+    let idp = format!(
+        "http://127.0.0.1:{}/idp/token",
+        crate::common::peers::free_port()
+    );
+    let lines = format!(
+        "      grant: jwt_bearer\n      identity_provider:\n        token_endpoint: {idp}\n        id_token_file: {}\n        client_id: kaged-at-idp\n",
+        file.display()
+    );
+    let session = server.session(&lines, "", false).await;
+    let err = whoami(&session).await.unwrap_err().to_string();
+    assert!(
+        err.contains("server `remote`")
+            && err.contains(&format!("the token exchange at the IdP {idp}: POST {idp}"))
+            && err.contains("Connection refused"),
+        "{err}"
+    );
+    assert!(!err.contains(&id_token[..30]), "the ID token in {err}");
+    let stats = server.stats();
+    assert_eq!(stat(&stats, "idp_exchange"), 0, "{stats}");
+    assert_eq!(stat(&stats, "token.jwt_bearer"), 0, "{stats}");
+    assert_ne!(session.status()[0].state, "ready");
     session.shutdown().await;
 }

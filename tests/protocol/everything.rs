@@ -21,8 +21,6 @@
 //! `toggle-simulated-logging`, one message of a random level every 5 s, which a test could only
 //! sample.
 
-use std::time::Duration;
-
 use kaged_mcp::client::{ClientOptions, Era, ErrorKind, McpClient, ServerChange};
 use kaged_mcp::protocol::content::ResourceContents;
 use kaged_mcp::protocol::{CompletionRef, ContentBlock};
@@ -30,7 +28,7 @@ use peers::SsePeer;
 use serde_json::json;
 
 use crate::common::peers;
-use crate::{base64_decode, call, changes_within, map, wait_for_change, CHANGE_TIMEOUT};
+use crate::{base64_decode, call, map, wait_for_change, CHANGE_TIMEOUT};
 
 const DOCS: [&str; 7] = [
     "architecture.md",
@@ -292,18 +290,37 @@ async fn catalog_checks(client: &McpClient, who: &str) {
     assert!(none.values.is_empty(), "{who}: {none:?}");
 }
 
-/// Subscribes to a document, starts the server's simulated updates and waits for one on
-/// `changes()`; then unsubscribes and checks that no further update of it arrives within more
-/// than one 5 s period (the server sends only for subscribed URIs, so this proves
-/// `resources/unsubscribe` reached it); then stops the updates.
+/// Subscribes to two documents, starts the server's simulated updates and waits for one of
+/// each on `changes()`; then unsubscribes from the first and waits for two more updates of
+/// the second. Each of the server's 5 s ticks sends an update for every subscribed URI, the
+/// first document's before the second's (in the order they were subscribed), so no update of
+/// the first between those two proves `resources/unsubscribe` reached the server (the first
+/// update of the second may close a tick that began before it did). The client drops an update
+/// of a URI it is not subscribed to before `changes()` (with a DEBUG line), so the server's
+/// side is seen in those lines: none for the first document between the two. Then stops the
+/// updates.
 async fn subscription_checks(client: &McpClient, who: &str) {
     let uri = "demo://resource/static/document/architecture.md";
+    let other = "demo://resource/static/document/features.md";
+    let (captured, _guard) = crate::common::capture::Captured::install_local();
+    let ignored = || {
+        captured
+            .text()
+            .lines()
+            .filter(|l| l.contains("update of a resource not subscribed to") && l.contains(uri))
+            .count()
+    };
     let mut changes = client.changes();
-    client
-        .subscribe_resource(uri)
-        .await
-        .unwrap_or_else(|e| panic!("{who}: {e}"));
-    assert_eq!(client.subscribed_resources(), [uri], "{who}");
+    for u in [uri, other] {
+        client
+            .subscribe_resource(u)
+            .await
+            .unwrap_or_else(|e| panic!("{who}: {e}"));
+    }
+    let mut subscribed = client.subscribed_resources();
+    subscribed.sort();
+    assert_eq!(subscribed, [uri, other], "{who}");
+    let updated = |u: &'static str| move |c: &ServerChange| matches!(c, ServerChange::ResourceUpdated { uri: x } if x == u);
     let started = call(client, who, "toggle-subscriber-updates", json!({})).await;
     assert!(
         started
@@ -312,33 +329,31 @@ async fn subscription_checks(client: &McpClient, who: &str) {
         "{who}: {}",
         started.joined_text()
     );
-    let seen = wait_for_change(
-        &mut changes,
-        CHANGE_TIMEOUT,
-        who,
-        |c| matches!(c, ServerChange::ResourceUpdated { uri: u } if u == uri),
-    )
-    .await;
+    let mut seen = wait_for_change(&mut changes, CHANGE_TIMEOUT, who, updated(uri)).await;
+    seen.extend(wait_for_change(&mut changes, CHANGE_TIMEOUT, who, updated(other)).await);
     assert!(
-        seen.iter()
-            .all(|c| matches!(c, ServerChange::ResourceUpdated { uri: u } if u == uri)),
-        "{who}: only the subscribed URI is updated: {seen:?}"
+        seen.iter().all(|c| updated(uri)(c) || updated(other)(c)),
+        "{who}: only the subscribed URIs are updated: {seen:?}"
     );
 
     client
         .unsubscribe_resource(uri)
         .await
         .unwrap_or_else(|e| panic!("{who}: {e}"));
-    assert!(client.subscribed_resources().is_empty(), "{who}");
-    // An update already on its way may still come in just after: drain, then watch a window
-    // longer than the server's 5 s period.
-    let _ = changes_within(&mut changes, Duration::from_millis(300)).await;
-    let later = changes_within(&mut changes, Duration::from_millis(6_500)).await;
+    assert_eq!(client.subscribed_resources(), [other], "{who}");
+    // A tick already on its way may still update both: it ends with `other`.
+    let _ = wait_for_change(&mut changes, CHANGE_TIMEOUT, who, updated(other)).await;
+    let before = ignored();
+    let later = wait_for_change(&mut changes, CHANGE_TIMEOUT, who, updated(other)).await;
     assert!(
-        !later
-            .iter()
-            .any(|c| matches!(c, ServerChange::ResourceUpdated { .. })),
-        "{who}: updates after unsubscribing: {later:?}"
+        later.iter().all(updated(other)),
+        "{who}: updates of {uri} after unsubscribing: {later:?}"
+    );
+    assert_eq!(
+        ignored(),
+        before,
+        "{who}: the server still updates {uri}: {}",
+        captured.text()
     );
     let stopped = call(client, who, "toggle-subscriber-updates", json!({})).await;
     assert!(

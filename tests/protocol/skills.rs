@@ -578,3 +578,55 @@ async fn an_unlisted_skill_is_filtered_and_granted_by_its_answered_name() {
     assert!(reads(&log).is_empty(), "{:?}", reads(&log));
     session.shutdown().await;
 }
+
+/// A supporting file read after an honest `SKILL.md` is verified too, and what the read
+/// returned decides: a tampered file (same size, one word changed) fails its digest check; a
+/// blob that is not base64 and a read with no contents are `unreadable`; a good base64 blob
+/// of the listed bytes is accepted as those bytes. Each refusal names the skill, the file and
+/// the check; `SKILL.md` and the file were each read once, and the session goes on.
+#[tokio::test]
+async fn a_supporting_file_is_verified_whatever_the_read_returned() {
+    for (mode, refusal) in [
+        (
+            "support",
+            Some((SkillCheck::Digest, "failed its digest check")),
+        ),
+        (
+            "badblob",
+            Some((SkillCheck::Unreadable, "its blob is not base64")),
+        ),
+        (
+            "empty",
+            Some((SkillCheck::Unreadable, "the read returned no contents")),
+        ),
+        ("blob", None),
+    ] {
+        let (client, log) = skills_client(mode);
+        let read = client
+            .read_skill_file("pdf-processing", "references/FORMS.md")
+            .await;
+        match (refusal, read) {
+            (Some((check, words)), Err(err)) => {
+                assert_eq!(err.kind(), ErrorKind::SkillRefused, "{mode}: {err}");
+                assert_eq!(
+                    err.skill_check(),
+                    Some((check, "pdf-processing", FORMS)),
+                    "{mode}: {err}"
+                );
+                assert!(err.reason().contains(words), "{mode}: {}", err.reason());
+            }
+            (None, Ok(forms)) => {
+                assert_eq!(forms.uri, FORMS);
+                assert_eq!(
+                    forms.text(),
+                    Some("Supporting content: how to fill a form.\n"),
+                    "{mode}"
+                );
+            }
+            (expected, got) => panic!("{mode}: expected {expected:?}, got {got:?}"),
+        }
+        assert_eq!(reads(&log), [PDF, FORMS], "{mode}");
+        client.load_skill("notes").await.unwrap();
+        client.shutdown().await;
+    }
+}

@@ -58,8 +58,10 @@ ping, tools/list, tools/call; unknown methods -32601, unknown tools -32602. Tool
                      /schema.json on this server: 404, logged, so a test proves it was never
                      fetched); -> "remote_ref ok"
   bad_schema {}   -> inputSchema {"type": 12} (not a valid schema); -> "bad_schema ok"
-  http_NNN {}     -> (any mode) the POST of that call is answered with status NNN and an empty body;
-                     the call is not processed
+  http_NNN {retry_after, body}
+                  -> (any mode) the POST of that call is answered with status NNN and an empty body
+                     (with `body`, that text as text/plain), with `Retry-After: <retry_after>` when
+                     given; the call is not processed
 
 Modes (--mode):
   ok                 as above
@@ -571,7 +573,7 @@ class Handler(kit.Handler):
             if self.burst(session):
                 return
         if isinstance(tool, str) and tool.startswith("http_") and tool[5:].isdigit():
-            self.reply(int(tool[5:]))
+            self.http_status(int(tool[5:]), msg)
             return
         if not is_request:
             if is_response:
@@ -583,6 +585,19 @@ class Handler(kit.Handler):
         except (BrokenPipeError, ConnectionResetError):
             eprint(f"the client went away while answering {msg.get('method')} id {msg.get('id')}")
             self.close_connection = True
+
+    def http_status(self, status, msg):
+        """The http_NNN tools: status NNN, its body and Retry-After from the call's arguments."""
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        args = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        headers = []
+        if isinstance(args.get("retry_after"), str):
+            headers.append(("Retry-After", args["retry_after"]))
+        body = args.get("body")
+        if isinstance(body, str):
+            self.reply(status, body.encode(), "text/plain; charset=utf-8", headers)
+        else:
+            self.reply(status, b"", headers=headers)
 
     def later(self):
         headers = [("Location", f"http://127.0.0.2:{PORT}/mcp")] if ARGS.status // 100 == 3 else []

@@ -3,6 +3,7 @@
 honest or tampered, and records every file the client reads.
 
 Usage:  python3 skills_server.py --mode ok|digest|size|frontmatter|dashes|dashx|hostile|partial|getswap
+                                        |support|blob|badblob|empty
             [--caps all|no-tools|none] [--era legacy|modern] [--require-client-extension]
             [--log FILE] [--list-log FILE]
 
@@ -49,6 +50,13 @@ comparison can catch it):
 - dashx: a line `---x` and then `allowed-tools: Bash` inside the frontmatter.
 `dashes` and `dashx` list the tampered file's own digest and size, as `frontmatter` does.
 
+`support`, `blob`, `badblob` and `empty` serve SKILL.md honestly and change how pdf-processing's
+references/FORMS.md is read (its listing stays the honest one):
+- support: one word of it changed, same length (its digest check fails);
+- blob: its bytes as a base64 blob (application/octet-stream) instead of text;
+- badblob: a blob that is not base64 (`%%% not base64 %%%`);
+- empty: a read with no contents at all (`{"contents": []}`).
+
 `partial` lists pdf-processing only: notes, and secret-exfil (as `hostile` serves it), are
 served by skills/get and resources/read but not listed (a partial listing, as ext-skills'
 `listed: false`).
@@ -81,6 +89,7 @@ parser.add_argument(
     default="ok",
     choices=[
         "ok", "digest", "size", "frontmatter", "dashes", "dashx", "hostile", "partial", "getswap",
+        "support", "blob", "badblob", "empty",
     ],
 )
 parser.add_argument("--caps", default="all", choices=["all", "no-tools", "none"])
@@ -135,7 +144,7 @@ def served(uri):
     if (args.mode == "hostile" or PARTIAL) and uri in HOSTILE:
         return HOSTILE[uri]
     if uri == FORMS:
-        return FORMS_MD
+        return FORMS_MD.replace("fill", "leak") if args.mode == "support" else FORMS_MD
     if uri == NOTES:
         return NOTES_MD
     if args.mode == "digest":
@@ -290,6 +299,12 @@ def answer_request(method, params):
         if args.mode == "hostile" and uri == LOGO:
             blob = base64.b64encode(LOGO_BYTES).decode("ascii")
             return {"contents": [{"uri": uri, "mimeType": "application/octet-stream", "blob": blob}]}
+        if uri == FORMS and args.mode in ("blob", "badblob"):
+            blob = (base64.b64encode(FORMS_MD.encode()).decode("ascii") if args.mode == "blob"
+                    else "%%% not base64 %%%")
+            return {"contents": [{"uri": uri, "mimeType": "application/octet-stream", "blob": blob}]}
+        if uri == FORMS and args.mode == "empty":
+            return {"contents": []}
         return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": served(uri)}]}
     return None
 

@@ -264,15 +264,25 @@ async fn a_wrong_secret_is_an_auth_error_naming_the_server_and_the_server_is_fai
     assert_eq!(client.state(), ServerState::Failed);
     let err = client.start().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ServerFailed, "{err}");
-    // The server writes its log line after answering: let it settle before counting.
-    let settled_gets = || async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        read_log(&log).iter().filter(|e| e["verb"] == "GET").count()
-    };
-    assert_eq!(settled_gets().await, 1);
+    // The server writes its log line after answering: wait for the `n`th GET's line, then
+    // count (a GET sent again would be there by the next count at the latest).
+    assert_eq!(gets_logged(&log, 1).await, 1);
     client.reenable();
     assert!(client.start().await.is_err());
-    assert_eq!(settled_gets().await, 2, "re-enabling tries once more");
+    assert_eq!(gets_logged(&log, 2).await, 2, "re-enabling tries once more");
+}
+
+/// The GETs in the server's request log at `log`, once there are `n` (at most [`PATIENCE`]).
+async fn gets_logged(log: &std::path::Path, n: usize) -> usize {
+    let gets = || read_log(log).iter().filter(|e| e["verb"] == "GET").count();
+    tokio::time::timeout(PATIENCE, async {
+        while gets() < n {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("GET {n} never logged: {:?}", read_log(log)));
+    gets()
 }
 
 /// An answer event that never ends fails its call as too large once it passes the frame

@@ -317,7 +317,7 @@ impl Follower<'_> {
                 } else {
                     // The server's requests arrive while `tasks/result` waits; its answer is
                     // the outcome.
-                    self.legacy_result(&session).await.map(Some)
+                    self.legacy_result(&session, false).await.map(Some)
                 };
                 match answer {
                     Ok(Some(outcome)) => return outcome,
@@ -505,10 +505,13 @@ impl Follower<'_> {
 
     /// 2025-11-25: `tasks/result`, which waits for the end: the tool's result, or the JSON-RPC
     /// error it ended with ([`ErrorKind::TaskFailed`]). `Err` of the outer result: the request
-    /// itself failed on the way (asked again by the caller).
+    /// itself failed on the way (asked again by the caller). `bounded`: the task has ended, so
+    /// the answer is due at once and waited for at most the request timeout (while the task
+    /// waits for input, `tasks/result` waits with it, unbounded).
     async fn legacy_result(
         &self,
         session: &Arc<RpcSession>,
+        bounded: bool,
     ) -> Result<Result<ToolResult, ClientError>, ClientError> {
         let params = TaskIdParams {
             task_id: self.task_id,
@@ -516,9 +519,17 @@ impl Follower<'_> {
         };
         let head = task_head::<TaskResult>(self.task_id, session);
         let (rx, mut guard) = session.request::<TaskResult>(head, Some(&params))?;
-        let answer = rx.await;
-        guard.disarm();
         let request = guard.request();
+        let answer = if bounded {
+            match guard.answer_within(rx, self.board.request_timeout).await {
+                Err(e) if e.kind() != ErrorKind::JsonRpc => return Err(e),
+                answered => Ok(answered),
+            }
+        } else {
+            let answer = rx.await;
+            guard.disarm();
+            answer
+        };
         match answer {
             Ok(Ok(CallAnswer::Complete(result))) => Ok(Ok(result)),
             Ok(Ok(_)) => Ok(Err(session.protocol_violation(
@@ -615,7 +626,7 @@ impl Follower<'_> {
         // (after a pause).
         let mut failures = 0u32;
         loop {
-            match self.legacy_result(session).await {
+            match self.legacy_result(session, true).await {
                 Ok(answer) => return answer,
                 Err(e) => {
                     self.lost_or_again(&e, &mut failures)?;

@@ -36,6 +36,8 @@ pub(crate) const READ_TIME: Duration = Duration::from_millis(500);
 pub(crate) const MAX_WORDS: usize = 200;
 /// The most bytes of a challenge's `error` code (a token such as `invalid_token`).
 const MAX_CODE: usize = 40;
+/// The most bytes of a `Retry-After` value (an HTTP date is 29).
+const MAX_RETRY_AFTER: usize = 40;
 
 /// What a server said in a refusal: see the [module docs](self).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,6 +48,8 @@ pub(crate) struct Said {
     code: Option<String>,
     /// The challenge's `error_description`, else the body's words.
     words: Option<String>,
+    /// The `Retry-After` header (seconds or an HTTP date), as the server wrote it.
+    retry_after: Option<String>,
 }
 
 impl Said {
@@ -63,6 +67,11 @@ impl Said {
                 .error_description
                 .map(|d| clean(&d, MAX_WORDS))
                 .filter(|d| !d.is_empty()),
+            retry_after: headers
+                .get(header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| clean(v, MAX_RETRY_AFTER))
+                .filter(|v| !v.is_empty()),
         }
     }
 
@@ -86,7 +95,8 @@ impl Said {
 }
 
 /// `: invalid_token: "The token expired at 10:00"`, `: "words"`, `: invalid_token`, or
-/// nothing: what follows `403 Forbidden at <url>` in a message.
+/// nothing, then ` (Retry-After: 7)` when the server said when to come back: what follows
+/// `403 Forbidden at <url>` in a message.
 impl fmt::Display for Said {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(code) = &self.code {
@@ -94,6 +104,9 @@ impl fmt::Display for Said {
         }
         if let Some(words) = &self.words {
             write!(f, ": \"{words}\"")?;
+        }
+        if let Some(retry_after) = &self.retry_after {
+            write!(f, " (Retry-After: {retry_after})")?;
         }
         Ok(())
     }
@@ -151,6 +164,7 @@ fn body_words(content_type: Option<&str>, start: &[u8]) -> Option<Said> {
         challenge: false,
         code,
         words,
+        retry_after: None,
     })
 }
 
@@ -333,6 +347,21 @@ mod tests {
         assert!(said.is_challenge());
         assert_eq!(said.to_string(), ": \"unauthorized\"");
         assert!(!Said::from_headers(&HeaderMap::new()).is_challenge());
+    }
+
+    /// `Retry-After` follows the words, cut to a bound: a server cannot fill the line with it.
+    #[test]
+    fn retry_after_follows_the_words_bounded() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("7"));
+        let mut said = Said::from_headers(&headers);
+        said.add_body(Some("text/plain"), b"slow down");
+        assert_eq!(said.to_string(), ": \"slow down\" (Retry-After: 7)");
+        let long = "9".repeat(500);
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_str(&long).unwrap());
+        let shown = Said::from_headers(&headers).to_string();
+        assert!(shown.len() < 60, "{shown}");
+        assert!(shown.starts_with(" (Retry-After: 999"), "{shown}");
     }
 
     #[tokio::test(start_paused = true)]
