@@ -436,3 +436,35 @@ async fn an_unreachable_identity_provider_is_named_and_no_grant_is_tried() {
     assert_ne!(session.status()[0].state, "ready");
     session.shutdown().await;
 }
+
+/// A DPoP-bound token kept from a run with `dpop: true` is never sent as a Bearer token when
+/// the server's `dpop` is turned off (a downgrade that would hand a proof-less bound token to
+/// whatever answers, and that the resource server must refuse anyway): the next start asks
+/// for a new token instead, and says why the authorization server refused it.
+#[tokio::test]
+async fn a_dpop_bound_token_is_never_sent_as_bearer() {
+    let Some(server) = OAuthPeer::start(&["--jwt-bearer", "--workload", "w1", "--dpop"]) else {
+        return;
+    };
+    let file = assertion_path(&server);
+    std::fs::write(&file, workload_jwt(&server, "w1")).unwrap();
+    let session = server.session(&auth_lines(&file, true), "", false).await;
+    whoami(&session).await.unwrap();
+    session.shutdown().await;
+    let (_, tokens) = token_file(&server.tokens());
+    assert_eq!(tokens["token_type"], "dpop", "{tokens}");
+    let before = server.log().len();
+
+    let session = server.session(&auth_lines(&file, false), "", false).await;
+    let err = whoami(&session).await.unwrap_err().to_string();
+    assert!(
+        err.contains("server `remote`") && err.contains("invalid_dpop_proof"),
+        "{err}"
+    );
+    let later = server.log()[before..].to_vec();
+    assert!(
+        later.iter().all(|e| e["auth_scheme"] != "Bearer"),
+        "a bound token sent as Bearer: {later:#?}"
+    );
+    session.shutdown().await;
+}

@@ -164,7 +164,7 @@ DPoP (--dpop, RFC 9449; signatures are NOT verified, stdlib Python has no EC: th
 
 --log FILE appends one JSON line per HTTP request, flushed, written before the response is sent:
 {"verb", "path" (no query), "status", "authorization" (true when an Authorization header came; never
-its value)} plus, where they apply: "error" (the OAuth/HTTP error code), "error_description"
+its value), "auth_scheme" (its first word, e.g. "Bearer" or "DPoP"; null without one)} plus, where they apply: "error" (the OAuth/HTTP error code), "error_description"
 (token and authorize errors), "client_id", "client_auth" (the method the token request used),
 "grant_type", "redirect_uri", "scope", "resource", "code",
 "refresh_token" (the one presented), "issued" ({"access_token", "refresh_token", "generation",
@@ -487,8 +487,9 @@ class Handler(kit.Handler):
         self.route_path = url.path
         self.query = url.query
         self.responded = False
+        scheme = (self.headers.get("Authorization") or "").split(" ", 1)[0] or None
         self.entry = {"verb": self.command, "path": url.path, "status": None,
-                      "authorization": "Authorization" in self.headers}
+                      "authorization": "Authorization" in self.headers, "auth_scheme": scheme}
         try:
             self.body = self.read_body()
             self.dispatch()

@@ -88,9 +88,12 @@ impl State {
             let a = t.access_token.as_ref()?;
             Some((a.expose(), t.token_type.as_deref() == Some("dpop")))
         });
+        // A DPoP-bound token without DPoP (turned off since it was issued) is not sent at all:
+        // as Bearer it would go out without its proof. A new token is asked for instead.
         self.header = access.and_then(|(a, bound)| match (bound, &self.dpop) {
             (true, Some(_)) => AuthHeader::dpop(a).ok(),
-            _ => AuthHeader::bearer(a).ok(),
+            (true, None) => None,
+            (false, _) => AuthHeader::bearer(a).ok(),
         });
         if let Some(dpop) = &self.dpop {
             let bound = access.filter(|(_, b)| *b).map(|(a, _)| a);
