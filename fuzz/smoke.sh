@@ -5,7 +5,7 @@
 # round 5 (http_answers, import_formats, lock_file, skills), 15-20 s for the others, whose kept
 # corpus reached 99 % of their 90-s coverage in that time or less (fuzz/README.md, "Time per
 # target in CI") and is replayed whole by every `cargo test` (tests/fuzz_regressions.rs,
-# the_kept_corpus_passes_the_fuzz_checks); 385 s in all, about 3 minutes two at a time, or SECONDS each when given (.ci/run passes KAGED_FUZZ_SMOKE_SECS when set). KAGED_FUZZ_JOBS targets run at
+# the_kept_corpus_passes_the_fuzz_checks); 365 s in all, about 3 minutes two at a time, or SECONDS each when given (.ci/run passes KAGED_FUZZ_SMOKE_SECS when set). KAGED_FUZZ_JOBS targets run at
 # once (2 by default: the CI machine's cores). Prints one line per target: executions,
 # coverage (libFuzzer's `cov`, edges, and `ft`, features) and corpus size at the end.
 # Fails when a target finds a crash, a hang (>10 s per input) or an out-of-memory (>2 GiB),
