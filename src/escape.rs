@@ -87,6 +87,17 @@ pub fn visible(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `s` as by [`visible`], cut after `max_chars` characters of `s` (then `…`): a server's string
+/// named inside a longer message.
+pub fn visible_cut(s: &str, max_chars: usize) -> String {
+    let cut = s.char_indices().nth(max_chars).map(|(i, _)| i);
+    let mut out = visible(&s[..cut.unwrap_or(s.len())]).into_owned();
+    if cut.is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// `s` escaped as by [`visible`], but its line breaks (`\n`, and a `\r\n` pair) kept as line
 /// breaks: one escaped line per line of `s`. For multi-line text a person reads as text (a
 /// description); a lone `\r` is escaped, so no line overwrites another.
@@ -192,6 +203,13 @@ mod tests {
             assert!(!has_hidden(&v), "U+{n:04X} left hidden");
             assert_eq!(v == s, !is_hidden(c), "U+{n:04X}");
         }
+    }
+
+    #[test]
+    fn a_cut_counts_characters_and_says_so() {
+        assert_eq!(visible_cut("héllo", 5), "héllo");
+        assert_eq!(visible_cut("héllo", 2), "hé…");
+        assert_eq!(visible_cut("a\u{202e}bc", 2), r"a\u{202e}…");
     }
 
     #[test]

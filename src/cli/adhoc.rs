@@ -193,8 +193,12 @@ impl ServerArgs {
     pub(super) fn load(&self) -> Result<Config, Failure> {
         let mut config = if self.adhoc.any() {
             let config = adhoc_config(&self.adhoc, &self.project)?;
+            let a = &self.adhoc;
             super::hints::set_context(super::hints::Context::adhoc(
-                &self.adhoc,
+                a.url.as_deref(),
+                a.transport == Some(AdhocTransport::Sse),
+                a.name.as_deref(),
+                &a.command,
                 self.project.config.as_deref(),
             ));
             config

@@ -86,29 +86,35 @@ impl Context {
     }
 
     /// An ad-hoc server: `--url URL` (without its user info or query, where credentials
-    /// travel; never a `--header`, whose values are secrets), `--transport sse`, `--name N`
-    /// and `--config FILE` as given, or its `-- CMD ARGS…` at the end.
-    pub(super) fn adhoc(a: &super::adhoc::AdhocArgs, config: Option<&Path>) -> Self {
+    /// travel; never a `--header`, whose values are secrets), `--transport sse` when `sse`,
+    /// `--name N` and `--config FILE` as given, or its `-- CMD ARGS…` at the end.
+    pub(super) fn adhoc(
+        url: Option<&str>,
+        sse: bool,
+        name: Option<&str>,
+        command: &[String],
+        config: Option<&Path>,
+    ) -> Self {
         let mut flags = Vec::new();
-        if let Some(url) = &a.url {
+        if let Some(url) = url {
             flags.push(format!(
                 "--url {}",
                 quote(&crate::protocol::uri::redact_uri(url))
             ));
-            if a.transport == Some(super::adhoc::AdhocTransport::Sse) {
+            if sse {
                 flags.push("--transport sse".to_owned());
             }
         }
-        if let Some(name) = &a.name {
+        if let Some(name) = name {
             flags.push(format!("--name {}", quote(name)));
         }
         if let Some(config) = config {
             flags.push(format!("--config {}", quote_path(config)));
         }
-        let trailing = if a.command.is_empty() {
+        let trailing = if command.is_empty() {
             String::new()
         } else {
-            let words: Vec<String> = a.command.iter().map(|w| quote(w)).collect();
+            let words: Vec<String> = command.iter().map(|w| quote(w)).collect();
             format!("-- {}", words.join(" "))
         };
         Self {
@@ -313,23 +319,20 @@ mod tests {
         assert_eq!(pasteable(&once, p, false), once);
     }
 
+    /// The hint context of an ad-hoc server given `url` or `command`, and `name`.
     fn adhoc(
         url: Option<&str>,
         command: &[&str],
         name: Option<&str>,
-    ) -> super::super::adhoc::AdhocArgs {
-        super::super::adhoc::AdhocArgs {
-            url: url.map(str::to_owned),
-            headers: vec!["Authorization: Bearer s3cret".into()],
-            transport: None,
-            name: name.map(str::to_owned),
-            command: command.iter().map(|w| (*w).to_owned()).collect(),
-        }
+        config: Option<&Path>,
+    ) -> Context {
+        let command: Vec<String> = command.iter().map(|w| (*w).to_owned()).collect();
+        Context::adhoc(url, false, name, &command, config)
     }
 
     #[test]
     fn an_adhoc_stdio_servers_hint_ends_with_its_command() {
-        let c = Context::adhoc(&adhoc(None, &["node", "my server.js"], None), None);
+        let c = adhoc(None, &["node", "my server.js"], None, None);
         let m = "no tool `x` is registered; `kaged-mcp tools adhoc` lists the tools of `adhoc`";
         let once = pasteable(m, Some(&c), false);
         assert_eq!(
@@ -349,8 +352,10 @@ mod tests {
 
     #[test]
     fn an_adhoc_url_servers_hint_carries_its_url_without_credentials_and_its_config() {
-        let c = Context::adhoc(
-            &adhoc(Some("http://u:pw@127.0.0.1:9/mcp?key=k1"), &[], Some("fm")),
+        let c = adhoc(
+            Some("http://u:pw@127.0.0.1:9/mcp?key=k1"),
+            &[],
+            Some("fm"),
             Some(Path::new("/etc/k.toml")),
         );
         let once = pasteable("(`kaged-mcp tools` lists the catalog)", Some(&c), false);
@@ -358,7 +363,7 @@ mod tests {
             once,
             "(`kaged-mcp tools --url 'http://127.0.0.1:9/mcp?…' --name fm --config /etc/k.toml` lists the catalog)"
         );
-        for secret in ["pw", "k1", "s3cret"] {
+        for secret in ["pw", "k1"] {
             assert!(!once.contains(secret), "{once}");
         }
         assert_eq!(pasteable(&once, Some(&c), false), once);

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::config::secret::{Secret, SecretRef};
 
-use super::credentials::{self, Found};
+use super::credentials::{self, bounded, Found};
 use super::formats::Foreign;
 use super::names::{is_credential_header, is_plain_env, references, secret_segment};
 use super::{MovedSecret, PlannedAuth, PlannedServer, PlannedTransport, PlannedValue};
@@ -547,18 +547,4 @@ fn scalar(v: &Value) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
-}
-
-/// The most of a file's string a message shows, in characters.
-const SHOWN_CHARS: usize = 200;
-
-/// `s` for a message: at most [`SHOWN_CHARS`] characters (then `…`), with every control,
-/// invisible and direction-changing code point shown escaped ([`crate::escape::visible`]).
-pub(super) fn bounded(s: &str) -> String {
-    let cut = s.char_indices().nth(SHOWN_CHARS).map(|(i, _)| i);
-    let mut out = crate::escape::visible(&s[..cut.unwrap_or(s.len())]).into_owned();
-    if cut.is_some() {
-        out.push('…');
-    }
-    out
 }

@@ -171,7 +171,7 @@ fn params(s: &str, range: Range<usize>, kind: &str, seps: &[char], out: &mut Vec
                 let start = at + k.len() + 1;
                 out.push(Found::new(
                     start..start + v.len(),
-                    format!("{kind} parameter `{}`", super::convert::bounded(&name)),
+                    format!("{kind} parameter `{}`", bounded(&name)),
                     &name,
                 ));
             }
@@ -267,7 +267,7 @@ fn header_arg(value: &str) -> Option<Found> {
     let start = colon + 1 + (rest.len() - rest.trim_start().len());
     Some(Found::new(
         start..start + v.len(),
-        format!("the value of header `{}`", super::convert::bounded(name)),
+        format!("the value of header `{}`", bounded(name)),
         &name.to_ascii_lowercase(),
     ))
 }
@@ -282,10 +282,19 @@ fn secret_flag(flag: &str, value: &str) -> Option<Found> {
     is_secret_name(name).then(|| {
         Found::new(
             0..value.len(),
-            format!("the value of `{}`", super::convert::bounded(flag)),
+            format!("the value of `{}`", bounded(flag)),
             name,
         )
     })
+}
+
+/// The most of a file's string a message shows, in characters.
+const SHOWN_CHARS: usize = 200;
+
+/// `s` for a message: at most [`SHOWN_CHARS`] characters (then `…`), escaped
+/// ([`crate::escape::visible_cut`]).
+pub(super) fn bounded(s: &str) -> String {
+    crate::escape::visible_cut(s, SHOWN_CHARS)
 }
 
 #[cfg(test)]
