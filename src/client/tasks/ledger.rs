@@ -91,6 +91,9 @@ impl Unconfirmed {
 }
 
 /// One `tasks/cancel` of the ledger.
+/// The most cancels a client records at once.
+const MAX_KEPT: usize = 256;
+
 #[derive(Debug)]
 struct Entry {
     seq: u64,
@@ -116,6 +119,12 @@ impl Ledger {
     pub(super) fn open(&self, task_id: &Arc<str>) -> u64 {
         let mut guard = self.lock();
         let (next, entries) = &mut *guard;
+        // An embedder that never asks (`unconfirmed_cancels`) keeps the newest `MAX_KEPT`:
+        // the oldest settled failure goes first, the record never grows without bound.
+        if entries.len() >= MAX_KEPT {
+            let oldest = entries.iter().position(|e| e.failed.is_some()).unwrap_or(0);
+            entries.remove(oldest);
+        }
         *next += 1;
         entries.push(Entry {
             seq: *next,
@@ -178,6 +187,23 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_record_is_bounded_and_forgets_the_oldest_failure_first() {
+        let ledger = Ledger::default();
+        let first = ledger.open(&Arc::from("t-first"));
+        ledger.settle(first, Err(Unconfirmed::NotAnswered { within: None }));
+        for i in 1..MAX_KEPT + 10 {
+            ledger.open(&Arc::from(format!("t-{i}").as_str()));
+        }
+        let told = ledger.take("srv");
+        assert_eq!(told.len(), MAX_KEPT);
+        assert!(
+            told.iter().all(|c| c.task_id != "t-first"),
+            "the failure went first"
+        );
+        assert_eq!(told.last().unwrap().task_id, format!("t-{}", MAX_KEPT + 9));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_confirmed_cancel_leaves_and_the_others_are_told_with_their_reason() {
