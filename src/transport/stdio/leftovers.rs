@@ -130,6 +130,41 @@ fn all() -> Vec<Stat> {
         .collect()
 }
 
+/// The children of this process: the pids each of its threads lists in
+/// `/proc/self/task/TID/children` (a handful of files, not the whole of `/proc`, so the
+/// reaper's pass every [`SCAN`] costs what this process's own children do, whatever else runs
+/// on the host), or, on a kernel without that file, every process whose parent it is.
+fn children() -> Vec<Stat> {
+    let me = std::process::id() as i32;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return all().into_iter().filter(|p| p.ppid == me).collect();
+    };
+    let mut pids = Vec::new();
+    for task in tasks.flatten() {
+        match std::fs::read_to_string(task.path().join("children")) {
+            Ok(text) => pids.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            ),
+            Err(_) => return all().into_iter().filter(|p| p.ppid == me).collect(),
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids.into_iter()
+        .filter_map(stat)
+        .filter(|p| p.ppid == me)
+        .collect()
+}
+
+/// Whether any process is in process group `pgrp` (signal 0 to the group: a zombie counts).
+fn group_exists(pgrp: i32) -> bool {
+    !matches!(
+        nix::sys::signal::killpg(Pid::from_raw(pgrp), None),
+        Err(Errno::ESRCH)
+    )
+}
+
 /// The descendants of `root` now, by parent pid (not `root` itself).
 pub(super) fn descendants(root: i32) -> Vec<Leftover> {
     let procs = all();
@@ -349,9 +384,9 @@ fn reap_adopted() {
     // Locked before /proc is read: a server started meanwhile is either registered or not
     // yet listed, never a tagged child of unknown origin.
     let mut state = state();
-    let procs = all();
+    let procs = children();
     let mine = format!("{TAG_VAR}={me}-");
-    for p in procs.iter().filter(|p| p.ppid == me) {
+    for p in &procs {
         let id = Leftover {
             pid: p.pid,
             start: p.start,
@@ -374,13 +409,10 @@ fn reap_adopted() {
     state.adopted.retain(|a| {
         procs
             .iter()
-            .any(|p| p.pid == a.pid && p.start == a.start && p.ppid == me && !p.zombie)
+            .any(|p| p.pid == a.pid && p.start == a.start && !p.zombie)
     });
-    state.groups.retain(|&g| {
-        procs
-            .iter()
-            .any(|p| p.pgrp == g && !(p.zombie && p.ppid == me && p.pid != g))
-    });
+    // The zombies just reaped are gone: a group with nothing else left in it is gone too.
+    state.groups.retain(|&g| group_exists(g));
 }
 
 /// Whether `pid`'s environment holds a variable starting with `prefix` (`NAME=value-start`).
@@ -420,6 +452,28 @@ mod tests {
         let (a, b) = (new_tag(), new_tag());
         assert_ne!(a, b);
         assert!(a.starts_with(&format!("{}-", std::process::id())));
+    }
+
+    #[test]
+    fn children_are_read_from_this_process_alone_and_match_a_whole_scan() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let me = std::process::id() as i32;
+        let mine: Vec<i32> = children().iter().map(|p| p.pid).collect();
+        let scanned: Vec<i32> = all()
+            .iter()
+            .filter(|p| p.ppid == me)
+            .map(|p| p.pid)
+            .collect();
+        assert!(mine.contains(&pid), "{mine:?}");
+        assert!(scanned.contains(&pid), "{scanned:?}");
+        assert!(group_exists(nix::unistd::getpgrp().as_raw()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!children().iter().any(|p| p.pid == pid));
     }
 
     #[test]
