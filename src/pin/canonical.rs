@@ -46,11 +46,12 @@ pub fn tool_digest(tool: &ToolInfo) -> String {
             .extra
             .get("execution")
             .is_some_and(|e| !exact_in_jcs(e))
+        // The typed annotations are strings and booleans: only the others can hold a number
+        // (read in place, no copy of the annotations per tool at every listing).
         || tool
             .annotations
             .as_ref()
-            .and_then(|a| serde_json::to_value(a).ok())
-            .is_some_and(|a| !exact_in_jcs(&a));
+            .is_some_and(|a| !a.extra.values().all(exact_in_jcs));
     if inexact {
         return digest(&definition_of(tool));
     }
