@@ -88,13 +88,7 @@ impl McpClient {
     /// [`ErrorKind::RequestTimeout`](crate::client::ErrorKind::RequestTimeout); [`ErrorKind::JsonRpc`](crate::client::ErrorKind::JsonRpc); any error of the session.
     pub async fn list_skills(&self) -> Result<Arc<[SkillEntry]>, ClientError> {
         let session = self.shared.session().await?;
-        let offered = self
-            .shared
-            .lock()
-            .init
-            .as_ref()
-            .is_some_and(|init| offers_skills(&init.capabilities));
-        if !offered {
+        if !self.offers_skills() {
             return Ok(Arc::from([]));
         }
         let cache = session.state::<Listing>();
@@ -119,6 +113,15 @@ impl McpClient {
             ));
         }
         Ok(skills)
+    }
+
+    /// Whether the server declared the skills extension when the session started.
+    fn offers_skills(&self) -> bool {
+        self.shared
+            .lock()
+            .init
+            .as_ref()
+            .is_some_and(|init| offers_skills(&init.capabilities))
     }
 
     /// The skill `name` names: the one skill listed under that name (its frontmatter's
@@ -162,13 +165,7 @@ impl McpClient {
     /// path). Nothing is read.
     async fn get_unlisted(&self, name: &str) -> Result<SkillEntry, ClientError> {
         let server = &self.shared.server;
-        let offered = self
-            .shared
-            .lock()
-            .init
-            .as_ref()
-            .is_some_and(|init| offers_skills(&init.capabilities));
-        if !offered {
+        if !self.offers_skills() {
             return Err(self.not_offered(ListSkills::METHOD, name, "skills"));
         }
         let unknown = |request: Option<&super::error::RequestRef>, why: String| {
